@@ -1,0 +1,527 @@
+package daemon
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+// MaxConfigFileSize bounds one config file. Stack specs are small; a
+// larger file is almost certainly the wrong file.
+const MaxConfigFileSize = 8 << 20
+
+// Annotations with a meaning for stackd.
+const (
+	AnnotationReconcileRequest = "pulumi.com/reconciliation-request"
+	AnnotationSyncWave         = "argocd.argoproj.io/sync-wave"
+	AnnotationExternalLink     = "link.argocd.argoproj.io/external-link"
+)
+
+// Config is a loaded and validated set of stacks with the programs,
+// ConfigMaps and Secrets they may refer to.
+type Config struct {
+	// Stacks are in the order they were read: files sorted by name,
+	// documents and list items in file order.
+	Stacks   []*Stack
+	Programs map[string]*Program
+	// ConfigMaps and Secrets hold the data of ConfigMap and Secret
+	// documents, by name then key. Secret values are secrets.
+	ConfigMaps map[string]map[string]string
+	Secrets    map[string]map[string]string
+}
+
+// Stack is one stack of a config.
+type Stack struct {
+	Name        string
+	Spec        StackSpec
+	Annotations map[string]string
+	// SyncWave orders stacks of one config that no prerequisite orders.
+	SyncWave int
+	// Pos is where the stack's name is written.
+	Pos Pos
+	// Dir is the absolute directory of the file that defines the stack;
+	// relative FS references start there.
+	Dir string
+
+	src  map[string]Pos // positions of the defining document, by path
+	base string         // path of the spec: "spec" or "stacks[N]"
+}
+
+// Program is a Program document: a Pulumi YAML program kept in the config.
+type Program struct {
+	Name    string
+	Program ProgramSpec
+	Pos     Pos
+
+	src  map[string]Pos
+	base string // path of the body: "program" or "programs[N]"
+}
+
+// Stack returns the stack named name, or nil.
+func (c *Config) Stack(name string) *Stack {
+	for _, s := range c.Stacks {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// ReconcileRequest is the value of the stack's reconciliation-request
+// annotation: a new value asks for a sync.
+func (s *Stack) ReconcileRequest() string {
+	return s.Annotations[AnnotationReconcileRequest]
+}
+
+// ExternalLink is the stack's external-link annotation, for the UI.
+func (s *Stack) ExternalLink() string {
+	return s.Annotations[AnnotationExternalLink]
+}
+
+// Load reads config files and directories (every *.yaml and *.yml below a
+// directory, skipping hidden entries such as Kubernetes' ..data), parses
+// every document strictly and validates the whole config. It has no side
+// effects. The diagnostics hold every error and note found; when there is
+// an error, Load returns a *ConfigError and no config.
+func Load(paths ...string) (*Config, Diagnostics, error) {
+	l := newLoader()
+	for _, p := range paths {
+		l.addPath(p)
+	}
+	return l.finish()
+}
+
+// Parse parses and validates one file's content as a whole config.
+func Parse(name string, data []byte) (*Config, Diagnostics, error) {
+	l := newLoader()
+	l.addFile(name, data)
+	return l.finish()
+}
+
+type loader struct {
+	cfg   *Config
+	diags Diagnostics
+	files int
+}
+
+func newLoader() *loader {
+	return &loader{cfg: &Config{
+		Programs:   map[string]*Program{},
+		ConfigMaps: map[string]map[string]string{},
+		Secrets:    map[string]map[string]string{},
+	}}
+}
+
+func (l *loader) fileError(name, format string, args ...any) {
+	l.diags = append(l.diags, Diagnostic{Pos: Pos{File: name}, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (l *loader) addPath(p string) {
+	info, err := os.Stat(p)
+	if err != nil {
+		l.fileError(p, "%v", unwrapPathError(err))
+		return
+	}
+	if !info.IsDir() {
+		l.readFile(p)
+		return
+	}
+	files, err := configFiles(p)
+	if err != nil {
+		l.fileError(p, "%v", unwrapPathError(err))
+		return
+	}
+	if len(files) == 0 {
+		l.fileError(p, "directory holds no *.yaml or *.yml files")
+	}
+	for _, f := range files {
+		l.readFile(f)
+	}
+}
+
+// configFiles lists the YAML files below dir, sorted, skipping hidden
+// files and directories.
+func configFiles(dir string) ([]string, error) {
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		hidden := strings.HasPrefix(e.Name(), ".") && p != dir
+		switch {
+		case hidden && e.IsDir():
+			return filepath.SkipDir
+		case hidden || e.IsDir():
+			return nil
+		}
+		if ext := filepath.Ext(p); ext == ".yaml" || ext == ".yml" {
+			files = append(files, p)
+		}
+		return nil
+	})
+	sort.Strings(files)
+	return files, err
+}
+
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func (l *loader) readFile(name string) {
+	f, err := os.Open(name)
+	if err != nil {
+		l.fileError(name, "%v", unwrapPathError(err))
+		return
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxConfigFileSize+1))
+	if err != nil {
+		l.fileError(name, "%v", unwrapPathError(err))
+		return
+	}
+	l.addFile(name, data)
+}
+
+// addFile parses one file's documents into the config under construction.
+func (l *loader) addFile(name string, data []byte) {
+	l.files++
+	if len(data) > MaxConfigFileSize {
+		l.fileError(name, "larger than %d bytes; not a config file?", MaxConfigFileSize)
+		return
+	}
+	if off := binaryOffset(data); off >= 0 {
+		l.fileError(name, "not a YAML text file (binary data at byte %d)", off)
+		return
+	}
+	dir, err := filepath.Abs(filepath.Dir(name))
+	if err != nil {
+		dir = filepath.Dir(name)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	docs := 0
+	for {
+		var root yaml.Node
+		err := dec.Decode(&root)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			l.diags = append(l.diags, syntaxError(name, data, err))
+			return
+		}
+		if len(root.Content) == 0 || isNull(root.Content[0]) {
+			continue // an empty document, e.g. after a trailing ---
+		}
+		docs++
+		l.addDocument(name, dir, root.Content[0])
+	}
+	if docs == 0 {
+		l.fileError(name, "holds no YAML documents")
+	}
+}
+
+// binaryOffset returns the offset of the first byte that cannot be in a
+// YAML text file (NUL or invalid UTF-8), or -1.
+func binaryOffset(data []byte) int {
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		return i
+	}
+	if utf8.Valid(data) {
+		return -1
+	}
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return i
+		}
+		i += size
+	}
+	return -1
+}
+
+var yamlLineError = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// syntaxError turns a YAML parser error into a diagnostic with the line the
+// parser names, and a clearer message for tab indentation.
+func syntaxError(name string, data []byte, err error) Diagnostic {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	pos := Pos{File: name}
+	if m := yamlLineError.FindStringSubmatch(err.Error()); m != nil {
+		pos.Line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	}
+	if line, col := tabIndent(data, pos.Line); line > 0 {
+		pos.Line, pos.Col = line, col
+		msg = "tab character in indentation (YAML indents with spaces only)"
+	}
+	return Diagnostic{Pos: pos, Path: "yaml", Msg: "syntax error: " + msg}
+}
+
+// tabIndent finds a tab in the leading white space of the line the parser
+// stopped at (or the line before it, where the YAML parser often points),
+// and returns its line and column.
+func tabIndent(data []byte, near int) (int, int) {
+	lines := bytes.Split(data, []byte("\n"))
+	for _, ln := range []int{near, near - 1, near + 1} {
+		if ln < 1 || ln > len(lines) {
+			continue
+		}
+		text := lines[ln-1]
+		indent := len(text) - len(bytes.TrimLeft(text, " \t"))
+		if i := bytes.IndexByte(text[:indent], '\t'); i >= 0 {
+			return ln, i + 1
+		}
+	}
+	return 0, 0
+}
+
+// addDocument dispatches one document by its shape.
+func (l *loader) addDocument(file, dir string, n *yaml.Node) {
+	d := newDecoder(file)
+	defer func() { l.diags = append(l.diags, d.diags...) }()
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, "", "expected a mapping (a manifest or a stacks: list), got %s", describe(n))
+		return
+	}
+	keys := topKeys(n)
+	switch {
+	case keys["apiVersion"] != nil || keys["kind"] != nil:
+		l.addManifest(d, dir, n, keys)
+	case keys["stacks"] != nil || keys["programs"] != nil:
+		l.addCompact(d, dir, n)
+	default:
+		d.errorf(n, "", "not a stackd document: expected a manifest (apiVersion, kind) or a stacks:/programs: list")
+	}
+}
+
+// topKeys maps a mapping's scalar keys to their values.
+func topKeys(n *yaml.Node) map[string]*yaml.Node {
+	keys := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; k.Kind == yaml.ScalarNode {
+			keys[k.Value] = n.Content[i+1]
+		}
+	}
+	return keys
+}
+
+// objectMeta is Kubernetes' metadata; only name and annotations matter.
+type objectMeta struct {
+	Name                       string            `yaml:"name"`
+	Annotations                map[string]string `yaml:"annotations"`
+	Namespace                  Ignored           `yaml:"namespace" stackd:"k8s"`
+	Labels                     Ignored           `yaml:"labels" stackd:"k8s"`
+	GenerateName               Ignored           `yaml:"generateName" stackd:"k8s"`
+	UID                        Ignored           `yaml:"uid" stackd:"k8s"`
+	ResourceVersion            Ignored           `yaml:"resourceVersion" stackd:"k8s"`
+	Generation                 Ignored           `yaml:"generation" stackd:"k8s"`
+	CreationTimestamp          Ignored           `yaml:"creationTimestamp" stackd:"k8s"`
+	DeletionTimestamp          Ignored           `yaml:"deletionTimestamp" stackd:"k8s"`
+	DeletionGracePeriodSeconds Ignored           `yaml:"deletionGracePeriodSeconds" stackd:"k8s"`
+	Finalizers                 Ignored           `yaml:"finalizers" stackd:"k8s"`
+	OwnerReferences            Ignored           `yaml:"ownerReferences" stackd:"k8s"`
+	ManagedFields              Ignored           `yaml:"managedFields" stackd:"k8s"`
+}
+
+type manifestHead struct {
+	APIVersion string     `yaml:"apiVersion"`
+	Kind       string     `yaml:"kind"`
+	Metadata   objectMeta `yaml:"metadata"`
+	Status     Ignored    `yaml:"status" stackd:"k8s"`
+}
+
+type stackManifest struct {
+	manifestHead `yaml:",inline"`
+	Spec         StackSpec `yaml:"spec"`
+}
+
+type programManifest struct {
+	manifestHead `yaml:",inline"`
+	Program      ProgramSpec `yaml:"program"`
+}
+
+type configMapManifest struct {
+	manifestHead `yaml:",inline"`
+	Data         map[string]string `yaml:"data"`
+	BinaryData   Ignored           `yaml:"binaryData" stackd:"k8s"`
+	Immutable    Ignored           `yaml:"immutable" stackd:"k8s"`
+}
+
+type secretManifest struct {
+	manifestHead `yaml:",inline"`
+	Data         map[string]string `yaml:"data"`
+	StringData   map[string]string `yaml:"stringData"`
+	Type         Ignored           `yaml:"type" stackd:"k8s"`
+	Immutable    Ignored           `yaml:"immutable" stackd:"k8s"`
+}
+
+func (l *loader) addManifest(d *decoder, dir string, n *yaml.Node, keys map[string]*yaml.Node) {
+	apiVersion, kind := scalarOf(keys["apiVersion"]), scalarOf(keys["kind"])
+	group, version, _ := strings.Cut(apiVersion, "/")
+	switch {
+	case apiVersion == "":
+		d.errorf(n, "apiVersion", "missing apiVersion")
+	case kind == "":
+		d.errorf(n, "kind", "missing kind")
+	case group == "pulumi.com" && version != "v1" && version != "v1alpha1":
+		d.errorf(keys["apiVersion"], "apiVersion", "unsupported version of pulumi.com (stackd reads v1 and v1alpha1)")
+	case group == "pulumi.com" && kind == "Stack":
+		var m stackManifest
+		d.decode(n, "", reflect.ValueOf(&m).Elem())
+		l.addStack(d, dir, m.Metadata.Name, m.Metadata.Annotations, m.Spec, "metadata.name", "spec")
+	case group == "pulumi.com" && kind == "Program":
+		var m programManifest
+		d.decode(n, "", reflect.ValueOf(&m).Elem())
+		l.addProgram(d, m.Metadata.Name, m.Program, "metadata.name", "program")
+	case group == "pulumi.com":
+		d.errorf(keys["kind"], "kind", "unknown pulumi.com kind (stackd reads Stack and Program)")
+	case apiVersion == "v1" && kind == "ConfigMap":
+		var m configMapManifest
+		d.decode(n, "", reflect.ValueOf(&m).Elem())
+		l.addData(d, l.cfg.ConfigMaps, m.Metadata.Name, m.Data, "ConfigMap")
+	case apiVersion == "v1" && kind == "Secret":
+		l.addSecret(d, n)
+	default:
+		name := scalarOf(topKeys(orEmpty(keys["metadata"]))["name"])
+		d.notef(n, "kind", "skipped: %s %s %q is not a stackd kind", apiVersion, kind, name)
+	}
+}
+
+func (l *loader) addSecret(d *decoder, n *yaml.Node) {
+	var m secretManifest
+	d.decode(n, "", reflect.ValueOf(&m).Elem())
+	data := map[string]string{}
+	for k, v := range m.Data {
+		b, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			d.errorf(n, "data."+k, "not valid base64")
+			continue
+		}
+		data[k] = string(b)
+	}
+	for k, v := range m.StringData {
+		data[k] = v // stringData wins, as in Kubernetes
+	}
+	l.addData(d, l.cfg.Secrets, m.Metadata.Name, data, "Secret")
+}
+
+func (l *loader) addData(d *decoder, into map[string]map[string]string, name string, data map[string]string, kind string) {
+	if !l.checkName(d, name, "metadata.name") {
+		return
+	}
+	if _, dup := into[name]; dup {
+		d.errorf(nodeAt(d, "metadata.name"), "metadata.name", "duplicate %s name %q", kind, name)
+		return
+	}
+	into[name] = data
+}
+
+type compactDoc struct {
+	Stacks   []compactStack   `yaml:"stacks"`
+	Programs []compactProgram `yaml:"programs"`
+}
+
+type compactStack struct {
+	Name        string            `yaml:"name"`
+	Annotations map[string]string `yaml:"annotations"`
+	StackSpec   `yaml:",inline"`
+}
+
+type compactProgram struct {
+	Name        string `yaml:"name"`
+	ProgramSpec `yaml:",inline"`
+}
+
+func (l *loader) addCompact(d *decoder, dir string, n *yaml.Node) {
+	var doc compactDoc
+	d.decode(n, "", reflect.ValueOf(&doc).Elem())
+	for i, s := range doc.Stacks {
+		base := indexPath("stacks", i)
+		l.addStack(d, dir, s.Name, s.Annotations, s.StackSpec, base+".name", base)
+	}
+	for i, p := range doc.Programs {
+		base := indexPath("programs", i)
+		l.addProgram(d, p.Name, p.ProgramSpec, base+".name", base)
+	}
+}
+
+func (l *loader) addStack(d *decoder, dir, name string, ann map[string]string, spec StackSpec, namePath, base string) {
+	if !l.checkName(d, name, namePath) {
+		return
+	}
+	l.cfg.Stacks = append(l.cfg.Stacks, &Stack{
+		Name:        name,
+		Spec:        spec,
+		Annotations: ann,
+		Pos:         d.src[namePath],
+		Dir:         dir,
+		src:         d.src,
+		base:        base,
+	})
+}
+
+func (l *loader) addProgram(d *decoder, name string, p ProgramSpec, namePath, base string) {
+	if !l.checkName(d, name, namePath) {
+		return
+	}
+	if _, dup := l.cfg.Programs[name]; dup {
+		d.errorf(nodeAt(d, namePath), namePath, "duplicate Program name %q", name)
+		return
+	}
+	l.cfg.Programs[name] = &Program{Name: name, Program: p, Pos: d.src[namePath], src: d.src, base: base}
+}
+
+// checkName reports a missing or unsafe object name. Names become file
+// and directory names, so they are held to Kubernetes' rules.
+func (l *loader) checkName(d *decoder, name, path string) bool {
+	pos, ok := d.src[path]
+	if !ok {
+		parent, _, _ := strings.Cut(path, ".name")
+		if pos, ok = d.src[parent]; !ok {
+			pos = d.src[""]
+		}
+	}
+	if msg := nameProblem(name, 253); msg != "" {
+		d.diags = append(d.diags, Diagnostic{Pos: pos, Path: path, Msg: msg})
+		return false
+	}
+	return true
+}
+
+// nodeAt returns a node carrying the position recorded for path, for
+// errors raised after decoding.
+func nodeAt(d *decoder, path string) *yaml.Node {
+	p := d.src[path]
+	return &yaml.Node{Line: p.Line, Column: p.Col}
+}
+
+func scalarOf(n *yaml.Node) string {
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return ""
+	}
+	return n.Value
+}
+
+func orEmpty(n *yaml.Node) *yaml.Node {
+	if n == nil {
+		return &yaml.Node{}
+	}
+	return n
+}

@@ -1,0 +1,264 @@
+package daemon
+
+import (
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// StackSpec is PKO's Stack spec, field for field (see the configuration
+// reference). Struct tags drive the strict decoder in decode.go:
+//
+//	stackd:"k8s"         Kubernetes-only: parsed, ignored, reported
+//	stackd:"deprecated"  deprecated in PKO v2 but still honoured, reported
+//	stackd:"alias=NAME"  also accepted under NAME (but not both at once)
+type StackSpec struct {
+	// Stack is the Pulumi stack name: "stack", "org/stack" or "org/project/stack".
+	Stack   string `yaml:"stack"`
+	Backend string `yaml:"backend"`
+
+	// Source: projectRepo (with branch xor commit) or programRef.
+	ProjectRepo   string            `yaml:"projectRepo"`
+	RepoDir       string            `yaml:"repoDir"`
+	Branch        string            `yaml:"branch"`
+	Commit        string            `yaml:"commit"`
+	Shallow       bool              `yaml:"shallow"`
+	GitAuth       *GitAuthConfig    `yaml:"gitAuth"`
+	GitAuthSecret string            `yaml:"gitAuthSecret" stackd:"deprecated"`
+	ProgramRef    *ProgramReference `yaml:"programRef"`
+	FluxSource    Ignored           `yaml:"fluxSource" stackd:"k8s"`
+
+	// Configuration and environment.
+	Config            map[string]any          `yaml:"config"`
+	ConfigRef         map[string]ConfigMapRef `yaml:"configRef" stackd:"alias=configRefs"`
+	Secrets           map[string]string       `yaml:"secrets" stackd:"deprecated"`
+	SecretsRef        map[string]ResourceRef  `yaml:"secretsRef"`
+	SecretsProvider   string                  `yaml:"secretsProvider"`
+	EnvRefs           map[string]ResourceRef  `yaml:"envRefs"`
+	Envs              []string                `yaml:"envs" stackd:"deprecated"`
+	EnvSecrets        []string                `yaml:"envSecrets" stackd:"deprecated"`
+	AccessTokenSecret string                  `yaml:"accessTokenSecret" stackd:"deprecated"`
+	Environment       []string                `yaml:"environment"`
+
+	// Operations.
+	Targets                        []string        `yaml:"targets"`
+	TargetDependents               bool            `yaml:"targetDependents"`
+	Refresh                        bool            `yaml:"refresh"`
+	Preview                        bool            `yaml:"preview"`
+	DestroyOnFinalize              bool            `yaml:"destroyOnFinalize"`
+	RunProgram                     bool            `yaml:"runProgram"`
+	UseLocalStackOnly              bool            `yaml:"useLocalStackOnly"`
+	ContinueResyncOnCommitMatch    bool            `yaml:"continueResyncOnCommitMatch"`
+	ResyncFrequencySeconds         int64           `yaml:"resyncFrequencySeconds"`
+	RetryMaxBackoffDurationSeconds int64           `yaml:"retryMaxBackoffDurationSeconds"`
+	Prerequisites                  []Prerequisite  `yaml:"prerequisites"`
+	UpdateTemplate                 *UpdateTemplate `yaml:"updateTemplate"`
+
+	// Accepted and ignored by PKO v2 itself.
+	ExpectNoRefreshChanges bool `yaml:"expectNoRefreshChanges" stackd:"deprecated"`
+	RetryOnUpdateConflict  bool `yaml:"retryOnUpdateConflict" stackd:"deprecated"`
+
+	// Kubernetes-only.
+	ServiceAccountName     Ignored `yaml:"serviceAccountName" stackd:"k8s"`
+	WorkspaceTemplate      Ignored `yaml:"workspaceTemplate" stackd:"k8s"`
+	WorkspaceReclaimPolicy Ignored `yaml:"workspaceReclaimPolicy" stackd:"k8s"`
+}
+
+// ResourceRef is PKO's reference to a value, with stackd's standalone
+// meaning of each type:
+//
+//	Literal      the value itself
+//	Env          an environment variable of the daemon
+//	FS           a file (relative paths start at the config file's directory)
+//	Secret       the file <secrets-dir>/<name>/<key>, or a Secret document
+//	StackOutput  an output of another stack of the same config
+type ResourceRef struct {
+	Type        string             `yaml:"type"`
+	Literal     *LiteralRef        `yaml:"literal"`
+	Env         *EnvSelector       `yaml:"env"`
+	Filesystem  *FSSelector        `yaml:"filesystem"`
+	Secret      *SecretSelector    `yaml:"secret"`
+	StackOutput *StackOutputSelect `yaml:"stackOutput"`
+}
+
+// ResourceRef types.
+const (
+	RefLiteral     = "Literal"
+	RefEnv         = "Env"
+	RefFS          = "FS"
+	RefSecret      = "Secret"
+	RefStackOutput = "StackOutput"
+)
+
+// LiteralRef holds a value written in the config. Its Value may be a
+// secret: it never appears in messages.
+type LiteralRef struct {
+	Value string `yaml:"value"`
+}
+
+// EnvSelector names an environment variable of the daemon.
+type EnvSelector struct {
+	Name string `yaml:"name"`
+}
+
+// FSSelector names a file.
+type FSSelector struct {
+	Path string `yaml:"path"`
+}
+
+// SecretSelector names a key of a Kubernetes-style secret.
+type SecretSelector struct {
+	Name      string  `yaml:"name"`
+	Key       string  `yaml:"key"`
+	Namespace Ignored `yaml:"namespace" stackd:"k8s"`
+}
+
+// StackOutputSelect names an output of another stack.
+type StackOutputSelect struct {
+	Stack  string `yaml:"stack"`
+	Output string `yaml:"output"`
+}
+
+// ConfigMapRef takes a config value from a ConfigMap key: the file
+// <configmaps-dir>/<name>/<key>, or a ConfigMap document of the config.
+type ConfigMapRef struct {
+	Name string `yaml:"name"`
+	Key  string `yaml:"key"`
+	// JSON parses the value as JSON (structured config).
+	JSON bool `yaml:"json"`
+}
+
+// GitAuthConfig holds the credentials of projectRepo. When several forms
+// are set, PKO's precedence applies: sshAuth, accessToken, githubApp,
+// basicAuth.
+type GitAuthConfig struct {
+	SSHAuth     *SSHAuth       `yaml:"sshAuth"`
+	AccessToken *ResourceRef   `yaml:"accessToken"`
+	GitHubApp   *GitHubAppAuth `yaml:"githubApp"`
+	BasicAuth   *BasicAuth     `yaml:"basicAuth"`
+}
+
+// SSHAuth is a private key with an optional passphrase.
+type SSHAuth struct {
+	SSHPrivateKey ResourceRef  `yaml:"sshPrivateKey"`
+	Password      *ResourceRef `yaml:"password"`
+}
+
+// BasicAuth is a user name and password.
+type BasicAuth struct {
+	UserName ResourceRef `yaml:"userName"`
+	Password ResourceRef `yaml:"password"`
+}
+
+// GitHubAppAuth authenticates as a GitHub App installation.
+type GitHubAppAuth struct {
+	AppID          ResourceRef `yaml:"appID"`
+	InstallationID ResourceRef `yaml:"installationID"`
+	PrivateKey     ResourceRef `yaml:"privateKey"`
+}
+
+// ProgramReference names a Program of the same config.
+type ProgramReference struct {
+	Name string `yaml:"name"`
+}
+
+// Prerequisite gates a stack's updates on another stack. Two shapes are
+// accepted: PKO's {name, requirement: {succeededWithinDuration}} and the
+// {type: Stack, requirement: NAME, succeededWithinDuration} shape of the
+// Argo CD guide; both decode to this struct (see decodeYAML).
+type Prerequisite struct {
+	Name        string
+	Requirement *Requirement
+}
+
+// Requirement says how fresh a prerequisite's last success must be.
+type Requirement struct {
+	SucceededWithinDuration Duration `yaml:"succeededWithinDuration"`
+}
+
+// UpdateTemplate is PKO's patch onto each update it creates.
+type UpdateTemplate struct {
+	Metadata Ignored     `yaml:"metadata" stackd:"k8s"`
+	Spec     *UpdateSpec `yaml:"spec"`
+}
+
+// UpdateSpec holds the operation options an updateTemplate may set.
+type UpdateSpec struct {
+	TTLAfterCompleted Ignored  `yaml:"ttlAfterCompleted" stackd:"k8s"`
+	Parallel          int64    `yaml:"parallel"`
+	Message           string   `yaml:"message"`
+	ExpectNoChanges   bool     `yaml:"expectNoChanges"`
+	Replace           []string `yaml:"replace"`
+	Target            []string `yaml:"target"`
+	TargetDependents  bool     `yaml:"targetDependents"`
+	Refresh           bool     `yaml:"refresh"`
+	ContinueOnError   bool     `yaml:"continueOnError"`
+	Remove            bool     `yaml:"remove"`
+	RunProgram        bool     `yaml:"runProgram"`
+}
+
+// ProgramSpec is the body of a PKO Program: a Pulumi YAML program.
+type ProgramSpec struct {
+	Configuration map[string]ProgramConfig `yaml:"configuration"`
+	Resources     map[string]Resource      `yaml:"resources"`
+	Variables     map[string]any           `yaml:"variables"`
+	Outputs       map[string]any           `yaml:"outputs"`
+	Packages      map[string]string        `yaml:"packages"`
+}
+
+// ProgramConfig declares one config value of a Program.
+type ProgramConfig struct {
+	Type    string `yaml:"type"`
+	Default any    `yaml:"default"`
+}
+
+// Resource is one resource of a Program.
+type Resource struct {
+	Type       string           `yaml:"type"`
+	Properties map[string]any   `yaml:"properties"`
+	Options    *ResourceOptions `yaml:"options"`
+	Get        *ResourceGetter  `yaml:"get"`
+}
+
+// ResourceOptions are Pulumi YAML resource options. Values are expressions,
+// kept as written.
+type ResourceOptions struct {
+	AdditionalSecretOutputs any `yaml:"additionalSecretOutputs"`
+	Aliases                 any `yaml:"aliases"`
+	CustomTimeouts          any `yaml:"customTimeouts"`
+	DeleteBeforeReplace     any `yaml:"deleteBeforeReplace"`
+	DependsOn               any `yaml:"dependsOn"`
+	IgnoreChanges           any `yaml:"ignoreChanges"`
+	Import                  any `yaml:"import"`
+	Parent                  any `yaml:"parent"`
+	Protect                 any `yaml:"protect"`
+	Provider                any `yaml:"provider"`
+	Providers               any `yaml:"providers"`
+	Version                 any `yaml:"version"`
+	PluginDownloadURL       any `yaml:"pluginDownloadURL"`
+	ReplaceOnChanges        any `yaml:"replaceOnChanges"`
+	RetainOnDelete          any `yaml:"retainOnDelete"`
+	DeletedWith             any `yaml:"deletedWith"`
+	HideDiffs               any `yaml:"hideDiffs"`
+	ReplaceWith             any `yaml:"replaceWith"`
+}
+
+// ResourceGetter reads an existing resource instead of managing one.
+type ResourceGetter struct {
+	ID    any            `yaml:"id"`
+	State map[string]any `yaml:"state"`
+}
+
+// Duration is a Go duration written as a string ("90s", "1h30m"), like
+// Kubernetes' metav1.Duration. Negative durations are rejected.
+type Duration struct {
+	time.Duration
+}
+
+// Ignored holds a Kubernetes-only value: it is parsed, never used.
+type Ignored struct {
+	node *yaml.Node
+}
+
+// Set reports whether the field was present.
+func (i Ignored) Set() bool { return i.node != nil }

@@ -1,0 +1,123 @@
+package daemon
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Condition types of a stack's status, as in PKO's StackStatus.
+const (
+	ConditionReady       = "Ready"
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
+)
+
+// Update types. UpdateDrift is stackd's own: a refresh preview that never
+// changes the state.
+const (
+	UpdateUp      = "up"
+	UpdatePreview = "preview"
+	UpdateRefresh = "refresh"
+	UpdateDestroy = "destroy"
+	UpdateDrift   = "drift"
+)
+
+// Update states. UpdateRunning is only ever seen on a record of an update
+// in flight; at start, a record still running belongs to a process that
+// died and is turned into UpdateAborted.
+const (
+	UpdateRunning   = "running"
+	UpdateSucceeded = "succeeded"
+	UpdateFailed    = "failed"
+	UpdateAborted   = "aborted"
+)
+
+// StackRecord is what stackd keeps about one stack between restarts: its
+// identity, the generation counter that plays the role of Kubernetes'
+// metadata.generation, and its PKO-shaped status.
+type StackRecord struct {
+	Name string `json:"name"`
+	// Generation increases by one each time SpecHash changes.
+	Generation int64 `json:"generation"`
+	// SpecHash is the content hash of the normalised spec last seen.
+	SpecHash string `json:"specHash"`
+	// Removed is set when the stack left the config but still has work to
+	// do (a destroy); the record is deleted once that work succeeded.
+	Removed bool        `json:"removed,omitempty"`
+	Status  StackStatus `json:"status"`
+}
+
+// StackStatus mirrors PKO's StackStatus JSON field for field, plus health
+// and drift.
+type StackStatus struct {
+	ObservedGeneration       int64                      `json:"observedGeneration,omitempty"`
+	ObservedReconcileRequest string                     `json:"observedReconcileRequest,omitempty"`
+	Conditions               []Condition                `json:"conditions,omitempty"`
+	Outputs                  map[string]json.RawMessage `json:"outputs,omitempty"`
+	CurrentUpdate            *CurrentUpdate             `json:"currentUpdate,omitempty"`
+	LastUpdate               *LastUpdate                `json:"lastUpdate,omitempty"`
+	Health                   *Health                    `json:"health,omitempty"`
+}
+
+// Condition is a Kubernetes-style status condition.
+type Condition struct {
+	Type               string    `json:"type"`
+	Status             string    `json:"status"` // "True" or "False"
+	Reason             string    `json:"reason,omitempty"`
+	Message            string    `json:"message,omitempty"`
+	ObservedGeneration int64     `json:"observedGeneration,omitempty"`
+	LastTransitionTime time.Time `json:"lastTransitionTime"`
+}
+
+// CurrentUpdate names the update in flight.
+type CurrentUpdate struct {
+	Generation       int64  `json:"generation,omitempty"`
+	ReconcileRequest string `json:"reconcileRequest,omitempty"`
+	Name             string `json:"name,omitempty"`
+	Commit           string `json:"commit,omitempty"`
+}
+
+// LastUpdate is the outcome of the last finished update, PKO's
+// StackUpdateState.
+type LastUpdate struct {
+	Generation           int64     `json:"generation,omitempty"`
+	ReconcileRequest     string    `json:"reconcileRequest,omitempty"`
+	Name                 string    `json:"name,omitempty"`
+	Type                 string    `json:"type,omitempty"`
+	State                string    `json:"state,omitempty"`
+	Message              string    `json:"message,omitempty"`
+	LastAttemptedCommit  string    `json:"lastAttemptedCommit,omitempty"`
+	LastSuccessfulCommit string    `json:"lastSuccessfulCommit,omitempty"`
+	Permalink            string    `json:"permalink,omitempty"`
+	LastResyncTime       time.Time `json:"lastResyncTime"`
+	Failures             int64     `json:"failures,omitempty"`
+}
+
+// Health is the Argo CD health of a stack: Healthy, Progressing or
+// Degraded, with the message of the condition that decided it.
+type Health struct {
+	Status  string `json:"status"`
+	Message string `json:"message,omitempty"`
+}
+
+// Update is one entry of a stack's update history.
+type Update struct {
+	// ID is "<stack>-<seq>", unique across the store.
+	ID    string `json:"id"`
+	Stack string `json:"stack"`
+	// Seq numbers a stack's updates from 1, in the order they started.
+	Seq  uint64 `json:"seq"`
+	Type string `json:"type"`
+	// Reason is why the update ran, e.g. "New commit detected".
+	Reason           string    `json:"reason,omitempty"`
+	Generation       int64     `json:"generation,omitempty"`
+	ReconcileRequest string    `json:"reconcileRequest,omitempty"`
+	Commit           string    `json:"commit,omitempty"`
+	StartTime        time.Time `json:"startTime"`
+	EndTime          time.Time `json:"endTime,omitzero"`
+	State            string    `json:"state"`
+	Message          string    `json:"message,omitempty"`
+	// Changes counts resources by operation (create, update, delete, same, …).
+	Changes   map[string]int `json:"changes,omitempty"`
+	Permalink string         `json:"permalink,omitempty"`
+}

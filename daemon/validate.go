@@ -1,0 +1,567 @@
+package daemon
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// MaxStackNameLength is PKO's limit on a Stack's name.
+const MaxStackNameLength = 42
+
+var (
+	objectName   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+	dataKey      = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
+	envVarName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	pulumiStack  = regexp.MustCompile(`^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}$`)
+	fullSHA      = regexp.MustCompile(`^([0-9a-fA-F]{40}|[0-9a-fA-F]{64})$`)
+	scpLikeURL   = regexp.MustCompile(`^([^@/:]+@)?[^/:@]+:[^/].*$`)
+	refTypeNames = []string{RefLiteral, RefEnv, RefFS, RefSecret, RefStackOutput}
+)
+
+// nameProblem returns why name cannot name an object, or "".
+func nameProblem(name string, max int) string {
+	switch {
+	case name == "":
+		return "missing name"
+	case len(name) > max:
+		return fmt.Sprintf("name longer than %d characters", max)
+	case strings.Contains(name, ".."), !objectName.MatchString(name):
+		return fmt.Sprintf("invalid name %q: use lowercase letters, digits, '-' and '.', starting and ending with a letter or digit", name)
+	}
+	return ""
+}
+
+func (l *loader) finish() (*Config, Diagnostics, error) {
+	v := &validator{cfg: l.cfg}
+	v.validate()
+	l.diags = append(l.diags, v.diags...)
+	sort.SliceStable(l.diags, func(i, j int) bool {
+		a, b := l.diags[i].Pos, l.diags[j].Pos
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Col < b.Col
+	})
+	if errs := l.diags.Errors(); len(errs) > 0 {
+		return nil, l.diags, &ConfigError{Diags: errs}
+	}
+	return l.cfg, l.diags, nil
+}
+
+// validator checks a whole config once every document decoded: what one
+// field's type cannot say, and what spans fields, stacks and files.
+type validator struct {
+	cfg   *Config
+	diags Diagnostics
+	s     *Stack // the stack being checked
+}
+
+// errorf reports a problem at path, relative to the current stack's spec.
+func (v *validator) errorf(rel, format string, args ...any) {
+	full := joinPath(v.s.base, rel)
+	v.diags = append(v.diags, Diagnostic{Pos: v.at(full), Path: full, Msg: fmt.Sprintf(format, args...)})
+}
+
+// at finds the position recorded for full, or for its nearest parent.
+func (v *validator) at(full string) Pos {
+	for p := full; p != ""; p = parentPath(p) {
+		if pos, ok := v.s.src[p]; ok {
+			return pos
+		}
+	}
+	return v.s.Pos
+}
+
+func parentPath(p string) string {
+	i := strings.LastIndexAny(p, ".[")
+	if i < 0 {
+		return ""
+	}
+	return p[:i]
+}
+
+func (v *validator) validate() {
+	seen := map[string]*Stack{}
+	for _, s := range v.cfg.Stacks {
+		v.s = s
+		if first, dup := seen[s.Name]; dup {
+			v.diags = append(v.diags, Diagnostic{Pos: s.Pos, Path: parentPath(s.base) + nameField(s),
+				Msg: fmt.Sprintf("duplicate stack name %q (first defined at %s)", s.Name, first.Pos)})
+			continue
+		}
+		seen[s.Name] = s
+		v.stack(s)
+	}
+	v.cycles()
+	for _, name := range sortedKeys(v.cfg.Programs) {
+		v.program(v.cfg.Programs[name])
+	}
+}
+
+// program checks what Pulumi YAML would reject before running anything.
+func (v *validator) program(p *Program) {
+	v.s = &Stack{Name: p.Name, Pos: p.Pos, src: p.src, base: p.base}
+	for _, name := range sortedKeys(p.Program.Resources) {
+		if p.Program.Resources[name].Type == "" {
+			v.errorf(joinPath("resources", name), "resource has no type")
+		}
+	}
+	for _, name := range sortedKeys(p.Program.Configuration) {
+		if c := p.Program.Configuration[name]; c.Type == "" && c.Default == nil {
+			v.errorf(joinPath("configuration", name), "configuration value needs a type or a default")
+		}
+	}
+}
+
+// nameField is the path of a stack's name, for duplicate reports.
+func nameField(s *Stack) string {
+	if s.base == "spec" {
+		return "metadata.name"
+	}
+	return s.base + ".name"
+}
+
+func (v *validator) stack(s *Stack) {
+	if msg := nameProblem(s.Name, MaxStackNameLength); msg != "" {
+		v.diags = append(v.diags, Diagnostic{Pos: s.Pos, Path: nameField(s), Msg: msg})
+	}
+	spec := &s.Spec
+	switch {
+	case spec.Stack == "":
+		v.errorf("", "missing stack (the Pulumi stack name)")
+	case !pulumiStack.MatchString(spec.Stack):
+		v.errorf("stack", "invalid Pulumi stack name: want stack, org/stack or org/project/stack")
+	}
+	v.source(spec)
+	v.configAndEnv(spec)
+	v.prerequisites(spec)
+	v.annotations(s)
+	if spec.Backend != "" && !strings.Contains(spec.Backend, "://") {
+		v.errorf("backend", "backend must be a URL such as file:///var/lib/state, s3://bucket or https://api.pulumi.com")
+	}
+	v.nonEmpty("targets", spec.Targets)
+	if t := spec.UpdateTemplate; t != nil && t.Spec != nil {
+		v.nonEmpty("updateTemplate.spec.target", t.Spec.Target)
+		v.nonEmpty("updateTemplate.spec.replace", t.Spec.Replace)
+	}
+}
+
+func (v *validator) nonEmpty(rel string, items []string) {
+	for i, item := range items {
+		if strings.TrimSpace(item) == "" {
+			v.errorf(indexPath(rel, i), "empty entry")
+		}
+	}
+}
+
+func (v *validator) source(spec *StackSpec) {
+	hasRepo, hasProgram := spec.ProjectRepo != "", spec.ProgramRef != nil
+	switch {
+	case hasRepo && hasProgram:
+		v.errorf("", "set either projectRepo or programRef, not both")
+	case hasRepo:
+		v.gitSource(spec)
+	case hasProgram:
+		v.programSource(spec)
+	case spec.FluxSource.Set():
+		v.errorf("fluxSource", "fluxSource needs Flux on Kubernetes; set projectRepo or programRef instead")
+	default:
+		v.errorf("", "no source: set projectRepo (with branch or commit) or programRef")
+	}
+}
+
+func (v *validator) gitSource(spec *StackSpec) {
+	if msg := repoURLProblem(spec.ProjectRepo); msg != "" {
+		v.errorf("projectRepo", "%s", msg)
+	}
+	switch {
+	case spec.Branch != "" && spec.Commit != "":
+		v.errorf("", "set either branch or commit, not both")
+	case spec.Branch == "" && spec.Commit == "":
+		v.errorf("", "projectRepo needs a branch to track or a commit to pin")
+	case spec.Commit != "" && !fullSHA.MatchString(spec.Commit):
+		v.errorf("commit", "commit must be a full 40-character SHA (to follow a branch or tag, use branch)")
+	case spec.Branch != "" && !validRefName(spec.Branch):
+		v.errorf("branch", "not a valid Git branch or tag name")
+	}
+	if spec.RepoDir != "" {
+		clean := path.Clean(spec.RepoDir)
+		if path.IsAbs(spec.RepoDir) || clean == ".." || strings.HasPrefix(clean, "../") {
+			v.errorf("repoDir", "repoDir must be a relative path inside the repository")
+		}
+	}
+	v.gitAuth(spec)
+}
+
+func (v *validator) programSource(spec *StackSpec) {
+	name := spec.ProgramRef.Name
+	switch {
+	case name == "":
+		v.errorf("programRef", "missing name")
+	case v.cfg.Programs[name] == nil:
+		v.errorf("programRef.name", "no Program named %q in the config", name)
+	}
+	for field, set := range map[string]bool{
+		"branch": spec.Branch != "", "commit": spec.Commit != "", "repoDir": spec.RepoDir != "",
+		"gitAuth": spec.GitAuth != nil, "shallow": spec.Shallow,
+	} {
+		if set {
+			v.errorf(field, "%s applies only to projectRepo sources", field)
+		}
+	}
+}
+
+// repoURLProblem returns why u cannot be fetched safely, or "". The
+// message never quotes u: it may hold credentials.
+func repoURLProblem(u string) string {
+	if !strings.Contains(u, "://") {
+		if scpLikeURL.MatchString(u) {
+			return ""
+		}
+		return "not a repository URL (use https://, ssh://, git@host:path or file://)"
+	}
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return "not a valid URL"
+	}
+	switch parsed.Scheme {
+	case "https", "http", "ssh", "git", "file":
+	default:
+		return fmt.Sprintf("unsupported URL scheme %q (use https, http, ssh, git or file)", parsed.Scheme)
+	}
+	if parsed.User != nil {
+		_, hasPassword := parsed.User.Password()
+		if hasPassword || parsed.Scheme == "https" || parsed.Scheme == "http" {
+			return "credentials in the URL: put them in gitAuth instead"
+		}
+	}
+	if parsed.Host == "" && parsed.Scheme != "file" {
+		return "URL has no host"
+	}
+	return ""
+}
+
+// validRefName applies git-check-ref-format's rules to a branch or tag,
+// written short ("main") or full ("refs/heads/main").
+func validRefName(ref string) bool {
+	if ref == "" || ref == "@" || strings.HasPrefix(ref, "-") || strings.HasPrefix(ref, "/") ||
+		strings.HasSuffix(ref, "/") || strings.HasSuffix(ref, ".") || strings.HasSuffix(ref, ".lock") ||
+		strings.Contains(ref, "..") || strings.Contains(ref, "@{") || strings.Contains(ref, "//") {
+		return false
+	}
+	for _, r := range ref {
+		if r < 0x20 || r == 0x7f || strings.ContainsRune(" ~^:?*[\\", r) {
+			return false
+		}
+	}
+	for _, part := range strings.Split(ref, "/") {
+		if strings.HasPrefix(part, ".") {
+			return false
+		}
+	}
+	return true
+}
+
+func (v *validator) gitAuth(spec *StackSpec) {
+	if spec.GitAuthSecret != "" {
+		v.refName("gitAuthSecret", spec.GitAuthSecret)
+	}
+	a := spec.GitAuth
+	if a == nil {
+		return
+	}
+	if a.SSHAuth == nil && a.AccessToken == nil && a.GitHubApp == nil && a.BasicAuth == nil {
+		v.errorf("gitAuth", "gitAuth must set one of sshAuth, accessToken, githubApp, basicAuth")
+	}
+	if a.SSHAuth != nil {
+		v.ref("gitAuth.sshAuth.sshPrivateKey", a.SSHAuth.SSHPrivateKey, false)
+		if a.SSHAuth.Password != nil {
+			v.ref("gitAuth.sshAuth.password", *a.SSHAuth.Password, false)
+		}
+	}
+	if a.AccessToken != nil {
+		v.ref("gitAuth.accessToken", *a.AccessToken, false)
+	}
+	if g := a.GitHubApp; g != nil {
+		v.ref("gitAuth.githubApp.appID", g.AppID, false)
+		v.ref("gitAuth.githubApp.installationID", g.InstallationID, false)
+		v.ref("gitAuth.githubApp.privateKey", g.PrivateKey, false)
+	}
+	if b := a.BasicAuth; b != nil {
+		v.ref("gitAuth.basicAuth.userName", b.UserName, false)
+		v.ref("gitAuth.basicAuth.password", b.Password, false)
+	}
+}
+
+func (v *validator) configAndEnv(spec *StackSpec) {
+	for _, k := range sortedKeys(spec.Config) {
+		if k == "" {
+			v.errorf("config", "empty config key")
+		}
+	}
+	for _, k := range sortedKeys(spec.ConfigRef) {
+		ref, rel := spec.ConfigRef[k], joinPath("configRef", k)
+		v.refName(rel+".name", ref.Name)
+		v.refKey(rel+".key", ref.Key)
+	}
+	for _, k := range sortedKeys(spec.SecretsRef) {
+		v.ref(joinPath("secretsRef", k), spec.SecretsRef[k], true)
+	}
+	for _, k := range sortedKeys(spec.EnvRefs) {
+		rel := joinPath("envRefs", k)
+		if !envVarName.MatchString(k) {
+			v.errorf(rel, "not a valid environment variable name")
+		}
+		v.ref(rel, spec.EnvRefs[k], true)
+	}
+	for i, name := range spec.Envs {
+		v.refName(indexPath("envs", i), name)
+	}
+	for i, name := range spec.EnvSecrets {
+		v.refName(indexPath("envSecrets", i), name)
+	}
+	if spec.AccessTokenSecret != "" {
+		v.refName("accessTokenSecret", spec.AccessTokenSecret)
+	}
+	for i, env := range spec.Environment {
+		if env == "" || strings.ContainsAny(env, " \t") {
+			v.errorf(indexPath("environment", i), "not an ESC environment name (project/environment)")
+		}
+	}
+}
+
+// ref checks the form of a ResourceRef; what it points at is read only
+// when the stack runs.
+func (v *validator) ref(rel string, r ResourceRef, allowStackOutput bool) {
+	selectors := map[string]bool{
+		RefLiteral: r.Literal != nil, RefEnv: r.Env != nil, RefFS: r.Filesystem != nil,
+		RefSecret: r.Secret != nil, RefStackOutput: r.StackOutput != nil,
+	}
+	switch {
+	case r.Type == "":
+		v.errorf(rel, "missing type (one of %s)", strings.Join(refTypeNames, ", "))
+		return
+	case !selectorKnown(r.Type):
+		v.errorf(rel+".type", "unknown reference type %q (one of %s)", r.Type, strings.Join(refTypeNames, ", "))
+		return
+	case r.Type == RefStackOutput && !allowStackOutput:
+		v.errorf(rel+".type", "StackOutput cannot be used here")
+		return
+	case !selectors[r.Type]:
+		v.errorf(rel, "type %s needs its selector %s", r.Type, selectorField(r.Type))
+		return
+	}
+	for typ, set := range selectors {
+		if set && typ != r.Type {
+			v.errorf(rel+"."+selectorField(typ), "selector does not match type %s", r.Type)
+		}
+	}
+	switch r.Type {
+	case RefEnv:
+		if !envVarName.MatchString(r.Env.Name) {
+			v.errorf(rel+".env.name", "not a valid environment variable name")
+		}
+	case RefFS:
+		if r.Filesystem.Path == "" {
+			v.errorf(rel+".filesystem.path", "missing path")
+		}
+	case RefSecret:
+		v.refName(rel+".secret.name", r.Secret.Name)
+		v.refKey(rel+".secret.key", r.Secret.Key)
+	case RefStackOutput:
+		v.stackOutput(rel+".stackOutput", r.StackOutput)
+	}
+}
+
+func selectorKnown(t string) bool {
+	for _, n := range refTypeNames {
+		if n == t {
+			return true
+		}
+	}
+	return false
+}
+
+func selectorField(t string) string {
+	switch t {
+	case RefFS:
+		return "filesystem"
+	case RefStackOutput:
+		return "stackOutput"
+	}
+	return strings.ToLower(t)
+}
+
+func (v *validator) stackOutput(rel string, so *StackOutputSelect) {
+	switch {
+	case so.Stack == "":
+		v.errorf(rel+".stack", "missing stack")
+	case so.Stack == v.s.Name:
+		v.errorf(rel+".stack", "a stack cannot use its own outputs")
+	case v.cfg.Stack(so.Stack) == nil:
+		v.errorf(rel+".stack", "no stack named %q in the config", so.Stack)
+	}
+	if so.Output == "" {
+		v.errorf(rel+".output", "missing output")
+	}
+}
+
+// refName checks the name of a Secret or ConfigMap, which names a
+// directory when it is read from disk.
+func (v *validator) refName(rel, name string) {
+	if msg := nameProblem(name, 253); msg != "" {
+		v.errorf(rel, "%s", msg)
+	}
+}
+
+// refKey checks a Secret or ConfigMap key, which names a file.
+func (v *validator) refKey(rel, key string) {
+	switch {
+	case key == "":
+		v.errorf(rel, "missing key")
+	case key == "." || key == ".." || !dataKey.MatchString(key):
+		v.errorf(rel, "invalid key %q: use letters, digits, '-', '_' and '.'", key)
+	}
+}
+
+func (v *validator) prerequisites(spec *StackSpec) {
+	for i, p := range spec.Prerequisites {
+		rel := indexPath("prerequisites", i)
+		switch {
+		case p.Name == "":
+			v.errorf(rel, "missing the prerequisite stack's name")
+		case p.Name == v.s.Name:
+			v.errorf(rel, "a stack cannot be its own prerequisite")
+		case v.cfg.Stack(p.Name) == nil:
+			v.errorf(rel, "no stack named %q in the config", p.Name)
+		}
+	}
+}
+
+func (v *validator) annotations(s *Stack) {
+	if wave, ok := s.Annotations[AnnotationSyncWave]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(wave))
+		if err != nil {
+			v.annotationError(s, AnnotationSyncWave, "sync wave must be an integer")
+		}
+		s.SyncWave = n
+	}
+	if link, ok := s.Annotations[AnnotationExternalLink]; ok {
+		u, err := url.Parse(link)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			v.annotationError(s, AnnotationExternalLink, "external link must be an http(s) URL")
+		}
+	}
+}
+
+func (v *validator) annotationError(s *Stack, key, msg string) {
+	base := "metadata.annotations"
+	if s.base != "spec" {
+		base = s.base + ".annotations"
+	}
+	full := base + "." + key
+	v.diags = append(v.diags, Diagnostic{Pos: v.at(full), Path: full, Msg: msg})
+}
+
+// edge is a dependency of one stack on another: a prerequisite or a
+// StackOutput reference. Both order updates.
+type edge struct {
+	to  string
+	rel string // where the dependency is written, relative to the spec
+}
+
+// Dependencies returns the names of the stacks s depends on: its
+// prerequisites and the stacks whose outputs it reads, sorted.
+func (s *Stack) Dependencies() []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, e := range s.edges() {
+		if !seen[e.to] {
+			seen[e.to] = true
+			names = append(names, e.to)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (s *Stack) edges() []edge {
+	var out []edge
+	for i, p := range s.Spec.Prerequisites {
+		out = append(out, edge{p.Name, indexPath("prerequisites", i)})
+	}
+	for _, refs := range []struct {
+		field string
+		m     map[string]ResourceRef
+	}{{"envRefs", s.Spec.EnvRefs}, {"secretsRef", s.Spec.SecretsRef}} {
+		for _, k := range sortedKeys(refs.m) {
+			if so := refs.m[k].StackOutput; so != nil && refs.m[k].Type == RefStackOutput {
+				out = append(out, edge{so.Stack, joinPath(refs.field, k) + ".stackOutput.stack"})
+			}
+		}
+	}
+	return out
+}
+
+// cycles reports every dependency cycle once, at the edge that closes it.
+func (v *validator) cycles() {
+	const (
+		unvisited = iota
+		active
+		done
+	)
+	state := map[string]int{}
+	var trail []string
+	var visit func(s *Stack)
+	visit = func(s *Stack) {
+		state[s.Name] = active
+		trail = append(trail, s.Name)
+		for _, e := range s.edges() {
+			next := v.cfg.Stack(e.to)
+			switch {
+			case next == nil || e.to == s.Name:
+				// reported by the reference checks
+			case state[e.to] == active:
+				start := indexOf(trail, e.to)
+				cycle := append(append([]string(nil), trail[start:]...), e.to)
+				v.s = s
+				v.errorf(e.rel, "dependency cycle: %s", strings.Join(cycle, " → "))
+			case state[e.to] == unvisited:
+				visit(next)
+			}
+		}
+		trail = trail[:len(trail)-1]
+		state[s.Name] = done
+	}
+	for _, s := range v.cfg.Stacks {
+		if state[s.Name] == unvisited {
+			visit(s)
+		}
+	}
+}
+
+func indexOf(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

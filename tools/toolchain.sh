@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# toolchain.sh DIR builds the pinned Pulumi toolchain into DIR from the Go
+# module proxy. Each binary is rebuilt only when the one in DIR does not
+# embed the pinned module version, so a second run does nothing.
+set -euo pipefail
+
+bin=${1:?usage: toolchain.sh BIN_DIR}
+mkdir -p "$bin"
+bin=$(cd "$bin" && pwd)
+tools=$(cd "$(dirname "$0")" && pwd)
+
+PULUMI_VERSION=v3.250.0
+PULUMI_YAML_VERSION=v1.12.0
+
+# has BINARY MODULE VERSION: true when BINARY was built with MODULE@VERSION.
+has() {
+	[ -x "$1" ] && go version -m "$1" 2>/dev/null | grep -Eq "[[:space:]]$2[[:space:]]+$3([[:space:]]|$)"
+}
+
+# build NAME WRAPPER_DIR PACKAGE [LDFLAGS]
+build() {
+	echo "toolchain: building $1" >&2
+	(cd "$tools/$2" && go build -trimpath -ldflags "${4:-}" -o "$bin/$1.tmp" "$3")
+	mv "$bin/$1.tmp" "$bin/$1"
+}
+
+if ! has "$bin/pulumi" github.com/pulumi/pulumi/pkg/v3 "$PULUMI_VERSION"; then
+	# Without the version stamp `pulumi version` prints nothing and the
+	# Automation API refuses the CLI.
+	build pulumi pulumi github.com/pulumi/pulumi/pkg/v3/cmd/pulumi \
+		"-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION"
+fi
+if ! has "$bin/pulumi-language-yaml" github.com/pulumi/pulumi-yaml "$PULUMI_YAML_VERSION"; then
+	build pulumi-language-yaml pulumi-language-yaml github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml \
+		"-X github.com/pulumi/pulumi-yaml/pkg/version.Version=$PULUMI_YAML_VERSION"
+fi
+
+got=$("$bin/pulumi" version)
+if [ "$got" != "$PULUMI_VERSION" ]; then
+	echo "toolchain: $bin/pulumi version printed '$got', want $PULUMI_VERSION" >&2
+	exit 1
+fi
+echo "toolchain: pulumi $got, pulumi-language-yaml $PULUMI_YAML_VERSION in $bin" >&2
