@@ -24,12 +24,14 @@ type decoder struct {
 	diags Diagnostics
 	// src records where each decoded path's value starts. Validation uses
 	// it to place problems it finds after decoding.
-	src   map[string]Pos
+	src map[string]Pos
+	// keys records where each mapping key is written, by path.
+	keys  map[string]Pos
 	nodes int
 }
 
 func newDecoder(file string) *decoder {
-	return &decoder{file: file, src: map[string]Pos{}}
+	return &decoder{file: file, src: map[string]Pos{}, keys: map[string]Pos{}}
 }
 
 // nodeDecoder is implemented by types that decode themselves.
@@ -212,12 +214,13 @@ func (d *decoder) pairs(n *yaml.Node, path string) (keys []string, keyNodes, val
 }
 
 func (d *decoder) decodeMap(n *yaml.Node, path string, v reflect.Value) {
-	keys, _, values, ok := d.pairs(n, path)
+	keys, keyNodes, values, ok := d.pairs(n, path)
 	if !ok {
 		return
 	}
 	m := reflect.MakeMapWithSize(v.Type(), len(keys))
 	for i, k := range keys {
+		d.keys[joinPath(path, k)] = d.pos(keyNodes[i])
 		elem := reflect.New(v.Type().Elem()).Elem()
 		d.decode(values[i], joinPath(path, k), elem)
 		m.SetMapIndex(reflect.ValueOf(k).Convert(v.Type().Key()), elem)
@@ -250,6 +253,8 @@ func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value) {
 			d.notef(keyNodes[i], p, "ignored: Kubernetes-only field")
 		case "deprecated":
 			d.notef(keyNodes[i], p, "deprecated in PKO v2; still honoured")
+		case "noop":
+			d.notef(keyNodes[i], p, "ignored: PKO v2 accepts and ignores this field too")
 		}
 	}
 }
@@ -404,6 +409,7 @@ func (x *Prerequisite) decodeYAML(d *decoder, n *yaml.Node, path string) {
 		d.errorf(n, path, "set the stack's name in requirement, not name, when type is Stack")
 		return
 	}
+	x.argoShape = true
 	if req.Kind != 0 {
 		x.Name, _ = d.scalarString(req, reqPath)
 	}
@@ -411,6 +417,33 @@ func (x *Prerequisite) decodeYAML(d *decoder, n *yaml.Node, path string) {
 		x.Requirement = &Requirement{SucceededWithinDuration: *raw.SucceededWithinDuration}
 	}
 }
+
+// decodeYAML accepts both forms of a StackOutput reference (see
+// ResourceRef).
+func (x *ResourceRef) decodeYAML(d *decoder, n *yaml.Node, path string) {
+	var raw struct {
+		plainRef `yaml:",inline"`
+		Stack    string `yaml:"stack"`
+		Output   string `yaml:"output"`
+	}
+	d.decode(n, path, reflect.ValueOf(&raw).Elem())
+	*x = ResourceRef(raw.plainRef)
+	if raw.Stack == "" && raw.Output == "" {
+		return
+	}
+	switch {
+	case x.Type != RefStackOutput:
+		d.errorf(n, path, "stack and output belong to type StackOutput")
+	case x.StackOutput != nil:
+		d.errorf(n, path, "set either stackOutput or stack and output, not both")
+	default:
+		x.StackOutput = &StackOutputSelect{Stack: raw.Stack, Output: raw.Output}
+		x.flat = true
+	}
+}
+
+// plainRef has ResourceRef's fields without its decoder.
+type plainRef ResourceRef
 
 // structFields is the YAML view of a struct type.
 type structFields struct {
@@ -421,7 +454,7 @@ type structFields struct {
 type fieldInfo struct {
 	index []int
 	num   int    // identifies the Go field, shared by a name and its alias
-	kind  string // "", "k8s" or "deprecated"
+	kind  string // the stackd tag: "", "k8s", "deprecated" or "noop"
 }
 
 var nodeType = reflect.TypeOf(yaml.Node{})

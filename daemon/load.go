@@ -56,7 +56,8 @@ type Stack struct {
 	// relative FS references start there.
 	Dir string
 
-	src  map[string]Pos // positions of the defining document, by path
+	src  map[string]Pos // positions of values in the defining document
+	keys map[string]Pos // positions of mapping keys in it
 	base string         // path of the spec: "spec" or "stacks[N]"
 }
 
@@ -258,15 +259,14 @@ func binaryOffset(data []byte) int {
 
 var yamlLineError = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// syntaxError turns a YAML parser error into a diagnostic with the line the
-// parser names, and a clearer message for tab indentation.
+// syntaxError turns a YAML parser error into a diagnostic at the line where
+// the parser stopped, with a clearer message for tab indentation.
 func syntaxError(name string, data []byte, err error) Diagnostic {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	pos := Pos{File: name}
-	if m := yamlLineError.FindStringSubmatch(err.Error()); m != nil {
-		pos.Line, _ = strconv.Atoi(m[1])
-		msg = m[2]
+	line, msg := splitYAMLError(err)
+	if stop := stopLine(data, msg); stop > 0 {
+		line = stop
 	}
+	pos := Pos{File: name, Line: line}
 	if line, col := tabIndent(data, pos.Line); line > 0 {
 		pos.Line, pos.Col = line, col
 		msg = "tab character in indentation (YAML indents with spaces only)"
@@ -274,16 +274,83 @@ func syntaxError(name string, data []byte, err error) Diagnostic {
 	return Diagnostic{Pos: pos, Path: "yaml", Msg: "syntax error: " + msg}
 }
 
+func splitYAMLError(err error) (int, string) {
+	if m := yamlLineError.FindStringSubmatch(err.Error()); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return line, m[2]
+	}
+	return 0, strings.TrimPrefix(err.Error(), "yaml: ")
+}
+
+// maxStopSearch bounds the input stopLine searches (it parses each prefix).
+const maxStopSearch = 64 << 10
+
+// stopLine finds where the parser stops: the shortest prefix of whole
+// lines that fails with the same message. yaml.v3's own line number is
+// that of the construct the parser was in (0-based for parser errors),
+// often far above the mistake, so it is only a fallback.
+func stopLine(data []byte, msg string) int {
+	if len(data) > maxStopSearch {
+		return 0
+	}
+	for i, end := range lineEnds(data) {
+		if _, m := splitYAMLError(firstYAMLError(data[:end])); m == msg {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// lineEnds returns the offset just past each line of data, breaking lines
+// where YAML does: LF, CRLF, CR, NEL, LS and PS.
+func lineEnds(data []byte) []int {
+	var ends []int
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		i += size
+		switch r {
+		case '\r':
+			if i < len(data) && data[i] == '\n' {
+				i++
+			}
+			ends = append(ends, i)
+		case '\n', '\u0085', '\u2028', '\u2029':
+			ends = append(ends, i)
+		}
+	}
+	if len(ends) == 0 || ends[len(ends)-1] < len(data) {
+		ends = append(ends, len(data))
+	}
+	return ends
+}
+
+func firstYAMLError(data []byte) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var n yaml.Node
+		if err := dec.Decode(&n); err != nil {
+			if errors.Is(err, io.EOF) {
+				return errors.New("")
+			}
+			return err
+		}
+	}
+}
+
 // tabIndent finds a tab in the leading white space of the line the parser
 // stopped at (or the line before it, where the YAML parser often points),
 // and returns its line and column.
 func tabIndent(data []byte, near int) (int, int) {
-	lines := bytes.Split(data, []byte("\n"))
+	ends := lineEnds(data)
 	for _, ln := range []int{near, near - 1, near + 1} {
-		if ln < 1 || ln > len(lines) {
+		if ln < 1 || ln > len(ends) {
 			continue
 		}
-		text := lines[ln-1]
+		start := 0
+		if ln > 1 {
+			start = ends[ln-2]
+		}
+		text := data[start:ends[ln-1]]
 		indent := len(text) - len(bytes.TrimLeft(text, " \t"))
 		if i := bytes.IndexByte(text[:indent], '\t'); i >= 0 {
 			return ln, i + 1
@@ -473,6 +540,7 @@ func (l *loader) addStack(d *decoder, dir, name string, ann map[string]string, s
 		Pos:         d.src[namePath],
 		Dir:         dir,
 		src:         d.src,
+		keys:        d.keys,
 		base:        base,
 	})
 }

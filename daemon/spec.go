@@ -11,6 +11,7 @@ import (
 //
 //	stackd:"k8s"         Kubernetes-only: parsed, ignored, reported
 //	stackd:"deprecated"  deprecated in PKO v2 but still honoured, reported
+//	stackd:"noop"        accepted and ignored, as PKO v2 does, reported
 //	stackd:"alias=NAME"  also accepted under NAME (but not both at once)
 type StackSpec struct {
 	// Stack is the Pulumi stack name: "stack", "org/stack" or "org/project/stack".
@@ -55,8 +56,8 @@ type StackSpec struct {
 	UpdateTemplate                 *UpdateTemplate `yaml:"updateTemplate"`
 
 	// Accepted and ignored by PKO v2 itself.
-	ExpectNoRefreshChanges bool `yaml:"expectNoRefreshChanges" stackd:"deprecated"`
-	RetryOnUpdateConflict  bool `yaml:"retryOnUpdateConflict" stackd:"deprecated"`
+	ExpectNoRefreshChanges bool `yaml:"expectNoRefreshChanges" stackd:"noop"`
+	RetryOnUpdateConflict  bool `yaml:"retryOnUpdateConflict" stackd:"noop"`
 
 	// Kubernetes-only.
 	ServiceAccountName     Ignored `yaml:"serviceAccountName" stackd:"k8s"`
@@ -72,6 +73,10 @@ type StackSpec struct {
 //	FS           a file (relative paths start at the config file's directory)
 //	Secret       the file <secrets-dir>/<name>/<key>, or a Secret document
 //	StackOutput  an output of another stack of the same config
+//
+// A StackOutput is written either with the selector stackOutput: {stack,
+// output} or, as the Argo CD guide shows it, with stack and output beside
+// type; decoding turns the second form into the first.
 type ResourceRef struct {
 	Type        string             `yaml:"type"`
 	Literal     *LiteralRef        `yaml:"literal"`
@@ -79,6 +84,9 @@ type ResourceRef struct {
 	Filesystem  *FSSelector        `yaml:"filesystem"`
 	Secret      *SecretSelector    `yaml:"secret"`
 	StackOutput *StackOutputSelect `yaml:"stackOutput"`
+
+	// flat is set when the StackOutput was written in the guide's form.
+	flat bool
 }
 
 // ResourceRef types.
@@ -169,6 +177,17 @@ type ProgramReference struct {
 type Prerequisite struct {
 	Name        string
 	Requirement *Requirement
+
+	// argoShape is set for the {type: Stack, requirement: NAME} shape.
+	argoShape bool
+}
+
+// namePath is where the prerequisite's name is written, below path.
+func (p Prerequisite) namePath(path string) string {
+	if p.argoShape {
+		return path + ".requirement"
+	}
+	return path + ".name"
 }
 
 // Requirement says how fresh a prerequisite's last success must be.

@@ -70,6 +70,16 @@ func (v *validator) errorf(rel, format string, args ...any) {
 	v.diags = append(v.diags, Diagnostic{Pos: v.at(full), Path: full, Msg: fmt.Sprintf(format, args...)})
 }
 
+// keyErrorf reports a problem with a map key, at the key.
+func (v *validator) keyErrorf(rel, format string, args ...any) {
+	full := joinPath(v.s.base, rel)
+	pos, ok := v.s.keys[full]
+	if !ok {
+		pos = v.at(full)
+	}
+	v.diags = append(v.diags, Diagnostic{Pos: pos, Path: full, Msg: fmt.Sprintf(format, args...)})
+}
+
 // at finds the position recorded for full, or for its nearest parent.
 func (v *validator) at(full string) Pos {
 	for p := full; p != ""; p = parentPath(p) {
@@ -93,7 +103,7 @@ func (v *validator) validate() {
 	for _, s := range v.cfg.Stacks {
 		v.s = s
 		if first, dup := seen[s.Name]; dup {
-			v.diags = append(v.diags, Diagnostic{Pos: s.Pos, Path: parentPath(s.base) + nameField(s),
+			v.diags = append(v.diags, Diagnostic{Pos: s.Pos, Path: nameField(s),
 				Msg: fmt.Sprintf("duplicate stack name %q (first defined at %s)", s.Name, first.Pos)})
 			continue
 		}
@@ -304,7 +314,7 @@ func (v *validator) gitAuth(spec *StackSpec) {
 func (v *validator) configAndEnv(spec *StackSpec) {
 	for _, k := range sortedKeys(spec.Config) {
 		if k == "" {
-			v.errorf("config", "empty config key")
+			v.keyErrorf(joinPath("config", k), "empty config key")
 		}
 	}
 	for _, k := range sortedKeys(spec.ConfigRef) {
@@ -318,7 +328,7 @@ func (v *validator) configAndEnv(spec *StackSpec) {
 	for _, k := range sortedKeys(spec.EnvRefs) {
 		rel := joinPath("envRefs", k)
 		if !envVarName.MatchString(k) {
-			v.errorf(rel, "not a valid environment variable name")
+			v.keyErrorf(rel, "not a valid environment variable name")
 		}
 		v.ref(rel, spec.EnvRefs[k], true)
 	}
@@ -377,7 +387,7 @@ func (v *validator) ref(rel string, r ResourceRef, allowStackOutput bool) {
 		v.refName(rel+".secret.name", r.Secret.Name)
 		v.refKey(rel+".secret.key", r.Secret.Key)
 	case RefStackOutput:
-		v.stackOutput(rel+".stackOutput", r.StackOutput)
+		v.stackOutput(stackOutputPath(rel, r), r.StackOutput)
 	}
 }
 
@@ -398,6 +408,14 @@ func selectorField(t string) string {
 		return "stackOutput"
 	}
 	return strings.ToLower(t)
+}
+
+// stackOutputPath is where a StackOutput's stack and output are written.
+func stackOutputPath(rel string, r ResourceRef) string {
+	if r.flat {
+		return rel
+	}
+	return rel + ".stackOutput"
 }
 
 func (v *validator) stackOutput(rel string, so *StackOutputSelect) {
@@ -434,7 +452,7 @@ func (v *validator) refKey(rel, key string) {
 
 func (v *validator) prerequisites(spec *StackSpec) {
 	for i, p := range spec.Prerequisites {
-		rel := indexPath("prerequisites", i)
+		rel := p.namePath(indexPath("prerequisites", i))
 		switch {
 		case p.Name == "":
 			v.errorf(rel, "missing the prerequisite stack's name")
@@ -496,7 +514,7 @@ func (s *Stack) Dependencies() []string {
 func (s *Stack) edges() []edge {
 	var out []edge
 	for i, p := range s.Spec.Prerequisites {
-		out = append(out, edge{p.Name, indexPath("prerequisites", i)})
+		out = append(out, edge{p.Name, p.namePath(indexPath("prerequisites", i))})
 	}
 	for _, refs := range []struct {
 		field string
@@ -504,7 +522,7 @@ func (s *Stack) edges() []edge {
 	}{{"envRefs", s.Spec.EnvRefs}, {"secretsRef", s.Spec.SecretsRef}} {
 		for _, k := range sortedKeys(refs.m) {
 			if so := refs.m[k].StackOutput; so != nil && refs.m[k].Type == RefStackOutput {
-				out = append(out, edge{so.Stack, joinPath(refs.field, k) + ".stackOutput.stack"})
+				out = append(out, edge{so.Stack, stackOutputPath(joinPath(refs.field, k), refs.m[k]) + ".stack"})
 			}
 		}
 	}
