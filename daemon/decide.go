@@ -1,0 +1,180 @@
+package daemon
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// PKO's constants.
+const (
+	// DefaultResync is the resync and branch-poll period of a spec that
+	// sets none.
+	DefaultResync = 60 * time.Second
+	// DefaultMaxBackoff caps the retry backoff unless the spec sets
+	// retryMaxBackoffDurationSeconds.
+	DefaultMaxBackoff = 24 * time.Hour
+	// DefaultMaxFailures is how many consecutive failures stall a stack.
+	DefaultMaxFailures = 3
+	baseBackoff        = 10 * time.Second
+)
+
+// Observation is everything Decide needs about a stack at one moment.
+type Observation struct {
+	Now              time.Time
+	Generation       int64  // the spec's current generation
+	ReconcileRequest string // the current sync request token
+	Commit           string // the commit the source points at now
+	Removed          bool   // the stack left the config
+	Preview          bool
+	DestroyOnRemoval bool // spec.destroyOnFinalize
+	ContinueResync   bool // spec.continueResyncOnCommitMatch
+	ResyncPeriod     time.Duration
+	MaxBackoff       time.Duration
+	MaxFailures      int64
+}
+
+// Decision is what to do next for a stack.
+type Decision struct {
+	// Run asks for an operation of type Type, recorded with Reason (PKO's
+	// event message, also used as the update's message).
+	Run    bool
+	Type   string
+	Reason string
+	// Finalize says the stack's removal is complete: its record may go.
+	Finalize bool
+	// Stalled says retries stopped until the spec, the commit or a sync
+	// request changes.
+	Stalled bool
+	// RecheckAfter is when time alone could change the decision; zero
+	// when only an event (new commit, spec change, sync request) can.
+	RecheckAfter time.Duration
+}
+
+// Decide is PKO's isSynced decision table (stack_controller.go), evaluated
+// top-down, for the last finished update last (nil when there is none).
+// It is pure: same inputs, same decision.
+func Decide(last *LastUpdate, o Observation) Decision {
+	switch {
+	case o.Removed && (!o.DestroyOnRemoval || o.Preview):
+		return Decision{Finalize: true}
+	case last == nil && o.Removed:
+		// Never deployed by stackd: nothing of ours to destroy.
+		return Decision{Finalize: true}
+	case last == nil:
+		return o.run("Initial stack update")
+	case last.Generation != o.Generation:
+		if o.Removed {
+			return o.run("Stack marked for deletion")
+		}
+		return o.run(fmt.Sprintf("New stack generation: %d", o.Generation))
+	case last.ReconcileRequest != o.ReconcileRequest:
+		return o.run(fmt.Sprintf("Sync request: %q", o.ReconcileRequest))
+	case last.State == UpdateSucceeded:
+		return decideAfterSuccess(last, o)
+	default:
+		return decideAfterFailure(last, o)
+	}
+}
+
+func decideAfterSuccess(last *LastUpdate, o Observation) Decision {
+	switch {
+	case o.Removed && last.Type == UpdateDestroy:
+		return Decision{Finalize: true}
+	case o.Removed:
+		return o.run("Stack marked for deletion")
+	case o.Commit != "" && last.LastSuccessfulCommit != o.Commit:
+		return o.run(fmt.Sprintf("New commit detected: %q", o.Commit))
+	case !o.ContinueResync:
+		return Decision{}
+	}
+	due := last.LastResyncTime.Add(o.ResyncPeriod)
+	if !o.Now.Before(due) {
+		return o.run(fmt.Sprintf("Resync time elapsed: %s", o.ResyncPeriod))
+	}
+	return Decision{RecheckAfter: recheck(due.Sub(o.Now))}
+}
+
+func decideAfterFailure(last *LastUpdate, o Observation) Decision {
+	if !o.Removed && o.Commit != "" && last.LastAttemptedCommit != o.Commit {
+		return o.run(fmt.Sprintf("New commit detected: %q", o.Commit))
+	}
+	if last.Failures >= o.maxFailures() {
+		return Decision{Stalled: true}
+	}
+	wait := Backoff(last.Failures, o.MaxBackoff)
+	due := last.LastResyncTime.Add(wait)
+	if !o.Now.Before(due) {
+		return o.run(fmt.Sprintf("Backoff time elapsed: %s", wait))
+	}
+	return Decision{RecheckAfter: recheck(due.Sub(o.Now))}
+}
+
+func (o Observation) run(reason string) Decision {
+	typ := UpdateUp
+	switch {
+	case o.Removed:
+		typ = UpdateDestroy
+	case o.Preview:
+		typ = UpdatePreview
+	}
+	return Decision{Run: true, Type: typ, Reason: reason}
+}
+
+func (o Observation) maxFailures() int64 {
+	if o.MaxFailures <= 0 {
+		return DefaultMaxFailures
+	}
+	return o.MaxFailures
+}
+
+// recheck never asks for less than a second, as PKO's requeue does.
+func recheck(d time.Duration) time.Duration {
+	return max(d, time.Second)
+}
+
+// Backoff is PKO's cooldown after failures consecutive failures:
+// 10s·3^failures capped by limit (DefaultMaxBackoff when zero); the first
+// step, 10s, is never capped.
+func Backoff(failures int64, limit time.Duration) time.Duration {
+	if failures <= 0 {
+		return baseBackoff
+	}
+	if limit <= 0 {
+		limit = DefaultMaxBackoff
+	}
+	d := float64(baseBackoff) * math.Pow(3, float64(failures))
+	if d >= float64(limit) {
+		return limit
+	}
+	return time.Duration(d)
+}
+
+// NextFailures is the consecutive-failure count after a failed update,
+// by PKO's rule: it grows only while the generation and the sync request
+// stay those of the last update; otherwise it restarts at 0. A new commit
+// does not reset it.
+func NextFailures(last *LastUpdate, generation int64, request string) int64 {
+	if last == nil || last.Generation != generation || last.ReconcileRequest != request {
+		return 0
+	}
+	return last.Failures + 1
+}
+
+// ResyncPeriod is the resync and branch-poll period of spec: its
+// resyncFrequencySeconds (DefaultResync when unset), raised to floor.
+func ResyncPeriod(spec *StackSpec, floor time.Duration) time.Duration {
+	period := DefaultResync
+	if spec.ResyncFrequencySeconds > 0 {
+		period = time.Duration(spec.ResyncFrequencySeconds) * time.Second
+	}
+	return max(period, floor)
+}
+
+// MaxBackoff is spec's cap on the retry backoff.
+func MaxBackoff(spec *StackSpec) time.Duration {
+	if spec.RetryMaxBackoffDurationSeconds > 0 {
+		return time.Duration(spec.RetryMaxBackoffDurationSeconds) * time.Second
+	}
+	return DefaultMaxBackoff
+}
