@@ -1,0 +1,56 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// newFlagSet returns a flag set for a subcommand whose errors go to the
+// caller instead of exiting.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// parseFlags parses args, then fills every flag not given on the command
+// line from its environment variable STACKD_<FLAG> (dashes become
+// underscores). A parse error is a usage error; -h prints usage, a line
+// such as "validate PATH...", and the flags.
+func parseFlags(fs *flag.FlagSet, usage string, args []string, out io.Writer) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printFlags(fs, usage, out)
+			return err
+		}
+		return usageErrorf("%s: %v", fs.Name(), err)
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := envName(f.Name)
+		if v, ok := os.LookupEnv(env); ok && !given[f.Name] && err == nil {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = usageErrorf("%s: invalid value of %s: %v", fs.Name(), env, e)
+			}
+		}
+	})
+	return err
+}
+
+func envName(flagName string) string {
+	return "STACKD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+func printFlags(fs *flag.FlagSet, usage string, out io.Writer) {
+	fmt.Fprintf(out, "Usage: stackd %s\n\nFlags:\n", usage)
+	fs.SetOutput(out)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}

@@ -1,0 +1,100 @@
+// Command stackd is a GitOps daemon for Pulumi: it keeps the stacks named
+// in its config in line with the Git repositories they track.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+)
+
+// version is set by the Makefile from git.
+var version = "dev"
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitFail  = 1 // the command ran and failed, or found problems
+	exitUsage = 2 // the command line was wrong
+)
+
+const usageText = `stackd is a GitOps daemon for Pulumi.
+
+Usage:
+  stackd run [flags]                       run the daemon
+  stackd validate PATH...                  check config files and directories
+  stackd store check --data-dir DIR        check the state file's consistency
+  stackd backup --data-dir DIR FILE        write a consistent copy of the state file
+  stackd version                           print the version
+
+Every flag may also be given as an environment variable STACKD_<FLAG>,
+e.g. STACKD_DATA_DIR for --data-dir. Run "stackd COMMAND -h" for a
+command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run dispatches a command line and returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usageText)
+		return exitUsage
+	}
+	var err error
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "run":
+		err = runDaemon(ctx, rest, stderr)
+	case "validate":
+		err = validate(rest, stdout)
+	case "store":
+		err = storeCommand(rest, stdout)
+	case "backup":
+		err = backup(rest, stdout)
+	case "version", "--version":
+		fmt.Fprintf(stdout, "stackd %s (%s %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usageText)
+	default:
+		err = usageErrorf("unknown command %q", cmd)
+	}
+	return exitCode(err, stderr)
+}
+
+// usageError is a wrong command line: exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// errProblemsFound ends a command that already printed what it found.
+var errProblemsFound = errors.New("problems found")
+
+func exitCode(err error, stderr io.Writer) int {
+	var ue *usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "stackd: %v\n(run \"stackd help\" for usage)\n", err)
+		return exitUsage
+	case errors.Is(err, errProblemsFound):
+		return exitFail
+	default:
+		fmt.Fprintf(stderr, "stackd: %v\n", err)
+		return exitFail
+	}
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/store"
+)
+
+// stackd runs the command line in-process and returns its exit code and
+// output.
+func stackd(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{nil, {"frobnicate"}, {"validate"}, {"validate", "--nope", "x"}, {"store"}, {"backup"}} {
+		if code, _, stderr := stackd(t, args...); code != exitUsage || stderr == "" {
+			t.Errorf("stackd %v: exit %d, stderr %q; want %d", args, code, stderr, exitUsage)
+		}
+	}
+	if code, stdout, _ := stackd(t, "help"); code != exitOK || !strings.Contains(stdout, "stackd validate PATH...") {
+		t.Errorf("help: exit %d\n%s", code, stdout)
+	}
+	if code, stdout, _ := stackd(t, "validate", "-h"); code != exitOK || !strings.Contains(stdout, "-quiet") {
+		t.Errorf("validate -h: exit %d\n%s", code, stdout)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, stdout, _ := stackd(t, "version")
+	if code != exitOK || !strings.HasPrefix(stdout, "stackd dev (go") {
+		t.Fatalf("exit %d: %q", code, stdout)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	code, stdout, _ := stackd(t, "validate", "../../testdata/config/good/pko-basic.yaml", "../../configs/stackd.example.yaml")
+	if code != exitOK || !strings.Contains(stdout, "ok: ") || !strings.Contains(stdout, "note: skipped") {
+		t.Fatalf("good config: exit %d\n%s", code, stdout)
+	}
+	code, stdout, _ = stackd(t, "validate", "--quiet", "../../testdata/config/good/pko-basic.yaml")
+	if code != exitOK || strings.Contains(stdout, "note:") {
+		t.Fatalf("--quiet: exit %d\n%s", code, stdout)
+	}
+	bad := "../../testdata/config/bad/unknown-field.yaml"
+	code, stdout, _ = stackd(t, "validate", bad)
+	if code != exitFail || !strings.Contains(stdout, bad+":") || !strings.Contains(stdout, "unknown field") {
+		t.Fatalf("bad config: exit %d\n%s", code, stdout)
+	}
+}
+
+// TestValidateHidesSecrets: a literal secret in a broken config never
+// reaches the output.
+func TestValidateHidesSecrets(t *testing.T) {
+	for _, f := range []string{"secret-literal-wrong-type.yaml", "credentials-in-url.yaml"} {
+		_, stdout, stderr := stackd(t, "validate", filepath.Join("../../testdata/config/bad", f))
+		for _, secret := range []string{"SENTINEL-SECRET-VALUE-1234", "s3cret"} {
+			if strings.Contains(stdout+stderr, secret) {
+				t.Errorf("%s: output shows a secret:\n%s%s", f, stdout, stderr)
+			}
+		}
+	}
+}
+
+func TestStoreCheckAndBackup(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, stderr := stackd(t, "store", "check", "--data-dir", dir); code != exitFail || stderr == "" {
+		t.Fatalf("check of an empty dir: exit %d %q", code, stderr)
+	}
+	s, err := store.Open(filepath.Join(dir, store.FileName), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutStack(daemon.StackRecord{Name: "app", Generation: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	t.Setenv("STACKD_DATA_DIR", dir) // flags come from the environment too
+	code, stdout, stderr := stackd(t, "store", "check")
+	if code != exitOK || !strings.Contains(stdout, "1 stack(s)") {
+		t.Fatalf("check: exit %d\n%s%s", code, stdout, stderr)
+	}
+	copyPath := filepath.Join(t.TempDir(), "copy.db")
+	if code, _, stderr := stackd(t, "backup", copyPath); code != exitOK {
+		t.Fatalf("backup: exit %d: %s", code, stderr)
+	}
+	backup, err := store.Open(copyPath, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backup.Close()
+	if rec, err := backup.Stack("app"); err != nil || rec.Generation != 1 {
+		t.Fatalf("backup holds %+v, %v", rec, err)
+	}
+}
+
+func TestStoreCheckDamaged(t *testing.T) {
+	dir := t.TempDir()
+	garbage := bytes.Repeat([]byte("not a bolt file "), 1024)
+	if err := os.WriteFile(filepath.Join(dir, store.FileName), garbage, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := stackd(t, "store", "check", "--data-dir", dir)
+	if code != exitFail || !strings.Contains(stderr, filepath.Join(dir, store.FileName)) {
+		t.Fatalf("exit %d: %q", code, stderr)
+	}
+}

@@ -1,0 +1,162 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stackd/stackd/daemon"
+	"go.etcd.io/bbolt"
+)
+
+func TestSchemaVersion(t *testing.T) {
+	if latestVersion() != schemaVersion {
+		t.Errorf("last migration is to %d, schemaVersion is %d", latestVersion(), schemaVersion)
+	}
+	for i, m := range migrations {
+		if m.to != i+1 || m.name == "" || m.fn == nil {
+			t.Errorf("migrations[%d] = {%d %q}: want to = %d, a name and a function", i, m.to, m.name, i+1)
+		}
+	}
+}
+
+// addMigration appends m to migrations for the test's duration.
+func addMigration(t *testing.T, m migration) {
+	saved := migrations
+	migrations = append(migrations[:len(migrations):len(migrations)], m)
+	t.Cleanup(func() { migrations = saved })
+}
+
+// markStacks is a fake migration to version 2: it prefixes every stack's
+// SpecHash with "v2:".
+func markStacks(runs *int) migration {
+	return migration{to: 2, name: "mark stacks", fn: func(tx *bbolt.Tx) error {
+		*runs++
+		b := tx.Bucket(bucketStacks)
+		recs := map[string]daemon.StackRecord{}
+		err := b.ForEach(func(k, v []byte) error {
+			var rec daemon.StackRecord
+			err := json.Unmarshal(v, &rec)
+			recs[string(k)] = rec
+			return err
+		})
+		for k, rec := range recs {
+			rec.SpecHash = "v2:" + rec.SpecHash
+			v, _ := json.Marshal(rec)
+			err = errors.Join(err, b.Put([]byte(k), v))
+		}
+		return err
+	}}
+}
+
+func storeV1(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), FileName)
+	s := openAt(t, path, Options{})
+	for _, name := range []string{"a", "b"} {
+		if err := s.PutStack(stackRecord(name, 1)); err != nil {
+			t.Fatal(err)
+		}
+		u := begin(t, s, name)
+		if err := s.PutLog(u.ID, []byte("log")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustClose(t, s)
+	return path
+}
+
+func TestMigration(t *testing.T) {
+	path := storeV1(t)
+	runs := 0
+	addMigration(t, markStacks(&runs))
+	for range 2 { // the second open finds version 2 and migrates nothing
+		s := openAt(t, path, Options{})
+		if v, err := s.SchemaVersion(); err != nil || v != 2 {
+			t.Errorf("SchemaVersion = %d, %v; want 2", v, err)
+		}
+		for _, name := range []string{"a", "b"} {
+			rec, err := s.Stack(name)
+			if err != nil || rec.SpecHash != "v2:sha256:"+name || rec.Status.Health == nil {
+				t.Errorf("Stack(%s) = %+v, %v", name, rec, err)
+			}
+			if log, err := s.Log(name + "-1"); err != nil || string(log) != "log" {
+				t.Errorf("Log(%s-1) = %q, %v", name, log, err)
+			}
+		}
+		mustClose(t, s)
+	}
+	if runs != 1 {
+		t.Errorf("migration ran %d times", runs)
+	}
+}
+
+func TestMigrationFailureLeavesFile(t *testing.T) {
+	path := storeV1(t)
+	sum := fileSum(t, path)
+	runs := 0
+	m := markStacks(&runs)
+	fn := m.fn
+	m.fn = func(tx *bbolt.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return errors.New("boom")
+	}
+	addMigration(t, m)
+	_, err := Open(path, Options{})
+	if err == nil || !strings.Contains(err.Error(), "boom") || !strings.Contains(err.Error(), "mark stacks") {
+		t.Errorf("Open with a failing migration: %v", err)
+	}
+	if fileSum(t, path) != sum {
+		t.Errorf("a failed migration changed the file")
+	}
+}
+
+// TestOldSchemaReadOnly: a read-only open does not migrate; the store
+// can be checked and backed up, not read.
+func TestOldSchemaReadOnly(t *testing.T) {
+	path := storeV1(t)
+	sum := fileSum(t, path)
+	runs := 0
+	addMigration(t, markStacks(&runs))
+	s := openAt(t, path, Options{ReadOnly: true})
+	if v, err := s.SchemaVersion(); err != nil || v != 1 {
+		t.Errorf("SchemaVersion = %d, %v", v, err)
+	}
+	if _, err := s.Stacks(); err == nil || !strings.Contains(err.Error(), "older schema") {
+		t.Errorf("Stacks on an old schema: %v", err)
+	}
+	if err := BackupFile(s, filepath.Join(t.TempDir(), "backup.db")); err != nil {
+		t.Error(err)
+	}
+	if runs != 0 || fileSum(t, path) != sum {
+		t.Errorf("read-only open migrated (%d runs) or changed the file", runs)
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	path := storeV1(t)
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put(keySchemaVersion, []byte("99"))
+	})
+	if err := errors.Join(err, db.Close()); err != nil {
+		t.Fatal(err)
+	}
+	sum := fileSum(t, path)
+	for _, ro := range []bool{false, true} {
+		_, err := Open(path, Options{ReadOnly: ro})
+		if err == nil || !strings.Contains(err.Error(), "newer stackd") || !strings.Contains(err.Error(), path) {
+			t.Errorf("Open(ReadOnly=%v) of a version 99 file: %v", ro, err)
+		}
+		if fileSum(t, path) != sum {
+			t.Fatalf("Open(ReadOnly=%v) changed a newer file", ro)
+		}
+	}
+}

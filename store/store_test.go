@@ -1,0 +1,459 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// TestMain doubles as the lock holder of TestLockHeldByAnotherProcess: with
+// STORE_TEST_HOLD_LOCK=path, the test binary opens that store, prints
+// "locked" and holds it until its stdin closes.
+func TestMain(m *testing.M) {
+	if path := os.Getenv("STORE_TEST_HOLD_LOCK"); path != "" {
+		os.Exit(holdLock(path))
+	}
+	os.Exit(m.Run())
+}
+
+func holdLock(path string) int {
+	s, err := Open(path, Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("locked")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	if err := s.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// openTest opens a new store in a temporary directory.
+func openTest(t testing.TB, opts Options) *Store {
+	t.Helper()
+	return openAt(t, filepath.Join(t.TempDir(), FileName), opts)
+}
+
+// openAt opens the store at path and registers a cleanup that checks it
+// (unless the test closed it already) and closes it.
+func openAt(t testing.TB, path string, opts Options) *Store {
+	t.Helper()
+	s, err := Open(path, opts)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Check(); err != nil && !errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
+			t.Errorf("Check: %v", err)
+		}
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func mustClose(t testing.TB, s *Store) {
+	t.Helper()
+	if err := s.Check(); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func stackRecord(name string, gen int64) daemon.StackRecord {
+	return daemon.StackRecord{
+		Name:       name,
+		Generation: gen,
+		SpecHash:   "sha256:" + name,
+		Status: daemon.StackStatus{
+			ObservedGeneration: gen,
+			Conditions: []daemon.Condition{{
+				Type: daemon.ConditionReady, Status: "True", Reason: "ProcessingCompleted",
+				ObservedGeneration: gen, LastTransitionTime: t0,
+			}},
+			Outputs:    map[string]json.RawMessage{"url": json.RawMessage(`"https://example.com"`)},
+			LastUpdate: &daemon.LastUpdate{Name: name + "-1", State: daemon.UpdateSucceeded, LastResyncTime: t0},
+			Health:     &daemon.Health{Status: "Healthy"},
+		},
+	}
+}
+
+func newUpdate(stack string) daemon.Update {
+	return daemon.Update{
+		Stack: stack, Type: daemon.UpdateUp, Reason: "New commit detected",
+		Commit: "abc123", StartTime: t0, State: daemon.UpdateRunning,
+		Changes: map[string]int{"create": 2},
+	}
+}
+
+func begin(t testing.TB, s *Store, stack string) daemon.Update {
+	t.Helper()
+	u, err := s.BeginUpdate(newUpdate(stack))
+	if err != nil {
+		t.Fatalf("BeginUpdate(%s): %v", stack, err)
+	}
+	return u
+}
+
+func seqs(us []daemon.Update) []uint64 {
+	out := []uint64{}
+	for _, u := range us {
+		out = append(out, u.Seq)
+	}
+	return out
+}
+
+func wantNotFound(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, ErrNotFound) {
+		t.Errorf("%s: got %v, want ErrNotFound", what, err)
+	}
+}
+
+func TestPersistence(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	s := openAt(t, path, Options{})
+	for _, name := range []string{"web.prod", "api", "db-eu-1"} {
+		if err := s.PutStack(stackRecord(name, 3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 5 {
+		begin(t, s, "api")
+	}
+	u := begin(t, s, "db-eu-1")
+	u.State, u.EndTime, u.Message = daemon.UpdateSucceeded, t0.Add(time.Minute), "done"
+	if err := s.PutUpdate(u); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutLog("api-2", []byte("line 1\nline 2\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutMeta("config_revision", []byte("r42")); err != nil {
+		t.Fatal(err)
+	}
+	mustClose(t, s)
+
+	s = openAt(t, path, Options{})
+	checkPersisted(t, s, u)
+}
+
+func checkPersisted(t *testing.T, s *Store, dbUpdate daemon.Update) {
+	t.Helper()
+	if v, err := s.SchemaVersion(); err != nil || v != 1 {
+		t.Errorf("SchemaVersion = %d, %v; want 1", v, err)
+	}
+	recs, err := s.Stacks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range recs {
+		names = append(names, r.Name)
+	}
+	if want := []string{"api", "db-eu-1", "web.prod"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("Stacks names = %v, want %v", names, want)
+	}
+	if rec, err := s.Stack("web.prod"); err != nil || !reflect.DeepEqual(rec, stackRecord("web.prod", 3)) {
+		t.Errorf("Stack(web.prod) = %+v, %v", rec, err)
+	}
+	if got, err := s.Update("db-eu-1-1"); err != nil || !reflect.DeepEqual(got, dbUpdate) {
+		t.Errorf("Update(db-eu-1-1) = %+v, %v; want %+v", got, err, dbUpdate)
+	}
+	if log, err := s.Log("api-2"); err != nil || string(log) != "line 1\nline 2\n" {
+		t.Errorf("Log(api-2) = %q, %v", log, err)
+	}
+	if log, err := s.Log("api-3"); err != nil || log == nil || len(log) != 0 {
+		t.Errorf("Log(api-3) = %#v, %v; want empty non-nil", log, err)
+	}
+	if v, err := s.Meta("config_revision"); err != nil || string(v) != "r42" {
+		t.Errorf("Meta = %q, %v", v, err)
+	}
+	checkPages(t, s)
+}
+
+func checkPages(t *testing.T, s *Store) {
+	t.Helper()
+	for _, tc := range []struct {
+		before uint64
+		limit  int
+		want   []uint64
+	}{
+		{0, 0, []uint64{5, 4, 3, 2, 1}},
+		{0, 2, []uint64{5, 4}},
+		{4, 2, []uint64{3, 2}},
+		{2, 2, []uint64{1}},
+		{1, 2, []uint64{}},
+		{99, 1, []uint64{5}},
+	} {
+		us, err := s.Updates("api", tc.before, tc.limit)
+		if err != nil || !reflect.DeepEqual(seqs(us), tc.want) {
+			t.Errorf("Updates(api, %d, %d) = %v, %v; want %v", tc.before, tc.limit, seqs(us), err, tc.want)
+		}
+	}
+	if us, err := s.Updates("api", 0, 1); err == nil && us[0].ID != "api-5" {
+		t.Errorf("newest ID = %q", us[0].ID)
+	}
+	if us, err := s.Updates("nope", 0, 0); err != nil || us == nil || len(us) != 0 {
+		t.Errorf("Updates(nope) = %v, %v; want empty", us, err)
+	}
+}
+
+func TestNotFound(t *testing.T) {
+	s := openTest(t, Options{})
+	begin(t, s, "a")
+	_, err := s.Stack("a")
+	wantNotFound(t, "Stack", err)
+	_, err = s.Meta("x")
+	wantNotFound(t, "Meta", err)
+	_, err = s.Meta("schema_version") // the store's own key is not visible
+	wantNotFound(t, "Meta(schema_version)", err)
+	for _, id := range []string{"a-2", "b-1", "a", "a-0", "a-01", "-1", "a-x", ""} {
+		_, err = s.Update(id)
+		wantNotFound(t, "Update("+id+")", err)
+		_, err = s.Log(id)
+		wantNotFound(t, "Log("+id+")", err)
+		wantNotFound(t, "PutLog("+id+")", s.PutLog(id, []byte("x")))
+	}
+	wantNotFound(t, "PutUpdate", s.PutUpdate(daemon.Update{Stack: "a", Seq: 2}))
+	wantNotFound(t, "PutUpdate", s.PutUpdate(daemon.Update{Stack: "b", Seq: 1}))
+	if err := s.DeleteStack("missing"); err != nil {
+		t.Errorf("DeleteStack(missing) = %v", err)
+	}
+	if err := s.PutStack(daemon.StackRecord{}); err == nil {
+		t.Error("PutStack with no name succeeded")
+	}
+	if _, err := s.BeginUpdate(daemon.Update{}); err == nil {
+		t.Error("BeginUpdate with no stack succeeded")
+	}
+}
+
+func TestRetention(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	opts := Options{HistoryLimit: 3}
+	s := openAt(t, path, opts)
+	for i := 1; i <= 5; i++ {
+		u := begin(t, s, "a-b")
+		if want := fmt.Sprintf("a-b-%d", i); u.Seq != uint64(i) || u.ID != want {
+			t.Fatalf("update %d: Seq %d ID %q", i, u.Seq, u.ID)
+		}
+		if err := s.PutLog(u.ID, []byte(u.ID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkRetained(t, s)
+	mustClose(t, s)
+
+	s = openAt(t, path, opts)
+	checkRetained(t, s)
+	if u := begin(t, s, "a-b"); u.Seq != 6 {
+		t.Errorf("next seq after reopen = %d, want 6", u.Seq)
+	}
+	if us, _ := s.Updates("a-b", 0, 0); !reflect.DeepEqual(seqs(us), []uint64{6, 5, 4}) {
+		t.Errorf("after 6th: %v", seqs(us))
+	}
+}
+
+func checkRetained(t *testing.T, s *Store) {
+	t.Helper()
+	us, err := s.Updates("a-b", 0, 0)
+	if err != nil || !reflect.DeepEqual(seqs(us), []uint64{5, 4, 3}) {
+		t.Errorf("Updates = %v, %v; want [5 4 3]", seqs(us), err)
+	}
+	for _, id := range []string{"a-b-1", "a-b-2"} {
+		_, err := s.Log(id)
+		wantNotFound(t, "Log("+id+")", err)
+		wantNotFound(t, "PutLog("+id+")", s.PutLog(id, []byte("x")))
+		wantNotFound(t, "PutUpdate("+id+")", s.PutUpdate(daemon.Update{Stack: "a-b", Seq: 1}))
+	}
+	err = s.view(func(tx *bbolt.Tx) error {
+		n := tx.Bucket(bucketLogs).Bucket([]byte("a-b")).Stats().KeyN
+		if n != 3 {
+			return fmt.Errorf("%d logs stored, want 3", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+	if log, err := s.Log("a-b-3"); err != nil || string(log) != "a-b-3" {
+		t.Errorf("Log(a-b-3) = %q, %v", log, err)
+	}
+}
+
+func TestLogLimit(t *testing.T) {
+	s := openTest(t, Options{LogLimit: 100})
+	id := begin(t, s, "a").ID
+	long := make([]byte, 1000)
+	for i := range long {
+		long[i] = 'a' + byte(i%26)
+	}
+	if err := s.PutLog(id, long); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Log(id)
+	want := "[… 900 bytes truncated …]\n" + string(long[900:])
+	if string(got) != want {
+		t.Errorf("long log stored as %q, want %q", got, want)
+	}
+
+	short := []byte(strings.Repeat("x", 100))
+	if err := s.PutLog(id, short); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Log(id); !bytes.Equal(got, short) {
+		t.Errorf("short log stored as %q", got)
+	}
+
+	// A cut inside a UTF-8 character drops the character's remaining bytes.
+	utf := []byte(strings.Repeat("€", 40)) // 120 bytes, 3 per rune: byte 20 is inside one
+	if err := s.PutLog(id, utf); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = s.Log(id)
+	want = "[… 21 bytes truncated …]\n" + strings.Repeat("€", 33)
+	if string(got) != want {
+		t.Errorf("utf-8 log stored as %q, want %q", got, want)
+	}
+}
+
+func TestRunningUpdates(t *testing.T) {
+	s := openTest(t, Options{})
+	var want []string
+	for _, stack := range []string{"b", "a"} {
+		for i := range 3 {
+			u := begin(t, s, stack)
+			if i == 1 {
+				u.State = daemon.UpdateSucceeded
+				if err := s.PutUpdate(u); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			want = append(want, u.ID)
+		}
+	}
+	u := begin(t, s, "c")
+	u.State = daemon.UpdateFailed
+	if err := s.PutUpdate(u); err != nil {
+		t.Fatal(err)
+	}
+	running, err := s.RunningUpdates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, u := range running {
+		got = append(got, u.ID)
+	}
+	if want := []string{"a-1", "a-3", "b-1", "b-3"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("RunningUpdates = %v, want %v", got, want)
+	}
+}
+
+func TestDeleteStack(t *testing.T) {
+	s := openTest(t, Options{})
+	for _, name := range []string{"a", "a-1", "b"} {
+		if err := s.PutStack(stackRecord(name, 1)); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			u := begin(t, s, name)
+			if err := s.PutLog(u.ID, []byte("log of "+u.ID)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := s.DeleteStack("a"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Stack("a")
+	wantNotFound(t, "Stack(a)", err)
+	if us, err := s.Updates("a", 0, 0); err != nil || len(us) != 0 {
+		t.Errorf("Updates(a) = %v, %v", seqs(us), err)
+	}
+	_, err = s.Log("a-1")
+	wantNotFound(t, "Log(a-1)", err)
+	err = s.view(func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketLogs).Bucket([]byte("a")) != nil {
+			return errors.New("logs of a still stored")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+	for _, name := range []string{"a-1", "b"} {
+		if _, err := s.Stack(name); err != nil {
+			t.Errorf("Stack(%s): %v", name, err)
+		}
+		if log, err := s.Log(name + "-2"); err != nil || string(log) != "log of "+name+"-2" {
+			t.Errorf("Log(%s-2) = %q, %v", name, log, err)
+		}
+	}
+	// The counter survives: IDs of a deleted stack are never reused.
+	if u := begin(t, s, "a"); u.Seq != 3 {
+		t.Errorf("seq after delete = %d, want 3", u.Seq)
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, FileName)
+	_, err := Open(missing, Options{ReadOnly: true})
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("read-only open of a missing file: %v", err)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("read-only open created the file: %v", err)
+	}
+	if err := os.WriteFile(missing, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(missing, Options{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "empty") {
+		t.Errorf("read-only open of an empty file: %v", err)
+	}
+	if fi, _ := os.Stat(missing); fi.Size() != 0 {
+		t.Errorf("read-only open wrote %d bytes", fi.Size())
+	}
+
+	path := filepath.Join(dir, "rw.db")
+	s := openAt(t, path, Options{})
+	if err := s.PutStack(stackRecord("a", 1)); err != nil {
+		t.Fatal(err)
+	}
+	mustClose(t, s)
+	ro := openAt(t, path, Options{ReadOnly: true})
+	if _, err := ro.Stack("a"); err != nil {
+		t.Error(err)
+	}
+	if err := ro.PutStack(stackRecord("b", 1)); !errors.Is(err, bolterrors.ErrDatabaseReadOnly) {
+		t.Errorf("PutStack on a read-only store: %v", err)
+	}
+	// Readers share the lock.
+	ro2 := openAt(t, path, Options{ReadOnly: true, Timeout: 100 * time.Millisecond})
+	if _, err := ro2.Stacks(); err != nil {
+		t.Error(err)
+	}
+}

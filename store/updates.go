@@ -1,0 +1,292 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/stackd/stackd/daemon"
+	"go.etcd.io/bbolt"
+)
+
+// defaultPageSize is the number of updates Updates returns when its limit
+// is not positive.
+const defaultPageSize = 50
+
+// BeginUpdate records the start of an update of stack u.Stack: it assigns
+// u.Seq, the stack's next sequence number (1, 2, 3…, never reused, even
+// after pruning or DeleteStack), and u.ID = "<stack>-<seq>", stores u,
+// and, in the same transaction, prunes the stack's oldest updates and
+// their logs beyond Options.HistoryLimit. It returns u as stored. It
+// writes.
+func (s *Store) BeginUpdate(u daemon.Update) (daemon.Update, error) {
+	if u.Stack == "" {
+		return daemon.Update{}, errors.New("store: begin update: empty stack name")
+	}
+	err := s.update(func(tx *bbolt.Tx) error {
+		b, err := tx.Bucket(bucketUpdates).CreateBucketIfNotExists([]byte(u.Stack))
+		if err != nil {
+			return err
+		}
+		if u.Seq, err = b.NextSequence(); err != nil {
+			return err
+		}
+		u.ID = updateID(u.Stack, u.Seq)
+		v, err := json.Marshal(u)
+		if err != nil {
+			return err
+		}
+		if err := b.Put(seqKey(u.Seq), v); err != nil {
+			return err
+		}
+		return prune(tx, b, []byte(u.Stack), s.opts.HistoryLimit)
+	})
+	if err != nil {
+		return daemon.Update{}, fmt.Errorf("store: begin update of %s: %w", u.Stack, err)
+	}
+	return u, nil
+}
+
+// prune deletes the oldest updates of history b (stack's), and their
+// logs, so that at most limit remain.
+func prune(tx *bbolt.Tx, b *bbolt.Bucket, stack []byte, limit int) error {
+	c := b.Cursor()
+	k, _ := c.Last()
+	for i := 1; i < limit && k != nil; i++ {
+		k, _ = c.Prev()
+	}
+	if k == nil {
+		return nil // limit or fewer
+	}
+	oldest := bytes.Clone(k)
+	var stale [][]byte
+	for k, _ := c.First(); k != nil && bytes.Compare(k, oldest) < 0; k, _ = c.Next() {
+		stale = append(stale, bytes.Clone(k))
+	}
+	logs := tx.Bucket(bucketLogs).Bucket(stack)
+	for _, k := range stale {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+		if logs == nil {
+			continue
+		}
+		if err := logs.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PutUpdate overwrites the stored update (u.Stack, u.Seq) with u; u.ID is
+// set from them. The error wraps ErrNotFound when that update was never
+// begun or has been pruned. It writes.
+func (s *Store) PutUpdate(u daemon.Update) error {
+	u.ID = updateID(u.Stack, u.Seq)
+	v, err := json.Marshal(u)
+	if err != nil {
+		return fmt.Errorf("store: put update %s: %w", u.ID, err)
+	}
+	err = s.update(func(tx *bbolt.Tx) error {
+		b := history(tx, u.Stack)
+		if b == nil || b.Get(seqKey(u.Seq)) == nil {
+			return ErrNotFound
+		}
+		return b.Put(seqKey(u.Seq), v)
+	})
+	if err != nil {
+		return fmt.Errorf("store: put update %s: %w", u.ID, err)
+	}
+	return nil
+}
+
+// PutLog stores (or replaces) the log of update id. A log longer than
+// Options.LogLimit keeps its last LogLimit bytes (fewer if that cuts a
+// UTF-8 character), after a line "[… N bytes truncated …]\n". The error
+// wraps ErrNotFound when the update does not exist. It writes.
+func (s *Store) PutLog(id string, log []byte) error {
+	stack, seq, err := parseID(id)
+	if err != nil {
+		return fmt.Errorf("store: put log %s: %w", id, err)
+	}
+	log = truncateLog(log, s.opts.LogLimit)
+	err = s.update(func(tx *bbolt.Tx) error {
+		if b := history(tx, stack); b == nil || b.Get(seqKey(seq)) == nil {
+			return ErrNotFound
+		}
+		logs, err := tx.Bucket(bucketLogs).CreateBucketIfNotExists([]byte(stack))
+		if err != nil {
+			return err
+		}
+		return logs.Put(seqKey(seq), log)
+	})
+	if err != nil {
+		return fmt.Errorf("store: put log %s: %w", id, err)
+	}
+	return nil
+}
+
+// truncateLog keeps the tail of log within limit bytes, as PutLog says.
+func truncateLog(log []byte, limit int) []byte {
+	if len(log) <= limit {
+		return log
+	}
+	tail := log[len(log)-limit:]
+	for i := 1; i < utf8.UTFMax && len(tail) > 0 && !utf8.RuneStart(tail[0]); i++ {
+		tail = tail[1:]
+	}
+	head := fmt.Sprintf("[… %d bytes truncated …]\n", len(log)-len(tail))
+	out := make([]byte, 0, len(head)+len(tail))
+	return append(append(out, head...), tail...)
+}
+
+// Update reads update id; the error wraps ErrNotFound when it does not
+// exist (or id is not an update ID).
+func (s *Store) Update(id string) (daemon.Update, error) {
+	stack, seq, err := parseID(id)
+	if err != nil {
+		return daemon.Update{}, fmt.Errorf("store: update %s: %w", id, err)
+	}
+	var u daemon.Update
+	err = s.view(func(tx *bbolt.Tx) error {
+		b := history(tx, stack)
+		if b == nil {
+			return ErrNotFound
+		}
+		v := b.Get(seqKey(seq))
+		if v == nil {
+			return ErrNotFound
+		}
+		return json.Unmarshal(v, &u)
+	})
+	if err != nil {
+		return daemon.Update{}, fmt.Errorf("store: update %s: %w", id, err)
+	}
+	return u, nil
+}
+
+// Log reads the log of update id: an empty slice when the update exists
+// but has no log yet; the error wraps ErrNotFound when the update does
+// not exist.
+func (s *Store) Log(id string) ([]byte, error) {
+	stack, seq, err := parseID(id)
+	if err != nil {
+		return nil, fmt.Errorf("store: log %s: %w", id, err)
+	}
+	log := []byte{}
+	err = s.view(func(tx *bbolt.Tx) error {
+		if b := history(tx, stack); b == nil || b.Get(seqKey(seq)) == nil {
+			return ErrNotFound
+		}
+		if logs := tx.Bucket(bucketLogs).Bucket([]byte(stack)); logs != nil {
+			log = append(log, logs.Get(seqKey(seq))...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: log %s: %w", id, err)
+	}
+	return log, nil
+}
+
+// Updates reads stack's updates, newest first: only those with Seq <
+// before when before > 0, and at most limit of them (50 when limit <= 0).
+// A stack without updates gives an empty slice. To page, pass the Seq of
+// the last update of a page as the next call's before.
+func (s *Store) Updates(stack string, before uint64, limit int) ([]daemon.Update, error) {
+	if limit <= 0 {
+		limit = defaultPageSize
+	}
+	out := []daemon.Update{}
+	err := s.view(func(tx *bbolt.Tx) error {
+		b := history(tx, stack)
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for k, v := newestBefore(c, before); k != nil && len(out) < limit; k, v = c.Prev() {
+			var u daemon.Update
+			if err := json.Unmarshal(v, &u); err != nil {
+				return fmt.Errorf("seq %d: %w", binary.BigEndian.Uint64(k), err)
+			}
+			out = append(out, u)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: updates of %s: %w", stack, err)
+	}
+	return out, nil
+}
+
+// newestBefore positions c on the last key below before (the last key
+// when before is 0).
+func newestBefore(c *bbolt.Cursor, before uint64) ([]byte, []byte) {
+	if before == 0 {
+		return c.Last()
+	}
+	if k, _ := c.Seek(seqKey(before)); k != nil {
+		return c.Prev()
+	}
+	return c.Last()
+}
+
+// RunningUpdates reads every update, of every stack, whose State is
+// daemon.UpdateRunning, ordered by stack then Seq. At start these belong
+// to a stackd that died; the caller marks them aborted with PutUpdate.
+func (s *Store) RunningUpdates() ([]daemon.Update, error) {
+	out := []daemon.Update{}
+	err := s.view(func(tx *bbolt.Tx) error {
+		updates := tx.Bucket(bucketUpdates)
+		return updates.ForEachBucket(func(stack []byte) error {
+			return updates.Bucket(stack).ForEach(func(k, v []byte) error {
+				var head struct{ State string }
+				if err := json.Unmarshal(v, &head); err != nil || head.State != daemon.UpdateRunning {
+					return err
+				}
+				var u daemon.Update
+				if err := json.Unmarshal(v, &u); err != nil {
+					return err
+				}
+				out = append(out, u)
+				return nil
+			})
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: running updates: %w", err)
+	}
+	return out, nil
+}
+
+// history returns the updates bucket of stack, nil if it has none.
+func history(tx *bbolt.Tx, stack string) *bbolt.Bucket {
+	return tx.Bucket(bucketUpdates).Bucket([]byte(stack))
+}
+
+func seqKey(seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(nil, seq)
+}
+
+func updateID(stack string, seq uint64) string {
+	return fmt.Sprintf("%s-%d", stack, seq)
+}
+
+// parseID splits an update ID into stack (everything before the last '-')
+// and seq (the decimal after it). A malformed ID names no update: the
+// error wraps ErrNotFound.
+func parseID(id string) (string, uint64, error) {
+	i := strings.LastIndexByte(id, '-')
+	if i > 0 {
+		seq, err := strconv.ParseUint(id[i+1:], 10, 64)
+		if err == nil && seq > 0 && updateID(id[:i], seq) == id {
+			return id[:i], seq, nil
+		}
+	}
+	return "", 0, fmt.Errorf("malformed update id: %w", ErrNotFound)
+}
