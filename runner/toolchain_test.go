@@ -9,8 +9,9 @@ import (
 )
 
 // toolchainBin returns the project's bin directory, which `make toolchain`
-// fills. Outside -short a missing toolchain fails the test: it is part of
-// what the project builds, not an optional extra.
+// fills: the CLI, the YAML language host and the test provider. Outside
+// -short a missing toolchain fails the test: it is part of what the project
+// builds, not an optional extra.
 func toolchainBin(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
@@ -20,7 +21,7 @@ func toolchainBin(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"pulumi", "pulumi-language-yaml"} {
+	for _, name := range []string{"pulumi", "pulumi-language-yaml", "pulumi-resource-stackdtest"} {
 		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
 			t.Fatalf("%s missing: run make toolchain (%v)", name, err)
 		}

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # toolchain.sh DIR builds the pinned Pulumi toolchain into DIR from the Go
 # module proxy. Each binary is rebuilt only when the one in DIR does not
-# embed the pinned module version, so a second run does nothing.
+# embed the pinned module version, so a second run does nothing. The test
+# provider pulumi-resource-stackdtest is a local module (testdata/provider),
+# so it carries no version: it is rebuilt when a stamp of its sources in DIR
+# differs.
 set -euo pipefail
 
 bin=${1:?usage: toolchain.sh BIN_DIR}
@@ -11,6 +14,7 @@ tools=$(cd "$(dirname "$0")" && pwd)
 
 PULUMI_VERSION=v3.250.0
 PULUMI_YAML_VERSION=v1.12.0
+PROVIDER=pulumi-resource-stackdtest
 
 # has BINARY MODULE VERSION: true when BINARY was built with MODULE@VERSION.
 has() {
@@ -24,6 +28,13 @@ build() {
 	mv "$bin/$1.tmp" "$bin/$1"
 }
 
+# stamp MODULE_DIR: a sha256 over the module's go.mod, go.sum and *.go files
+# (names and contents, in sorted order).
+stamp() {
+	(cd "$1" && find . -type f \( -name go.mod -o -name go.sum -o -name '*.go' \) -print0 |
+		LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+}
+
 if ! has "$bin/pulumi" github.com/pulumi/pulumi/pkg/v3 "$PULUMI_VERSION"; then
 	# Without the version stamp `pulumi version` prints nothing and the
 	# Automation API refuses the CLI.
@@ -35,9 +46,15 @@ if ! has "$bin/pulumi-language-yaml" github.com/pulumi/pulumi-yaml "$PULUMI_YAML
 		"-X github.com/pulumi/pulumi-yaml/pkg/version.Version=$PULUMI_YAML_VERSION"
 fi
 
+sum=$(stamp "$tools/../testdata/provider")
+if [ ! -x "$bin/$PROVIDER" ] || [ "$(cat "$bin/.$PROVIDER.sum" 2>/dev/null)" != "$sum" ]; then
+	build "$PROVIDER" ../testdata/provider .
+	echo "$sum" >"$bin/.$PROVIDER.sum"
+fi
+
 got=$("$bin/pulumi" version)
 if [ "$got" != "$PULUMI_VERSION" ]; then
 	echo "toolchain: $bin/pulumi version printed '$got', want $PULUMI_VERSION" >&2
 	exit 1
 fi
-echo "toolchain: pulumi $got, pulumi-language-yaml $PULUMI_YAML_VERSION in $bin" >&2
+echo "toolchain: pulumi $got, pulumi-language-yaml $PULUMI_YAML_VERSION, $PROVIDER in $bin" >&2

@@ -1,0 +1,164 @@
+// Command pulumi-resource-stackdtest is a tiny Pulumi resource provider for
+// stackd's tests. It serves the package "stackdtest" with one resource,
+// stackdtest:index:File, a file on the local disk. Because Read looks at the
+// disk, a hand edit of the file is real drift that `pulumi refresh` sees.
+//
+// The CLI finds the binary on PATH (an "ambient" plugin); tools/toolchain.sh
+// builds it into bin/.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi-go-provider/infer"
+)
+
+// Name and Version of the package the provider serves. Pulumi programs refer
+// to the resource as stackdtest:index:File.
+const (
+	Name    = "stackdtest"
+	Version = "0.1.0"
+)
+
+func main() {
+	if err := p.RunProvider(context.Background(), Name, Version, provider()); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", Name, err)
+		os.Exit(1)
+	}
+}
+
+// provider is the inferred provider: its schema (GetSchema) and its CRUD
+// calls are derived from the File type below.
+func provider() p.Provider {
+	return infer.Provider(infer.Options{
+		Resources: []infer.InferredResource{infer.Resource(&File{})},
+	})
+}
+
+// File manages one file on the local disk. Its ID is the file's absolute
+// path.
+type File struct{}
+
+// FileArgs are the inputs of a File.
+type FileArgs struct {
+	// Path is absolute, or relative to the provider's working directory,
+	// which is the Pulumi program's directory. Changing it replaces the
+	// resource.
+	Path string `pulumi:"path" provider:"replaceOnChanges"`
+	// Content is the whole content of the file.
+	Content string `pulumi:"content"`
+}
+
+// FileState is the state (outputs) of a File: the same two fields. Path is
+// kept as the program wrote it; the absolute path is the resource's ID.
+type FileState struct {
+	Path    string `pulumi:"path"`
+	Content string `pulumi:"content"`
+}
+
+// Annotate describes the resource in the schema and gives it its token.
+func (f *File) Annotate(a infer.Annotator) {
+	a.Describe(&f, "A file on the local disk, for stackd's tests.")
+	a.SetToken("index", "File")
+}
+
+// Annotate describes the inputs in the schema.
+func (a *FileArgs) Annotate(an infer.Annotator) {
+	an.Describe(&a.Path, "Path of the file: absolute, or relative to the program's directory. A change replaces the file.")
+	an.Describe(&a.Content, "Content of the file.")
+}
+
+// Annotate describes the outputs in the schema.
+func (s *FileState) Annotate(an infer.Annotator) {
+	an.Describe(&s.Path, "Path of the file, as given.")
+	an.Describe(&s.Content, "Content of the file, as last read or written.")
+}
+
+// Create writes the file, creating its parent directories.
+func (*File) Create(ctx context.Context, req infer.CreateRequest[FileArgs]) (infer.CreateResponse[FileState], error) {
+	abs, err := filepath.Abs(req.Inputs.Path)
+	if err != nil {
+		return infer.CreateResponse[FileState]{}, err
+	}
+	state := FileState(req.Inputs)
+	if req.DryRun {
+		return infer.CreateResponse[FileState]{ID: abs, Output: state}, nil
+	}
+	if err := write(abs, req.Inputs.Content); err != nil {
+		return infer.CreateResponse[FileState]{}, err
+	}
+	return infer.CreateResponse[FileState]{ID: abs, Output: state}, nil
+}
+
+// Read returns what is on disk now. A missing file yields an empty ID, which
+// tells Pulumi that the resource is gone.
+func (*File) Read(ctx context.Context, req infer.ReadRequest[FileArgs, FileState]) (infer.ReadResponse[FileArgs, FileState], error) {
+	data, err := os.ReadFile(req.ID)
+	if errors.Is(err, fs.ErrNotExist) {
+		return infer.ReadResponse[FileArgs, FileState]{}, nil
+	}
+	if err != nil {
+		return infer.ReadResponse[FileArgs, FileState]{}, err
+	}
+	path := req.State.Path
+	if path == "" { // an import, with no state yet
+		path = req.ID
+	}
+	return infer.ReadResponse[FileArgs, FileState]{
+		ID:     req.ID,
+		Inputs: FileArgs{Path: path, Content: string(data)},
+		State:  FileState{Path: path, Content: string(data)},
+	}, nil
+}
+
+// Diff reports a change of content as an update and a change of path as a
+// replacement. The old file is deleted before the new one is written, so a
+// new path naming the same file ("a.txt" → "./a.txt") does not lose it.
+func (*File) Diff(ctx context.Context, req infer.DiffRequest[FileArgs, FileState]) (infer.DiffResponse, error) {
+	diff := map[string]p.PropertyDiff{}
+	if req.Inputs.Path != req.State.Path {
+		diff["path"] = p.PropertyDiff{Kind: p.UpdateReplace, InputDiff: true}
+	}
+	if req.Inputs.Content != req.State.Content {
+		diff["content"] = p.PropertyDiff{Kind: p.Update, InputDiff: true}
+	}
+	return infer.DiffResponse{
+		HasChanges:          len(diff) > 0,
+		DetailedDiff:        diff,
+		DeleteBeforeReplace: true,
+	}, nil
+}
+
+// Update rewrites the file in place (the path is unchanged: a new path is a
+// replacement).
+func (*File) Update(ctx context.Context, req infer.UpdateRequest[FileArgs, FileState]) (infer.UpdateResponse[FileState], error) {
+	if !req.DryRun {
+		if err := write(req.ID, req.Inputs.Content); err != nil {
+			return infer.UpdateResponse[FileState]{}, err
+		}
+	}
+	return infer.UpdateResponse[FileState]{Output: FileState(req.Inputs)}, nil
+}
+
+// Delete removes the file; a file that is already gone is fine.
+func (*File) Delete(ctx context.Context, req infer.DeleteRequest[FileState]) (infer.DeleteResponse, error) {
+	if err := os.Remove(req.ID); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return infer.DeleteResponse{}, err
+	}
+	return infer.DeleteResponse{}, nil
+}
+
+// write writes content to the file at the absolute path abs with mode 0644,
+// creating the parent directories.
+func write(abs, content string) error {
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(abs, []byte(content), 0o644)
+}
