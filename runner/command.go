@@ -1,0 +1,216 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/blang/semver"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+)
+
+// Defaults of CommandOptions.
+const (
+	DefaultKillDelay   = 10 * time.Second
+	DefaultOutputLimit = 16 << 20
+)
+
+// inheritedEnv lists the daemon's environment variables a pulumi process
+// may see. Everything else (cloud credentials, tokens, NOTIFY_SOCKET) must
+// be declared per stack.
+var inheritedEnv = []string{
+	"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "USER", "LOGNAME",
+	"SSL_CERT_FILE", "SSL_CERT_DIR",
+	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+}
+
+// CommandOptions configure a Command.
+type CommandOptions struct {
+	// Bin is the directory holding the pulumi CLI; it is also put first on
+	// the children's PATH, so language hosts and plugins there are found.
+	Bin string
+	// Env is added to the inherited allowlist for every process: the
+	// daemon-wide settings (PULUMI_HOME, PULUMI_SKIP_UPDATE_CHECK, …).
+	Env []string
+	// KillDelay is how long a cancelled process group has between SIGINT
+	// and SIGKILL (DefaultKillDelay).
+	KillDelay time.Duration
+	// OutputLimit bounds the stdout and stderr a Run keeps and returns
+	// (DefaultOutputLimit each). Writers passed to Run see everything.
+	OutputLimit int
+}
+
+// Command runs the pulumi CLI for the Automation API in a sandbox; it
+// implements auto.PulumiCommand. Each process gets an allowlisted
+// environment instead of the daemon's, leads its own process group, and is
+// interrupted (so that the engine can release its lock) and then killed as
+// a group when its context ends. Command is safe for concurrent use.
+type Command struct {
+	path    string
+	version semver.Version
+	env     []string
+	opts    CommandOptions
+}
+
+var _ auto.PulumiCommand = (*Command)(nil)
+
+// NewCommand checks the CLI in opts.Bin by running "pulumi version".
+func NewCommand(ctx context.Context, opts CommandOptions) (*Command, error) {
+	if opts.KillDelay <= 0 {
+		opts.KillDelay = DefaultKillDelay
+	}
+	if opts.OutputLimit <= 0 {
+		opts.OutputLimit = DefaultOutputLimit
+	}
+	c := &Command{path: filepath.Join(opts.Bin, "pulumi"), opts: opts}
+	c.env = c.baseEnv(os.Environ())
+	out, _, _, err := c.Run(ctx, "", nil, nil, nil, nil, "version")
+	if err != nil {
+		return nil, fmt.Errorf("run %s version: %w", c.path, err)
+	}
+	if c.version, err = semver.ParseTolerant(strings.TrimSpace(out)); err != nil {
+		return nil, fmt.Errorf("parse pulumi version %q: %w", strings.TrimSpace(out), err)
+	}
+	return c, nil
+}
+
+// baseEnv is the allowlisted part of environ, with Bin first on PATH,
+// followed by opts.Env.
+func (c *Command) baseEnv(environ []string) []string {
+	var env []string
+	path := c.opts.Bin
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "PATH" && v != "":
+			path += string(os.PathListSeparator) + v
+		case slices.Contains(inheritedEnv, k):
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "PATH="+path)
+	return append(env, c.opts.Env...)
+}
+
+// Version is the CLI's version.
+func (c *Command) Version() semver.Version { return c.version }
+
+// Run runs pulumi with args in workdir. additionalEnv comes last, so it
+// overrides the base environment. It returns what the process printed (up
+// to the output limit), its exit code and an error when it failed.
+func (c *Command) Run(ctx context.Context, workdir string, stdin io.Reader,
+	additionalOutput, additionalErrorOutput []io.Writer, additionalEnv []string, args ...string,
+) (string, string, int, error) {
+	if !slices.Contains(args, "--non-interactive") {
+		args = append([]string{"--non-interactive"}, args...)
+	}
+	cmd := exec.Command(c.path, args...)
+	cmd.Dir = workdir
+	cmd.Env = append(append(slices.Clip(c.env), additionalEnv...), "PULUMI_AUTOMATION_API=true")
+	cmd.Stdin = stdin
+	stdout := &headBuffer{limit: c.opts.OutputLimit}
+	stderr := &tailBuffer{limit: c.opts.OutputLimit}
+	cmd.Stdout = io.MultiWriter(append(additionalOutput, stdout)...)
+	cmd.Stderr = io.MultiWriter(append(additionalErrorOutput, stderr)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	err := c.runGroup(ctx, cmd)
+	code := -2 // the Automation API's "unknown"
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+		code = 0
+	case errors.As(err, &exitErr):
+		code = exitErr.ExitCode()
+	}
+	if err == nil && stdout.dropped > 0 {
+		err = fmt.Errorf("pulumi printed more than %d bytes on stdout", c.opts.OutputLimit)
+	}
+	return stdout.String(), stderr.String(), code, err
+}
+
+// runGroup starts cmd in its own process group and waits for it. When ctx
+// ends first, the group gets SIGINT, then SIGKILL after KillDelay. Once
+// the CLI exits, whatever it left in its group (a plugin that ignored its
+// parent's exit) is killed.
+func (c *Command) runGroup(ctx context.Context, cmd *exec.Cmd) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	pgid := cmd.Process.Pid
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		_ = syscall.Kill(-pgid, syscall.SIGINT)
+		select {
+		case <-done:
+		case <-time.After(c.opts.KillDelay):
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+	}()
+	err := cmd.Wait()
+	close(done)
+	wg.Wait()
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	if ctxErr := ctx.Err(); ctxErr != nil && err != nil {
+		err = fmt.Errorf("%w (%w)", ctxErr, err)
+	}
+	return err
+}
+
+// headBuffer keeps the first limit bytes written and counts the rest.
+type headBuffer struct {
+	bytes.Buffer
+	limit   int
+	dropped int
+}
+
+func (b *headBuffer) Write(p []byte) (int, error) {
+	room := max(b.limit-b.Len(), 0)
+	if len(p) > room {
+		b.dropped += len(p) - room
+		b.Buffer.Write(p[:room])
+		return len(p), nil
+	}
+	return b.Buffer.Write(p)
+}
+
+// tailBuffer keeps the last limit bytes written: an error is at the end.
+type tailBuffer struct {
+	buf     []byte
+	limit   int
+	dropped int
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.limit; over > 0 {
+		b.dropped += over
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	if b.dropped == 0 {
+		return string(b.buf)
+	}
+	return fmt.Sprintf("[… %d bytes dropped …]\n%s", b.dropped, b.buf)
+}
