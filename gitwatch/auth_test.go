@@ -1,0 +1,153 @@
+package gitwatch
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+func TestBasicAuth(t *testing.T) {
+	fx := sharedFixture(t)
+	srv := newGitServer(t, fx.root, token)
+	var logs logBuf
+	f := New(Options{Logger: newLogger(&logs), Timeout: 5 * time.Second})
+	ctx := context.Background()
+	good := daemon.GitSource{URL: srv.repoURL(), Ref: "main", Auth: &daemon.GitAuth{Password: token}}
+
+	got, err := f.Resolve(ctx, good)
+	if err != nil || got != fx.c3 {
+		t.Fatalf("right token: %s, %v", got, err)
+	}
+	dir := filepath.Join(t.TempDir(), "w")
+	checkout(t, f, good, fx.c3, dir)
+	assertAt(t, dir, fx.c3, "three")
+	if cfg := readFile(t, filepath.Join(dir, ".git", "config")); strings.Contains(cfg, token) {
+		t.Fatal(".git/config holds the token")
+	}
+
+	wrong := "tok-WRONG-SENTINEL-77"
+	failures := map[string]daemon.GitSource{
+		"wrong token":               {URL: srv.repoURL(), Ref: "main", Auth: &daemon.GitAuth{Password: wrong}},
+		"no token":                  {URL: srv.repoURL(), Ref: "main"},
+		"unknown ref":               {URL: srv.repoURL(), Ref: "nope", Auth: &daemon.GitAuth{Password: token}},
+		"unreachable":               {URL: "http://" + closedAddr(t) + "/repo", Ref: "main", Auth: &daemon.GitAuth{Password: token}},
+		"token in url, unreachable": {URL: "http://git:" + token + "@" + closedAddr(t) + "/repo", Ref: "main"},
+		"token as url user":         {URL: "http://" + token + "@" + closedAddr(t) + "/repo", Ref: "main"},
+		"token in url, unknown ref": {URL: strings.Replace(srv.repoURL(), "://", "://git:"+token+"@", 1), Ref: "nope"},
+	}
+	for name, src := range failures {
+		_, err := f.Resolve(ctx, src)
+		noLeak(t, err, token, wrong)
+		t.Logf("%s: %v", name, err)
+		_, err = f.Checkout(ctx, src, fx.c3, filepath.Join(t.TempDir(), "x"))
+		noLeak(t, err, token, wrong)
+	}
+	_, err = f.Resolve(ctx, failures["wrong token"])
+	if !strings.Contains(err.Error(), "gitwatch: ls-remote "+srv.repoURL()) {
+		t.Errorf("want context with the url: %v", err)
+	}
+	if strings.Contains(logs.String(), token) || strings.Contains(logs.String(), wrong) {
+		t.Fatal("logs leak a token")
+	}
+}
+
+func TestPlainHTTPCredentials(t *testing.T) {
+	ctx := context.Background()
+	// TEST-NET-1: never contacted, the refusal comes first.
+	src := daemon.GitSource{URL: "http://192.0.2.1/org/repo.git", Ref: "main", Auth: &daemon.GitAuth{Password: token}}
+	start := time.Now()
+	_, err := New(Options{}).Resolve(ctx, src)
+	if err == nil || !strings.Contains(err.Error(), "plain http") || !strings.Contains(err.Error(), "AllowPlainHTTPAuth") {
+		t.Fatalf("want a plain-http refusal, got %v", err)
+	}
+	noLeak(t, err, token)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("refusal took %s: did it connect?", d)
+	}
+	_, err = New(Options{}).Checkout(ctx, src, strings.Repeat("a", 40), filepath.Join(t.TempDir(), "w"))
+	if err == nil || !strings.Contains(err.Error(), "plain http") {
+		t.Fatalf("checkout: want a plain-http refusal, got %v", err)
+	}
+	// Opted in, or https, or loopback: accepted.
+	a, err := New(Options{AllowPlainHTTPAuth: true}).authFor(src)
+	if ba, ok := a.(*githttp.BasicAuth); err != nil || !ok || ba.Username != "git" || ba.Password != token {
+		t.Fatalf("AllowPlainHTTPAuth: %T %v", a, err)
+	}
+	for _, u := range []string{"https://192.0.2.1/r.git", "http://127.0.0.1:1/r", "http://localhost/r", "http://[::1]:8/r"} {
+		if _, err := New(Options{}).authFor(daemon.GitSource{URL: u, Auth: &daemon.GitAuth{Username: "u", Password: "p"}}); err != nil {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+}
+
+func TestCredentialKindMismatch(t *testing.T) {
+	key := keyPEM(t, newKey(t), "")
+	f := New(Options{InsecureIgnoreHostKey: true})
+	for _, c := range []struct {
+		src  daemon.GitSource
+		want string
+	}{
+		{daemon.GitSource{URL: "https://example.com/r.git", Auth: &daemon.GitAuth{SSHPrivateKey: key}}, "ssh private key cannot be used with an http"},
+		{daemon.GitSource{URL: "git@example.com:org/r.git", Auth: &daemon.GitAuth{Password: token}}, "password cannot be used with an ssh url"},
+		{daemon.GitSource{URL: "ssh://git@example.com/r.git", Auth: &daemon.GitAuth{Username: "u", Password: token}}, "password cannot be used with an ssh url"},
+		{daemon.GitSource{URL: "file:///tmp/r", Auth: &daemon.GitAuth{Password: token}}, "take no credentials"},
+		{daemon.GitSource{URL: "ssh://git@example.com/r.git"}, "no ssh agent"},
+	} {
+		c.src.Ref = "main"
+		_, err := f.Resolve(context.Background(), c.src)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: want %q, got %v", c.src.URL, c.want, err)
+		}
+		noLeak(t, err, token)
+	}
+}
+
+func TestScrubber(t *testing.T) {
+	src := daemon.GitSource{
+		URL:  "https://user:pa%24s-SENTINEL@host/repo.git",
+		Auth: &daemon.GitAuth{Password: "pw-SENTINEL-1", SSHPassphrase: "pp-SENTINEL-2", SSHPrivateKey: []byte("KEY-SENTINEL-3")},
+	}
+	sc := newScrubber(src)
+	cause := errors.New("dial https://user:pa%24s-SENTINEL@host/repo.git as user:pa$s-SENTINEL: pw-SENTINEL-1 pp-SENTINEL-2 KEY-SENTINEL-3")
+	err := sc.errorf(cause, "gitwatch: ls-remote %s", sc.cleanURL)
+	if strings.Contains(err.Error(), "SENTINEL") {
+		t.Fatalf("leak: %v", err)
+	}
+	if !errors.Is(err, cause) {
+		t.Fatal("scrubbed error does not wrap its cause")
+	}
+	want := "gitwatch: ls-remote https://host/repo.git: dial https://host/repo.git as ***: *** *** ***"
+	if err.Error() != want {
+		t.Fatalf("got  %s\nwant %s", err, want)
+	}
+}
+
+func TestSanitizeURL(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"https://github.com/org/repo.git", "https://github.com/org/repo.git"},
+		{"https://git:tok-SENTINEL@github.com/org/repo.git", "https://github.com/org/repo.git"},
+		{"https://tok-SENTINEL@github.com/org/repo", "https://github.com/org/repo"},
+		{"http://u:p@127.0.0.1:8080/r?private_token=tok-SENTINEL", "http://127.0.0.1:8080/r?private_token=***"},
+		{"ssh://git:secret-SENTINEL@host:2222/org/repo.git", "ssh://git@host:2222/org/repo.git"},
+		{"ssh://git@host/org/repo.git", "ssh://git@host/org/repo.git"},
+		{"git@github.com:org/repo.git", "git@github.com:org/repo.git"},
+		{"git:secret-SENTINEL@github.com:org/repo.git", "git@github.com:org/repo.git"},
+		{"github.com:org/repo.git", "github.com:org/repo.git"},
+		{"file:///srv/git/repo", "file:///srv/git/repo"},
+		{"/srv/git/repo", "/srv/git/repo"},
+		{"git://host/repo", "git://host/repo"},
+		{"https://u:p%zz-SENTINEL@host/r", "https://***@host/r"}, // unparsable escape
+		{"", ""},
+	} {
+		if got := SanitizeURL(c.in); got != c.want {
+			t.Errorf("SanitizeURL(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,263 @@
+package gitwatch
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+func TestResolve(t *testing.T) {
+	fx := sharedFixture(t)
+	if fx.tagV2 == fx.c2 {
+		t.Fatal("v2 should be an annotated tag object")
+	}
+	srv := newGitServer(t, fx.root, "")
+	cases := []struct{ ref, want string }{
+		{"main", fx.c3},
+		{"refs/heads/main", fx.c3},
+		{"HEAD", fx.c3},
+		{"dev", fx.c2},
+		{"heads/dev", fx.c2},
+		{"v1", fx.c1},              // lightweight tag
+		{"refs/tags/v1", fx.c1},    // full
+		{"v2", fx.c2},              // annotated: the commit, not the tag object
+		{"refs/tags/v2", fx.c2},    // full
+		{"both", fx.c2},            // branch wins over the tag of the same name
+		{"refs/tags/both", fx.c1},  // unless the tag is asked for
+		{"refs/heads/both", fx.c2}, // full branch
+	}
+	for _, tr := range []struct{ name, url string }{{"file", fx.fileURL()}, {"http", srv.repoURL()}} {
+		t.Run(tr.name, func(t *testing.T) {
+			f := New(Options{})
+			for _, c := range cases {
+				got, err := f.Resolve(context.Background(), daemon.GitSource{URL: tr.url, Ref: c.ref})
+				if err != nil {
+					t.Fatalf("Resolve(%q): %v", c.ref, err)
+				}
+				if got != c.want {
+					t.Errorf("Resolve(%q) = %s, want %s", c.ref, got, c.want)
+				}
+			}
+			_, err := f.Resolve(context.Background(), daemon.GitSource{URL: tr.url, Ref: "no-such-branch"})
+			if !errors.Is(err, ErrRefNotFound) {
+				t.Fatalf("unknown ref: got %v, want ErrRefNotFound", err)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, `"no-such-branch"`) || !strings.Contains(msg, tr.url) || !strings.HasPrefix(msg, "gitwatch: ") {
+				t.Errorf("unknown ref error should name the ref and url: %v", err)
+			}
+			if _, err := f.Resolve(context.Background(), daemon.GitSource{URL: tr.url}); err == nil {
+				t.Error("empty ref: want an error")
+			}
+		})
+	}
+}
+
+// TestResolveCache checks caching per key, expiry and Forget against a
+// repository that moves.
+func TestResolveCache(t *testing.T) {
+	fx := buildRepo(t, t.TempDir())
+	srv := newGitServer(t, fx.root, "")
+	f := New(Options{CacheFor: 400 * time.Millisecond})
+	src := daemon.GitSource{URL: srv.repoURL(), Ref: "main"}
+	ctx := context.Background()
+
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make(chan error, 20)
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			got, err := f.Resolve(ctx, src)
+			if err == nil && got != fx.c3 {
+				err = errors.New("wrong sha " + got)
+			}
+			errs <- err
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := srv.infoRefs.Load(); n != 1 {
+		t.Fatalf("20 concurrent Resolve: %d ls-remote, want 1", n)
+	}
+	// Another ref of the same source is served from the same ls-remote.
+	if got, err := f.Resolve(ctx, daemon.GitSource{URL: src.URL, Ref: "dev"}); err != nil || got != fx.c2 {
+		t.Fatalf("Resolve(dev) = %s, %v", got, err)
+	}
+	c4 := commitREADME(t, fx.path, "four")
+	if got, _ := f.Resolve(ctx, src); got != fx.c3 || srv.infoRefs.Load() != 1 {
+		t.Fatalf("within CacheFor: got %s after %d ls-remote, want cached %s", got, srv.infoRefs.Load(), fx.c3)
+	}
+	f.Forget(src.URL + ".git/") // normalized like the URL
+	if got, _ := f.Resolve(ctx, src); got != c4 || srv.infoRefs.Load() != 2 {
+		t.Fatalf("after Forget: got %s after %d ls-remote, want %s after 2", got, srv.infoRefs.Load(), c4)
+	}
+	time.Sleep(450 * time.Millisecond)
+	if _, err := f.Resolve(ctx, src); err != nil || srv.infoRefs.Load() != 3 {
+		t.Fatalf("after CacheFor: %v, %d ls-remote, want 3", err, srv.infoRefs.Load())
+	}
+	// Other credentials make another key.
+	other := src
+	other.Auth = &daemon.GitAuth{Password: "x"}
+	if _, err := f.Resolve(ctx, other); err != nil || srv.infoRefs.Load() != 4 {
+		t.Fatalf("other key: %v, %d ls-remote, want 4", err, srv.infoRefs.Load())
+	}
+}
+
+func commitREADME(t *testing.T, repo, content string) string {
+	t.Helper()
+	writeFile(t, filepath.Join(repo, "README"), content)
+	return commit(t, repo, content)
+}
+
+// TestResolveSingleflight: with the cache off, concurrent callers still
+// share one ls-remote, and one caller giving up does not fail the others.
+func TestResolveSingleflight(t *testing.T) {
+	fx := sharedFixture(t)
+	srv := newGitServer(t, fx.root, "")
+	srv.delay.Store(int64(300 * time.Millisecond))
+	f := New(Options{CacheFor: -1})
+	src := daemon.GitSource{URL: srv.repoURL(), Ref: "main"}
+
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	var okCount, canceled int
+	var mu sync.Mutex
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := context.Background()
+			if i == 0 { // the impatient one
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
+				defer cancel()
+			}
+			<-start
+			_, err := f.Resolve(ctx, src)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				okCount++
+			case errors.Is(err, context.DeadlineExceeded):
+				canceled++
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if okCount != 9 || canceled != 1 {
+		t.Errorf("ok=%d canceled=%d, want 9 and 1", okCount, canceled)
+	}
+	if n := srv.infoRefs.Load(); n != 1 {
+		t.Errorf("%d ls-remote, want 1", n)
+	}
+	if _, err := f.Resolve(context.Background(), src); err != nil || srv.infoRefs.Load() != 2 {
+		t.Errorf("cache off: %v, %d ls-remote, want 2", err, srv.infoRefs.Load())
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	addr := hangServer(t)
+	f := New(Options{Timeout: 300 * time.Millisecond, InsecureIgnoreHostKey: true})
+	ctx := context.Background()
+	check := func(name string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("%s: want an error", name)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timed out") {
+			t.Errorf("%s: want a timeout, got %v", name, err)
+		}
+	}
+	start := time.Now()
+	_, err := f.Resolve(ctx, daemon.GitSource{URL: "http://" + addr + "/repo", Ref: "main"})
+	check("http ls-remote", err)
+
+	// The SSH handshake does not honour ctx in go-git: Resolve returns anyway.
+	key := keyPEM(t, newKey(t), "")
+	_, err = f.Resolve(ctx, daemon.GitSource{URL: "ssh://git@" + addr + "/repo", Ref: "main",
+		Auth: &daemon.GitAuth{SSHPrivateKey: key}})
+	check("ssh ls-remote", err)
+
+	dir := filepath.Join(t.TempDir(), "work")
+	_, err = f.Checkout(ctx, daemon.GitSource{URL: "http://" + addr + "/repo", Ref: "refs/heads/main"},
+		strings.Repeat("a", 40), dir)
+	check("http clone", err)
+	t.Logf("three timed out calls took %s", time.Since(start))
+	waitNoSiblings(t, dir)
+}
+
+// waitNoSiblings waits for abandoned fetches to remove their temp dirs.
+func waitNoSiblings(t *testing.T, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(siblings(t, dir)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("temp dirs left behind: %v", siblings(t, dir))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func BenchmarkResolve(b *testing.B) {
+	fx := sharedFixture(b)
+	srv := newGitServer(b, fx.root, "")
+	f := New(Options{CacheFor: -1})
+	src := daemon.GitSource{URL: srv.repoURL(), Ref: "main"}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.Resolve(ctx, src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestForgetInFlight: a call started before Forget is neither cached nor
+// joined by later callers.
+func TestForgetInFlight(t *testing.T) {
+	fx := sharedFixture(t)
+	srv := newGitServer(t, fx.root, "")
+	srv.delay.Store(int64(200 * time.Millisecond))
+	f := New(Options{})
+	src := daemon.GitSource{URL: srv.repoURL(), Ref: "main"}
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.Resolve(context.Background(), src)
+		done <- err
+	}()
+	for srv.infoRefs.Load() == 0 { // the first ls-remote is in flight
+		time.Sleep(5 * time.Millisecond)
+	}
+	f.Forget(src.URL)
+	if _, err := f.Resolve(context.Background(), src); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Resolve(context.Background(), src); err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.infoRefs.Load(); n != 2 {
+		t.Fatalf("%d ls-remote, want 2 (one before Forget, one after, then cached)", n)
+	}
+}
