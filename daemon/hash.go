@@ -1,0 +1,32 @@
+package daemon
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
+
+// SpecHash is a content hash of the stack's spec. It plays the role of
+// Kubernetes' metadata.generation: when it changes, the stack's
+// generation grows and the stack runs again. Annotations are not part of
+// it, as they are not part of a generation.
+func (s *Stack) SpecHash() string {
+	return contentHash(s.Spec)
+}
+
+// Revision identifies the content of a Program; a stack that uses it sees
+// it where a Git stack sees a commit.
+func (p *Program) Revision() string {
+	return contentHash(p.Program)
+}
+
+// contentHash hashes v's JSON encoding, which is canonical for these
+// types: struct fields in declaration order, map keys sorted.
+func contentHash(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic("daemon: hash a spec: " + err.Error()) // only JSON-safe values are decoded
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,122 @@
+package daemon
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// maxRefFile bounds a file read for a reference.
+const maxRefFile = 1 << 20
+
+// RefSources says where references are read from when a stack runs.
+type RefSources struct {
+	// SecretsDir holds Secret refs as <SecretsDir>/<name>/<key>, the layout
+	// of a mounted Kubernetes secret.
+	SecretsDir string
+	// ConfigMapsDir holds configRef values as <ConfigMapsDir>/<name>/<key>.
+	ConfigMapsDir string
+	// LookupEnv reads the daemon's environment (os.LookupEnv).
+	LookupEnv func(string) (string, bool)
+	// StackOutput returns an output of another stack, secret or not.
+	StackOutput func(stack, output string) (string, error)
+}
+
+// RefError is a reference that could not be read. It names what was
+// looked for (file, variable, Secret, stack output), never a value.
+type RefError struct {
+	Path string // field path of the reference, e.g. "envRefs.TOKEN"
+	Err  error
+}
+
+func (e *RefError) Error() string { return e.Path + ": " + e.Err.Error() }
+
+func (e *RefError) Unwrap() error { return e.Err }
+
+// ResolveRef reads the value r refers to for stack s. path names the
+// reference in errors. Document data (Secret and ConfigMap documents of
+// the config) wins over files.
+func (c *Config) ResolveRef(s *Stack, path string, r ResourceRef, src RefSources) (string, error) {
+	v, err := c.resolveRef(s, r, src)
+	if err != nil {
+		return "", &RefError{Path: path, Err: err}
+	}
+	return v, nil
+}
+
+func (c *Config) resolveRef(s *Stack, r ResourceRef, src RefSources) (string, error) {
+	switch r.Type {
+	case RefLiteral:
+		return r.Literal.Value, nil
+	case RefEnv:
+		lookup := src.LookupEnv
+		if lookup == nil {
+			lookup = os.LookupEnv
+		}
+		if v, ok := lookup(r.Env.Name); ok {
+			return v, nil
+		}
+		return "", fmt.Errorf("environment variable %s is not set", r.Env.Name)
+	case RefFS:
+		p := r.Filesystem.Path
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(s.Dir, p)
+		}
+		return readRefFile(p)
+	case RefSecret:
+		return dataValue(c.Secrets, src.SecretsDir, "Secret", r.Secret.Name, r.Secret.Key)
+	case RefStackOutput:
+		if src.StackOutput == nil {
+			return "", errors.New("stack outputs cannot be read here")
+		}
+		return src.StackOutput(r.StackOutput.Stack, r.StackOutput.Output)
+	}
+	return "", fmt.Errorf("unknown reference type %q", r.Type)
+}
+
+// ResolveConfigRef reads a configRef's value.
+func (c *Config) ResolveConfigRef(path string, r ConfigMapRef, src RefSources) (string, error) {
+	v, err := dataValue(c.ConfigMaps, src.ConfigMapsDir, "ConfigMap", r.Name, r.Key)
+	if err != nil {
+		return "", &RefError{Path: path, Err: err}
+	}
+	return v, nil
+}
+
+// dataValue reads key of the named Secret or ConfigMap: from a document
+// of the config when there is one, else from dir/name/key.
+func dataValue(docs map[string]map[string]string, dir, kind, name, key string) (string, error) {
+	if data, ok := docs[name]; ok {
+		if v, ok := data[key]; ok {
+			return v, nil
+		}
+		return "", fmt.Errorf("%s %q has no key %q", kind, name, key)
+	}
+	if dir == "" {
+		return "", fmt.Errorf("no %s document named %q, and no directory is configured to read %ss from", kind, name, kind)
+	}
+	return readRefFile(filepath.Join(dir, name, key))
+}
+
+// readRefFile reads a reference's file. One trailing newline is dropped:
+// editors add one, and a token or password never ends with it.
+func readRefFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err // *PathError: names the file
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxRefFile+1))
+	switch {
+	case err != nil:
+		return "", err
+	case len(data) > maxRefFile:
+		return "", fmt.Errorf("%s is larger than %d bytes", path, maxRefFile)
+	}
+	data = bytes.TrimSuffix(data, []byte("\n"))
+	data = bytes.TrimSuffix(data, []byte("\r"))
+	return string(data), nil
+}
