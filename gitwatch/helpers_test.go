@@ -200,14 +200,26 @@ func (s *gitServer) repoURL() string { return s.URL + "/repo" }
 // hangServer accepts TCP connections and never answers; it returns its
 // address.
 func hangServer(tb testing.TB) string {
+	return serveTCP(tb, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
+}
+
+// serveTCP listens on loopback and runs handle for each connection until
+// the test ends, when it closes the listener and every connection and
+// waits for the handlers. It returns the address.
+func serveTCP(tb testing.TB, handle func(net.Conn)) string {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var mu sync.Mutex
-	var conns []net.Conn
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		for {
 			c, err := ln.Accept()
 			if err != nil {
@@ -216,16 +228,21 @@ func hangServer(tb testing.TB) string {
 			mu.Lock()
 			conns = append(conns, c)
 			mu.Unlock()
-			go io.Copy(io.Discard, c)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				handle(c)
+			}()
 		}
 	}()
 	tb.Cleanup(func() {
 		ln.Close()
 		mu.Lock()
-		defer mu.Unlock()
 		for _, c := range conns {
 			c.Close()
 		}
+		mu.Unlock()
+		wg.Wait()
 	})
 	return ln.Addr().String()
 }
@@ -294,44 +311,9 @@ func newSSHServer(tb testing.TB, root string, client ed25519.PrivateKey) *sshSer
 		},
 	}
 	cfg.AddHostKey(hostKey)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s := &sshServer{addr: ln.Addr().String(), hostKey: hostKey, root: root}
+	s := &sshServer{hostKey: hostKey, root: root}
+	s.addr = serveTCP(tb, func(c net.Conn) { s.serve(c, cfg) })
 	s.knownHosts = writeKnownHosts(tb, s.addr, hostKey.PublicKey())
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.serve(c, cfg)
-			}()
-		}
-	}()
-	tb.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
 	return s
 }
 
