@@ -4,6 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"io"
+	"time"
 )
 
 // GitSource is a repository to resolve and check out, with its resolved
@@ -69,4 +72,91 @@ type Fetcher interface {
 	// Forget drops what is cached for url, so that the next Resolve asks
 	// the remote: a push webhook calls it.
 	Forget(url string)
+}
+
+// Workspace is one stack's Pulumi side: where its program is, which stack
+// of which backend it is, and what config and environment it runs with.
+// It carries resolved secrets: never log or store it.
+type Workspace struct {
+	// Name is stackd's name of the stack; it keys the runner's per-stack
+	// state directory.
+	Name string
+	// Stack is the Pulumi stack name: "dev", "org/dev" or "org/project/dev".
+	Stack string
+	// ProjectDir holds Pulumi.yaml: a checkout (joined with repoDir) or the
+	// directory a Program document was written to.
+	ProjectDir string
+	// Backend is spec.backend; empty means the runner's default backend.
+	Backend string
+	// SecretsProvider is used when the stack is created; empty means the
+	// backend's default (passphrase on the default backend).
+	SecretsProvider string
+	// UseLocalStackOnly forbids creating the stack.
+	UseLocalStackOnly bool
+	// Env is added to the pulumi process's environment (envRefs). Values
+	// may be secrets.
+	Env map[string]string
+	// Environments are Pulumi ESC environments to import (spec.environment).
+	Environments []string
+	// Config is applied in order: config, then configRef, then secretsRef.
+	Config []ConfigValue
+}
+
+// ConfigValue is one stack config value.
+type ConfigValue struct {
+	// Key is as written in the spec: "name" (the project's namespace) or
+	// "namespace:name".
+	Key string
+	// Value is the value's text; JSON text when JSON is set.
+	Value  string
+	JSON   bool
+	Secret bool
+}
+
+// Operation is one Pulumi operation on a workspace.
+type Operation struct {
+	Workspace
+	// Type is UpdateUp, UpdatePreview, UpdateRefresh or UpdateDestroy.
+	Type string
+	// Options from the spec and its updateTemplate.
+	Refresh          bool
+	Targets          []string
+	TargetDependents bool
+	Parallel         int
+	Message          string
+	ExpectNoChanges  bool
+	Replace          []string
+	ContinueOnError  bool
+	// Remove deletes the stack itself after a successful destroy.
+	Remove bool
+	// Timeout bounds the whole operation; zero means the runner's default.
+	Timeout time.Duration
+	// Log receives the operation's output while it runs; nil discards it.
+	Log io.Writer
+}
+
+// Result is what a finished operation reports.
+type Result struct {
+	// Outputs are the stack's outputs after an up, as JSON values; secret
+	// outputs are the JSON string "[secret]". Nil for other operations.
+	Outputs map[string]json.RawMessage
+	// Changes counts resources by operation (create, update, delete,
+	// same, …) as the engine's summary reports them.
+	Changes map[string]int
+	// Permalink links to the update on backends that have one.
+	Permalink string
+}
+
+// Runner runs Pulumi operations; runner implements it. Its methods are
+// safe for concurrent use on different stacks; the daemon never runs two
+// operations on one stack at once.
+type Runner interface {
+	// Run performs op. A failed operation returns an error whose message
+	// is the engine's diagnostic (the program's error), free of
+	// credentials and of the daemon's own secrets; the Result may still
+	// hold the change summary.
+	Run(ctx context.Context, op Operation) (Result, error)
+	// Outputs reads ws's current outputs with secret values in clear, for
+	// StackOutput references of other stacks.
+	Outputs(ctx context.Context, ws Workspace) (map[string]any, error)
 }
