@@ -32,6 +32,8 @@ type Observation struct {
 	ResyncPeriod     time.Duration
 	MaxBackoff       time.Duration
 	MaxFailures      int64
+	// BackoffBase is the first retry delay (10s when zero).
+	BackoffBase time.Duration
 }
 
 // Decision is what to do next for a stack.
@@ -102,7 +104,7 @@ func decideAfterFailure(last *LastUpdate, o Observation) Decision {
 	if last.Failures >= o.maxFailures() {
 		return Decision{Stalled: true}
 	}
-	wait := Backoff(last.Failures, o.MaxBackoff)
+	wait := backoff(o.BackoffBase, last.Failures, o.MaxBackoff)
 	due := last.LastResyncTime.Add(wait)
 	if !o.Now.Before(due) {
 		return o.run(fmt.Sprintf("Backoff time elapsed: %s", wait))
@@ -137,13 +139,21 @@ func recheck(d time.Duration) time.Duration {
 // 10s·3^failures capped by limit (DefaultMaxBackoff when zero); the first
 // step, 10s, is never capped.
 func Backoff(failures int64, limit time.Duration) time.Duration {
+	return backoff(baseBackoff, failures, limit)
+}
+
+// backoff is Backoff with another first step; tests shorten it.
+func backoff(base time.Duration, failures int64, limit time.Duration) time.Duration {
+	if base <= 0 {
+		base = baseBackoff
+	}
 	if failures <= 0 {
-		return baseBackoff
+		return base
 	}
 	if limit <= 0 {
 		limit = DefaultMaxBackoff
 	}
-	d := float64(baseBackoff) * math.Pow(3, float64(failures))
+	d := float64(base) * math.Pow(3, float64(failures))
 	if d >= float64(limit) {
 		return limit
 	}

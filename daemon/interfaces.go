@@ -100,6 +100,10 @@ type Workspace struct {
 	Environments []string
 	// Config is applied in order: config, then configRef, then secretsRef.
 	Config []ConfigValue
+	// KeepConfig uses the stack config the runner holds from earlier
+	// operations instead of Config: a removed stack's destroy has no spec
+	// left to take it from.
+	KeepConfig bool
 }
 
 // ConfigValue is one stack config value.

@@ -43,8 +43,29 @@ type StackRecord struct {
 	SpecHash string `json:"specHash"`
 	// Removed is set when the stack left the config but still has work to
 	// do (a destroy); the record is deleted once that work succeeded.
-	Removed bool        `json:"removed,omitempty"`
-	Status  StackStatus `json:"status"`
+	Removed bool `json:"removed,omitempty"`
+	// SyncRequest is the token of the last sync requested through the API
+	// (or by a dependent stack); with the reconcile-request annotation it
+	// makes the stack's reconcile request.
+	SyncRequest string `json:"syncRequest,omitempty"`
+	// Destroy is what a destroy needs once the stack left the config; set
+	// only for stacks with destroyOnFinalize. It holds no secret.
+	Destroy *DestroySpec `json:"destroy,omitempty"`
+	Status  StackStatus  `json:"status"`
+}
+
+// DestroySpec keeps what destroying a removed stack takes: its Pulumi
+// identity, the project it was last run from, and its environment
+// references except literal values (which may be secrets and are not
+// stored).
+type DestroySpec struct {
+	Stack           string                 `json:"stack"`
+	Backend         string                 `json:"backend,omitempty"`
+	SecretsProvider string                 `json:"secretsProvider,omitempty"`
+	ProjectDir      string                 `json:"projectDir"`
+	EnvRefs         map[string]ResourceRef `json:"envRefs,omitempty"`
+	ConfigDir       string                 `json:"configDir,omitempty"`
+	Remove          bool                   `json:"remove,omitempty"`
 }
 
 // StackStatus mirrors PKO's StackStatus JSON field for field, plus health
@@ -120,4 +141,29 @@ type Update struct {
 	// Changes counts resources by operation (create, update, delete, same, …).
 	Changes   map[string]int `json:"changes,omitempty"`
 	Permalink string         `json:"permalink,omitempty"`
+}
+
+// Clone returns a deep copy of s, safe to hand out while s changes.
+func (s StackStatus) Clone() StackStatus {
+	c := s
+	c.Conditions = append([]Condition(nil), s.Conditions...)
+	if s.Outputs != nil {
+		c.Outputs = make(map[string]json.RawMessage, len(s.Outputs))
+		for k, v := range s.Outputs {
+			c.Outputs[k] = append(json.RawMessage(nil), v...)
+		}
+	}
+	if s.CurrentUpdate != nil {
+		cu := *s.CurrentUpdate
+		c.CurrentUpdate = &cu
+	}
+	if s.LastUpdate != nil {
+		lu := *s.LastUpdate
+		c.LastUpdate = &lu
+	}
+	if s.Health != nil {
+		h := *s.Health
+		c.Health = &h
+	}
+	return c
 }

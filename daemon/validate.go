@@ -232,11 +232,14 @@ func (v *validator) programSource(spec *StackSpec) {
 // repoURLProblem returns why u cannot be fetched safely, or "". The
 // message never quotes u: it may hold credentials.
 func repoURLProblem(u string) string {
+	if isLocalPath(u) {
+		return ""
+	}
 	if !strings.Contains(u, "://") {
 		if scpLikeURL.MatchString(u) {
 			return ""
 		}
-		return "not a repository URL (use https://, ssh://, git@host:path or file://)"
+		return "not a repository URL (use https://, ssh://, git@host:path, file:// or a local path starting with /, ./ or ../)"
 	}
 	parsed, err := url.Parse(u)
 	if err != nil {

@@ -1,0 +1,363 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Store keeps stack records, update history and logs; store implements it.
+type Store interface {
+	PutStack(rec StackRecord) error
+	Stacks() ([]StackRecord, error)
+	DeleteStack(name string) error
+	BeginUpdate(u Update) (Update, error)
+	PutUpdate(u Update) error
+	PutLog(id string, log []byte) error
+	RunningUpdates() ([]Update, error)
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxConcurrent = 2
+	DefaultPollTimeout   = 30 * time.Second
+)
+
+// Options configure a Daemon. Store, Fetcher and Runner are required.
+type Options struct {
+	Store   Store
+	Fetcher Fetcher
+	Runner  Runner
+	Logger  *slog.Logger
+	// DataDir holds the stacks' checkouts and Program projects
+	// (<DataDir>/stacks/<name>).
+	DataDir string
+	// Refs says where Secret, ConfigMap and Env references are read.
+	Refs RefSources
+	// MaxConcurrent bounds the operations running at once
+	// (DefaultMaxConcurrent).
+	MaxConcurrent int
+	// MinResync is the floor of every stack's resync and branch-poll
+	// period (DefaultResync, PKO's floor). Tests lower it.
+	MinResync time.Duration
+	// MaxFailures is how many consecutive failures stall a stack
+	// (DefaultMaxFailures).
+	MaxFailures int64
+	// BackoffBase is the first retry delay after a failure; the n-th waits
+	// BackoffBase·3^n (10s, PKO's).
+	BackoffBase time.Duration
+	// OpTimeout bounds one operation; zero leaves it to the runner.
+	OpTimeout time.Duration
+	// PollTimeout bounds one branch resolution (DefaultPollTimeout).
+	PollTimeout time.Duration
+
+	// pollEvery replaces every stack's poll period; unit tests use it to
+	// poll faster than resyncFrequencySeconds can say.
+	pollEvery time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if o.MinResync <= 0 {
+		o.MinResync = DefaultResync
+	}
+	if o.MaxFailures <= 0 {
+		o.MaxFailures = DefaultMaxFailures
+	}
+	if o.BackoffBase <= 0 {
+		o.BackoffBase = baseBackoff
+	}
+	if o.PollTimeout <= 0 {
+		o.PollTimeout = DefaultPollTimeout
+	}
+	return o
+}
+
+// Daemon reconciles the stacks of a config: it polls their sources,
+// decides with PKO's table when to run, runs one operation per stack at a
+// time within a global limit, and records every step in the store.
+type Daemon struct {
+	opts Options
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	cfg    *Config
+	stacks map[string]*stackState
+	// running counts operations in flight, for MaxConcurrent.
+	running int
+	started bool
+
+	wake    chan struct{}
+	stop    context.CancelFunc
+	opCtx   context.Context // cancelled when a drain times out
+	opStop  context.CancelFunc
+	loopWG  sync.WaitGroup
+	workWG  sync.WaitGroup
+	loopCtx context.Context
+}
+
+// stackState is the daemon's in-memory view of one stack. Guarded by
+// Daemon.mu.
+type stackState struct {
+	stack *Stack // nil once the stack left the config
+	rec   StackRecord
+
+	// commit is the source's current commit (a resolved branch, a pinned
+	// commit or a Program's revision); empty until known.
+	commit    string
+	sourceErr error
+	polling   bool
+	nextPoll  time.Time
+	running   bool
+	cancel    context.CancelFunc // of the running operation
+	// blocked is why the stack cannot run right now (a reference that
+	// cannot be read, a source that cannot be fetched); it is retried at
+	// retryAt.
+	blocked bool
+	retryAt time.Time
+	// live is the running operation's log, for followers.
+	live *LiveLog
+}
+
+// New makes a daemon for cfg. Start begins the work.
+func New(cfg *Config, opts Options) (*Daemon, error) {
+	if opts.Store == nil || opts.Fetcher == nil || opts.Runner == nil {
+		return nil, errors.New("daemon: Store, Fetcher and Runner are required")
+	}
+	opts = opts.withDefaults()
+	return &Daemon{
+		opts:   opts,
+		log:    opts.Logger,
+		cfg:    cfg,
+		stacks: map[string]*stackState{},
+		wake:   make(chan struct{}, 1),
+	}, nil
+}
+
+// Start loads the records, turns updates left running by a previous
+// process into aborted ones, applies the config and starts reconciling.
+func (d *Daemon) Start(ctx context.Context) error {
+	if err := d.recover(); err != nil {
+		return err
+	}
+	recs, err := d.opts.Store.Stacks()
+	if err != nil {
+		return fmt.Errorf("daemon: read stacks: %w", err)
+	}
+	d.mu.Lock()
+	for _, rec := range recs {
+		st := &stackState{rec: rec}
+		if rec.Status.CurrentUpdate != nil {
+			st.rec.Status.CurrentUpdate = nil // marked aborted by recover
+			d.putStack(st)
+		}
+		d.stacks[rec.Name] = st
+	}
+	err = d.applyLocked(d.cfg)
+	d.started = true
+	d.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	d.loopCtx, d.stop = context.WithCancel(context.WithoutCancel(ctx))
+	d.opCtx, d.opStop = context.WithCancel(context.WithoutCancel(ctx))
+	d.loopWG.Add(1)
+	go d.loop()
+	return nil
+}
+
+// recover marks updates that a dead process left running as aborted.
+func (d *Daemon) recover() error {
+	running, err := d.opts.Store.RunningUpdates()
+	if err != nil {
+		return fmt.Errorf("daemon: read running updates: %w", err)
+	}
+	for _, u := range running {
+		u.State, u.EndTime = UpdateAborted, time.Now()
+		u.Message = "stackd stopped while the update was running"
+		if err := d.opts.Store.PutUpdate(u); err != nil {
+			return fmt.Errorf("daemon: mark update %s aborted: %w", u.ID, err)
+		}
+		d.log.Warn("update was left running by a previous process; marked aborted", "stack", u.Stack, "update", u.ID)
+	}
+	return nil
+}
+
+// Apply replaces the config in force. cfg must be valid (Load without
+// errors). Stacks that left it are kept until their removal is done.
+func (d *Daemon) Apply(cfg *Config) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.applyLocked(cfg); err != nil {
+		return err
+	}
+	d.kick()
+	return nil
+}
+
+func (d *Daemon) applyLocked(cfg *Config) error {
+	d.cfg = cfg
+	inConfig := map[string]bool{}
+	for _, s := range cfg.Stacks {
+		inConfig[s.Name] = true
+		st := d.stacks[s.Name]
+		if st == nil {
+			st = &stackState{rec: StackRecord{Name: s.Name}}
+			d.stacks[s.Name] = st
+		}
+		if err := d.observeSpec(st, s); err != nil {
+			return err
+		}
+	}
+	for name, st := range d.stacks {
+		if inConfig[name] || st.rec.Removed {
+			continue
+		}
+		st.stack, st.rec.Removed = nil, true
+		st.nextPoll = time.Time{}
+		if err := d.opts.Store.PutStack(st.rec); err != nil {
+			return fmt.Errorf("daemon: record removal of %s: %w", name, err)
+		}
+		d.log.Info("stack left the config", "stack", name)
+	}
+	return nil
+}
+
+// observeSpec takes s as st's spec, growing the generation when the
+// spec's hash changed.
+func (d *Daemon) observeSpec(st *stackState, s *Stack) error {
+	changedSource := st.stack == nil || sourceOf(st.stack) != sourceOf(s)
+	st.stack = s
+	hash := s.SpecHash()
+	if st.rec.SpecHash == hash && !st.rec.Removed {
+		return nil
+	}
+	if st.rec.SpecHash != hash {
+		st.rec.Generation++
+		st.rec.SpecHash = hash
+	}
+	st.rec.Removed = false
+	st.blocked = false
+	if changedSource {
+		st.commit, st.sourceErr, st.nextPoll = "", nil, time.Time{}
+	}
+	if err := d.opts.Store.PutStack(st.rec); err != nil {
+		return fmt.Errorf("daemon: record spec of %s: %w", s.Name, err)
+	}
+	return nil
+}
+
+// sourceOf identifies where a stack's program comes from.
+func sourceOf(s *Stack) string {
+	if s.Spec.ProgramRef != nil {
+		return "program:" + s.Spec.ProgramRef.Name
+	}
+	return s.Spec.ProjectRepo + "#" + s.Spec.Branch + "@" + s.Spec.Commit
+}
+
+// Stop stops scheduling, lets running operations finish until ctx ends,
+// then interrupts them and waits for them to record their outcome.
+func (d *Daemon) Stop(ctx context.Context) error {
+	if d.stop == nil {
+		return nil
+	}
+	d.stop()
+	d.loopWG.Wait()
+	done := make(chan struct{})
+	go func() { d.workWG.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	d.log.Warn("drain deadline reached; interrupting running operations")
+	d.opStop()
+	<-done
+	return nil
+}
+
+// kick wakes the loop. Callers may hold d.mu.
+func (d *Daemon) kick() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop evaluates every stack whenever something happened or a stack's
+// next check is due.
+func (d *Daemon) loop() {
+	defer d.loopWG.Done()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-d.loopCtx.Done():
+			return
+		case <-d.wake:
+		case <-timer.C:
+		}
+		next := d.evaluate(time.Now())
+		timer.Reset(next)
+	}
+}
+
+// evaluate starts what can start and returns how long until the next
+// time-driven check.
+func (d *Daemon) evaluate(now time.Time) time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	next := time.Minute
+	var pass passState
+	for _, name := range d.orderLocked() {
+		st := d.stacks[name]
+		if st == nil {
+			continue // finalized during this pass
+		}
+		if wait := d.evaluateStack(st, now, &pass); wait > 0 && wait < next {
+			next = wait
+		}
+	}
+	return max(next, 10*time.Millisecond)
+}
+
+// orderLocked lists stack names by sync wave, then name.
+func (d *Daemon) orderLocked() []string {
+	names := slices.Sorted(maps.Keys(d.stacks))
+	slices.SortStableFunc(names, func(a, b string) int {
+		return wave(d.stacks[a]) - wave(d.stacks[b])
+	})
+	return names
+}
+
+func wave(st *stackState) int {
+	if st.stack == nil {
+		return 0
+	}
+	return st.stack.SyncWave
+}
+
+// stackDir is where a stack's checkout and program project live.
+func (d *Daemon) stackDir(name string) string {
+	return filepath.Join(d.opts.DataDir, "stacks", name)
+}
+
+// removeStackDir deletes a finalized stack's checkout; the runner's state
+// (its config file and encryption salt) is kept.
+func (d *Daemon) removeStackDir(name string) {
+	if err := os.RemoveAll(d.stackDir(name)); err != nil {
+		d.log.Warn("could not remove the work dir of a removed stack", "stack", name, "err", err)
+	}
+}

@@ -1,0 +1,535 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The daemon's scheduling tests use hand-written fakes of its interfaces;
+// the end-to-end tests in cmd/stackd run the real ones.
+
+type memStore struct {
+	mu      sync.Mutex
+	stacks  map[string]StackRecord
+	updates map[string]Update
+	logs    map[string][]byte
+	seq     map[string]uint64
+}
+
+func newMemStore() *memStore {
+	return &memStore{stacks: map[string]StackRecord{}, updates: map[string]Update{}, logs: map[string][]byte{}, seq: map[string]uint64{}}
+}
+
+func (m *memStore) PutStack(r StackRecord) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	data, _ := json.Marshal(r) // deep copy, as a real store keeps bytes
+	var c StackRecord
+	_ = json.Unmarshal(data, &c)
+	m.stacks[r.Name] = c
+	return nil
+}
+
+func (m *memStore) Stacks() ([]StackRecord, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []StackRecord
+	for _, r := range m.stacks {
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (m *memStore) DeleteStack(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.stacks, name)
+	return nil
+}
+
+func (m *memStore) BeginUpdate(u Update) (Update, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.seq[u.Stack]++
+	u.Seq = m.seq[u.Stack]
+	u.ID = fmt.Sprintf("%s-%d", u.Stack, u.Seq)
+	m.updates[u.ID] = u
+	return u, nil
+}
+
+func (m *memStore) PutUpdate(u Update) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.updates[u.ID] = u
+	return nil
+}
+
+func (m *memStore) PutLog(id string, log []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.logs[id] = log
+	return nil
+}
+
+func (m *memStore) RunningUpdates() ([]Update, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Update
+	for _, u := range m.updates {
+		if u.State == UpdateRunning {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+func (m *memStore) updatesOf(stack string) []Update {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Update
+	for i := uint64(1); i <= m.seq[stack]; i++ {
+		out = append(out, m.updates[fmt.Sprintf("%s-%d", stack, i)])
+	}
+	return out
+}
+
+type fakeFetcher struct {
+	mu      sync.Mutex
+	commits map[string]string // by URL
+	err     error
+}
+
+func (f *fakeFetcher) set(url, commit string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.commits[url], f.err = commit, err
+}
+
+func (f *fakeFetcher) Resolve(_ context.Context, src GitSource) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return "", f.err
+	}
+	return f.commits[src.URL], nil
+}
+
+func (f *fakeFetcher) Checkout(_ context.Context, src GitSource, commit, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	return dir, os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), []byte("commit: "+commit), 0o600)
+}
+
+func (f *fakeFetcher) Forget(string) {}
+
+type fakeRunner struct {
+	mu      sync.Mutex
+	ops     []Operation
+	fail    map[string]error // by stack name
+	running int
+	peak    int
+	gate    chan struct{} // when set, each Run waits for a receive
+}
+
+func (r *fakeRunner) Run(ctx context.Context, op Operation) (Result, error) {
+	r.mu.Lock()
+	r.ops = append(r.ops, op)
+	r.running++
+	r.peak = max(r.peak, r.running)
+	err, gate := r.fail[op.Name], r.gate
+	r.mu.Unlock()
+	defer func() { r.mu.Lock(); r.running--; r.mu.Unlock() }()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		}
+	}
+	if op.Log != nil {
+		fmt.Fprintf(op.Log, "running %s of %s\n", op.Type, op.Name)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	out := map[string]json.RawMessage{"name": json.RawMessage(`"` + op.Name + `"`)}
+	return Result{Outputs: out, Changes: map[string]int{"same": 1}}, nil
+}
+
+func (r *fakeRunner) Outputs(_ context.Context, ws Workspace) (map[string]any, error) {
+	return map[string]any{"name": ws.Name, "secret": "s3cr3t-" + ws.Name}, nil
+}
+
+func (r *fakeRunner) setFail(name string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fail[name] = err
+}
+
+func (r *fakeRunner) opsOf(name string) []Operation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Operation
+	for _, op := range r.ops {
+		if op.Name == name {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+type harness struct {
+	t       *testing.T
+	d       *Daemon
+	store   *memStore
+	fetcher *fakeFetcher
+	runner  *fakeRunner
+	dir     string
+}
+
+func newHarness(t *testing.T, yamlText string, tweak func(*Options)) *harness {
+	t.Helper()
+	h := &harness{t: t, store: newMemStore(), fetcher: &fakeFetcher{commits: map[string]string{}},
+		runner: &fakeRunner{fail: map[string]error{}}, dir: t.TempDir()}
+	opts := Options{Store: h.store, Fetcher: h.fetcher, Runner: h.runner, DataDir: h.dir,
+		MinResync: 50 * time.Millisecond, BackoffBase: 20 * time.Millisecond, pollEvery: 20 * time.Millisecond,
+		Refs: RefSources{SecretsDir: filepath.Join(h.dir, "secrets")}}
+	if tweak != nil {
+		tweak(&opts)
+	}
+	d, err := New(h.parse(yamlText), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.d = d
+	return h
+}
+
+func (h *harness) parse(yamlText string) *Config {
+	h.t.Helper()
+	cfg, diags, err := Parse("stacks.yaml", []byte(yamlText))
+	if err != nil {
+		h.t.Fatalf("parse: %v\n%v", err, diags)
+	}
+	return cfg
+}
+
+func (h *harness) start() {
+	h.t.Helper()
+	if err := h.d.Start(context.Background()); err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { _ = h.d.Stop(context.Background()) })
+}
+
+// eventually waits up to 5s for cond, failing with what describe says.
+func (h *harness) eventually(what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s; stacks: %s", what, h.dump())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (h *harness) dump() string {
+	data, _ := json.MarshalIndent(h.d.Stacks(), "", " ")
+	return string(data)
+}
+
+func (h *harness) last(name string) *LastUpdate {
+	v, err := h.d.Stack(name)
+	if err != nil {
+		return nil
+	}
+	return v.Status.LastUpdate
+}
+
+func (h *harness) ready(name string) bool {
+	v, err := h.d.Stack(name)
+	if err != nil {
+		return false
+	}
+	c := v.Status.Condition(ConditionReady)
+	return c != nil && c.Status == conditionTrue
+}
+
+const sha1, sha2 = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+
+const oneStack = `
+stacks:
+  - name: app
+    stack: dev
+    projectRepo: https://git.example/app.git
+    branch: main
+`
+
+func TestNewCommitIsApplied(t *testing.T) {
+	h := newHarness(t, oneStack, nil)
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.start()
+	h.eventually("first deploy", func() bool { return h.ready("app") })
+	if l := h.last("app"); l.LastSuccessfulCommit != sha1 || l.Type != UpdateUp {
+		t.Fatalf("last update = %+v", l)
+	}
+	h.fetcher.set("https://git.example/app.git", sha2, nil)
+	h.eventually("second commit", func() bool { l := h.last("app"); return l != nil && l.LastSuccessfulCommit == sha2 })
+	ups := h.store.updatesOf("app")
+	if len(ups) != 2 || !strings.Contains(ups[1].Reason, "New commit detected") {
+		t.Fatalf("updates = %+v", ups)
+	}
+	if string(h.store.logs[ups[0].ID]) != "running up of app\n" {
+		t.Fatalf("log = %q", h.store.logs[ups[0].ID])
+	}
+	v, _ := h.d.Stack("app")
+	if string(v.Status.Outputs["name"]) != `"app"` || v.Status.Health.Status != HealthHealthy {
+		t.Fatalf("status = %+v", v.Status)
+	}
+}
+
+func TestFailuresBackOffThenStallThenRecover(t *testing.T) {
+	h := newHarness(t, oneStack, nil)
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.runner.setFail("app", errors.New("program failed: boom"))
+	h.start()
+	h.eventually("stalled", func() bool {
+		v, _ := h.d.Stack("app")
+		c := v.Status.Condition(ConditionStalled)
+		return c != nil && c.Reason == ReasonUpdateFailed
+	})
+	ups := h.store.updatesOf("app")
+	if len(ups) != 4 {
+		t.Fatalf("%d attempts before stalling, want 4 (PKO: failures 0..3)", len(ups))
+	}
+	for i := 1; i < len(ups); i++ {
+		gap := ups[i].StartTime.Sub(ups[i-1].EndTime)
+		if want := backoff(20*time.Millisecond, int64(i-1), DefaultMaxBackoff); gap < want {
+			t.Errorf("attempt %d started %v after the previous failure, want >= %v", i+1, gap, want)
+		}
+		if ups[i].Message != "program failed: boom" {
+			t.Errorf("message = %q", ups[i].Message)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := len(h.store.updatesOf("app")); n != 4 {
+		t.Fatalf("a stalled stack ran again: %d updates", n)
+	}
+	h.runner.setFail("app", nil)
+	h.fetcher.set("https://git.example/app.git", sha2, nil)
+	h.eventually("recovery on a new commit", func() bool { return h.ready("app") })
+}
+
+func TestSyncRequestRunsAgain(t *testing.T) {
+	h := newHarness(t, oneStack, nil)
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.start()
+	h.eventually("first deploy", func() bool { return h.ready("app") })
+	token, err := h.d.Sync("app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("sync", func() bool { return len(h.runner.opsOf("app")) == 2 && h.ready("app") })
+	if got := h.last("app").ReconcileRequest; got != token {
+		t.Fatalf("reconcileRequest = %q, want %q", got, token)
+	}
+	if _, err := h.d.Sync("nope"); !errors.Is(err, ErrUnknownStack) {
+		t.Fatalf("sync of an unknown stack: %v", err)
+	}
+}
+
+const chain = `
+stacks:
+  - name: a
+    stack: dev
+    projectRepo: https://git.example/a.git
+    branch: main
+  - name: b
+    stack: dev
+    projectRepo: https://git.example/b.git
+    branch: main
+    prerequisites:
+      - name: a
+    envRefs:
+      A_SECRET:
+        type: StackOutput
+        stackOutput: {stack: a, output: secret}
+`
+
+func TestPrerequisiteAndStackOutput(t *testing.T) {
+	h := newHarness(t, chain, nil)
+	h.fetcher.set("https://git.example/a.git", sha1, nil)
+	h.fetcher.set("https://git.example/b.git", sha1, nil)
+	h.runner.setFail("a", errors.New("a is broken"))
+	h.start()
+	h.eventually("b waiting", func() bool {
+		v, _ := h.d.Stack("b")
+		c := v.Status.Condition(ConditionReconciling)
+		return c != nil && c.Reason == ReasonPrerequisiteNotSatisfied
+	})
+	if n := len(h.runner.opsOf("b")); n != 0 {
+		t.Fatalf("b ran %d times before a succeeded", n)
+	}
+	h.runner.setFail("a", nil)
+	h.d.Sync("a")
+	h.eventually("b deployed", func() bool { return h.ready("b") })
+	op := h.runner.opsOf("b")[0]
+	if op.Env["A_SECRET"] != "s3cr3t-a" {
+		t.Fatalf("b's env = %v", op.Env)
+	}
+}
+
+func TestMaxConcurrentAndCoalescing(t *testing.T) {
+	var text strings.Builder
+	text.WriteString("stacks:\n")
+	for i := range 4 {
+		fmt.Fprintf(&text, "  - {name: s%d, stack: dev, projectRepo: https://git.example/s%d.git, branch: main}\n", i, i)
+	}
+	h := newHarness(t, text.String(), func(o *Options) { o.MaxConcurrent = 2 })
+	for i := range 4 {
+		h.fetcher.set(fmt.Sprintf("https://git.example/s%d.git", i), sha1, nil)
+	}
+	h.runner.gate = make(chan struct{})
+	h.start()
+	h.eventually("two running", func() bool { h.runner.mu.Lock(); defer h.runner.mu.Unlock(); return h.runner.running == 2 })
+	// Three sync requests for a running stack coalesce into one more run.
+	running := h.runner.ops[0].Name
+	for range 3 {
+		h.d.Sync(running)
+	}
+	go func() {
+		for range 6 {
+			h.runner.gate <- struct{}{}
+		}
+	}()
+	for i := range 4 {
+		h.eventually("all deployed", func() bool { return h.ready(fmt.Sprintf("s%d", i)) })
+	}
+	if h.runner.peak > 2 {
+		t.Fatalf("peak concurrency %d > 2", h.runner.peak)
+	}
+	h.eventually("one coalesced rerun", func() bool { return len(h.runner.opsOf(running)) == 2 })
+	time.Sleep(100 * time.Millisecond)
+	if n := len(h.runner.opsOf(running)); n != 2 {
+		t.Fatalf("%s ran %d times, want 2 (one coalesced rerun)", running, n)
+	}
+}
+
+func TestRemoval(t *testing.T) {
+	const two = `
+stacks:
+  - {name: keep, stack: dev, projectRepo: https://git.example/k.git, branch: main}
+  - {name: gone, stack: dev, projectRepo: https://git.example/g.git, branch: main, destroyOnFinalize: true}
+`
+	h := newHarness(t, two, nil)
+	h.fetcher.set("https://git.example/k.git", sha1, nil)
+	h.fetcher.set("https://git.example/g.git", sha1, nil)
+	h.start()
+	h.eventually("both deployed", func() bool { return h.ready("keep") && h.ready("gone") })
+	h.runner.setFail("gone", errors.New("destroy failed"))
+	if err := h.d.Apply(h.parse("stacks: []\n")); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("keep forgotten without destroy", func() bool { _, err := h.d.Stack("keep"); return err != nil })
+	h.eventually("failed destroy", func() bool { l := h.last("gone"); return l != nil && l.Type == UpdateDestroy })
+	if _, err := h.d.Stack("gone"); err != nil {
+		t.Fatal("record dropped before the destroy succeeded")
+	}
+	h.runner.setFail("gone", nil)
+	h.eventually("gone forgotten after destroy", func() bool { _, err := h.d.Stack("gone"); return err != nil })
+	for _, op := range h.runner.opsOf("keep") {
+		if op.Type == UpdateDestroy {
+			t.Fatal("a stack without destroyOnFinalize was destroyed")
+		}
+	}
+}
+
+func TestSourceUnavailableAndMissingSecret(t *testing.T) {
+	const withSecret = `
+stacks:
+  - name: app
+    stack: dev
+    projectRepo: https://git.example/app.git
+    branch: main
+    secretsRef:
+      password: {type: Secret, secret: {name: db, key: password}}
+`
+	h := newHarness(t, withSecret, nil)
+	h.fetcher.set("https://git.example/app.git", "", errors.New("dial tcp: connection refused"))
+	h.start()
+	stalled := func(reason, text string) func() bool {
+		return func() bool {
+			v, _ := h.d.Stack("app")
+			c := v.Status.Condition(ConditionStalled)
+			return c != nil && c.Reason == reason && strings.Contains(c.Message, text)
+		}
+	}
+	h.eventually("SourceUnavailable", stalled(ReasonSourceUnavailable, "connection refused"))
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.eventually("SpecInvalid naming the file", stalled(ReasonSpecInvalid, filepath.Join("secrets", "db", "password")))
+	if err := os.MkdirAll(filepath.Join(h.dir, "secrets", "db"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.dir, "secrets", "db", "password"), []byte("hunter22\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("recovered", func() bool { return h.ready("app") })
+	op := h.runner.opsOf("app")[0]
+	if len(op.Config) != 1 || op.Config[0].Value != "hunter22" || !op.Config[0].Secret {
+		t.Fatalf("config = %+v", op.Config)
+	}
+	if data, _ := json.Marshal(h.d.Stacks()); strings.Contains(string(data), "hunter22") {
+		t.Fatal("the secret appears in the API view")
+	}
+}
+
+func TestProgramStack(t *testing.T) {
+	const prog = `
+apiVersion: pulumi.com/v1
+kind: Program
+metadata: {name: hello}
+program:
+  variables: {greeting: hi}
+  outputs: {greeting: "${greeting}"}
+---
+apiVersion: pulumi.com/v1
+kind: Stack
+metadata: {name: hello}
+spec: {stack: dev, programRef: {name: hello}}
+`
+	h := newHarness(t, prog, nil)
+	h.start()
+	h.eventually("deployed", func() bool { return h.ready("hello") })
+	data, err := os.ReadFile(filepath.Join(h.dir, "stacks", "hello", "program", "Pulumi.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"name: hello", "runtime: yaml", "greeting: hi"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("Pulumi.yaml lacks %q:\n%s", want, data)
+		}
+	}
+}
+
+func TestScrubber(t *testing.T) {
+	var out strings.Builder
+	s := newScrubber(&out, []string{"hunter22", "ab", "multi\nline-secret"})
+	for _, part := range []string{"pass: hun", "ter22\nshort ab ok\n", "line-secret tail"} {
+		s.Write([]byte(part))
+	}
+	s.Close()
+	want := "pass: [secret]\nshort ab ok\n[secret] tail"
+	if out.String() != want {
+		t.Fatalf("scrubbed = %q, want %q", out.String(), want)
+	}
+}

@@ -1,0 +1,217 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// job is one operation's inputs, captured under d.mu when it starts.
+type job struct {
+	st      *stackState
+	stack   *Stack // nil for a removed stack
+	cfg     *Config
+	typ     string
+	reason  string
+	obs     Observation
+	destroy *DestroySpec
+}
+
+// startOperation marks st running and runs its operation in the
+// background. Called with d.mu held.
+func (d *Daemon) startOperation(st *stackState, dec Decision, obs Observation) {
+	st.running = true
+	d.running++
+	ctx, cancel := context.WithCancel(d.opCtx)
+	st.cancel = cancel
+	st.live = NewLiveLog()
+	j := job{st: st, stack: st.stack, cfg: d.cfg, typ: dec.Type, reason: dec.Reason, obs: obs, destroy: st.rec.Destroy}
+	d.log.Info("operation starting", "stack", st.rec.Name, "type", dec.Type, "reason", dec.Reason)
+	d.workWG.Add(1)
+	go func() {
+		defer d.workWG.Done()
+		defer cancel()
+		d.operate(ctx, j)
+	}()
+}
+
+// operate prepares the workspace, records the update, runs it and
+// records the outcome.
+func (d *Daemon) operate(ctx context.Context, j job) {
+	p, err := d.prepare(ctx, j)
+	if err != nil {
+		d.notPrepared(j, err)
+		return
+	}
+	u, err := d.begin(j, p)
+	if err != nil {
+		d.notPrepared(j, &prepareError{ReasonWorkspaceFailed, err})
+		return
+	}
+	scrub := newScrubber(j.st.live, p.secrets)
+	op := d.operation(j, p)
+	op.Log = scrub
+	res, runErr := d.opts.Runner.Run(ctx, op)
+	scrub.Close()
+	if runErr != nil {
+		runErr = errors.New(scrub.clean(runErr.Error()))
+	}
+	d.finish(ctx, j, u, res, runErr)
+}
+
+// prepareError is a failure before an update could start, with the
+// Stalled reason it shows as.
+type prepareError struct {
+	reason string
+	err    error
+}
+
+func (e *prepareError) Error() string { return e.err.Error() }
+func (e *prepareError) Unwrap() error { return e.err }
+
+// notPrepared records a failure to prepare: the stack is Stalled with the
+// reason until it is tried again; no update is recorded and no failure
+// counted, as in PKO.
+func (d *Daemon) notPrepared(j job, err error) {
+	reason := ReasonWorkspaceFailed
+	var pe *prepareError
+	if errors.As(err, &pe) {
+		reason = pe.reason
+	}
+	d.log.Warn("cannot prepare the stack's workspace", "stack", j.st.rec.Name, "reason", reason, "err", err)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.release(j.st)
+	d.blockLocked(j.st, reason, err, time.Now())
+}
+
+// release ends st's running state. Called with d.mu held.
+func (d *Daemon) release(st *stackState) {
+	st.running = false
+	st.cancel = nil
+	st.live.Close()
+	d.running--
+	d.kick()
+}
+
+// begin records the update as running.
+func (d *Daemon) begin(j job, p *prepared) (Update, error) {
+	now := time.Now()
+	u, err := d.opts.Store.BeginUpdate(Update{
+		Stack:            j.st.rec.Name,
+		Type:             j.typ,
+		Reason:           j.reason,
+		Generation:       j.obs.Generation,
+		ReconcileRequest: j.obs.ReconcileRequest,
+		Commit:           p.commit,
+		StartTime:        now,
+		State:            UpdateRunning,
+	})
+	if err != nil {
+		return Update{}, fmt.Errorf("record the update: %w", err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := j.st
+	st.blocked = false
+	if p.destroy != nil {
+		st.rec.Destroy = p.destroy
+	} else if j.stack != nil {
+		st.rec.Destroy = nil
+	}
+	st.rec.Status.CurrentUpdate = &CurrentUpdate{Generation: u.Generation, ReconcileRequest: u.ReconcileRequest, Name: u.ID, Commit: u.Commit}
+	st.rec.Status.MarkReconciling(ReasonStackProcessing, j.reason, st.rec.Generation, now)
+	d.putStack(st)
+	return u, nil
+}
+
+// operation builds the runner's operation for a prepared job.
+func (d *Daemon) operation(j job, p *prepared) Operation {
+	op := Operation{Workspace: p.ws, Type: j.typ, Timeout: d.opts.OpTimeout}
+	if j.stack == nil {
+		op.Remove = j.destroy != nil && j.destroy.Remove
+		return op
+	}
+	spec := &j.stack.Spec
+	op.Refresh, op.Targets, op.TargetDependents = spec.Refresh, spec.Targets, spec.TargetDependents
+	if t := spec.UpdateTemplate; t != nil && t.Spec != nil {
+		ts := t.Spec
+		op.Refresh = op.Refresh || ts.Refresh
+		op.Targets = append(append([]string(nil), op.Targets...), ts.Target...)
+		op.TargetDependents = op.TargetDependents || ts.TargetDependents
+		op.Parallel, op.Message, op.ExpectNoChanges = int(ts.Parallel), ts.Message, ts.ExpectNoChanges
+		op.Replace, op.ContinueOnError, op.Remove = ts.Replace, ts.ContinueOnError, ts.Remove
+	}
+	if j.typ == UpdateDestroy {
+		op.Refresh, op.Targets, op.TargetDependents = false, nil, false
+	}
+	return op
+}
+
+// finish records an operation's outcome in the update, its log and the
+// stack's status, by PKO's rules.
+func (d *Daemon) finish(ctx context.Context, j job, u Update, res Result, runErr error) {
+	now := time.Now()
+	u.EndTime, u.Changes, u.Permalink = now, res.Changes, res.Permalink
+	u.State = UpdateSucceeded
+	if runErr != nil {
+		u.State, u.Message = UpdateFailed, runErr.Error()
+		if ctx.Err() != nil {
+			u.State, u.Message = UpdateAborted, "interrupted: stackd was stopping"
+		}
+	}
+	if err := d.opts.Store.PutUpdate(u); err != nil {
+		d.log.Error("cannot record the update's outcome", "update", u.ID, "err", err)
+	}
+	if err := d.opts.Store.PutLog(u.ID, j.st.live.Bytes()); err != nil {
+		d.log.Error("cannot record the update's log", "update", u.ID, "err", err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := j.st
+	d.release(st)
+	d.recordOutcome(st, j, u, res, now)
+	d.putStack(st)
+	d.log.Info("operation finished", "stack", st.rec.Name, "type", u.Type, "state", u.State, "update", u.ID)
+}
+
+// recordOutcome updates st's status for a finished update u.
+func (d *Daemon) recordOutcome(st *stackState, j job, u Update, res Result, now time.Time) {
+	s := &st.rec.Status
+	last := s.LastUpdate
+	lu := &LastUpdate{
+		Generation: j.obs.Generation, ReconcileRequest: j.obs.ReconcileRequest,
+		Name: u.ID, Type: u.Type, State: UpdateSucceeded, Message: u.Message,
+		LastAttemptedCommit: u.Commit, Permalink: u.Permalink, LastResyncTime: now,
+	}
+	s.CurrentUpdate = nil
+	s.ObservedGeneration, s.ObservedReconcileRequest = j.obs.Generation, j.obs.ReconcileRequest
+	if u.State == UpdateSucceeded {
+		lu.LastSuccessfulCommit = u.Commit
+		switch u.Type {
+		case UpdateUp:
+			s.Outputs = res.Outputs
+		case UpdateDestroy:
+			s.Outputs = nil
+		}
+		s.LastUpdate = lu
+		s.MarkReady(st.rec.Generation, now)
+		return
+	}
+	lu.State = UpdateFailed
+	if last != nil {
+		lu.LastSuccessfulCommit = last.LastSuccessfulCommit
+	}
+	lu.Failures = NextFailures(last, j.obs.Generation, j.obs.ReconcileRequest)
+	s.LastUpdate = lu
+	if lu.Failures >= d.opts.MaxFailures {
+		s.MarkStalled(ReasonUpdateFailed, failureMessage(u.Type, lu.Failures+1)+": "+u.Message, st.rec.Generation, now)
+		return
+	}
+	reason := ReasonRetryingAfterFailure
+	if u.Type == UpdatePreview {
+		reason = ReasonPreviewFailed
+	}
+	s.MarkReconciling(reason, u.Message, st.rec.Generation, now)
+}

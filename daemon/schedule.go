@@ -1,0 +1,331 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+)
+
+// sourceRetry is how soon a stack whose source or references could not be
+// read is tried again, at most (PKO's sourceUnavailableRequeueWait).
+const sourceRetry = 30 * time.Second
+
+// evaluateStack starts a poll or an operation for st when one is due. It
+// returns how long until time alone could change that (0: an event will).
+// Called with d.mu held.
+func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) time.Duration {
+	if st.running {
+		pass.busy(st)
+		return 0
+	}
+	if st.polling {
+		return 0
+	}
+	if d.pollDue(st, now) {
+		d.startPoll(st)
+		return 0
+	}
+	if st.blocked && now.Before(st.retryAt) {
+		return st.retryAt.Sub(now)
+	}
+	obs, ok := d.observe(st, now)
+	if !ok {
+		return d.untilPoll(st, now)
+	}
+	dec := Decide(st.rec.Status.LastUpdate, obs)
+	switch {
+	case dec.Finalize:
+		d.finalize(st)
+		return 0
+	case !dec.Run:
+		return minPositive(dec.RecheckAfter, d.untilPoll(st, now))
+	}
+	pass.busy(st)
+	if why := d.gate(st, now, pass); why != "" {
+		d.waiting(st, why, now)
+		return 0
+	}
+	if d.running >= d.opts.MaxConcurrent {
+		return 0 // an operation's end kicks the loop
+	}
+	d.startOperation(st, dec, obs)
+	return 0
+}
+
+// passState collects what one evaluation pass learned about sync waves:
+// the lowest wave that has a stack running or wanting to run.
+type passState struct {
+	busyWave *int
+}
+
+func (p *passState) busy(st *stackState) {
+	w := wave(st)
+	if p.busyWave == nil || w < *p.busyWave {
+		p.busyWave = &w
+	}
+}
+
+func minPositive(a, b time.Duration) time.Duration {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
+	}
+	return min(a, b)
+}
+
+// tracksBranch says whether st's source must be polled.
+func tracksBranch(st *stackState) bool {
+	return st.stack != nil && st.stack.Spec.ProjectRepo != "" && st.stack.Spec.Branch != ""
+}
+
+func (d *Daemon) pollDue(st *stackState, now time.Time) bool {
+	return tracksBranch(st) && !now.Before(st.nextPoll)
+}
+
+func (d *Daemon) untilPoll(st *stackState, now time.Time) time.Duration {
+	if !tracksBranch(st) {
+		return 0
+	}
+	return max(st.nextPoll.Sub(now), time.Millisecond)
+}
+
+// pollPeriod is the stack's resync period with ±10% jitter, so that
+// stacks started together spread their polls.
+func (d *Daemon) pollPeriod(st *stackState) time.Duration {
+	if d.opts.pollEvery > 0 {
+		return d.opts.pollEvery
+	}
+	p := ResyncPeriod(&st.stack.Spec, d.opts.MinResync)
+	return p + time.Duration((rand.Float64()*0.2-0.1)*float64(p))
+}
+
+// startPoll resolves st's branch in the background.
+func (d *Daemon) startPoll(st *stackState) {
+	st.polling = true
+	src, err := d.gitSource(st.stack)
+	if err != nil {
+		st.polling = false
+		d.blockLocked(st, ReasonSpecInvalid, err, time.Now())
+		st.nextPoll = time.Now().Add(d.pollPeriod(st))
+		return
+	}
+	stack := st.stack
+	go func() {
+		ctx, cancel := context.WithTimeout(d.loopCtx, d.opts.PollTimeout)
+		commit, err := d.opts.Fetcher.Resolve(ctx, src)
+		cancel()
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		defer d.kick()
+		st.polling = false
+		if st.stack != stack {
+			return // the spec changed meanwhile: poll again
+		}
+		st.nextPoll = time.Now().Add(d.pollPeriod(st))
+		d.polled(st, commit, err)
+	}()
+}
+
+// polled records a poll's outcome. Called with d.mu held.
+func (d *Daemon) polled(st *stackState, commit string, err error) {
+	if err != nil {
+		if st.sourceErr == nil {
+			d.log.Warn("cannot resolve the stack's branch", "stack", st.rec.Name, "err", err)
+		}
+		st.sourceErr = err
+		d.blockLocked(st, ReasonSourceUnavailable, err, time.Now())
+		return
+	}
+	if st.sourceErr != nil {
+		d.log.Info("the stack's source is reachable again", "stack", st.rec.Name)
+		st.sourceErr, st.blocked = nil, false
+	}
+	if commit != st.commit && st.commit != "" {
+		d.log.Info("new commit", "stack", st.rec.Name, "commit", commit)
+	}
+	st.commit = commit
+}
+
+// observe gathers Decide's inputs. ok is false while the commit to
+// deploy is not known yet.
+func (d *Daemon) observe(st *stackState, now time.Time) (Observation, bool) {
+	o := Observation{
+		Now:         now,
+		Generation:  st.rec.Generation,
+		MaxFailures: d.opts.MaxFailures,
+		BackoffBase: d.opts.BackoffBase,
+	}
+	if st.stack == nil {
+		o.Removed = true
+		o.DestroyOnRemoval = st.rec.Destroy != nil
+		o.MaxBackoff = DefaultMaxBackoff
+		if last := st.rec.Status.LastUpdate; last != nil {
+			o.ReconcileRequest = last.ReconcileRequest
+		}
+		return o, true
+	}
+	spec := &st.stack.Spec
+	o.ReconcileRequest = d.request(st)
+	o.Preview = spec.Preview
+	o.ContinueResync = spec.ContinueResyncOnCommitMatch
+	o.ResyncPeriod = ResyncPeriod(spec, d.opts.MinResync)
+	o.MaxBackoff = MaxBackoff(spec)
+	o.Commit = d.commitOf(st)
+	return o, o.Commit != ""
+}
+
+// request is the stack's reconcile request: the annotation and the last
+// sync asked through the API, either of which changing asks for a run.
+func (d *Daemon) request(st *stackState) string {
+	var parts []string
+	if st.stack != nil && st.stack.ReconcileRequest() != "" {
+		parts = append(parts, st.stack.ReconcileRequest())
+	}
+	if st.rec.SyncRequest != "" {
+		parts = append(parts, st.rec.SyncRequest)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// commitOf is what the stack would deploy now: the resolved branch, the
+// pinned commit, or the Program's revision.
+func (d *Daemon) commitOf(st *stackState) string {
+	spec := &st.stack.Spec
+	switch {
+	case spec.ProgramRef != nil:
+		if p := d.cfg.Programs[spec.ProgramRef.Name]; p != nil {
+			return p.Revision()
+		}
+		return ""
+	case spec.Commit != "":
+		return spec.Commit
+	}
+	return st.commit
+}
+
+// gate says why st may not start now: an unsatisfied prerequisite, a
+// stack whose outputs it reads that has not deployed, or a lower sync
+// wave still at work. Empty means it may start.
+func (d *Daemon) gate(st *stackState, now time.Time, pass *passState) string {
+	if st.stack == nil {
+		return "" // prerequisites are skipped while deleting, as PKO does
+	}
+	var unmet []string
+	for _, p := range st.stack.Spec.Prerequisites {
+		if why := d.prerequisite(p, now); why != "" {
+			unmet = append(unmet, why)
+		}
+	}
+	for _, name := range st.stack.Dependencies() {
+		if dep := d.stacks[name]; dep == nil || !succeeded(dep) {
+			if !hasPrerequisite(st.stack, name) {
+				unmet = append(unmet, fmt.Sprintf("stack %q, whose outputs this stack reads, has not deployed", name))
+			}
+		}
+	}
+	if len(unmet) > 0 {
+		return strings.Join(unmet, "; ")
+	}
+	if w := pass.busyWave; w != nil && *w < wave(st) {
+		return fmt.Sprintf("waiting for sync wave %d to finish", *w)
+	}
+	return ""
+}
+
+func hasPrerequisite(s *Stack, name string) bool {
+	for _, p := range s.Spec.Prerequisites {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// prerequisite applies PKO's isRequirementSatisfied to one prerequisite,
+// asking a stale one to run again.
+func (d *Daemon) prerequisite(p Prerequisite, now time.Time) string {
+	dep := d.stacks[p.Name]
+	if dep == nil || dep.stack == nil {
+		return fmt.Sprintf("prerequisite %q is not in the config", p.Name)
+	}
+	last := dep.rec.Status.LastUpdate
+	switch {
+	case dep.running || last == nil || last.Generation != dep.rec.Generation || last.ReconcileRequest != d.request(dep):
+		return fmt.Sprintf("prerequisite %q has not run to completion", p.Name)
+	case last.State != UpdateSucceeded:
+		return fmt.Sprintf("prerequisite %q failed", p.Name)
+	}
+	if r := p.Requirement; r != nil && r.SucceededWithinDuration.Duration > 0 &&
+		now.Sub(last.LastResyncTime) > r.SucceededWithinDuration.Duration {
+		d.poke(dep, "after-"+last.Name)
+		return fmt.Sprintf("prerequisite %q is out of date", p.Name)
+	}
+	return ""
+}
+
+// succeeded says whether st's last update succeeded.
+func succeeded(st *stackState) bool {
+	last := st.rec.Status.LastUpdate
+	return last != nil && last.State == UpdateSucceeded && last.Type == UpdateUp
+}
+
+// poke asks st to run again, as PKO patches a stale prerequisite's
+// reconcile-request annotation. It is idempotent for one token.
+func (d *Daemon) poke(st *stackState, token string) {
+	if st.rec.SyncRequest == token {
+		return
+	}
+	st.rec.SyncRequest = token
+	d.putStack(st)
+	d.kick()
+}
+
+// waiting records that st wants to run but is gated.
+func (d *Daemon) waiting(st *stackState, why string, now time.Time) {
+	c := st.rec.Status.Condition(ConditionReconciling)
+	if c != nil && c.Reason == ReasonPrerequisiteNotSatisfied && c.Message == why {
+		return
+	}
+	st.rec.Status.MarkReconciling(ReasonPrerequisiteNotSatisfied, why, st.rec.Generation, now)
+	d.putStack(st)
+}
+
+// blockLocked marks st Stalled for reason until retryAt; it is tried
+// again then (or on any change).
+func (d *Daemon) blockLocked(st *stackState, reason string, err error, now time.Time) {
+	st.blocked, st.retryAt = true, now.Add(min(sourceRetry, d.opts.MinResync))
+	msg := err.Error()
+	c := st.rec.Status.Condition(ConditionStalled)
+	if c != nil && c.Reason == reason && c.Message == msg {
+		return
+	}
+	st.rec.Status.MarkStalled(reason, msg, st.rec.Generation, now)
+	d.putStack(st)
+}
+
+// finalize forgets a removed stack whose removal is complete.
+func (d *Daemon) finalize(st *stackState) {
+	name := st.rec.Name
+	if err := d.opts.Store.DeleteStack(name); err != nil {
+		d.log.Error("cannot delete the record of a removed stack", "stack", name, "err", err)
+		return
+	}
+	delete(d.stacks, name)
+	d.removeStackDir(name)
+	d.log.Info("stack removed", "stack", name)
+}
+
+// putStack persists st's record, logging a failure: the in-memory state
+// stays authoritative and the next transition writes again.
+func (d *Daemon) putStack(st *stackState) {
+	st.rec.Status.Health = healthPtr(HealthOf(&st.rec.Status, st.rec.Generation))
+	if err := d.opts.Store.PutStack(st.rec); err != nil {
+		d.log.Error("cannot record the stack's status", "stack", st.rec.Name, "err", err)
+	}
+}
+
+func healthPtr(h Health) *Health { return &h }

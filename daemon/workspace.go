@@ -1,0 +1,388 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"gopkg.in/yaml.v3"
+)
+
+// prepared is a job's workspace, ready for the runner.
+type prepared struct {
+	ws     Workspace
+	commit string
+	// secrets are the values to scrub from the operation's log and
+	// messages.
+	secrets []string
+	// destroy is what a later destroy of this stack needs, for stacks with
+	// destroyOnFinalize.
+	destroy *DestroySpec
+}
+
+// minSecretLen is the shortest value scrubbed from logs: shorter ones
+// would mangle output without protecting anything.
+const minSecretLen = 4
+
+// prepare resolves the job's references and puts its program in place.
+func (d *Daemon) prepare(ctx context.Context, j job) (*prepared, error) {
+	if j.stack == nil {
+		return d.prepareRemoved(j)
+	}
+	p := &prepared{commit: j.obs.Commit}
+	refs := d.refSources(ctx, j)
+	dir, err := d.projectDir(ctx, j, refs, p)
+	if err != nil {
+		return nil, err
+	}
+	ws, secrets, err := j.cfg.workspace(j.stack, dir, refs)
+	if err != nil {
+		return nil, &prepareError{ReasonSpecInvalid, err}
+	}
+	p.ws, p.secrets = ws, append(p.secrets, secrets...)
+	if j.stack.Spec.DestroyOnFinalize && !j.stack.Spec.Preview {
+		p.destroy = destroySpec(j.stack, dir)
+	}
+	return p, nil
+}
+
+// prepareRemoved builds the workspace of a stack that left the config
+// from what its record kept; the source is not fetched again, so a
+// destroy works after the repository is gone.
+func (d *Daemon) prepareRemoved(j job) (*prepared, error) {
+	ds := j.destroy
+	if ds == nil {
+		return nil, &prepareError{ReasonSpecInvalid, errors.New("nothing is known about how to destroy this stack")}
+	}
+	if _, err := os.Stat(filepath.Join(ds.ProjectDir, "Pulumi.yaml")); err != nil {
+		return nil, &prepareError{ReasonSourceUnavailable, fmt.Errorf("the stack's last project is gone: %w", err)}
+	}
+	s := &Stack{Name: j.st.rec.Name, Dir: ds.ConfigDir, Spec: StackSpec{Stack: ds.Stack, Backend: ds.Backend,
+		SecretsProvider: ds.SecretsProvider, EnvRefs: ds.EnvRefs}}
+	cfg := &Config{}
+	env, secrets, err := cfg.env(s, d.refSources(context.Background(), j))
+	if err != nil {
+		return nil, &prepareError{ReasonSpecInvalid, err}
+	}
+	ws := Workspace{Name: s.Name, Stack: ds.Stack, ProjectDir: ds.ProjectDir, Backend: ds.Backend,
+		SecretsProvider: ds.SecretsProvider, UseLocalStackOnly: true, Env: env, KeepConfig: true}
+	return &prepared{ws: ws, secrets: secrets}, nil
+}
+
+func destroySpec(s *Stack, dir string) *DestroySpec {
+	ds := &DestroySpec{Stack: s.Spec.Stack, Backend: s.Spec.Backend, SecretsProvider: s.Spec.SecretsProvider,
+		ProjectDir: dir, ConfigDir: s.Dir}
+	if t := s.Spec.UpdateTemplate; t != nil && t.Spec != nil {
+		ds.Remove = t.Spec.Remove
+	}
+	for k, r := range s.Spec.EnvRefs {
+		if r.Type == RefLiteral {
+			continue // may be a secret: not stored
+		}
+		if ds.EnvRefs == nil {
+			ds.EnvRefs = map[string]ResourceRef{}
+		}
+		ds.EnvRefs[k] = r
+	}
+	return ds
+}
+
+// projectDir puts the job's program in place: a checkout of the commit,
+// or a Program document written as a Pulumi YAML project.
+func (d *Daemon) projectDir(ctx context.Context, j job, refs RefSources, p *prepared) (string, error) {
+	dir := d.stackDir(j.stack.Name)
+	if ref := j.stack.Spec.ProgramRef; ref != nil {
+		prog := j.cfg.Programs[ref.Name]
+		if prog == nil {
+			return "", &prepareError{ReasonSourceUnavailable, fmt.Errorf("program %q is not in the config", ref.Name)}
+		}
+		out, err := writeProgram(filepath.Join(dir, "program"), prog)
+		if err != nil {
+			return "", &prepareError{ReasonWorkspaceFailed, err}
+		}
+		return out, nil
+	}
+	src, err := j.cfg.gitSource(j.stack, refs)
+	if err != nil {
+		return "", &prepareError{ReasonSpecInvalid, err}
+	}
+	if a := src.Auth; a != nil {
+		p.secrets = append(p.secrets, string(a.SSHPrivateKey), a.SSHPassphrase, a.Password)
+	}
+	out, err := d.opts.Fetcher.Checkout(ctx, src, j.obs.Commit, filepath.Join(dir, "src"))
+	if err != nil {
+		return "", &prepareError{ReasonSourceUnavailable, err}
+	}
+	return out, nil
+}
+
+// refSources are d's reference sources, with StackOutput answered from
+// the other stack's current outputs (read once per job).
+func (d *Daemon) refSources(ctx context.Context, j job) RefSources {
+	refs := d.opts.Refs
+	var mu sync.Mutex
+	cache := map[string]map[string]any{}
+	refs.StackOutput = func(stack, output string) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		outs, ok := cache[stack]
+		if !ok {
+			var err error
+			if outs, err = d.outputsOf(ctx, stack, j.cfg); err != nil {
+				return "", err
+			}
+			cache[stack] = outs
+		}
+		v, ok := outs[output]
+		if !ok {
+			return "", fmt.Errorf("stack %q has no output %q", stack, output)
+		}
+		if s, ok := v.(string); ok {
+			return s, nil
+		}
+		data, err := json.Marshal(v)
+		return string(data), err
+	}
+	return refs
+}
+
+// outputsOf reads another stack's outputs, secrets in clear, through the
+// runner.
+func (d *Daemon) outputsOf(ctx context.Context, name string, cfg *Config) (map[string]any, error) {
+	d.mu.Lock()
+	dep := d.stacks[name]
+	var s *Stack
+	if dep != nil && succeeded(dep) {
+		s = dep.stack
+	}
+	d.mu.Unlock()
+	if s == nil {
+		return nil, fmt.Errorf("stack %q has not deployed", name)
+	}
+	dir, err := d.existingProjectDir(s)
+	if err != nil {
+		return nil, err
+	}
+	noOutputs := d.opts.Refs
+	noOutputs.StackOutput = nil
+	env, _, err := cfg.env(s, noOutputs)
+	if err != nil {
+		return nil, err
+	}
+	ws := Workspace{Name: s.Name, Stack: s.Spec.Stack, ProjectDir: dir, Backend: s.Spec.Backend,
+		SecretsProvider: s.Spec.SecretsProvider, Env: env}
+	outs, err := d.opts.Runner.Outputs(ctx, ws)
+	if err != nil {
+		return nil, fmt.Errorf("read outputs of stack %q: %w", name, err)
+	}
+	return outs, nil
+}
+
+// existingProjectDir is where s's project was last put, without fetching.
+func (d *Daemon) existingProjectDir(s *Stack) (string, error) {
+	dir := filepath.Join(d.stackDir(s.Name), "src", s.Spec.RepoDir)
+	if s.Spec.ProgramRef != nil {
+		dir = filepath.Join(d.stackDir(s.Name), "program")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "Pulumi.yaml")); err != nil {
+		return "", fmt.Errorf("the project of stack %q is not on disk: %w", s.Name, err)
+	}
+	return dir, nil
+}
+
+// workspace resolves s's config and environment for the runner. It
+// returns the values to scrub from logs.
+func (c *Config) workspace(s *Stack, dir string, refs RefSources) (Workspace, []string, error) {
+	spec := &s.Spec
+	ws := Workspace{Name: s.Name, Stack: spec.Stack, ProjectDir: dir, Backend: spec.Backend,
+		SecretsProvider: spec.SecretsProvider, UseLocalStackOnly: spec.UseLocalStackOnly,
+		Environments: spec.Environment}
+	env, secrets, err := c.env(s, refs)
+	if err != nil {
+		return Workspace{}, nil, err
+	}
+	ws.Env = env
+	cfg, more, err := c.stackConfig(s, refs)
+	if err != nil {
+		return Workspace{}, nil, err
+	}
+	ws.Config = cfg
+	return ws, append(secrets, more...), nil
+}
+
+// env resolves envRefs (and the deprecated envs/envSecrets).
+func (c *Config) env(s *Stack, refs RefSources) (map[string]string, []string, error) {
+	env := map[string]string{}
+	var secrets []string
+	for _, k := range sortedKeys(s.Spec.EnvRefs) {
+		r := s.Spec.EnvRefs[k]
+		v, err := c.ResolveRef(s, "envRefs."+k, r, refs)
+		if err != nil {
+			return nil, nil, err
+		}
+		env[k] = v
+		if r.Type != RefLiteral {
+			secrets = append(secrets, v)
+		}
+	}
+	return env, secrets, nil
+}
+
+// stackConfig resolves config, configRef and secretsRef, in that order.
+func (c *Config) stackConfig(s *Stack, refs RefSources) ([]ConfigValue, []string, error) {
+	spec := &s.Spec
+	var out []ConfigValue
+	var secrets []string
+	for _, k := range sortedKeys(spec.Config) {
+		v, isJSON, err := configText(spec.Config[k])
+		if err != nil {
+			return nil, nil, fmt.Errorf("config.%s: %w", k, err)
+		}
+		out = append(out, ConfigValue{Key: k, Value: v, JSON: isJSON})
+	}
+	for _, k := range sortedKeys(spec.ConfigRef) {
+		r := spec.ConfigRef[k]
+		v, err := c.ResolveConfigRef("configRef."+k, r, refs)
+		if err != nil {
+			return nil, nil, err
+		}
+		if r.JSON && !json.Valid([]byte(v)) {
+			return nil, nil, fmt.Errorf("configRef.%s: the value of ConfigMap %q key %q is not valid JSON", k, r.Name, r.Key)
+		}
+		out = append(out, ConfigValue{Key: k, Value: v, JSON: r.JSON})
+	}
+	for _, k := range sortedKeys(spec.Secrets) {
+		out = append(out, ConfigValue{Key: k, Value: spec.Secrets[k], Secret: true})
+		secrets = append(secrets, spec.Secrets[k])
+	}
+	for _, k := range sortedKeys(spec.SecretsRef) {
+		v, err := c.ResolveRef(s, "secretsRef."+k, spec.SecretsRef[k], refs)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, ConfigValue{Key: k, Value: v, Secret: true})
+		secrets = append(secrets, v)
+	}
+	return out, secrets, nil
+}
+
+// configText turns a config value into the runner's text: strings as
+// they are, anything else as JSON.
+func configText(v any) (string, bool, error) {
+	if s, ok := v.(string); ok {
+		return s, false, nil
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return "", false, fmt.Errorf("not representable as JSON: %w", err)
+	}
+	return string(data), true, nil
+}
+
+// gitSource builds s's Git source with resolved credentials. A local
+// path as projectRepo is taken relative to the config file's directory.
+func (c *Config) gitSource(s *Stack, refs RefSources) (GitSource, error) {
+	spec := &s.Spec
+	src := GitSource{URL: spec.ProjectRepo, Ref: spec.Branch, RepoDir: spec.RepoDir, Shallow: spec.Shallow}
+	if isLocalPath(src.URL) {
+		p := src.URL
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(s.Dir, p)
+		}
+		src.URL = "file://" + filepath.ToSlash(filepath.Clean(p))
+	}
+	auth, err := c.gitAuth(s, refs)
+	if err != nil {
+		return GitSource{}, err
+	}
+	src.Auth = auth
+	return src, nil
+}
+
+// isLocalPath says whether a projectRepo is a path rather than a URL.
+func isLocalPath(u string) bool {
+	return strings.HasPrefix(u, "/") || strings.HasPrefix(u, "./") || strings.HasPrefix(u, "../")
+}
+
+// gitAuth resolves gitAuth by PKO's precedence: sshAuth, accessToken,
+// githubApp, basicAuth.
+func (c *Config) gitAuth(s *Stack, refs RefSources) (*GitAuth, error) {
+	ga := s.Spec.GitAuth
+	if ga == nil {
+		return nil, nil
+	}
+	get := func(path string, r ResourceRef) (string, error) { return c.ResolveRef(s, "gitAuth."+path, r, refs) }
+	switch {
+	case ga.SSHAuth != nil:
+		key, err := get("sshAuth.sshPrivateKey", ga.SSHAuth.SSHPrivateKey)
+		if err != nil {
+			return nil, err
+		}
+		a := &GitAuth{SSHPrivateKey: []byte(key)}
+		if ga.SSHAuth.Password != nil {
+			if a.SSHPassphrase, err = get("sshAuth.password", *ga.SSHAuth.Password); err != nil {
+				return nil, err
+			}
+		}
+		return a, nil
+	case ga.AccessToken != nil:
+		tok, err := get("accessToken", *ga.AccessToken)
+		if err != nil {
+			return nil, err
+		}
+		return &GitAuth{Username: "git", Password: tok}, nil
+	case ga.GitHubApp != nil:
+		return nil, errors.New("gitAuth.githubApp: GitHub App authentication is not supported; use accessToken with an installation token")
+	case ga.BasicAuth != nil:
+		user, err := get("basicAuth.userName", ga.BasicAuth.UserName)
+		if err != nil {
+			return nil, err
+		}
+		pass, err := get("basicAuth.password", ga.BasicAuth.Password)
+		if err != nil {
+			return nil, err
+		}
+		return &GitAuth{Username: user, Password: pass}, nil
+	}
+	return nil, nil
+}
+
+// gitSource is Config.gitSource with d's reference sources.
+func (d *Daemon) gitSource(s *Stack) (GitSource, error) {
+	return d.cfg.gitSource(s, d.opts.Refs)
+}
+
+// writeProgram writes a Program document as a Pulumi YAML project in dir
+// (named after the Program), rewriting Pulumi.yaml only when it changed.
+func writeProgram(dir string, p *Program) (string, error) {
+	body, _ := plain(p.Program).(map[string]any)
+	if body == nil {
+		body = map[string]any{}
+	}
+	body["name"], body["runtime"] = p.Name, "yaml"
+	data, err := yaml.Marshal(body)
+	if err != nil {
+		return "", fmt.Errorf("render program %q: %w", p.Name, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create program dir: %w", err)
+	}
+	path := filepath.Join(dir, "Pulumi.yaml")
+	if old, err := os.ReadFile(path); err == nil && slices.Equal(old, data) {
+		return dir, nil
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return "", fmt.Errorf("write program: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", fmt.Errorf("write program: %w", err)
+	}
+	return dir, nil
+}
