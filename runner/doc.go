@@ -1,4 +1,12 @@
 // Package runner runs Pulumi operations for stackd. It is the only package
-// that uses the Pulumi Automation API; each operation runs the pinned
-// pulumi CLI in a sandboxed subprocess.
+// that uses the Automation API; each operation runs the pinned pulumi CLI in
+// a sandboxed subprocess.
+//
+// A Runner keeps each stack's config outside the checkout, in
+// <DataDir>/workspaces/<name>/Pulumi.<stack>.yaml, passed to every command
+// with --config-file, next to a marker that records that the stack exists
+// and a keyed digest of the config the file holds. An operation on an
+// existing stack with unchanged config is one CLI process: its change
+// summary and outputs are read from the engine's event log (--event-log)
+// rather than from follow-up commands.
 package runner

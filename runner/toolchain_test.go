@@ -12,7 +12,7 @@ import (
 // fills: the CLI, the YAML language host and the test provider. Outside
 // -short a missing toolchain fails the test: it is part of what the project
 // builds, not an optional extra.
-func toolchainBin(t *testing.T) string {
+func toolchainBin(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs the Pulumi toolchain (make toolchain)")

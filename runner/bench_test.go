@@ -1,0 +1,118 @@
+package runner
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// benchHarness is a harness whose runner uses the toolchain directly (no
+// recording wrapper), with the stack created and deployed once.
+func benchHarness(b *testing.B) (*harness, daemon.Operation) {
+	h := newHarness(b, testProgram)
+	r, err := New(context.Background(), Options{Bin: toolchainBin(b), DataDir: h.dataDir,
+		Env: []string{"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h.r = r
+	op := daemon.Operation{Workspace: h.workspace("first", secretOne), Type: daemon.UpdateUp}
+	h.run(op)
+	return h, op
+}
+
+// bareUp runs `pulumi up --yes --skip-preview` of the harness's stack
+// with configFile, in the environment the runner gives its processes.
+func (h *harness) bareUp(configFile string) time.Duration {
+	h.t.Helper()
+	bin := toolchainBin(h.t)
+	cmd := exec.Command(filepath.Join(bin, "pulumi"), "up", "--yes", "--skip-preview", "--non-interactive",
+		"--stack", "dev", "--config-file", configFile)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = h.project, io.Discard, io.Discard
+	cmd.Env = []string{
+		"PATH=" + bin + ":/usr/bin:/bin",
+		"PULUMI_HOME=" + filepath.Join(h.dataDir, "pulumi-home"),
+		"TMPDIR=" + filepath.Join(h.dataDir, "tmp"),
+		"PULUMI_SKIP_UPDATE_CHECK=true",
+		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true",
+		"PULUMI_BACKEND_URL=file://" + filepath.Join(h.dataDir, "backend"),
+		"PULUMI_CONFIG_PASSPHRASE_FILE=" + filepath.Join(h.dataDir, "passphrase"),
+	}
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		h.t.Fatalf("bare pulumi up: %v", err)
+	}
+	return time.Since(start)
+}
+
+// report adds the mean times of both sides and their ratio.
+func report(b *testing.B, n int, runner, bare time.Duration) {
+	r, c := runner.Seconds()/float64(n), bare.Seconds()/float64(n)
+	b.ReportMetric(r, "runner-s/op")
+	b.ReportMetric(c, "bare-s/op")
+	b.ReportMetric(r/c, "ratio")
+}
+
+// BenchmarkUpNoChange compares the runner's up of an unchanged stack (the
+// daemon's resync) with a bare `pulumi up --yes --skip-preview` of the
+// same stack. ns/op counts the runner alone.
+func BenchmarkUpNoChange(b *testing.B) {
+	h, op := benchHarness(b)
+	configFile := filepath.Join(h.dataDir, "workspaces", "test", "Pulumi.dev.yaml")
+	var runner, bare time.Duration
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		res := h.run(op)
+		runner += time.Since(start)
+		if res.Changes["same"] != 2 {
+			b.Fatalf("changes %v, want none", res.Changes)
+		}
+		b.StopTimer()
+		bare += h.bareUp(configFile)
+		b.StartTimer()
+	}
+	report(b, b.N, runner, bare)
+}
+
+// contentLine is the content value in a stack config file.
+var contentLine = regexp.MustCompile(`(?m)^(\s*runnertest:content:).*$`)
+
+// BenchmarkUpChange compares the runner's up after a config change (the
+// config file rewritten, the file resource updated) with a bare up of the
+// same change, made by editing a copy of the config file.
+func BenchmarkUpChange(b *testing.B) {
+	h, op := benchHarness(b)
+	data, err := os.ReadFile(filepath.Join(h.dataDir, "workspaces", "test", "Pulumi.dev.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	bareFile := filepath.Join(b.TempDir(), "Pulumi.dev.yaml")
+	var runner, bare time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		op.Workspace = h.workspace("runner-"+strconv.Itoa(i), secretOne)
+		start := time.Now()
+		res := h.run(op)
+		runner += time.Since(start)
+		if res.Changes["update"] != 1 {
+			b.Fatalf("changes %v, want an update", res.Changes)
+		}
+		b.StopTimer()
+		edited := contentLine.ReplaceAll(data, []byte("${1} bare-"+strconv.Itoa(i)))
+		if err := os.WriteFile(bareFile, edited, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		bare += h.bareUp(bareFile)
+		b.StartTimer()
+	}
+	report(b, b.N, runner, bare)
+}

@@ -1,0 +1,189 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// testProgram is a Pulumi YAML program with one stackdtest:index:File
+// whose absolute path and content come from typed config, an output of
+// its content and a secret output of the config value token.
+const testProgram = `name: runnertest
+runtime: yaml
+configuration:
+  path:
+    type: String
+  content:
+    type: String
+  token:
+    type: String
+    default: none
+resources:
+  note:
+    type: stackdtest:index:File
+    properties:
+      path: ${path}
+      content: ${content}
+outputs:
+  content: ${note.content}
+  token:
+    fn::secret: ${token}
+`
+
+// harness is a Runner on the real toolchain whose pulumi is a wrapper
+// script: it appends each invocation's arguments to a file, one line per
+// process, and execs the real CLI.
+type harness struct {
+	t       testing.TB
+	r       *Runner
+	dataDir string
+	calls   string // the wrapper's record
+	seen    int    // bytes of calls that processes returned
+	project string // the program's directory
+	file    string // the File resource's absolute path
+	log     syncBuffer
+}
+
+// newHarness builds the wrapper, a runner and a project holding program.
+func newHarness(t testing.TB, program string) *harness {
+	t.Helper()
+	real := toolchainBin(t)
+	h := &harness{t: t, dataDir: t.TempDir(), project: t.TempDir()}
+	h.file = filepath.Join(t.TempDir(), "out", "note.txt")
+	bin := t.TempDir()
+	h.calls = filepath.Join(t.TempDir(), "calls")
+	script := "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '" + h.calls + "'\nexec '" + filepath.Join(real, "pulumi") + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "pulumi"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"pulumi-language-yaml", "pulumi-resource-stackdtest"} {
+		if err := os.Symlink(filepath.Join(real, name), filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.writeProgram(program)
+	r, err := New(context.Background(), Options{
+		Bin:     bin,
+		DataDir: h.dataDir,
+		Env:     []string{"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.r = r
+	return h
+}
+
+func (h *harness) writeProgram(program string) {
+	h.t.Helper()
+	if err := os.WriteFile(filepath.Join(h.project, "Pulumi.yaml"), []byte(program), 0o600); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// workspace is the test stack with content and the secret token.
+func (h *harness) workspace(content, token string) daemon.Workspace {
+	return daemon.Workspace{
+		Name:       "test",
+		Stack:      "dev",
+		ProjectDir: h.project,
+		Config: []daemon.ConfigValue{
+			{Key: "path", Value: h.file},
+			{Key: "runnertest:content", Value: content},
+			{Key: "token", Value: token, Secret: true},
+		},
+	}
+}
+
+// run runs an operation and fails the test on error.
+func (h *harness) run(op daemon.Operation) daemon.Result {
+	h.t.Helper()
+	res, err := h.try(op)
+	if err != nil {
+		h.t.Fatalf("%s: %v\nlog:\n%s", op.Type, err, h.log.String())
+	}
+	return res
+}
+
+// try runs an operation with the harness's log.
+func (h *harness) try(op daemon.Operation) (daemon.Result, error) {
+	op.Log = &h.log
+	return h.r.Run(context.Background(), op)
+}
+
+// processes returns the pulumi invocations recorded since its last call.
+func (h *harness) processes() []string {
+	h.t.Helper()
+	all := h.allCalls()
+	recent := strings.TrimSpace(all[h.seen:])
+	h.seen = len(all)
+	if recent == "" {
+		return nil
+	}
+	return strings.Split(recent, "\n")
+}
+
+// allCalls is every invocation recorded so far, kept.
+func (h *harness) allCalls() string {
+	data, _ := os.ReadFile(h.calls)
+	return string(data)
+}
+
+// onDisk is the File resource's content, "" when it does not exist.
+func (h *harness) onDisk() string {
+	h.t.Helper()
+	data, err := os.ReadFile(h.file)
+	if err != nil && !os.IsNotExist(err) {
+		h.t.Fatal(err)
+	}
+	return string(data)
+}
+
+// filesContaining lists the files under dir that contain s.
+func filesContaining(t testing.TB, dir, s string) []string {
+	t.Helper()
+	var found []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(data, []byte(s)) {
+			found = append(found, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,161 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// operationArgs are the CLI arguments of op on w, event log aside.
+func operationArgs(w *workspace, op daemon.Operation) ([]string, error) {
+	var args []string
+	switch op.Type {
+	case daemon.UpdateUp:
+		args = []string{"up", "--yes", "--skip-preview"}
+	case daemon.UpdatePreview:
+		args = []string{"preview"}
+	case daemon.UpdateRefresh:
+		args = []string{"refresh", "--yes", "--skip-preview"}
+	case daemon.UpdateDrift:
+		args = []string{"refresh", "--preview-only"}
+	case daemon.UpdateDestroy:
+		args = []string{"destroy", "--yes", "--skip-preview"}
+	default:
+		return nil, fmt.Errorf("stack %s: unknown operation %q", w.Name, op.Type)
+	}
+	args = append(args, "--stack", w.Stack, "--config-file", w.configFile, "--color", "never")
+	return append(args, optionArgs(op)...), nil
+}
+
+// optionArgs are op's options as flags of the commands that take them.
+func optionArgs(op daemon.Operation) []string {
+	var args []string
+	is := func(types ...string) bool { return slices.Contains(types, op.Type) }
+	up, preview, refresh, destroy := daemon.UpdateUp, daemon.UpdatePreview, daemon.UpdateRefresh, daemon.UpdateDestroy
+	if op.Refresh && is(up, preview, destroy) {
+		args = append(args, "--refresh")
+	}
+	for _, t := range op.Targets {
+		args = append(args, "--target", t)
+	}
+	if op.TargetDependents {
+		args = append(args, "--target-dependents")
+	}
+	if op.Parallel > 0 {
+		args = append(args, "--parallel", strconv.Itoa(op.Parallel))
+	}
+	if op.Message != "" {
+		args = append(args, "--message", op.Message)
+	}
+	if op.ExpectNoChanges && is(up, preview, refresh) {
+		args = append(args, "--expect-no-changes")
+	}
+	if is(up, preview) {
+		for _, u := range op.Replace {
+			args = append(args, "--replace", u)
+		}
+	}
+	if op.ContinueOnError && is(up, destroy) {
+		args = append(args, "--continue-on-error")
+	}
+	if op.Remove && is(destroy) {
+		args = append(args, "--remove")
+	}
+	return args
+}
+
+// operate runs op as one CLI process and reads its result from the
+// engine's event log. A failure is an *Error whose message is the
+// engine's diagnostics; the result still holds what the log said.
+func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation) (daemon.Result, error) {
+	args, err := operationArgs(w, op)
+	if err != nil {
+		return daemon.Result{}, err
+	}
+	eventLog := filepath.Join(w.dir, "events.json")
+	_ = os.Remove(eventLog)
+	defer os.Remove(eventLog)
+	args = append(args, "--event-log", eventLog)
+
+	log := newLogWriter(op.Log, w.redact)
+	start := time.Now()
+	stdout, stderr, code, runErr := r.cmd.Run(ctx, w.ProjectDir, nil,
+		[]io.Writer{log.stdout}, []io.Writer{log.stderr}, w.env, args...)
+	log.flush()
+
+	ev, evErr := readEvents(eventLog)
+	if evErr != nil {
+		r.log.Warn("cannot read the event log", "stack", w.Name, "err", evErr)
+	}
+	res := daemon.Result{Changes: changes(ev)}
+	if link, err := auto.GetPermalink(stdout); err == nil {
+		res.Permalink = link
+	}
+	r.log.Debug("pulumi operation", "stack", w.Name, "type", op.Type, "code", code,
+		"duration", time.Since(start), "changes", res.Changes)
+	if runErr != nil {
+		return res, r.operationError(ctx, w, op.Type, ev, stderr, code, runErr)
+	}
+	if op.Type == daemon.UpdateUp {
+		if res.Outputs = ev.outputs; res.Outputs == nil {
+			res.Outputs, err = r.maskedOutputs(ctx, w)
+		}
+	}
+	return res, err
+}
+
+// changes is the summary's count of resources by operation.
+func changes(ev events) map[string]int {
+	if ev.summary == nil {
+		return nil
+	}
+	out := make(map[string]int, len(ev.summary.ResourceChanges))
+	for op, n := range ev.summary.ResourceChanges {
+		out[string(op)] = n
+	}
+	return out
+}
+
+// operationError is the *Error of a failed operation.
+func (r *Runner) operationError(ctx context.Context, w *workspace, typ string, ev events, stderr string, code int, err error) error {
+	msg, prefix := ev.message(stderr), ""
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		prefix = typ + " timed out"
+	case ctx.Err() != nil:
+		prefix = typ + " was cancelled"
+	case msg == "":
+		msg = fmt.Sprintf("pulumi %s failed with exit code %d", typ, code)
+	}
+	switch {
+	case prefix != "" && msg != "":
+		msg = prefix + ": " + msg
+	case prefix != "":
+		msg = prefix
+	}
+	return &Error{Op: typ, Message: w.redact.Replace(msg), ExitCode: code, Err: err, locked: lockedText(stderr)}
+}
+
+// maskedOutputs reads the outputs, secrets masked, with `stack output`:
+// for an up whose event log held no outputs of the stack (a targeted up
+// that left the stack resource alone).
+func (r *Runner) maskedOutputs(ctx context.Context, w *workspace) (map[string]json.RawMessage, error) {
+	out, err := r.pulumi(ctx, w, call{what: "read outputs"}, "stack", "output", "--json", "--stack", w.Stack)
+	if err != nil {
+		return nil, fmt.Errorf("stack %s: %w", w.Name, err)
+	}
+	var outputs map[string]json.RawMessage
+	return outputs, decodeJSON(strings.NewReader(out), &outputs)
+}

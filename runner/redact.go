@@ -1,0 +1,130 @@
+package runner
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Shorter values are not redacted: replacing every "yes" or "1" of a log
+// would garble it and protect nothing. Env values are not all secrets, so
+// only the longer ones count.
+const (
+	minRedactSecret = 4
+	minRedactEnv    = 8
+)
+
+// redactor masks the secrets the runner knows of w in text: its secret
+// config values, its environment's values, the passphrase and the
+// backend URL's userinfo. Each is masked as written, JSON-escaped and in
+// base64.
+func (r *Runner) redactor(w *workspace) *strings.Replacer {
+	var secrets []string
+	for _, v := range w.Config {
+		if v.Secret && len(v.Value) >= minRedactSecret {
+			secrets = append(secrets, v.Value)
+		}
+	}
+	for _, v := range w.Env {
+		if len(v) >= minRedactEnv {
+			secrets = append(secrets, v)
+		}
+	}
+	if len(r.passphrase) >= minRedactSecret {
+		secrets = append(secrets, r.passphrase)
+	}
+	if u, err := url.Parse(w.backend); err == nil && u.User != nil && len(u.User.String()) >= minRedactSecret {
+		secrets = append(secrets, u.User.String())
+		if p, ok := u.User.Password(); ok && len(p) >= minRedactSecret {
+			secrets = append(secrets, p)
+		}
+	}
+	return newRedactor(secrets)
+}
+
+// newRedactor masks each secret, longest first, with "[redacted]".
+func newRedactor(secrets []string) *strings.Replacer {
+	var forms []string
+	for _, s := range secrets {
+		quoted, _ := json.Marshal(s)
+		forms = append(forms, s, string(quoted[1:len(quoted)-1]), base64.StdEncoding.EncodeToString([]byte(s)))
+	}
+	slices.SortFunc(forms, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	forms = slices.Compact(forms)
+	var pairs []string
+	for _, f := range forms {
+		pairs = append(pairs, f, "[redacted]")
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// maxLogLine bounds what a logWriter holds back waiting for a newline.
+const maxLogLine = 64 << 10
+
+// logWriter passes an operation's stdout and stderr to its Log line by
+// line, redacted. It never fails a write, so that a failing Log cannot
+// disturb the process.
+type logWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	redact *strings.Replacer
+	stdout *lineWriter
+	stderr *lineWriter
+}
+
+// lineWriter is one stream of a logWriter.
+type lineWriter struct {
+	lw  *logWriter
+	buf []byte
+}
+
+// newLogWriter writes to w; a nil w discards.
+func newLogWriter(w io.Writer, redact *strings.Replacer) *logWriter {
+	lw := &logWriter{w: w, redact: redact}
+	lw.stdout, lw.stderr = &lineWriter{lw: lw}, &lineWriter{lw: lw}
+	return lw
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	if l.lw.w == nil {
+		return len(p), nil
+	}
+	l.lw.mu.Lock()
+	defer l.lw.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	n := bytes.LastIndexByte(l.buf, '\n') + 1
+	if len(l.buf) > maxLogLine {
+		n = len(l.buf)
+	}
+	if n > 0 {
+		l.lw.emit(l.buf[:n])
+		l.buf = slices.Delete(l.buf, 0, n)
+	}
+	return len(p), nil
+}
+
+// emit writes text redacted. Called with mu held.
+func (l *logWriter) emit(text []byte) {
+	_, _ = io.WriteString(l.w, l.redact.Replace(string(text)))
+}
+
+// flush writes what is left of unfinished lines.
+func (l *logWriter) flush() {
+	if l.w == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range []*lineWriter{l.stdout, l.stderr} {
+		if len(s.buf) > 0 {
+			l.emit(s.buf)
+			s.buf = nil
+		}
+	}
+}

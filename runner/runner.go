@@ -1,0 +1,287 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// DefaultTimeout bounds an operation whose Operation.Timeout and
+// Options.Timeout are both zero.
+const DefaultTimeout = time.Hour
+
+// Options configure a Runner.
+type Options struct {
+	// Bin is the directory of the pulumi CLI, its language hosts and
+	// plugins.
+	Bin string
+	// DataDir holds the runner's state: workspaces/<name>/ per stack,
+	// backend/ (the default file backend), pulumi-home/ (the shared
+	// PULUMI_HOME) and tmp/ (the children's TMPDIR).
+	DataDir string
+	// DefaultBackend is the backend of workspaces without one; empty means
+	// file://<DataDir>/backend.
+	DefaultBackend string
+	// PassphraseFile holds the passphrase of the passphrase secrets
+	// provider. Empty means <DataDir>/passphrase, generated on first use;
+	// a file named here must exist.
+	PassphraseFile string
+	// Timeout bounds an operation without its own (DefaultTimeout).
+	Timeout time.Duration
+	// KillDelay and OutputLimit are passed to the Command.
+	KillDelay   time.Duration
+	OutputLimit int
+	// Env is added to every pulumi process's environment ("NAME=value").
+	Env []string
+	// Logger receives the runner's records; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Runner runs Pulumi operations with the pulumi CLI; it implements
+// daemon.Runner. Each operation is one CLI process once the stack exists
+// and its config is unchanged: the result is read from the engine's event
+// log instead of follow-up commands. Its methods are safe for concurrent
+// use on different stacks.
+type Runner struct {
+	opts       Options
+	cmd        *Command
+	log        *slog.Logger
+	hostname   string
+	digestKey  []byte
+	passphrase string // for redaction; empty when the file is not readable
+}
+
+var _ daemon.Runner = (*Runner)(nil)
+
+// New prepares DataDir and checks the CLI in opts.Bin.
+func New(ctx context.Context, opts Options) (*Runner, error) {
+	if opts.DataDir == "" {
+		return nil, errors.New("runner: no data directory")
+	}
+	dataDir, err := filepath.Abs(opts.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("runner: data directory: %w", err)
+	}
+	opts.DataDir = dataDir
+	if err := validateEnv(opts.Env); err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	r := &Runner{opts: opts, log: opts.Logger}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	if r.opts.Timeout <= 0 {
+		r.opts.Timeout = DefaultTimeout
+	}
+	if r.opts.DefaultBackend == "" {
+		r.opts.DefaultBackend = "file://" + filepath.Join(dataDir, "backend")
+	}
+	if err := r.prepareDataDir(); err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	if r.hostname, err = os.Hostname(); err != nil {
+		return nil, fmt.Errorf("runner: hostname: %w", err)
+	}
+	r.cmd, err = NewCommand(ctx, CommandOptions{
+		Bin:         opts.Bin,
+		Env:         r.daemonEnv(),
+		KillDelay:   opts.KillDelay,
+		OutputLimit: opts.OutputLimit,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	return r, nil
+}
+
+// prepareDataDir creates the directories, the passphrase file and the
+// key of the config digests.
+func (r *Runner) prepareDataDir() error {
+	for _, sub := range []string{"", "workspaces", "pulumi-home", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(r.opts.DataDir, sub), 0o700); err != nil {
+			return err
+		}
+	}
+	if r.opts.DefaultBackend == "file://"+filepath.Join(r.opts.DataDir, "backend") {
+		if err := os.MkdirAll(filepath.Join(r.opts.DataDir, "backend"), 0o700); err != nil {
+			return err
+		}
+	}
+	if r.opts.PassphraseFile == "" {
+		r.opts.PassphraseFile = filepath.Join(r.opts.DataDir, "passphrase")
+		if _, err := ensureSecretFile(r.opts.PassphraseFile); err != nil {
+			return fmt.Errorf("passphrase: %w", err)
+		}
+	}
+	if data, err := os.ReadFile(r.opts.PassphraseFile); err == nil {
+		r.passphrase = strings.TrimSpace(string(data))
+	} else {
+		return fmt.Errorf("passphrase: %w", err)
+	}
+	key, err := ensureSecretFile(filepath.Join(r.opts.DataDir, "digest.key"))
+	if err != nil {
+		return fmt.Errorf("digest key: %w", err)
+	}
+	r.digestKey = key
+	return nil
+}
+
+// daemonEnv is the environment every pulumi process gets on top of the
+// Command's allowlist. PULUMI_DEBUG_COMMANDS enables --event-log.
+func (r *Runner) daemonEnv() []string {
+	env := []string{
+		"PULUMI_HOME=" + filepath.Join(r.opts.DataDir, "pulumi-home"),
+		"PULUMI_SKIP_UPDATE_CHECK=true",
+		"TMPDIR=" + filepath.Join(r.opts.DataDir, "tmp"),
+	}
+	env = append(env, r.opts.Env...)
+	return append(env, "PULUMI_DEBUG_COMMANDS=true")
+}
+
+// Run performs op: it creates the stack when needed, brings its config up
+// to date and runs the operation in one CLI process. A stale lock left on
+// a file backend by a dead process of this host is broken, and the
+// operation tried once more.
+func (r *Runner) Run(ctx context.Context, op daemon.Operation) (daemon.Result, error) {
+	timeout := op.Timeout
+	if timeout <= 0 {
+		timeout = r.opts.Timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	w, err := r.workspace(op.Workspace)
+	if err != nil {
+		return daemon.Result{}, err
+	}
+	if err := w.mkdir(); err != nil {
+		return daemon.Result{}, err
+	}
+	if err := r.ensureStack(ctx, w); err != nil {
+		return daemon.Result{}, err
+	}
+	if err := r.applyConfig(ctx, w); err != nil {
+		return daemon.Result{}, err
+	}
+	res, err := r.operate(ctx, w, op)
+	if isLockError(err) {
+		broken, lockErr := r.breakStaleLock(ctx, w)
+		if broken {
+			res, err = r.operate(ctx, w, op)
+		} else if lockErr != nil {
+			r.log.Warn("the stack's lock stays", "stack", w.Name, "err", lockErr)
+		}
+	}
+	if err == nil && op.Type == daemon.UpdateDestroy && op.Remove {
+		w.forget()
+	}
+	return res, err
+}
+
+// Outputs reads ws's outputs with secrets in clear. It logs no value.
+func (r *Runner) Outputs(ctx context.Context, ws daemon.Workspace) (map[string]any, error) {
+	w, err := r.workspace(ws)
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.pulumi(ctx, w, call{what: "read outputs"},
+		"stack", "output", "--json", "--show-secrets", "--stack", w.Stack)
+	if err != nil {
+		return nil, err
+	}
+	outputs := map[string]any{}
+	if err := decodeJSON(strings.NewReader(out), &outputs); err != nil {
+		return nil, fmt.Errorf("read outputs of stack %s: decode: %w", w.Stack, err)
+	}
+	return outputs, nil
+}
+
+// call describes one auxiliary CLI process.
+type call struct {
+	// what names the step in errors: "create stack", "set config".
+	what  string
+	dir   string // defaults to the project directory
+	stdin io.Reader
+}
+
+// pulumi runs an auxiliary CLI command (not the operation) for w and
+// returns its stdout. A failure is an *Error naming c.what with the end
+// of stderr, redacted.
+func (r *Runner) pulumi(ctx context.Context, w *workspace, c call, args ...string) (string, error) {
+	dir := c.dir
+	if dir == "" {
+		dir = w.ProjectDir
+	}
+	start := time.Now()
+	stdout, stderr, code, err := r.cmd.Run(ctx, dir, c.stdin, nil, nil, w.env, args...)
+	r.log.Debug("pulumi command", "stack", w.Name, "command", strings.Join(args[:min(2, len(args))], " "), "code", code, "duration", time.Since(start))
+	if err == nil {
+		return stdout, nil
+	}
+	msg := tailLines(stderr, 10)
+	if msg == "" {
+		msg = fmt.Sprintf("exit code %d", code)
+	}
+	return stdout, &Error{
+		Op:       c.what,
+		Message:  c.what + ": " + w.redact.Replace(msg),
+		ExitCode: code,
+		Err:      err,
+		locked:   lockedText(stderr),
+	}
+}
+
+// Error is a failed pulumi process. Its message is what the engine or the
+// CLI said went wrong, without the workspace's known secrets.
+type Error struct {
+	// Op is the operation ("up", "preview", …) or the step ("create
+	// stack", "set config", …) that failed.
+	Op       string
+	Message  string
+	ExitCode int
+	// Err is the process's error; it wraps the context's error when the
+	// process was cancelled or timed out.
+	Err    error
+	locked bool
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// isLockError tells whether err is a pulumi process that failed because
+// another update holds the stack's lock.
+func isLockError(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.locked
+}
+
+// lockedText tells whether the CLI's stderr reports a concurrent update:
+// the texts auto.IsConcurrentUpdateError looks for.
+func lockedText(stderr string) bool {
+	return strings.Contains(stderr, "the stack is currently locked by") ||
+		strings.Contains(stderr, "[409] Conflict: Another update is currently in progress.")
+}
+
+// tailLines is the last n non-empty lines of s, at most 2000 bytes.
+func tailLines(s string, n int) string {
+	var lines []string
+	for line := range strings.Lines(s) {
+		if line = strings.TrimRight(line, "\r\n"); strings.TrimSpace(line) != "" {
+			lines = append(lines, line)
+		}
+	}
+	lines = lines[max(len(lines)-n, 0):]
+	out := strings.Join(lines, "\n")
+	if len(out) > 2000 {
+		out = "…" + out[len(out)-2000:]
+	}
+	return out
+}

@@ -1,0 +1,409 @@
+package runner
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// workspace is a daemon.Workspace with what the runner derives from it.
+type workspace struct {
+	daemon.Workspace
+	dir        string   // <DataDir>/workspaces/<Name>: the runner's state
+	backend    string   // the backend URL in effect
+	project    string   // the project's name, from Pulumi.yaml
+	stackFile  string   // Pulumi.<last element of Stack>.yaml
+	configFile string   // dir/stackFile, passed as --config-file
+	env        []string // the environment added to its processes
+	redact     *strings.Replacer
+}
+
+// workspace validates ws and derives the runner's view of it. It creates
+// nothing.
+func (r *Runner) workspace(ws daemon.Workspace) (*workspace, error) {
+	if err := validateNames(ws); err != nil {
+		return nil, err
+	}
+	if err := validateEnv(envList(ws.Env)); err != nil {
+		return nil, fmt.Errorf("stack %s: %w", ws.Name, err)
+	}
+	w := &workspace{Workspace: ws, dir: filepath.Join(r.opts.DataDir, "workspaces", ws.Name)}
+	w.backend = cmpOr(ws.Backend, ws.Env["PULUMI_BACKEND_URL"], r.opts.DefaultBackend)
+	if len(ws.Environments) > 0 && !isCloudBackend(w.backend) {
+		return nil, fmt.Errorf("spec.environment needs a Pulumi Cloud backend; this stack's backend is %s", redactURL(w.backend))
+	}
+	project, err := projectName(ws.ProjectDir)
+	if err != nil {
+		return nil, fmt.Errorf("stack %s: %w", ws.Name, err)
+	}
+	w.project = project
+	w.stackFile = "Pulumi." + stackBase(ws.Stack) + ".yaml"
+	w.configFile = filepath.Join(w.dir, w.stackFile)
+	w.env = r.workspaceEnv(w)
+	w.redact = r.redactor(w)
+	return w, nil
+}
+
+// validateNames checks the names the runner turns into paths and
+// arguments.
+func validateNames(ws daemon.Workspace) error {
+	if ws.Name == "" || ws.Name == "." || ws.Name == ".." || strings.ContainsAny(ws.Name, "/\\\x00") {
+		return fmt.Errorf("invalid stack name %q for a workspace directory", ws.Name)
+	}
+	parts := strings.Split(ws.Stack, "/")
+	if len(parts) > 3 || slices.Contains(parts, "") || strings.ContainsAny(ws.Stack, "\x00") || strings.HasPrefix(ws.Stack, "-") {
+		return fmt.Errorf("stack %s: invalid Pulumi stack name %q", ws.Name, ws.Stack)
+	}
+	if ws.ProjectDir == "" {
+		return fmt.Errorf("stack %s: no project directory", ws.Name)
+	}
+	return nil
+}
+
+// validateEnv checks "NAME=value" entries: a name is not empty and holds
+// no '=' or NUL, a value holds no NUL.
+func validateEnv(env []string) error {
+	for _, kv := range env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.ContainsRune(k, 0) {
+			return fmt.Errorf("invalid environment variable name %q", k)
+		}
+		if strings.ContainsRune(v, 0) {
+			return fmt.Errorf("environment variable %s: value holds a NUL byte", k)
+		}
+	}
+	return nil
+}
+
+// envList is env as sorted "NAME=value" entries. A name holding '=' keeps
+// it, so that validateEnv rejects it.
+func envList(env map[string]string) []string {
+	var list []string
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		if strings.Contains(k, "=") {
+			list = append(list, "="+k)
+			continue
+		}
+		list = append(list, k+"="+env[k])
+	}
+	return list
+}
+
+// workspaceEnv is the environment of w's processes: the stack's own
+// variables, then what the runner needs, which they cannot override.
+func (r *Runner) workspaceEnv(w *workspace) []string {
+	env := envList(w.Env)
+	_, ok1 := w.Env["PULUMI_CONFIG_PASSPHRASE"]
+	_, ok2 := w.Env["PULUMI_CONFIG_PASSPHRASE_FILE"]
+	if !ok1 && !ok2 {
+		env = append(env, "PULUMI_CONFIG_PASSPHRASE_FILE="+r.opts.PassphraseFile)
+	}
+	return append(env, "PULUMI_BACKEND_URL="+w.backend, "PULUMI_DEBUG_COMMANDS=true")
+}
+
+// cmpOr is the first non-empty string.
+func cmpOr(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// stackBase is the last element of a stack name: "dev" of "org/proj/dev".
+func stackBase(stack string) string { return stack[strings.LastIndexByte(stack, '/')+1:] }
+
+// isCloudBackend tells whether backend is a Pulumi Cloud (or self-hosted
+// Pulumi service) URL rather than a DIY backend (file, s3, gs, azblob,
+// postgres).
+func isCloudBackend(backend string) bool {
+	return strings.HasPrefix(backend, "https://") || strings.HasPrefix(backend, "http://")
+}
+
+// redactURL is backend without userinfo and query, fit for messages.
+func redactURL(backend string) string {
+	u, err := url.Parse(backend)
+	if err != nil {
+		return "(an unparsable URL)"
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
+}
+
+// projectName reads the project's name from Pulumi.yaml (or Pulumi.yml).
+func projectName(dir string) (string, error) {
+	path, err := projectFile(dir)
+	if err != nil {
+		return "", err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read project: %w", err)
+	}
+	var p struct {
+		Name string `yaml:"name"`
+	}
+	if err := yaml.Unmarshal(data, &p); err != nil {
+		return "", fmt.Errorf("parse %s: %w", filepath.Base(path), err)
+	}
+	if p.Name == "" {
+		return "", fmt.Errorf("%s has no project name", filepath.Base(path))
+	}
+	return p.Name, nil
+}
+
+// projectFile is the path of dir's Pulumi.yaml or Pulumi.yml.
+func projectFile(dir string) (string, error) {
+	for _, name := range []string{"Pulumi.yaml", "Pulumi.yml"} {
+		path := filepath.Join(dir, name)
+		if _, err := os.Stat(path); err == nil {
+			return path, nil
+		}
+	}
+	return "", fmt.Errorf("no Pulumi.yaml in the project directory %s", dir)
+}
+
+// mkdir creates w's state directory.
+func (w *workspace) mkdir() error {
+	if err := os.MkdirAll(w.dir, 0o700); err != nil {
+		return fmt.Errorf("stack %s: workspace: %w", w.Name, err)
+	}
+	return nil
+}
+
+// marker records, in w's state directory, that the stack exists and
+// which config its config file holds. It holds digests, no value.
+type marker struct {
+	Backend string `json:"backend"` // without userinfo
+	Stack   string `json:"stack"`
+	// Identity is a digest of the backend, the stack and the project.
+	Identity string `json:"identity"`
+	// Config is the digest of the config last applied; empty while the
+	// config file is being rebuilt.
+	Config string `json:"config,omitempty"`
+	// Secrets digests each secret value the config file holds, by key:
+	// an unchanged one keeps its ciphertext.
+	Secrets map[string]string `json:"secrets,omitempty"`
+}
+
+func (w *workspace) markerFile() string { return filepath.Join(w.dir, "stack.json") }
+
+// readMarker returns the zero marker when there is none or it is damaged.
+func (w *workspace) readMarker() marker {
+	var m marker
+	if data, err := os.ReadFile(w.markerFile()); err == nil {
+		_ = json.Unmarshal(data, &m)
+	}
+	return m
+}
+
+func (w *workspace) writeMarker(m marker) error {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(w.markerFile(), append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("stack %s: write marker: %w", w.Name, err)
+	}
+	return nil
+}
+
+// forget drops what the runner holds of a removed stack.
+func (w *workspace) forget() {
+	_ = os.Remove(w.markerFile())
+	_ = os.Remove(w.configFile)
+}
+
+// identity digests what names the stack.
+func (r *Runner) identity(w *workspace) string {
+	return r.digest("identity", []byte(w.backend), []byte(w.Stack), []byte(w.project))
+}
+
+// digest is an HMAC of parts under the runner's key, each part length
+// prefixed. Keyed, it reveals nothing of secret parts.
+func (r *Runner) digest(kind string, parts ...[]byte) string {
+	h := hmac.New(sha256.New, r.digestKey)
+	h.Write([]byte(kind))
+	for _, p := range parts {
+		h.Write(binary.AppendUvarint(nil, uint64(len(p))))
+		h.Write(p)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ensureStack makes sure the stack exists and that the runner's config
+// file holds its secrets provider header, unless the marker says so
+// already. With UseLocalStackOnly a missing stack is an error.
+func (r *Runner) ensureStack(ctx context.Context, w *workspace) error {
+	m := w.readMarker()
+	id := r.identity(w)
+	if _, err := os.Stat(w.configFile); err == nil && m.Identity == id {
+		return nil
+	}
+	var header []*yaml.Node
+	var err error
+	if w.UseLocalStackOnly {
+		err = r.checkStack(ctx, w)
+	} else {
+		header, err = r.createStack(ctx, w)
+	}
+	if err != nil {
+		return err
+	}
+	if header == nil {
+		header = fileHeader(w.configFile)
+	}
+	if header == nil {
+		header = fileHeader(filepath.Join(w.ProjectDir, w.stackFile))
+	}
+	if err := setHeader(w.configFile, header); err != nil {
+		return fmt.Errorf("stack %s: write config file: %w", w.Name, err)
+	}
+	return w.writeMarker(marker{Backend: redactURL(w.backend), Stack: w.Stack, Identity: id})
+}
+
+// createStack runs `stack init` in a scratch copy of the project's
+// Pulumi.yaml (and Pulumi.<stack>.yaml, whose secrets provider settings
+// init honours), so that the checkout is never written to. It returns the
+// secrets provider header init wrote, nil when the stack already existed.
+func (r *Runner) createStack(ctx context.Context, w *workspace) ([]*yaml.Node, error) {
+	scratch := filepath.Join(w.dir, "init")
+	if err := os.RemoveAll(scratch); err != nil {
+		return nil, fmt.Errorf("stack %s: %w", w.Name, err)
+	}
+	defer os.RemoveAll(scratch)
+	if err := copyProjectFiles(w, scratch); err != nil {
+		return nil, fmt.Errorf("stack %s: prepare stack init: %w", w.Name, err)
+	}
+	args := []string{"stack", "init", w.Stack, "--no-select"}
+	if w.SecretsProvider != "" {
+		args = append(args, "--secrets-provider", w.SecretsProvider)
+	}
+	_, err := r.pulumi(ctx, w, call{what: "create stack " + w.Stack, dir: scratch}, args...)
+	switch {
+	case err != nil && strings.Contains(err.Error(), "already exists"):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	r.log.Info("created the Pulumi stack", "stack", w.Name, "pulumiStack", w.Stack, "backend", redactURL(w.backend))
+	return fileHeader(filepath.Join(scratch, w.stackFile)), nil
+}
+
+// copyProjectFiles copies the project file and the repository's stack
+// config file (when there is one) into dir.
+func copyProjectFiles(w *workspace, dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return err
+	}
+	project, err := projectFile(w.ProjectDir)
+	if err != nil {
+		return err
+	}
+	for _, src := range []string{project, filepath.Join(w.ProjectDir, w.stackFile)} {
+		data, err := os.ReadFile(src)
+		if errors.Is(err, fs.ErrNotExist) && src != project {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(src)), data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkStack fails unless the stack exists: UseLocalStackOnly forbids
+// creating it.
+func (r *Runner) checkStack(ctx context.Context, w *workspace) error {
+	out, err := r.pulumi(ctx, w, call{what: "list stacks"}, "stack", "ls", "--json", "--fully-qualify-stack-names")
+	if err != nil {
+		return err
+	}
+	var stacks []struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal([]byte(out), &stacks); err != nil {
+		return fmt.Errorf("stack %s: list stacks: %w", w.Name, err)
+	}
+	for _, s := range stacks {
+		if strings.HasSuffix("/"+s.Name, "/"+w.Stack) {
+			return nil
+		}
+	}
+	return fmt.Errorf("stack %s: the Pulumi stack %s does not exist in project %s on %s, and useLocalStackOnly forbids creating it",
+		w.Name, w.Stack, w.project, redactURL(w.backend))
+}
+
+// ensureSecretFile returns the content of path, first writing 32 random
+// bytes in base64 there (mode 0600) when it does not exist. An existing
+// file is never overwritten.
+func ensureSecretFile(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err == nil {
+		return data, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	raw := make([]byte, 32)
+	_, _ = rand.Read(raw)
+	data = []byte(base64.StdEncoding.EncodeToString(raw))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) { // another process won the race
+		return os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return data, f.Close()
+}
+
+// writeFileAtomic replaces path with data through a temporary file.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

@@ -1,0 +1,163 @@
+package runner
+
+import (
+	"context"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// fakeRunner is a Runner on a fake CLI script (see fakePulumi).
+func fakeRunner(t *testing.T, script string) *Runner {
+	t.Helper()
+	r, err := New(context.Background(), Options{Bin: fakePulumi(t, script), DataDir: t.TempDir(), Env: []string{"DAEMON_WIDE=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// project writes a Pulumi.yaml named proj into a new directory.
+func project(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), []byte("name: proj\nruntime: yaml\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestWorkspaceEnv: a process gets the daemon-wide settings, the stack's
+// variables, its backend and the passphrase file unless the stack sets a
+// passphrase itself.
+func TestWorkspaceEnv(t *testing.T) {
+	r := fakeRunner(t, "env\n")
+	ws := daemon.Workspace{Name: "s", Stack: "dev", ProjectDir: project(t),
+		Env: map[string]string{"TOKEN": "abc", "PULUMI_DEBUG_COMMANDS": "false"}}
+	env := childEnv(t, r, ws)
+	data := r.opts.DataDir
+	for k, want := range map[string]string{
+		"PULUMI_HOME":                   filepath.Join(data, "pulumi-home"),
+		"TMPDIR":                        filepath.Join(data, "tmp"),
+		"PULUMI_SKIP_UPDATE_CHECK":      "true",
+		"PULUMI_DEBUG_COMMANDS":         "true",
+		"PULUMI_BACKEND_URL":            "file://" + filepath.Join(data, "backend"),
+		"PULUMI_CONFIG_PASSPHRASE_FILE": filepath.Join(data, "passphrase"),
+		"TOKEN":                         "abc",
+		"DAEMON_WIDE":                   "1",
+	} {
+		if env[k] != want {
+			t.Errorf("%s = %q, want %q", k, env[k], want)
+		}
+	}
+	ws.Env = map[string]string{"PULUMI_CONFIG_PASSPHRASE": "mine", "PULUMI_BACKEND_URL": "s3://bucket"}
+	env = childEnv(t, r, ws)
+	if _, ok := env["PULUMI_CONFIG_PASSPHRASE_FILE"]; ok || env["PULUMI_CONFIG_PASSPHRASE"] != "mine" {
+		t.Errorf("the stack's passphrase does not replace the runner's: %v", env)
+	}
+	if env["PULUMI_BACKEND_URL"] != "s3://bucket" {
+		t.Errorf("backend %q, want the stack's variable", env["PULUMI_BACKEND_URL"])
+	}
+	ws.Backend = "file:///spec"
+	if env = childEnv(t, r, ws); env["PULUMI_BACKEND_URL"] != "file:///spec" {
+		t.Errorf("backend %q, want spec.backend", env["PULUMI_BACKEND_URL"])
+	}
+}
+
+// childEnv runs the fake CLI for ws and parses the environment it prints.
+func childEnv(t *testing.T, r *Runner, ws daemon.Workspace) map[string]string {
+	t.Helper()
+	w, err := r.workspace(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.pulumi(context.Background(), w, call{what: "env"}, "stack", "ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		env[k] = v
+	}
+	return env
+}
+
+func TestWorkspaceValidation(t *testing.T) {
+	r := fakeRunner(t, "")
+	dir := project(t)
+	for _, ws := range []daemon.Workspace{
+		{Name: "../x", Stack: "dev", ProjectDir: dir},
+		{Name: "..", Stack: "dev", ProjectDir: dir},
+		{Name: "s", Stack: "a/b/c/d", ProjectDir: dir},
+		{Name: "s", Stack: "-dev", ProjectDir: dir},
+		{Name: "s", Stack: "org//dev", ProjectDir: dir},
+		{Name: "s", Stack: "dev", ProjectDir: t.TempDir()},
+		{Name: "s", Stack: "dev", ProjectDir: dir, Env: map[string]string{"A=B": "x"}},
+		{Name: "s", Stack: "dev", ProjectDir: dir, Env: map[string]string{"A": "x\x00"}},
+		{Name: "s", Stack: "dev", ProjectDir: dir, Env: map[string]string{"": "x"}},
+	} {
+		if _, err := r.workspace(ws); err == nil {
+			t.Errorf("workspace %+v was accepted", ws)
+		}
+	}
+	if _, err := New(context.Background(), Options{DataDir: t.TempDir(), Env: []string{"NOEQUALS"}}); err == nil {
+		t.Error("New accepted an invalid Env entry")
+	}
+}
+
+func TestRedaction(t *testing.T) {
+	r := fakeRunner(t, "")
+	ws := daemon.Workspace{Name: "s", Stack: "dev", ProjectDir: project(t),
+		Backend: "https://user:backend-password@example.com",
+		Env:     map[string]string{"TOKEN": "env-token-value", "SHORT": "yes"},
+		Config:  []daemon.ConfigValue{{Key: "k", Value: `pa"ss`, Secret: true}, {Key: "p", Value: "plain-value"}}}
+	w, err := r.workspace(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join([]string{"env-token-value", `pa\"ss`, "backend-password", r.passphrase,
+		base64.StdEncoding.EncodeToString([]byte("env-token-value")), "yes", "plain-value"}, " ")
+	want := "[redacted] [redacted] [redacted] [redacted] [redacted] yes plain-value"
+	if got := w.redact.Replace(text); got != want {
+		t.Fatalf("redacted %q, want %q", got, want)
+	}
+
+	// The log is redacted line by line, so a secret split across writes
+	// is caught.
+	var out strings.Builder
+	lw := newLogWriter(&out, w.redact)
+	for _, chunk := range []string{"a env-tok", "en-value b\nc", "\n", "tail env-token-value"} {
+		if _, err := lw.stdout.Write([]byte(chunk)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lw.stderr.Write([]byte("err line\n"))
+	lw.flush()
+	if want := "a [redacted] b\nc\nerr line\ntail [redacted]"; out.String() != want {
+		t.Fatalf("log %q, want %q", out.String(), want)
+	}
+}
+
+func TestFileBackendDir(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	for in, want := range map[string]string{
+		"file:///var/lib/x":              "/var/lib/x",
+		"file:///var/lib/x?no_tmp_dir=1": "/var/lib/x",
+		"file://~/state":                 filepath.Join(home, "state"),
+		"s3://bucket":                    "",
+		"https://api.pulumi.com":         "",
+	} {
+		got, ok := fileBackendDir(in)
+		if got != want || ok != (want != "") {
+			t.Errorf("fileBackendDir(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+	if got := redactURL("postgres://u:p@host/db?sslmode=disable&password=x"); got != "postgres://host/db" {
+		t.Errorf("redactURL = %q", got)
+	}
+}
