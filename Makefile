@@ -49,7 +49,8 @@ fmt: ## format the code
 	gofmt -w $$(git ls-files '*.go' | grep -v '^testdata/')
 
 run: build toolchain ## run the daemon on the example config, state in .data/
-	$(BIN)/stackd run --config configs/stackd.example.yaml --data-dir $(DATA_DIR)
+	tools/example-repo.sh $(CURDIR)/.data/example-repo
+	STACKD_EXAMPLE_OUT=$(DATA_DIR)/example-out $(BIN)/stackd run --config configs/stackd.example.yaml --data-dir $(DATA_DIR)
 
 clean: ## remove build output (not the toolchain, not .data)
 	rm -f $(BIN)/stackd

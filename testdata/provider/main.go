@@ -3,6 +3,17 @@
 // stackdtest:index:File, a file on the local disk. Because Read looks at the
 // disk, a hand edit of the file is real drift that `pulumi refresh` sees.
 //
+// It also serves the function stackdtest:index:getEnv, which returns an
+// environment variable of the provider process, so that a program can show
+// what its stack's envRefs resolved to.
+//
+// Two environment variables change its behaviour, for tests and the example:
+//
+//	STACKDTEST_ROOT   relative paths start there instead of the program's
+//	                  directory
+//	STACKDTEST_DELAY  a Go duration to sleep before each create, update and
+//	                  delete, so that a test can interrupt an operation
+//
 // The CLI finds the binary on PATH (an "ambient" plugin); tools/toolchain.sh
 // builds it into bin/.
 package main
@@ -14,6 +25,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
@@ -38,6 +50,7 @@ func main() {
 func provider() p.Provider {
 	return infer.Provider(infer.Options{
 		Resources: []infer.InferredResource{infer.Resource(&File{})},
+		Functions: []infer.InferredFunction{infer.Function(&GetEnv{})},
 	})
 }
 
@@ -82,13 +95,16 @@ func (s *FileState) Annotate(an infer.Annotator) {
 
 // Create writes the file, creating its parent directories.
 func (*File) Create(ctx context.Context, req infer.CreateRequest[FileArgs]) (infer.CreateResponse[FileState], error) {
-	abs, err := filepath.Abs(req.Inputs.Path)
+	abs, err := absPath(req.Inputs.Path)
 	if err != nil {
 		return infer.CreateResponse[FileState]{}, err
 	}
 	state := FileState(req.Inputs)
 	if req.DryRun {
 		return infer.CreateResponse[FileState]{ID: abs, Output: state}, nil
+	}
+	if err := delay(ctx); err != nil {
+		return infer.CreateResponse[FileState]{}, err
 	}
 	if err := write(abs, req.Inputs.Content); err != nil {
 		return infer.CreateResponse[FileState]{}, err
@@ -139,6 +155,9 @@ func (*File) Diff(ctx context.Context, req infer.DiffRequest[FileArgs, FileState
 // replacement).
 func (*File) Update(ctx context.Context, req infer.UpdateRequest[FileArgs, FileState]) (infer.UpdateResponse[FileState], error) {
 	if !req.DryRun {
+		if err := delay(ctx); err != nil {
+			return infer.UpdateResponse[FileState]{}, err
+		}
 		if err := write(req.ID, req.Inputs.Content); err != nil {
 			return infer.UpdateResponse[FileState]{}, err
 		}
@@ -148,6 +167,9 @@ func (*File) Update(ctx context.Context, req infer.UpdateRequest[FileArgs, FileS
 
 // Delete removes the file; a file that is already gone is fine.
 func (*File) Delete(ctx context.Context, req infer.DeleteRequest[FileState]) (infer.DeleteResponse, error) {
+	if err := delay(ctx); err != nil {
+		return infer.DeleteResponse{}, err
+	}
 	if err := os.Remove(req.ID); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return infer.DeleteResponse{}, err
 	}
@@ -161,4 +183,55 @@ func write(abs, content string) error {
 		return err
 	}
 	return os.WriteFile(abs, []byte(content), 0o644)
+}
+
+// absPath resolves a File's path: relative paths start at STACKDTEST_ROOT
+// when it is set, else at the working directory.
+func absPath(path string) (string, error) {
+	if root := os.Getenv("STACKDTEST_ROOT"); root != "" && !filepath.IsAbs(path) {
+		path = filepath.Join(root, path)
+	}
+	return filepath.Abs(path)
+}
+
+// delay sleeps for STACKDTEST_DELAY, or until ctx ends.
+func delay(ctx context.Context) error {
+	v := os.Getenv("STACKDTEST_DELAY")
+	if v == "" {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("STACKDTEST_DELAY: %w", err)
+	}
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// GetEnv is the function stackdtest:index:getEnv.
+type GetEnv struct{}
+
+// GetEnvArgs names the variable.
+type GetEnvArgs struct {
+	Name string `pulumi:"name"`
+}
+
+// GetEnvResult is the variable's value, empty when it is not set.
+type GetEnvResult struct {
+	Value string `pulumi:"value"`
+}
+
+// Annotate gives the function its token.
+func (g *GetEnv) Annotate(a infer.Annotator) {
+	a.Describe(&g, "Returns an environment variable of the provider process.")
+	a.SetToken("index", "getEnv")
+}
+
+// Invoke reads the variable.
+func (*GetEnv) Invoke(ctx context.Context, req infer.FunctionRequest[GetEnvArgs]) (infer.FunctionResponse[GetEnvResult], error) {
+	return infer.FunctionResponse[GetEnvResult]{Output: GetEnvResult{Value: os.Getenv(req.Input.Name)}}, nil
 }
