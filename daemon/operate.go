@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -56,6 +57,9 @@ func (d *Daemon) operate(ctx context.Context, j job) {
 	scrub.Close()
 	if runErr != nil {
 		runErr = errors.New(scrub.clean(runErr.Error()))
+	}
+	for k, v := range res.Outputs {
+		res.Outputs[k] = json.RawMessage(scrub.clean(string(v)))
 	}
 	d.finish(ctx, j, u, res, runErr)
 }

@@ -3,10 +3,204 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/gitwatch"
+	"github.com/stackd/stackd/runner"
+	"github.com/stackd/stackd/store"
+	"github.com/stackd/stackd/web"
 )
+
+// runFlags are the flags of "stackd run".
+type runFlags struct {
+	config        string
+	dataDir       string
+	listen        string
+	pulumiBin     string
+	backend       string
+	secretsDir    string
+	configMapsDir string
+	maxConcurrent int
+	maxFailures   int64
+	minResync     time.Duration
+	retryBackoff  time.Duration
+	opTimeout     time.Duration
+	gitTimeout    time.Duration
+	drainTimeout  time.Duration
+	logLevel      string
+	logFormat     string
+}
+
+func (f *runFlags) define(fs *flag.FlagSet) {
+	fs.StringVar(&f.config, "config", "", "config file or directory of Stack specs (required)")
+	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir, "directory for state, checkouts and the default backend")
+	fs.StringVar(&f.listen, "listen", web.DefaultAddr, "HTTP listen address")
+	fs.StringVar(&f.pulumiBin, "pulumi-bin", "", "directory holding the pulumi CLI (default: beside stackd, else on PATH)")
+	fs.StringVar(&f.backend, "default-backend", "", "backend URL of stacks without spec.backend (default: a file backend in the data dir)")
+	fs.StringVar(&f.secretsDir, "secrets-dir", "", "directory of Secret references, as <name>/<key> files")
+	fs.StringVar(&f.configMapsDir, "configmaps-dir", "", "directory of configRef values, as <name>/<key> files")
+	fs.IntVar(&f.maxConcurrent, "max-concurrent", daemon.DefaultMaxConcurrent, "operations running at once")
+	fs.Int64Var(&f.maxFailures, "max-failures", daemon.DefaultMaxFailures, "consecutive failures after which a stack stalls")
+	fs.DurationVar(&f.minResync, "min-resync-interval", daemon.DefaultResync, "floor of every stack's resync and branch-poll period")
+	fs.DurationVar(&f.retryBackoff, "retry-backoff", 10*time.Second, "first retry delay after a failure; each further one triples it")
+	fs.DurationVar(&f.opTimeout, "operation-timeout", time.Hour, "time limit of one pulumi operation")
+	fs.DurationVar(&f.gitTimeout, "git-timeout", gitwatch.DefaultTimeout, "time limit of one git network call")
+	fs.DurationVar(&f.drainTimeout, "drain-timeout", 5*time.Minute, "on stop, how long running operations may finish before they are interrupted")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+}
 
 // runDaemon runs the daemon until ctx ends.
 func runDaemon(ctx context.Context, args []string, stderr io.Writer) error {
-	return errors.New("run: the reconcile loop is not built yet; use validate, store check and backup")
+	var f runFlags
+	fs := newFlagSet("run")
+	f.define(fs)
+	if err := parseFlags(fs, "run --config PATH [flags]", args, stderr); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() != 0:
+		return usageErrorf("run: unexpected argument %q", fs.Arg(0))
+	case f.config == "":
+		return usageErrorf("run: --config is required")
+	}
+	log, err := newLogger(stderr, f.logLevel, f.logFormat)
+	if err != nil {
+		return err
+	}
+	return serve(ctx, &f, log)
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageErrorf("run: --log-level: %v", err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usageErrorf("run: --log-format must be text or json")
+}
+
+// serve runs the daemon until ctx ends, then stops it.
+func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
+	a, err := start(ctx, f, log)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	log.Info("stopping")
+	return a.stop(f.drainTimeout)
+}
+
+// app is a running daemon: its HTTP server, reconcile loop and store.
+type app struct {
+	srv   *web.Server
+	d     *daemon.Daemon
+	store *store.Store
+}
+
+// start wires the packages together and starts them.
+func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err error) {
+	cfg, diags, err := daemon.Load(f.config)
+	if err != nil {
+		for _, d := range diags {
+			log.Error("config", "problem", d.String())
+		}
+		return nil, fmt.Errorf("config %s is not valid", f.config)
+	}
+	dataDir, err := filepath.Abs(f.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	st, err := store.Open(filepath.Join(dataDir, store.FileName), store.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			st.Close()
+		}
+	}()
+	d, err := newDaemon(ctx, f, cfg, dataDir, st, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Start(ctx); err != nil {
+		return nil, err
+	}
+	srv := web.New(web.Options{Addr: f.listen, API: d, Logger: log.With("component", "web")})
+	if err := srv.Start(); err != nil {
+		_ = d.Stop(context.Background())
+		return nil, err
+	}
+	log.Info("stackd started", "version", version, "config", f.config, "data_dir", dataDir, "stacks", len(cfg.Stacks))
+	return &app{srv: srv, d: d, store: st}, nil
+}
+
+func newDaemon(ctx context.Context, f *runFlags, cfg *daemon.Config, dataDir string, st *store.Store, log *slog.Logger) (*daemon.Daemon, error) {
+	bin, err := pulumiBin(f.pulumiBin)
+	if err != nil {
+		return nil, err
+	}
+	run, err := runner.New(ctx, runner.Options{Bin: bin, DataDir: dataDir, DefaultBackend: f.backend,
+		Timeout: f.opTimeout, Logger: log.With("component", "runner")})
+	if err != nil {
+		return nil, err
+	}
+	return daemon.New(cfg, daemon.Options{
+		Store: st, Runner: run, Logger: log.With("component", "daemon"), DataDir: dataDir,
+		Fetcher: gitwatch.New(gitwatch.Options{Timeout: f.gitTimeout, CacheFor: f.minResync / 2,
+			Logger: log.With("component", "gitwatch")}),
+		Refs:          daemon.RefSources{SecretsDir: f.secretsDir, ConfigMapsDir: f.configMapsDir},
+		MaxConcurrent: f.maxConcurrent, MinResync: f.minResync, MaxFailures: f.maxFailures,
+		BackoffBase: f.retryBackoff, OpTimeout: f.opTimeout,
+	})
+}
+
+// stop stops the daemon in order: HTTP, then operations (drained for up
+// to drain, then interrupted), then the store.
+func (a *app) stop(drain time.Duration) error {
+	httpCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	errHTTP := a.srv.Stop(httpCtx)
+	drainCtx, cancelDrain := context.WithTimeout(context.Background(), drain)
+	defer cancelDrain()
+	errDaemon := a.d.Stop(drainCtx)
+	return errors.Join(errHTTP, errDaemon, a.store.Close())
+}
+
+// pulumiBin finds the directory of the pulumi CLI: the flag, else beside
+// the stackd executable, else on PATH.
+func pulumiBin(flagValue string) (string, error) {
+	if flagValue != "" {
+		return filepath.Abs(flagValue)
+	}
+	if exe, err := os.Executable(); err == nil {
+		dir := filepath.Dir(exe)
+		if _, err := os.Stat(filepath.Join(dir, "pulumi")); err == nil {
+			return dir, nil
+		}
+	}
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if _, err := os.Stat(filepath.Join(dir, "pulumi")); err == nil && strings.TrimSpace(dir) != "" {
+			return filepath.Abs(dir)
+		}
+	}
+	return "", errors.New("pulumi CLI not found: set --pulumi-bin, or put pulumi beside stackd or on PATH")
 }

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// buildStackd builds the daemon binary for tests that need a process of
+// its own.
+func buildStackd(t *testing.T) string {
+	t.Helper()
+	exe := filepath.Join(t.TempDir(), "stackd")
+	out, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return exe
+}
+
+// freeAddr returns a loopback address with a port that was free a moment
+// ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startProcess runs the stackd binary; its output goes to log.
+func startProcess(t *testing.T, exe, bin, config, dataDir, addr string, log *os.File) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(exe, "run", "--config", config, "--data-dir", dataDir, "--listen", addr,
+		"--pulumi-bin", bin, "--min-resync-interval", "1s", "--retry-backoff", "300ms")
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// descendants lists the pids of every process below pid.
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The command name may hold spaces; fields after ")" are fixed.
+		fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+		if len(fields) > 1 {
+			ppid, _ := strconv.Atoi(fields[1])
+			children[ppid] = append(children[ppid], p)
+		}
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+// TestE2ESIGKILLMidUp kills the daemon and every process it started in
+// the middle of an up, as a power cut or an OOM kill of its cgroup would,
+// and starts it again on the same data dir.
+func TestE2ESIGKILLMidUp(t *testing.T) {
+	bin := toolchainBin(t)
+	exe := buildStackd(t)
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+	dir := t.TempDir()
+	out, dataDir := filepath.Join(dir, "note.txt"), filepath.Join(dir, "data")
+	config := filepath.Join(dir, "stackd.yaml")
+	spec := "stacks:\n" + stackYAML("app", r, pathConfig(out)+
+		"    envRefs:\n      STACKDTEST_DELAY: {type: Literal, literal: {value: 4s}}\n")
+	if err := os.WriteFile(config, []byte(spec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logFile, err := os.Create(filepath.Join(dir, "stackd.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	addr := freeAddr(t)
+	in := &instance{t: t, url: "http://" + addr}
+
+	cmd := startProcess(t, exe, bin, config, dataDir, addr, logFile)
+	in.waitStack("app", "the update to start", time.Minute, func(v daemon.StackView) bool {
+		return v.Status.CurrentUpdate != nil
+	})
+	time.Sleep(2 * time.Second) // inside the provider's create
+	victims := descendants(cmd.Process.Pid)
+	_ = cmd.Process.Kill()
+	for _, pid := range victims {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	_ = cmd.Wait()
+	locks, _ := filepath.Glob(filepath.Join(dataDir, "backend", ".pulumi", "locks", "*", "*", "*", "*.json"))
+	t.Logf("killed stackd and %d child processes; %d lock file(s) left", len(victims), len(locks))
+
+	cmd = startProcess(t, exe, bin, config, dataDir, addr, logFile)
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		logs, _ := os.ReadFile(logFile.Name())
+		if t.Failed() {
+			t.Logf("stackd's log:\n%s", logs)
+		}
+	}()
+	v := in.waitStack("app", "Ready after the restart", 2*time.Minute, isReady)
+	if got := readFile(t, out); got != "hello v1" {
+		t.Fatalf("file = %q after recovery", got)
+	}
+	if v.Status.LastUpdate.Name != "app-2" {
+		t.Fatalf("last update %q, want app-2 (the one after the aborted app-1)", v.Status.LastUpdate.Name)
+	}
+	if locks, _ := filepath.Glob(filepath.Join(dataDir, "backend", ".pulumi", "locks", "*", "*", "*", "*.json")); len(locks) != 0 {
+		t.Fatalf("locks left after recovery: %v", locks)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("stackd did not stop cleanly: %v", err)
+	}
+	check := exec.Command(exe, "store", "check", "--data-dir", dataDir)
+	if outp, err := check.CombinedOutput(); err != nil || !strings.Contains(string(outp), "1 stack") {
+		t.Fatalf("store check: %v\n%s", err, outp)
+	}
+	logs, _ := os.ReadFile(logFile.Name())
+	if !strings.Contains(string(logs), "marked aborted") {
+		t.Fatalf("the restart did not report the aborted update:\n%s", logs)
+	}
+}

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// pathConfig is the config block pointing a stack's File at path.
+func pathConfig(path string) string {
+	return "    config:\n      path: " + path + "\n"
+}
+
+func TestE2ECommitConfigAndSync(t *testing.T) {
+	r := newRepo(t)
+	first := r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+	out := filepath.Join(t.TempDir(), "note.txt")
+	config := "stacks:\n" + stackYAML("app", r, pathConfig(out))
+	in := startDaemon(t, config, "")
+
+	v := in.waitStack("app", "first deploy", time.Minute, isReady)
+	if got := readFile(t, out); got != "hello v1" {
+		t.Fatalf("file = %q after the first deploy", got)
+	}
+	if v.Status.LastUpdate.LastSuccessfulCommit != first || output(v, "content") != "hello v1" {
+		t.Fatalf("status after the first deploy: %+v outputs %v", v.Status.LastUpdate, v.Status.Outputs)
+	}
+	if v.Status.Health == nil || v.Status.Health.Status != daemon.HealthHealthy {
+		t.Fatalf("health = %+v", v.Status.Health)
+	}
+
+	second := r.commit(map[string]string{"Pulumi.yaml": program("v2")})
+	start := time.Now()
+	v = in.waitStack("app", "the new commit", time.Minute, func(v daemon.StackView) bool {
+		return isReady(v) && v.Status.LastUpdate.LastSuccessfulCommit == second
+	})
+	t.Logf("new commit applied %v after it was made", time.Since(start).Round(time.Millisecond))
+	if got := readFile(t, out); got != "hello v2" || output(v, "content") != "hello v2" {
+		t.Fatalf("file = %q, output %q after the second commit", got, output(v, "content"))
+	}
+
+	in.reload("stacks:\n" + stackYAML("app", r, pathConfig(out)+"      greeting: bonjour\n"))
+	in.waitStack("app", "the config change", time.Minute, func(v daemon.StackView) bool {
+		return isReady(v) && output(v, "content") == "bonjour v2"
+	})
+	if got := readFile(t, out); got != "bonjour v2" {
+		t.Fatalf("file = %q after the config change", got)
+	}
+
+	if err := os.Remove(out); err != nil {
+		t.Fatal(err)
+	}
+	token := in.sync("app")
+	v = in.waitStack("app", "the sync", time.Minute, func(v daemon.StackView) bool {
+		return isReady(v) && v.Status.LastUpdate.ReconcileRequest == token
+	})
+	var updates []daemon.Update
+	updates = in.updates("app")
+	if last := updates[len(updates)-1]; !strings.Contains(last.Reason, "Sync request") || last.State != daemon.UpdateSucceeded {
+		t.Fatalf("last update = %+v", last)
+	}
+}
+
+func TestE2EPreviewChangesNothing(t *testing.T) {
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+	out := filepath.Join(t.TempDir(), "note.txt")
+	in := startDaemon(t, "stacks:\n"+stackYAML("pre", r, pathConfig(out)+"    preview: true\n"), "")
+	v := in.waitStack("pre", "the preview", time.Minute, isReady)
+	if v.Status.LastUpdate.Type != daemon.UpdatePreview || v.Status.LastUpdate.State != daemon.UpdateSucceeded {
+		t.Fatalf("last update = %+v", v.Status.LastUpdate)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("a preview wrote %s (err %v)", out, err)
+	}
+	u := in.updates("pre")[0]
+	if u.Changes["create"] != 2 { // the stack and the file
+		t.Fatalf("preview change summary = %v, want two creates", u.Changes)
+	}
+}
+
+func TestE2EBrokenCommitStallsThenRecovers(t *testing.T) {
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+	out := filepath.Join(t.TempDir(), "note.txt")
+	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)), "")
+	in.waitStack("app", "first deploy", time.Minute, isReady)
+
+	broken := strings.Replace(program("v2"), "${path}", "${nowhere}", 1)
+	r.commit(map[string]string{"Pulumi.yaml": broken})
+	v := in.waitStack("app", "Stalled after the failure limit", 3*time.Minute, stalledFor(daemon.ReasonUpdateFailed))
+	if !strings.Contains(v.Status.LastUpdate.Message, `"nowhere" not found`) {
+		t.Fatalf("failure message = %q, want the program's error", v.Status.LastUpdate.Message)
+	}
+	// PKO's counter: a failure after a success at the same generation
+	// counts 1, so the third failure reaches the limit of 3. The n-th
+	// failure is followed by a backoff of base·3^n.
+	failed := 0
+	var prev daemon.Update
+	for _, u := range in.updates("app") {
+		if u.State != daemon.UpdateFailed {
+			continue
+		}
+		if failed > 0 {
+			if gap, want := u.StartTime.Sub(prev.EndTime), 300*time.Millisecond*time.Duration(pow3(failed)); gap < want {
+				t.Errorf("retry %d came %v after the failure, want at least %v", failed, gap, want)
+			}
+		}
+		failed++
+		prev = u
+	}
+	if failed != 3 {
+		t.Fatalf("%d failed updates before stalling, want 3", failed)
+	}
+	if got := readFile(t, out); got != "hello v1" {
+		t.Fatalf("file = %q: a failing program changed it", got)
+	}
+
+	fixed := r.commit(map[string]string{"Pulumi.yaml": program("v3")})
+	in.waitStack("app", "recovery", time.Minute, func(v daemon.StackView) bool {
+		return isReady(v) && v.Status.LastUpdate.LastSuccessfulCommit == fixed
+	})
+	if got := readFile(t, out); got != "hello v3" {
+		t.Fatalf("file = %q after the fix", got)
+	}
+}
+
+func pow3(n int) int {
+	p := 1
+	for range n {
+		p *= 3
+	}
+	return p
+}
+
+func TestE2EPrerequisiteAndStackOutput(t *testing.T) {
+	ra, rb := newRepo(t), newRepo(t)
+	ra.commit(map[string]string{"Pulumi.yaml": program("from-a")})
+	rb.commit(map[string]string{"Pulumi.yaml": `name: b
+runtime: yaml
+configuration:
+  path:
+    type: String
+variables:
+  fromA:
+    fn::invoke:
+      function: stackdtest:index:getEnv
+      arguments:
+        name: A_CONTENT
+      return: value
+resources:
+  note:
+    type: stackdtest:index:File
+    properties:
+      path: ${path}
+      content: b sees ${fromA}
+`})
+	dir := t.TempDir()
+	config := "stacks:\n" +
+		stackYAML("b", rb, pathConfig(filepath.Join(dir, "b.txt"))+
+			"    prerequisites:\n      - name: a\n"+
+			"    envRefs:\n      A_CONTENT:\n        type: StackOutput\n        stackOutput: {stack: a, output: content}\n") +
+		stackYAML("a", ra, pathConfig(filepath.Join(dir, "a.txt")))
+	in := startDaemon(t, config, "")
+	in.waitStack("b", "b deployed", 2*time.Minute, isReady)
+	if got := readFile(t, filepath.Join(dir, "b.txt")); got != "b sees hello from-a" {
+		t.Fatalf("b's file = %q", got)
+	}
+	a, b := in.updates("a")[0], in.updates("b")[0]
+	if !b.StartTime.After(a.EndTime) {
+		t.Fatalf("b started at %v, before a finished at %v", b.StartTime, a.EndTime)
+	}
+}
+
+func TestE2ERemoval(t *testing.T) {
+	rk, rg := newRepo(t), newRepo(t)
+	rk.commit(map[string]string{"Pulumi.yaml": program("k")})
+	rg.commit(map[string]string{"Pulumi.yaml": program("g")})
+	dir := t.TempDir()
+	keep, gone := filepath.Join(dir, "keep.txt"), filepath.Join(dir, "gone.txt")
+	in := startDaemon(t, "stacks:\n"+stackYAML("keep", rk, pathConfig(keep))+
+		stackYAML("gone", rg, pathConfig(gone)+"    destroyOnFinalize: true\n"), "")
+	in.waitStack("keep", "deployed", time.Minute, isReady)
+	in.waitStack("gone", "deployed", time.Minute, isReady)
+
+	// The repository of the destroyed stack disappears with it.
+	if err := os.RemoveAll(rg.dir); err != nil {
+		t.Fatal(err)
+	}
+	in.reload("stacks: []\n")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		code, _ := in.get("/api/v1/stacks/gone", nil)
+		if code == 404 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the removed stack is still listed: %v", in.stack("gone").Status.LastUpdate)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if readFile(t, gone) != "" {
+		t.Fatal("destroyOnFinalize did not delete the stack's file")
+	}
+	if readFile(t, keep) != "hello k" {
+		t.Fatal("a stack without destroyOnFinalize lost its file")
+	}
+	if code, _ := in.get("/api/v1/stacks/keep", nil); code != 404 {
+		t.Fatalf("the removed stack keep is still listed (%d)", code)
+	}
+}
+
+func TestE2EUnreachableRepoAndMissingSecret(t *testing.T) {
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+	out := filepath.Join(t.TempDir(), "note.txt")
+	missing := filepath.Join(t.TempDir(), "later")
+	config := "stacks:\n" + strings.Replace(stackYAML("app", r, pathConfig(out)+
+		"    secretsRef:\n      token: {type: Secret, secret: {name: api, key: token}}\n"), "file://"+r.dir, "file://"+missing, 1)
+	in := startDaemon(t, config, "")
+	v := in.waitStack("app", "SourceUnavailable", time.Minute, stalledFor(daemon.ReasonSourceUnavailable))
+	if c := v.Status.Condition(daemon.ConditionStalled); !strings.Contains(c.Message, "later") {
+		t.Fatalf("message %q does not name the repository", c.Message)
+	}
+
+	if err := os.Rename(r.dir, missing); err != nil {
+		t.Fatal(err)
+	}
+	secretFile := filepath.Join(in.flags.secretsDir, "api", "token")
+	v = in.waitStack("app", "SpecInvalid", time.Minute, stalledFor(daemon.ReasonSpecInvalid))
+	if c := v.Status.Condition(daemon.ConditionStalled); !strings.Contains(c.Message, secretFile) {
+		t.Fatalf("message %q does not name %s", c.Message, secretFile)
+	}
+	if readFile(t, out) != "" || len(in.updates("app")) != 0 {
+		t.Fatal("something ran without its source and secret")
+	}
+	if err := os.MkdirAll(filepath.Dir(secretFile), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(secretFile, []byte("tok-e2e-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v = in.waitStack("app", "recovery", time.Minute, isReady)
+	if output(v, "secret") != "[secret]" {
+		t.Fatalf("secret output = %q, want [secret]", output(v, "secret"))
+	}
+}
+
+// updates lists a stack's updates, oldest first.
+func (in *instance) updates(name string) []daemon.Update {
+	in.t.Helper()
+	recs, err := in.app.store.Updates(name, 0, 1000)
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	for i, j := 0, len(recs)-1; i < j; i, j = i+1, j-1 {
+		recs[i], recs[j] = recs[j], recs[i]
+	}
+	return recs
+}

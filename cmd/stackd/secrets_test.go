@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"io/fs"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// The secret values of TestE2ESecretsStaySecret: distinctive, so that a
+// leak anywhere is found by a plain search.
+const (
+	secretConfig = "cfg-SENTINEL-7c1d"
+	secretEnv    = "env-SENTINEL-93ab"
+	gitToken     = "git-SENTINEL-4e0f"
+)
+
+// gitHTTP serves the repositories below root over smart HTTP with the
+// real git http-backend, requiring basic auth with password token.
+func gitHTTP(t *testing.T, root, token string) string {
+	t.Helper()
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := &cgi.Handler{Path: git, Args: []string{"http-backend"},
+		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=true", "GIT_CONFIG_GLOBAL=/dev/null"}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, pass, ok := r.BasicAuth()
+		if !ok || subtle.ConstantTimeCompare([]byte(pass), []byte(token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		backend.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// cmdlineWatcher samples the argv of every process on the machine until
+// stopped.
+type cmdlineWatcher struct {
+	mu    sync.Mutex
+	seen  map[string]bool
+	stopc chan struct{}
+	done  chan struct{}
+}
+
+func watchCmdlines() *cmdlineWatcher {
+	w := &cmdlineWatcher{seen: map[string]bool{}, stopc: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for {
+			paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+			for _, p := range paths {
+				if data, err := os.ReadFile(p); err == nil && len(data) > 0 {
+					w.mu.Lock()
+					w.seen[string(bytes.ReplaceAll(data, []byte{0}, []byte{' '}))] = true
+					w.mu.Unlock()
+				}
+			}
+			select {
+			case <-w.stopc:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	return w
+}
+
+func (w *cmdlineWatcher) stop() []string {
+	close(w.stopc)
+	<-w.done
+	var out []string
+	for c := range w.seen {
+		out = append(out, c)
+	}
+	return out
+}
+
+func TestE2ESecretsStaySecret(t *testing.T) {
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+	r.git("config", "http.receivepack", "true")
+	url := gitHTTP(t, filepath.Dir(r.dir), gitToken) + "/repo"
+	out := filepath.Join(t.TempDir(), "note.txt")
+	watcher := watchCmdlines()
+
+	dataDir := filepath.Join(t.TempDir(), "data")
+	secrets := filepath.Join(dataDir, "..", "secrets")
+	for name, value := range map[string]string{"app/token": secretConfig, "app/env": secretEnv, "git/token": gitToken} {
+		p := filepath.Join(secrets, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(value), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config := "stacks:\n" + strings.Replace(stackYAML("app", r, pathConfig(out)+`    secretsRef:
+      token: {type: Secret, secret: {name: app, key: token}}
+    envRefs:
+      APP_SECRET: {type: Secret, secret: {name: app, key: env}}
+    gitAuth:
+      accessToken: {type: Secret, secret: {name: git, key: token}}
+`), "file://"+r.dir, url, 1)
+	in := startDaemon(t, config, dataDir)
+	v := in.waitStack("app", "deployed", time.Minute, isReady)
+	if output(v, "secret") != "[secret]" {
+		t.Fatalf("secret output = %q", output(v, "secret"))
+	}
+	// A second run with the secret env reaching a program that prints it.
+	r.commit(map[string]string{"Pulumi.yaml": program("v2") + `  leaked:
+    fn::invoke:
+      function: stackdtest:index:getEnv
+      arguments:
+        name: APP_SECRET
+      return: value
+`})
+	in.waitStack("app", "second commit", time.Minute, func(v daemon.StackView) bool {
+		return isReady(v) && output(v, "content") == "hello v2"
+	})
+	in.sync("app")
+	time.Sleep(time.Second)
+	in.waitStack("app", "synced", time.Minute, isReady)
+
+	var bodies []string
+	for _, path := range []string{"/api/v1/stacks", "/api/v1/stacks/app", "/healthz", "/readyz"} {
+		_, body := in.get(path, nil)
+		bodies = append(bodies, string(body))
+	}
+	logs := in.logs.String()
+	in.stop()
+	cmdlines := watcher.stop()
+
+	for _, secret := range []string{secretConfig, secretEnv, gitToken} {
+		for _, b := range bodies {
+			if strings.Contains(b, secret) {
+				t.Errorf("an HTTP response holds %s", secret)
+			}
+		}
+		if strings.Contains(logs, secret) {
+			t.Errorf("the daemon's log holds %s", secret)
+		}
+		for _, c := range cmdlines {
+			if strings.Contains(c, secret) {
+				t.Errorf("a process's argv holds %s: %s", secret, c)
+			}
+		}
+		_ = filepath.WalkDir(dataDir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			// The program itself copies the secret env into a plain output,
+			// which Pulumi's state keeps as the program said.
+			if d.IsDir() && secret == secretEnv && d.Name() == "backend" {
+				return filepath.SkipDir
+			}
+			if d.IsDir() {
+				return nil
+			}
+			if data, err := os.ReadFile(p); err == nil && bytes.Contains(data, []byte(secret)) {
+				t.Errorf("%s holds %s", p, secret)
+			}
+			return nil
+		})
+	}
+	pulumis := 0
+	for _, c := range cmdlines {
+		if strings.Contains(c, "pulumi") {
+			pulumis++
+		}
+	}
+	if pulumis == 0 {
+		t.Fatal("the argv watcher saw no pulumi process: it proves nothing")
+	}
+	t.Logf("checked %d process command lines, %d of them pulumi's", len(cmdlines), pulumis)
+}
