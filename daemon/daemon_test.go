@@ -533,3 +533,26 @@ func TestScrubber(t *testing.T) {
 		t.Fatalf("scrubbed = %q, want %q", out.String(), want)
 	}
 }
+
+func TestRefIsSecret(t *testing.T) {
+	tests := []struct {
+		env  string
+		ref  ResourceRef
+		want bool
+	}{
+		{"REGION", ResourceRef{Type: RefLiteral, Literal: &LiteralRef{Value: "eu"}}, false},
+		{"AWS_SECRET_ACCESS_KEY", ResourceRef{Type: RefLiteral, Literal: &LiteralRef{Value: "x"}}, false},
+		{"ANY", ResourceRef{Type: RefSecret, Secret: &SecretSelector{Name: "a", Key: "b"}}, true},
+		{"ANY", ResourceRef{Type: RefFS, Filesystem: &FSSelector{Path: "/f"}}, true},
+		{"AWS_PROFILE", ResourceRef{Type: RefEnv, Env: &EnvSelector{Name: "AWS_PROFILE"}}, false},
+		{"GITHUB_TOKEN", ResourceRef{Type: RefEnv, Env: &EnvSelector{Name: "X"}}, true},
+		{"X", ResourceRef{Type: RefEnv, Env: &EnvSelector{Name: "DB_PASSWORD"}}, true},
+		{"VPC", ResourceRef{Type: RefStackOutput, StackOutput: &StackOutputSelect{Stack: "net", Output: "vpcId"}}, false},
+		{"X", ResourceRef{Type: RefStackOutput, StackOutput: &StackOutputSelect{Stack: "db", Output: "privateKey"}}, true},
+	}
+	for _, tt := range tests {
+		if got := refIsSecret(tt.env, tt.ref); got != tt.want {
+			t.Errorf("refIsSecret(%s, %s) = %v, want %v", tt.env, tt.ref.Type, got, tt.want)
+		}
+	}
+}

@@ -70,7 +70,9 @@ func (d *Daemon) Sync(name string) (string, error) {
 	st.blocked = false
 	if tracksBranch(st) {
 		st.nextPoll = time.Time{} // a sync looks at the branch again
-		d.opts.Fetcher.Forget(st.stack.Spec.ProjectRepo)
+		if src, err := d.gitSource(st.stack); err == nil {
+			d.opts.Fetcher.Forget(src.URL)
+		}
 	}
 	d.putStack(st)
 	d.kick()

@@ -36,7 +36,7 @@ func (d *Daemon) prepare(ctx context.Context, j job) (*prepared, error) {
 		return d.prepareRemoved(j)
 	}
 	p := &prepared{commit: j.obs.Commit}
-	refs := d.refSources(ctx, j)
+	refs := d.refSources(ctx, j, &p.secrets)
 	dir, err := d.projectDir(ctx, j, refs, p)
 	if err != nil {
 		return nil, err
@@ -66,13 +66,14 @@ func (d *Daemon) prepareRemoved(j job) (*prepared, error) {
 	s := &Stack{Name: j.st.rec.Name, Dir: ds.ConfigDir, Spec: StackSpec{Stack: ds.Stack, Backend: ds.Backend,
 		SecretsProvider: ds.SecretsProvider, EnvRefs: ds.EnvRefs}}
 	cfg := &Config{}
-	env, secrets, err := cfg.env(s, d.refSources(context.Background(), j))
+	var outSecrets []string
+	env, secrets, err := cfg.env(s, d.refSources(context.Background(), j, &outSecrets))
 	if err != nil {
 		return nil, &prepareError{ReasonSpecInvalid, err}
 	}
 	ws := Workspace{Name: s.Name, Stack: ds.Stack, ProjectDir: ds.ProjectDir, Backend: ds.Backend,
 		SecretsProvider: ds.SecretsProvider, UseLocalStackOnly: true, Env: env, KeepConfig: true}
-	return &prepared{ws: ws, secrets: secrets}, nil
+	return &prepared{ws: ws, secrets: append(secrets, outSecrets...)}, nil
 }
 
 func destroySpec(s *Stack, dir string) *DestroySpec {
@@ -123,8 +124,9 @@ func (d *Daemon) projectDir(ctx context.Context, j job, refs RefSources, p *prep
 }
 
 // refSources are d's reference sources, with StackOutput answered from
-// the other stack's current outputs (read once per job).
-func (d *Daemon) refSources(ctx context.Context, j job) RefSources {
+// the other stack's current outputs (read once per job). Values of outputs
+// that the other stack's status shows as secret are added to *secrets.
+func (d *Daemon) refSources(ctx context.Context, j job, secrets *[]string) RefSources {
 	refs := d.opts.Refs
 	var mu sync.Mutex
 	cache := map[string]map[string]any{}
@@ -143,13 +145,29 @@ func (d *Daemon) refSources(ctx context.Context, j job) RefSources {
 		if !ok {
 			return "", fmt.Errorf("stack %q has no output %q", stack, output)
 		}
-		if s, ok := v.(string); ok {
-			return s, nil
+		text, err := outputText(v)
+		if err == nil && d.secretOutput(stack, output) {
+			*secrets = append(*secrets, text)
 		}
-		data, err := json.Marshal(v)
-		return string(data), err
+		return text, err
 	}
 	return refs
+}
+
+func outputText(v any) (string, error) {
+	if s, ok := v.(string); ok {
+		return s, nil
+	}
+	data, err := json.Marshal(v)
+	return string(data), err
+}
+
+// secretOutput says whether stack's recorded output is a secret.
+func (d *Daemon) secretOutput(stack, output string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dep := d.stacks[stack]
+	return dep != nil && string(dep.rec.Status.Outputs[output]) == `"[secret]"`
 }
 
 // outputsOf reads another stack's outputs, secrets in clear, through the
@@ -227,11 +245,42 @@ func (c *Config) env(s *Stack, refs RefSources) (map[string]string, []string, er
 			return nil, nil, err
 		}
 		env[k] = v
-		if r.Type != RefLiteral {
+		if refIsSecret(k, r) {
 			secrets = append(secrets, v)
 		}
 	}
 	return env, secrets, nil
+}
+
+// refIsSecret says whether an envRefs value is scrubbed from logs and
+// outputs: values of Secret references and files always; environment
+// variables and other stacks' outputs when a name says they are secret
+// (a secret output of another stack is scrubbed in any case). Literal
+// values are written in the config in clear. Scrubbing every value would
+// mangle logs wherever a region or profile name appears.
+func refIsSecret(envName string, r ResourceRef) bool {
+	switch r.Type {
+	case RefSecret, RefFS:
+		return true
+	case RefEnv:
+		return secretName(envName) || secretName(r.Env.Name)
+	case RefStackOutput:
+		return secretName(envName) || secretName(r.StackOutput.Output)
+	}
+	return false
+}
+
+// secretWords mark a variable or output name as holding a secret.
+var secretWords = []string{"SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE", "KEY", "CREDENTIAL", "AUTH", "PRIVATE", "CERT"}
+
+func secretName(name string) bool {
+	upper := strings.ToUpper(name)
+	for _, w := range secretWords {
+		if strings.Contains(upper, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // stackConfig resolves config, configRef and secretsRef, in that order.
