@@ -159,7 +159,7 @@ func startDaemon(t testing.TB, config, dataDir string) *instance {
 	}
 	in := &instance{t: t, logs: &syncBuffer{}, cfgPath: cfgPath}
 	in.flags = runFlags{config: cfgPath, dataDir: dataDir, listen: "127.0.0.1:0", pulumiBin: bin,
-		secretsDir: filepath.Join(dataDir, "..", "secrets"),
+		secretsDir:    filepath.Join(dataDir, "..", "secrets"),
 		maxConcurrent: 2, maxFailures: 3, minResync: time.Second, retryBackoff: 300 * time.Millisecond,
 		opTimeout: 2 * time.Minute, gitTimeout: 10 * time.Second, drainTimeout: 30 * time.Second}
 	var w io.Writer = io.MultiWriter(in.logs, testWriter{t})
