@@ -20,10 +20,12 @@ func (p *Program) Revision() string {
 	return contentHash(p.Program)
 }
 
-// contentHash hashes v's JSON encoding, which is canonical for these
-// types: struct fields in declaration order, map keys sorted.
+// contentHash hashes the JSON encoding of plain(v): set fields only, map
+// keys sorted. Leaving unset fields out keeps hashes (and so generations)
+// stable when a later stackd adds a field, and Kubernetes-only fields
+// never count.
 func contentHash(v any) string {
-	data, err := json.Marshal(v)
+	data, err := json.Marshal(plain(v))
 	if err != nil {
 		panic("daemon: hash a spec: " + err.Error()) // only JSON-safe values are decoded
 	}

@@ -22,6 +22,13 @@ func TestSpecHash(t *testing.T) {
 	if got := hash(annotated + "  config: {a: 1, b: {c: [1, 2]}}\n"); got != base {
 		t.Error("an annotation changed the hash")
 	}
+	k8s := strings.Replace(minimalStack, "spec:\n", "spec:\n  serviceAccountName: pulumi\n", 1)
+	if k8s == minimalStack {
+		t.Fatal("fixture changed: no spec line")
+	}
+	if got := hash(k8s + "  config: {a: 1, b: {c: [1, 2]}}\n"); got != base {
+		t.Error("a Kubernetes-only field changed the hash")
+	}
 	if len(base) != 64 {
 		t.Errorf("hash %q", base)
 	}

@@ -138,6 +138,9 @@ func (d *Daemon) operation(j job, p *prepared) Operation {
 		return op
 	}
 	spec := &j.stack.Spec
+	if spec.OperationTimeout.Duration > 0 {
+		op.Timeout = spec.OperationTimeout.Duration
+	}
 	op.Refresh, op.Targets, op.TargetDependents = spec.Refresh, spec.Targets, spec.TargetDependents
 	if t := spec.UpdateTemplate; t != nil && t.Spec != nil {
 		ts := t.Spec

@@ -55,6 +55,12 @@ type StackSpec struct {
 	Prerequisites                  []Prerequisite  `yaml:"prerequisites"`
 	UpdateTemplate                 *UpdateTemplate `yaml:"updateTemplate"`
 
+	// stackd's extensions.
+	//
+	// OperationTimeout bounds each operation of the stack instead of the
+	// daemon's --operation-timeout.
+	OperationTimeout Duration `yaml:"operationTimeout"`
+
 	// Accepted and ignored by PKO v2 itself.
 	ExpectNoRefreshChanges bool `yaml:"expectNoRefreshChanges" stackd:"noop"`
 	RetryOnUpdateConflict  bool `yaml:"retryOnUpdateConflict" stackd:"noop"`

@@ -262,3 +262,54 @@ func (in *instance) updates(name string) []daemon.Update {
 	}
 	return recs
 }
+
+// TestE2EStopDrainsThenInterrupts: a stop lets a running update finish
+// within the drain deadline; past it, the update is interrupted, recorded
+// as aborted, and leaves no lock on the backend.
+func TestE2EStopDrainsThenInterrupts(t *testing.T) {
+	for _, tc := range []struct {
+		name, delay string
+		drain       time.Duration
+		want        string
+	}{
+		{"drained", "1s", 30 * time.Second, daemon.UpdateSucceeded},
+		{"interrupted", "60s", time.Second, daemon.UpdateAborted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRepo(t)
+			r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+			out := filepath.Join(t.TempDir(), "note.txt")
+			in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+
+				"    envRefs:\n      STACKDTEST_DELAY: {type: Literal, literal: {value: "+tc.delay+"}}\n"), "")
+			in.waitStack("app", "the update to start", time.Minute, func(v daemon.StackView) bool {
+				return v.Status.CurrentUpdate != nil
+			})
+			time.Sleep(300 * time.Millisecond)
+			start := time.Now()
+			if err := in.app.stop(tc.drain); err != nil {
+				t.Fatal(err)
+			}
+			took := time.Since(start)
+			in.app = nil
+			t.Logf("stop took %v", took.Round(time.Millisecond))
+			dataDir := in.flags.dataDir
+			locks, _ := filepath.Glob(filepath.Join(dataDir, "backend", ".pulumi", "locks", "*", "*", "*", "*.json"))
+			if len(locks) != 0 {
+				t.Fatalf("locks left: %v", locks)
+			}
+			// Reopen the store read-only to see what was recorded.
+			s, err := openReadOnly(dataDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ups, err := s.Updates("app", 0, 10)
+			if err != nil || len(ups) != 1 {
+				t.Fatalf("updates = %v, %v", ups, err)
+			}
+			if ups[0].State != tc.want {
+				t.Fatalf("update state = %q (%s), want %q", ups[0].State, ups[0].Message, tc.want)
+			}
+		})
+	}
+}
