@@ -445,7 +445,19 @@ stacks:
 	if _, err := h.d.Stack("gone"); err != nil {
 		t.Fatal("record dropped before the destroy succeeded")
 	}
+	h.eventually("stalled destroy", func() bool {
+		v, _ := h.d.Stack("gone")
+		c := v.Status.Condition(ConditionStalled)
+		return c != nil && c.Reason == ReasonUpdateFailed
+	})
 	h.runner.setFail("gone", nil)
+	time.Sleep(100 * time.Millisecond)
+	if _, err := h.d.Stack("gone"); err != nil {
+		t.Fatal("a stalled destroy was retried without a sync request")
+	}
+	if _, err := h.d.Sync("gone"); err != nil {
+		t.Fatal(err)
+	}
 	h.eventually("gone forgotten after destroy", func() bool { _, err := h.d.Stack("gone"); return err != nil })
 	for _, op := range h.runner.opsOf("keep") {
 		if op.Type == UpdateDestroy {

@@ -163,9 +163,9 @@ func (d *Daemon) observe(st *stackState, now time.Time) (Observation, bool) {
 		o.Removed = true
 		o.DestroyOnRemoval = st.rec.Destroy != nil
 		o.MaxBackoff = DefaultMaxBackoff
-		if last := st.rec.Status.LastUpdate; last != nil {
-			o.ReconcileRequest = last.ReconcileRequest
-		}
+		// Only an API sync can ask again: the annotation left with the
+		// spec. A stalled destroy is retried that way.
+		o.ReconcileRequest = d.request(st)
 		return o, true
 	}
 	spec := &st.stack.Spec

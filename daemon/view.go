@@ -57,12 +57,13 @@ func (d *Daemon) viewLocked(st *stackState) StackView {
 }
 
 // Sync asks for a run of the named stack, as PKO's reconcile-request
-// annotation does, and returns the request's token.
+// annotation does, and returns the request's token. For a stack that left
+// the config and whose destroy stalled, it asks for another destroy.
 func (d *Daemon) Sync(name string) (string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := d.stacks[name]
-	if st == nil || st.stack == nil {
+	if st == nil {
 		return "", ErrUnknownStack
 	}
 	token := time.Now().UTC().Format(time.RFC3339Nano)
