@@ -228,7 +228,12 @@ func (h *harness) start() {
 	if err := h.d.Start(context.Background()); err != nil {
 		h.t.Fatal(err)
 	}
-	h.t.Cleanup(func() { _ = h.d.Stop(context.Background()) })
+	h.t.Cleanup(func() {
+		// A short drain: a test that failed may leave gated operations.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = h.d.Stop(ctx)
+	})
 }
 
 // eventually waits up to 5s for cond, failing with what describe says.
@@ -567,4 +572,35 @@ func TestRefIsSecret(t *testing.T) {
 			t.Errorf("refIsSecret(%s, %s) = %v, want %v", tt.env, tt.ref.Type, got, tt.want)
 		}
 	}
+}
+
+func TestSyncWaves(t *testing.T) {
+	stack := func(name, wave string) string {
+		return fmt.Sprintf(`apiVersion: pulumi.com/v1
+kind: Stack
+metadata:
+  name: %s
+  annotations: {argocd.argoproj.io/sync-wave: "%s"}
+spec: {stack: dev, projectRepo: https://git.example/%s.git, branch: main}
+---
+`, name, wave, name)
+	}
+	h := newHarness(t, stack("late", "1")+stack("early", "-1"), nil)
+	h.fetcher.set("https://git.example/late.git", sha1, nil)
+	h.fetcher.set("https://git.example/early.git", sha1, nil)
+	h.runner.gate = make(chan struct{})
+	h.start()
+	h.eventually("early running", func() bool { return len(h.runner.opsOf("early")) == 1 })
+	time.Sleep(100 * time.Millisecond)
+	if n := len(h.runner.opsOf("late")); n != 0 {
+		t.Fatal("a later sync wave started while an earlier one was running")
+	}
+	v, _ := h.d.Stack("late")
+	if c := v.Status.Condition(ConditionReconciling); c == nil || !strings.Contains(c.Message, "sync wave -1") {
+		t.Fatalf("late's status = %+v", v.Status.Conditions)
+	}
+	h.runner.gate <- struct{}{}
+	h.eventually("late running", func() bool { return len(h.runner.opsOf("late")) == 1 })
+	h.runner.gate <- struct{}{}
+	h.eventually("both ready", func() bool { return h.ready("early") && h.ready("late") })
 }

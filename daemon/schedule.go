@@ -20,10 +20,14 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 		pass.busy(st)
 		return 0
 	}
+	// A stack being polled, or whose commit is not known yet, may be about
+	// to run: later sync waves wait for it.
 	if st.polling {
+		pass.busy(st)
 		return 0
 	}
 	if d.pollDue(st, now) {
+		pass.busy(st)
 		d.startPoll(st)
 		return 0
 	}
@@ -32,6 +36,7 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 	}
 	obs, ok := d.observe(st, now)
 	if !ok {
+		pass.busy(st)
 		return d.untilPoll(st, now)
 	}
 	dec := Decide(st.rec.Status.LastUpdate, obs)
