@@ -22,6 +22,11 @@ type Store interface {
 	PutUpdate(u Update) error
 	PutLog(id string, log []byte) error
 	RunningUpdates() ([]Update, error)
+	// Updates lists a stack's updates newest first, those with Seq below
+	// before when before > 0, at most limit.
+	Updates(stack string, before uint64, limit int) ([]Update, error)
+	Update(id string) (Update, error)
+	Log(id string) ([]byte, error)
 }
 
 // Defaults of Options.
@@ -57,6 +62,11 @@ type Options struct {
 	OpTimeout time.Duration
 	// PollTimeout bounds one branch resolution (DefaultPollTimeout).
 	PollTimeout time.Duration
+	// ConfigPaths are where Reload reads the config again.
+	ConfigPaths []string
+	// Observer is told about updates, polls and reloads, for metrics;
+	// nil tells nobody.
+	Observer Observer
 
 	// pollEvery replaces every stack's poll period; unit tests use it to
 	// poll faster than resyncFrequencySeconds can say.
@@ -82,6 +92,9 @@ func (o Options) withDefaults() Options {
 	if o.PollTimeout <= 0 {
 		o.PollTimeout = DefaultPollTimeout
 	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
 	return o
 }
 
@@ -94,6 +107,7 @@ type Daemon struct {
 
 	mu     sync.Mutex
 	cfg    *Config
+	reload ConfigStatus
 	stacks map[string]*stackState
 	// running counts operations in flight, for MaxConcurrent.
 	running int
@@ -129,6 +143,11 @@ type stackState struct {
 	retryAt time.Time
 	// live is the running operation's log, for followers.
 	live *LiveLog
+	// commitSeen is when commit was first seen, for the commit-to-applied
+	// latency.
+	commitSeen time.Time
+	// waiting is set while the stack wants to run but cannot start yet.
+	waiting bool
 }
 
 // New makes a daemon for cfg. Start begins the work.
@@ -137,10 +156,12 @@ func New(cfg *Config, opts Options) (*Daemon, error) {
 		return nil, errors.New("daemon: Store, Fetcher and Runner are required")
 	}
 	opts = opts.withDefaults()
+	now := time.Now()
 	return &Daemon{
 		opts:   opts,
 		log:    opts.Logger,
 		cfg:    cfg,
+		reload: ConfigStatus{Successful: true, LastSuccess: now, LastAttempt: now},
 		stacks: map[string]*stackState{},
 		wake:   make(chan struct{}, 1),
 	}, nil

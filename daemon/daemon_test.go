@@ -91,6 +91,33 @@ func (m *memStore) RunningUpdates() ([]Update, error) {
 	return out, nil
 }
 
+func (m *memStore) Updates(stack string, before uint64, limit int) ([]Update, error) {
+	all := m.updatesOf(stack)
+	var out []Update
+	for i := len(all) - 1; i >= 0 && len(out) < limit; i-- {
+		if before == 0 || all[i].Seq < before {
+			out = append(out, all[i])
+		}
+	}
+	return out, nil
+}
+
+func (m *memStore) Update(id string) (Update, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u, ok := m.updates[id]
+	if !ok {
+		return Update{}, errors.New("not found")
+	}
+	return u, nil
+}
+
+func (m *memStore) Log(id string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.logs[id], nil
+}
+
 func (m *memStore) updatesOf(stack string) []Update {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -603,4 +630,42 @@ spec: {stack: dev, projectRepo: https://git.example/%s.git, branch: main}
 	h.eventually("late running", func() bool { return len(h.runner.opsOf("late")) == 1 })
 	h.runner.gate <- struct{}{}
 	h.eventually("both ready", func() bool { return h.ready("early") && h.ready("late") })
+}
+
+func TestRepoKey(t *testing.T) {
+	same := []string{
+		"https://github.com/Acme/App.git",
+		"https://GitHub.com/Acme/App",
+		"http://github.com/Acme/App/",
+		"ssh://git@github.com/Acme/App.git",
+		"git@github.com:Acme/App.git",
+	}
+	for _, u := range same {
+		if got := repoKey(u); got != "github.com/Acme/App" {
+			t.Errorf("repoKey(%q) = %q", u, got)
+		}
+	}
+	if repoKey("https://github.com/acme/other") == repoKey(same[0]) {
+		t.Error("different repositories share a key")
+	}
+}
+
+func TestPushPollsTrackingStacks(t *testing.T) {
+	const two = `
+stacks:
+  - {name: app, stack: dev, projectRepo: https://git.example/org/app.git, branch: main}
+  - {name: other, stack: dev, projectRepo: https://git.example/org/app.git, branch: dev}
+`
+	h := newHarness(t, two, func(o *Options) { o.pollEvery = time.Hour })
+	h.fetcher.set("https://git.example/org/app.git", sha1, nil)
+	h.start()
+	h.eventually("deployed", func() bool { return h.ready("app") && h.ready("other") })
+	h.fetcher.set("https://git.example/org/app.git", sha2, nil)
+	if got := h.d.Push([]string{"git@git.example:org/app.git"}, "main"); strings.Join(got, ",") != "app" {
+		t.Fatalf("Push matched %v, want [app]", got)
+	}
+	h.eventually("new commit via push", func() bool { l := h.last("app"); return l != nil && l.LastSuccessfulCommit == sha2 })
+	if l := h.last("other"); l.LastSuccessfulCommit != sha1 {
+		t.Fatal("a stack on another branch ran")
+	}
 }

@@ -180,6 +180,7 @@ func (d *Daemon) finish(ctx context.Context, j job, u Update, res Result, runErr
 	d.release(st)
 	d.recordOutcome(st, j, u, res, now)
 	d.putStack(st)
+	d.opts.Observer.UpdateFinished(u)
 	d.log.Info("operation finished", "stack", st.rec.Name, "type", u.Type, "state", u.State, "update", u.ID)
 }
 
@@ -195,6 +196,11 @@ func (d *Daemon) recordOutcome(st *stackState, j job, u Update, res Result, now 
 	s.CurrentUpdate = nil
 	s.ObservedGeneration, s.ObservedReconcileRequest = j.obs.Generation, j.obs.ReconcileRequest
 	if u.State == UpdateSucceeded {
+		st.rec.LastSuccess = now
+		if u.Type == UpdateUp && (last == nil || last.LastSuccessfulCommit != u.Commit) &&
+			u.Commit == st.commit && !st.commitSeen.IsZero() {
+			d.opts.Observer.CommitApplied(now.Sub(st.commitSeen))
+		}
 		lu.LastSuccessfulCommit = u.Commit
 		switch u.Type {
 		case UpdateUp:

@@ -48,6 +48,7 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 		return minPositive(dec.RecheckAfter, d.untilPoll(st, now))
 	}
 	pass.busy(st)
+	st.waiting = true
 	if why := d.gate(st, now, pass); why != "" {
 		d.waiting(st, why, now)
 		return 0
@@ -55,6 +56,7 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 	if d.running >= d.opts.MaxConcurrent {
 		return 0 // an operation's end kicks the loop
 	}
+	st.waiting = false
 	d.startOperation(st, dec, obs)
 	return 0
 }
@@ -121,8 +123,10 @@ func (d *Daemon) startPoll(st *stackState) {
 	stack := st.stack
 	go func() {
 		ctx, cancel := context.WithTimeout(d.loopCtx, d.opts.PollTimeout)
+		start := time.Now()
 		commit, err := d.opts.Fetcher.Resolve(ctx, src)
 		cancel()
+		d.opts.Observer.Polled(err, time.Since(start))
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		defer d.kick()
@@ -151,6 +155,9 @@ func (d *Daemon) polled(st *stackState, commit string, err error) {
 	}
 	if commit != st.commit && st.commit != "" {
 		d.log.Info("new commit", "stack", st.rec.Name, "commit", commit)
+	}
+	if commit != st.commit {
+		st.commitSeen = time.Now()
 	}
 	st.commit = commit
 }

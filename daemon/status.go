@@ -51,7 +51,9 @@ type StackRecord struct {
 	// Destroy is what a destroy needs once the stack left the config; set
 	// only for stacks with destroyOnFinalize. It holds no secret.
 	Destroy *DestroySpec `json:"destroy,omitempty"`
-	Status  StackStatus  `json:"status"`
+	// LastSuccess is when an update of the stack last succeeded.
+	LastSuccess time.Time   `json:"lastSuccess,omitzero"`
+	Status      StackStatus `json:"status"`
 }
 
 // DestroySpec keeps what destroying a removed stack takes: its Pulumi

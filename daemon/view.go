@@ -22,6 +22,10 @@ type StackView struct {
 	Removed bool           `json:"removed,omitempty"`
 	// ExternalLink is the stack's external-link annotation.
 	ExternalLink string `json:"externalLink,omitempty"`
+	// LastSuccess is when an update last succeeded.
+	LastSuccess time.Time `json:"lastSuccess,omitzero"`
+	// Tracking is the branch, commit or Program the stack follows.
+	Tracking string `json:"tracking,omitempty"`
 }
 
 // Stacks lists every stack, by name.
@@ -47,11 +51,12 @@ func (d *Daemon) Stack(name string) (StackView, error) {
 }
 
 func (d *Daemon) viewLocked(st *stackState) StackView {
-	v := StackView{Name: st.rec.Name, Status: st.rec.Status.Clone(), Removed: st.rec.Removed}
+	v := StackView{Name: st.rec.Name, Status: st.rec.Status.Clone(), Removed: st.rec.Removed, LastSuccess: st.rec.LastSuccess}
 	v.Status.Health = healthPtr(HealthOf(&st.rec.Status, st.rec.Generation))
 	if st.stack != nil {
 		v.Spec = RedactedSpec(&st.stack.Spec)
 		v.ExternalLink = st.stack.ExternalLink()
+		v.Tracking = tracking(&st.stack.Spec)
 	}
 	return v
 }
@@ -224,4 +229,16 @@ func fieldName(f reflect.StructField) string {
 	r := []rune(f.Name)
 	r[0] = unicode.ToLower(r[0])
 	return string(r)
+}
+
+// tracking names what a stack follows: "<repo>@<branch>", "<repo>@<commit>"
+// or "program <name>".
+func tracking(spec *StackSpec) string {
+	switch {
+	case spec.ProgramRef != nil:
+		return "program " + spec.ProgramRef.Name
+	case spec.Branch != "":
+		return spec.ProjectRepo + "@" + spec.Branch
+	}
+	return spec.ProjectRepo + "@" + spec.Commit
 }
