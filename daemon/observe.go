@@ -25,9 +25,9 @@ type Observer interface {
 
 type nopObserver struct{}
 
-func (nopObserver) UpdateFinished(Update)        {}
-func (nopObserver) Polled(error, time.Duration)  {}
-func (nopObserver) CommitApplied(time.Duration)  {}
+func (nopObserver) UpdateFinished(Update)       {}
+func (nopObserver) Polled(error, time.Duration) {}
+func (nopObserver) CommitApplied(time.Duration) {}
 func (nopObserver) ConfigReloaded(ConfigStatus) {}
 
 // ConfigStatus is the outcome of the last config (re)load.
