@@ -19,6 +19,18 @@ type API interface {
 	Stack(name string) (daemon.StackView, error)
 	Sync(name string) (string, error)
 	Ready() error
+	// Updates lists a stack's updates newest first, those with Seq below
+	// before when before > 0, at most limit.
+	Updates(stack string, before uint64, limit int) ([]daemon.Update, error)
+	Update(id string) (daemon.Update, error)
+	// Log is an update's log: stored bytes, or the live log while it runs.
+	Log(id string) ([]byte, *daemon.LiveLog, error)
+	Reload() error
+	ConfigStatus() daemon.ConfigStatus
+	// Push makes the stacks tracking branch of the repository (any of
+	// urls) poll now, and names them.
+	Push(urls []string, branch string) []string
+	Stats() daemon.Stats
 }
 
 // DefaultAddr is loopback: exposing the API is an explicit choice.
@@ -74,6 +86,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint")
 	})
+	s.routeUI(mux)
 	return limitBody(mux)
 }
 

@@ -105,3 +105,15 @@ func TestNotReady(t *testing.T) {
 		t.Fatalf("readyz = %d %v", code, v)
 	}
 }
+
+func (f *fakeAPI) Updates(string, uint64, int) ([]daemon.Update, error) { return nil, nil }
+func (f *fakeAPI) Update(string) (daemon.Update, error) {
+	return daemon.Update{}, daemon.ErrUnknownUpdate
+}
+func (f *fakeAPI) Log(string) ([]byte, *daemon.LiveLog, error) {
+	return nil, nil, daemon.ErrUnknownUpdate
+}
+func (f *fakeAPI) Reload() error                     { return nil }
+func (f *fakeAPI) ConfigStatus() daemon.ConfigStatus { return daemon.ConfigStatus{Successful: true} }
+func (f *fakeAPI) Push([]string, string) []string    { return nil }
+func (f *fakeAPI) Stats() daemon.Stats               { return daemon.Stats{} }

@@ -1,0 +1,6 @@
+package web
+
+import "net/http"
+
+// routeUI registers the web UI's routes.
+func (s *Server) routeUI(mux *http.ServeMux) {}
