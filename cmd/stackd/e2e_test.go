@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -311,5 +314,44 @@ func TestE2EStopDrainsThenInterrupts(t *testing.T) {
 				t.Fatalf("update state = %q (%s), want %q", ups[0].State, ups[0].Message, tc.want)
 			}
 		})
+	}
+}
+
+// TestE2EClientCommands drives status, sync and logs against a running
+// daemon.
+func TestE2EClientCommands(t *testing.T) {
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+	out := filepath.Join(t.TempDir(), "note.txt")
+	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)), "")
+	in.waitStack("app", "first deploy", time.Minute, isReady)
+	cli := func(args ...string) string {
+		t.Helper()
+		var stdout, stderr strings.Builder
+		if code := run(context.Background(), append(args, "--server", in.url), &stdout, &stderr); code != 0 {
+			t.Fatalf("stackd %s: exit %d: %s", strings.Join(args, " "), code, stderr.String())
+		}
+		return stdout.String()
+	}
+	table := cli("status")
+	if !strings.Contains(table, "NAME") || !strings.Contains(table, "app") || !strings.Contains(table, "Healthy") {
+		t.Fatalf("status:\n%s", table)
+	}
+	var one daemon.StackView
+	if err := json.Unmarshal([]byte(cli("status", "app", "--json")), &one); err != nil || one.Name != "app" {
+		t.Fatalf("status --json: %v %+v", err, one)
+	}
+	if got := cli("sync", "app"); !strings.Contains(got, "sync of app requested") {
+		t.Fatalf("sync: %s", got)
+	}
+	in.waitStack("app", "the sync", time.Minute, func(v daemon.StackView) bool {
+		return isReady(v) && v.Status.LastUpdate.Name == "app-2"
+	})
+	if got := cli("logs", "app"); !strings.Contains(got, "hello v1") {
+		t.Fatalf("logs:\n%s", got)
+	}
+	var stderr strings.Builder
+	if code := run(context.Background(), []string{"status", "nope", "--server", in.url}, io.Discard, &stderr); code != 1 || !strings.Contains(stderr.String(), "404") {
+		t.Fatalf("status of an unknown stack: exit %d, %s", code, stderr.String())
 	}
 }

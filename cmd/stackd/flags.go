@@ -23,7 +23,7 @@ func newFlagSet(name string) *flag.FlagSet {
 // underscores). A parse error is a usage error; -h prints usage, a line
 // such as "validate PATH...", and the flags.
 func parseFlags(fs *flag.FlagSet, usage string, args []string, out io.Writer) error {
-	if err := fs.Parse(args); err != nil {
+	if err := parseInterspersed(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printFlags(fs, usage, out)
 			return err
@@ -53,4 +53,25 @@ func printFlags(fs *flag.FlagSet, usage string, out io.Writer) {
 	fs.SetOutput(out)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
+}
+
+// parseInterspersed parses flags wherever they stand among the arguments
+// ("status app --json"), as users expect; "--" ends the flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) error {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			positional = append(positional, rest...)
+			break
+		}
+		positional, args = append(positional, rest[0]), rest[1:]
+	}
+	return fs.Parse(append([]string{"--"}, positional...))
 }

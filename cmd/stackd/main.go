@@ -31,6 +31,9 @@ Usage:
   stackd validate PATH...                  check config files and directories
   stackd store check --data-dir DIR        check the state file's consistency
   stackd backup --data-dir DIR FILE        write a consistent copy of the state file
+  stackd status [NAME] [--json]            show the stacks of a running daemon
+  stackd sync NAME                         ask a running daemon to run a stack
+  stackd logs NAME [--follow]              print a stack's last (or running) update log
   stackd version                           print the version
 
 Every flag may also be given as an environment variable STACKD_<FLAG>,
@@ -61,6 +64,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = storeCommand(rest, stdout)
 	case "backup":
 		err = backup(rest, stdout)
+	case "status":
+		err = statusCommand(rest, stdout)
+	case "sync":
+		err = syncCommand(rest, stdout)
+	case "logs":
+		err = logsCommand(rest, stdout)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "stackd %s (%s %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	case "help", "-h", "-help", "--help":

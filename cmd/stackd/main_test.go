@@ -115,3 +115,27 @@ func TestStoreCheckDamaged(t *testing.T) {
 		t.Fatalf("exit %d: %q", code, stderr)
 	}
 }
+
+func TestParseInterspersed(t *testing.T) {
+	tests := []struct {
+		args     []string
+		json     bool
+		wantArgs string
+	}{
+		{[]string{"app", "--json"}, true, "app"},
+		{[]string{"--json", "app"}, true, "app"},
+		{[]string{"app"}, false, "app"},
+		{[]string{"--", "--json"}, false, "--json"},
+		{[]string{"a", "--json", "b"}, true, "a b"},
+	}
+	for _, tt := range tests {
+		fs := newFlagSet("t")
+		asJSON := fs.Bool("json", false, "")
+		if err := parseInterspersed(fs, tt.args); err != nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		if *asJSON != tt.json || strings.Join(fs.Args(), " ") != tt.wantArgs {
+			t.Errorf("%v: json=%v args=%q", tt.args, *asJSON, fs.Args())
+		}
+	}
+}

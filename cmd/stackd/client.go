@@ -1,0 +1,245 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/web"
+)
+
+// client talks to a running daemon's HTTP API.
+type client struct {
+	server string
+	token  string
+	http   *http.Client
+}
+
+// clientFlags defines the flags every client command shares.
+func clientFlags(fs *flag.FlagSet) (server, tokenFile *string) {
+	server = fs.String("server", "http://"+web.DefaultAddr, "URL of the daemon's HTTP API")
+	tokenFile = fs.String("api-token-file", "", "file holding the API token, when the daemon requires one")
+	return server, tokenFile
+}
+
+func newClient(server, tokenFile string) (*client, error) {
+	c := &client{server: strings.TrimSuffix(server, "/"), http: &http.Client{}}
+	if tokenFile != "" {
+		data, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("read the API token: %w", err)
+		}
+		c.token = strings.TrimSpace(string(data))
+	}
+	return c, nil
+}
+
+// do sends a request and returns the response when its status is 2xx;
+// otherwise the API's error message.
+func (c *client) do(method, path string) (*http.Response, error) {
+	req, err := http.NewRequest(method, c.server+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach stackd at %s: %w", c.server, err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	var e struct{ Error string }
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if json.Unmarshal(body, &e) != nil || e.Error == "" {
+		e.Error = strings.TrimSpace(string(body))
+	}
+	return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, e.Error)
+}
+
+func (c *client) getJSON(path string, v any) error {
+	resp, err := c.do(http.MethodGet, path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("GET %s: decode: %w", path, err)
+	}
+	return nil
+}
+
+// statusCommand runs "stackd status [NAME] [--json]".
+func statusCommand(args []string, stdout io.Writer) error {
+	fs := newFlagSet("status")
+	server, tokenFile := clientFlags(fs)
+	asJSON := fs.Bool("json", false, "print the API's JSON")
+	if err := parseFlags(fs, "status [NAME] [--json] [flags]", args, stdout); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return usageErrorf("status: at most one stack name")
+	}
+	c, err := newClient(*server, *tokenFile)
+	if err != nil {
+		return err
+	}
+	var stacks []daemon.StackView
+	if name := fs.Arg(0); name != "" {
+		var v daemon.StackView
+		err = c.getJSON("/api/v1/stacks/"+url.PathEscape(name), &v)
+		stacks = []daemon.StackView{v}
+	} else {
+		var list struct{ Stacks []daemon.StackView }
+		err = c.getJSON("/api/v1/stacks", &list)
+		stacks = list.Stacks
+	}
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if fs.NArg() == 1 {
+			return enc.Encode(stacks[0])
+		}
+		return enc.Encode(stacks)
+	}
+	printStacks(stdout, stacks, time.Now())
+	return nil
+}
+
+// printStacks prints a table like kubectl get.
+func printStacks(w io.Writer, stacks []daemon.StackView, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tHEALTH\tREADY\tLAST UPDATE\tSTATE\tAGE\tCOMMIT\tREASON")
+	for _, v := range stacks {
+		health, ready, reason := "-", "-", ""
+		if h := v.Status.Health; h != nil {
+			health = h.Status
+		}
+		if c := v.Status.Condition(daemon.ConditionReady); c != nil {
+			ready = c.Status
+		}
+		for _, typ := range []string{daemon.ConditionStalled, daemon.ConditionReconciling} {
+			if c := v.Status.Condition(typ); c != nil && c.Status == "True" && reason == "" {
+				reason = c.Reason
+			}
+		}
+		last, state, age, commit := "-", "-", "-", "-"
+		if lu := v.Status.LastUpdate; lu != nil {
+			last, state, commit = lu.Type, lu.State, shortSHA(lu.LastSuccessfulCommit)
+			age = since(now, lu.LastResyncTime)
+		}
+		if cu := v.Status.CurrentUpdate; cu != nil {
+			state = "running"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, health, ready, last, state, age, commit, reason)
+	}
+	tw.Flush()
+}
+
+func shortSHA(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s[:min(7, len(s))]
+}
+
+// since is a kubectl-style age: 45s, 12m, 3h, 5d.
+func since(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// syncCommand runs "stackd sync NAME".
+func syncCommand(args []string, stdout io.Writer) error {
+	fs := newFlagSet("sync")
+	server, tokenFile := clientFlags(fs)
+	if err := parseFlags(fs, "sync NAME [flags]", args, stdout); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("sync: give one stack name")
+	}
+	c, err := newClient(*server, *tokenFile)
+	if err != nil {
+		return err
+	}
+	resp, err := c.do(http.MethodPost, "/api/v1/stacks/"+url.PathEscape(fs.Arg(0))+"/sync")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var out struct{ Request string }
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return fmt.Errorf("sync: decode: %w", err)
+	}
+	fmt.Fprintf(stdout, "sync of %s requested (%s)\n", fs.Arg(0), out.Request)
+	return nil
+}
+
+// logsCommand runs "stackd logs NAME [--follow]": the log of the running
+// update, else of the last one.
+func logsCommand(args []string, stdout io.Writer) error {
+	fs := newFlagSet("logs")
+	server, tokenFile := clientFlags(fs)
+	follow := fs.Bool("follow", false, "stream the running update's log until it ends")
+	if err := parseFlags(fs, "logs NAME [--follow] [flags]", args, stdout); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("logs: give one stack name")
+	}
+	c, err := newClient(*server, *tokenFile)
+	if err != nil {
+		return err
+	}
+	var v daemon.StackView
+	if err := c.getJSON("/api/v1/stacks/"+url.PathEscape(fs.Arg(0)), &v); err != nil {
+		return err
+	}
+	id := ""
+	switch {
+	case v.Status.CurrentUpdate != nil:
+		id = v.Status.CurrentUpdate.Name
+	case v.Status.LastUpdate != nil:
+		id = v.Status.LastUpdate.Name
+	default:
+		return errors.New("the stack has no update yet")
+	}
+	path := "/api/v1/updates/" + url.PathEscape(id) + "/log"
+	if *follow {
+		path += "?follow=1"
+	}
+	resp, err := c.do(http.MethodGet, path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(stdout, resp.Body)
+	return err
+}

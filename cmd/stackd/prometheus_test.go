@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tool finds a program the tests need from Debian's packages: missing is a
+// failure, except under -short.
+func tool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if testing.Short() {
+			t.Skipf("%s not installed", name)
+		}
+		t.Fatalf("%s not installed (.ci/run installs it): %v", name, err)
+	}
+	return p
+}
+
+// TestE2EPrometheusScrapesDaemon: promtool accepts the daemon's /metrics,
+// and a real Prometheus server scraping it answers a PromQL query about
+// the stack.
+func TestE2EPrometheusScrapesDaemon(t *testing.T) {
+	promtool, prometheus := tool(t, "promtool"), tool(t, "prometheus")
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(filepath.Join(t.TempDir(), "note.txt"))), "")
+	in.waitStack("app", "deployed", time.Minute, isReady)
+
+	code, body := in.get("/metrics", nil)
+	if code != http.StatusOK || !strings.Contains(string(body), `stackd_stack_ready{stack="app"} 1`) {
+		t.Fatalf("/metrics: %d\n%s", code, body)
+	}
+	check := exec.Command(promtool, "check", "metrics")
+	check.Stdin = strings.NewReader(string(body))
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Fatalf("promtool check metrics: %v\n%s", err, out)
+	}
+
+	dir := t.TempDir()
+	target := strings.TrimPrefix(in.url, "http://")
+	cfg := fmt.Sprintf("global: {scrape_interval: 1s}\nscrape_configs:\n  - job_name: stackd\n    static_configs:\n      - targets: [%q]\n", target)
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	promAddr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv := exec.CommandContext(ctx, prometheus, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+promAddr)
+	logs := &syncBuffer{}
+	srv.Stdout, srv.Stderr = logs, logs
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = srv.Wait() }()
+
+	query := "http://" + promAddr + "/api/v1/query?query=" + url.QueryEscape(`stackd_stack_ready{stack="app"}`)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if v, ok := promValue(query); ok {
+			if v != "1" {
+				t.Fatalf("Prometheus says stackd_stack_ready{stack=\"app\"} = %s, want 1", v)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Prometheus never had the series; its log:\n%s", logs)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// promValue runs an instant query and returns the first sample's value.
+func promValue(query string) (string, bool) {
+	resp, err := http.Get(query)
+	if err != nil {
+		return "", false
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Data struct {
+			Result []struct {
+				Value []any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&out) != nil || len(out.Data.Result) == 0 || len(out.Data.Result[0].Value) != 2 {
+		return "", false
+	}
+	v, _ := out.Data.Result[0].Value[1].(string)
+	return v, true
+}
