@@ -10,10 +10,18 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/stackd/stackd/daemon"
 )
 
 // API is what the server asks of the daemon; *daemon.Daemon implements it.
+//
+// Every method returns data the caller owns (copies, not views into a
+// store transaction): handlers gather what they need first and only then
+// write the response, so a slow client never holds the daemon or its
+// store.
 type API interface {
 	Stacks() []daemon.StackView
 	Stack(name string) (daemon.StackView, error)
@@ -39,20 +47,46 @@ const DefaultAddr = "127.0.0.1:8080"
 // maxBody bounds request bodies.
 const maxBody = 1 << 20
 
-// Options configure a Server.
+// Timeouts of the HTTP server. A followed log is exempt from the read and
+// write timeouts: it extends its write deadline before each chunk.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = time.Minute
+	idleTimeout       = 2 * time.Minute
+)
+
+// Options configure a Server. API is required.
 type Options struct {
-	Addr   string
-	API    API
-	Logger *slog.Logger
+	// Addr is the listen address (DefaultAddr).
+	Addr string
+	API  API
+	// Registry is what GET /metrics serves; nil serves no /metrics. See
+	// NewMetrics for stackd's own metrics.
+	Registry *prometheus.Registry
+	// Version is stackd's version, for the UI.
+	Version string
+	// Token, when set, is the bearer token every mutating request needs
+	// (and every read, with ReadRequiresToken). /healthz, /readyz and the
+	// webhook, which has its own secret, never need it.
+	Token             string
+	ReadRequiresToken bool
+	// WebhookSecret verifies push webhooks (GitHub and Gitea signatures,
+	// GitLab's token); empty disables the webhook endpoint.
+	WebhookSecret string
+	Logger        *slog.Logger
 }
 
 // Server serves the HTTP API.
 type Server struct {
-	api  API
-	log  *slog.Logger
-	srv  *http.Server
-	ln   net.Listener
-	done chan struct{}
+	api     API
+	opts    Options
+	log     *slog.Logger
+	srv     *http.Server
+	ln      net.Listener
+	done    chan struct{}
+	stopped context.Context // done once Stop is called; ends followers
+	stop    context.CancelFunc
 }
 
 // New makes a server; Start listens.
@@ -63,15 +97,18 @@ func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{api: opts.API, log: opts.Logger, done: make(chan struct{})}
+	s := &Server{api: opts.API, opts: opts, log: opts.Logger, done: make(chan struct{})}
+	s.stopped, s.stop = context.WithCancel(context.Background())
 	s.srv = &http.Server{
 		Addr:              opts.Addr,
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
 		ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),
 	}
+	s.srv.RegisterOnShutdown(s.stop)
 	return s
 }
 
@@ -80,14 +117,35 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
+	if s.opts.Registry != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{
+			ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		}))
+	}
 	mux.HandleFunc("GET /api/v1/stacks", s.listStacks)
 	mux.HandleFunc("GET /api/v1/stacks/{name}", s.getStack)
 	mux.HandleFunc("POST /api/v1/stacks/{name}/sync", s.syncStack)
+	mux.HandleFunc("GET /api/v1/stacks/{name}/updates", s.listUpdates)
+	mux.HandleFunc("GET /api/v1/updates/{id}/log", s.getLog)
+	mux.HandleFunc("POST /api/v1/reload", s.reload)
+	mux.HandleFunc("POST "+webhookPath, s.webhook)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint")
 	})
 	s.routeUI(mux)
-	return limitBody(mux)
+	return limitBody(crossOrigin(s.requireToken(mux)))
+}
+
+// crossOrigin refuses (403) unsafe requests a browser sends from another
+// origin, so that a web page cannot make a visitor's browser sync or
+// reload a daemon that has no token. Clients that are not browsers (the
+// CLI, forges' webhooks) send no Sec-Fetch-Site or Origin header and pass.
+func crossOrigin(next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusForbidden, "cross-origin request refused")
+	}))
+	return cop.Handler(next)
 }
 
 // Start listens on the configured address and serves in the background.
@@ -103,7 +161,8 @@ func (s *Server) Start() error {
 			s.log.Error("http server failed", "err", err)
 		}
 	}()
-	s.log.Info("serving http", "addr", ln.Addr().String())
+	s.log.Info("serving http", "addr", ln.Addr().String(), "auth", s.opts.Token != "",
+		"webhooks", s.opts.WebhookSecret != "", "metrics", s.opts.Registry != nil)
 	return nil
 }
 
@@ -115,9 +174,10 @@ func (s *Server) Addr() string {
 	return s.ln.Addr().String()
 }
 
-// Stop stops accepting requests and waits for those in flight until ctx
-// ends.
+// Stop stops accepting requests, ends followed logs, and waits for the
+// requests in flight until ctx ends.
 func (s *Server) Stop(ctx context.Context) error {
+	s.stop()
 	if s.ln == nil {
 		return nil
 	}
@@ -172,9 +232,20 @@ func (s *Server) syncStack(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]string{"name": name, "request": token})
 }
 
+// reload reads the config again: 200 when it was applied, 422 with its
+// problems when it was not (the config in force stays).
+func (s *Server) reload(w http.ResponseWriter, _ *http.Request) {
+	if err := s.api.Reload(); err != nil {
+		writeError(w, http.StatusUnprocessableEntity, err.Error())
+		return
+	}
+	s.log.Info("config reloaded through the API")
+	writeJSON(w, http.StatusOK, map[string]string{"status": "reloaded"})
+}
+
 // writeAPIError maps the daemon's errors to statuses.
 func writeAPIError(w http.ResponseWriter, err error) {
-	if errors.Is(err, daemon.ErrUnknownStack) {
+	if errors.Is(err, daemon.ErrUnknownStack) || errors.Is(err, daemon.ErrUnknownUpdate) {
 		writeError(w, http.StatusNotFound, err.Error())
 		return
 	}
@@ -185,11 +256,16 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]string{"error": msg})
 }
 
+// writeJSON encodes v before writing anything, so that a value that
+// cannot be encoded is a 500 rather than a truncated 200.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		status = http.StatusInternalServerError
+		body, _ = json.Marshal(map[string]string{"error": "encode response: " + err.Error()})
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	_, _ = w.Write(append(body, '\n'))
 }

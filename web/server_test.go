@@ -4,75 +4,208 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stackd/stackd/daemon"
 )
 
-// fakeAPI is a daemon with one stack, "app".
+// fakeAPI is a daemon with one stack, "app", unless stacks says
+// otherwise. It records the calls that change something.
 type fakeAPI struct {
-	synced []string
-	ready  error
+	mu        sync.Mutex
+	stacks    []daemon.StackView
+	synced    []string
+	ready     error
+	updates   []daemon.Update // of "app", newest first
+	logs      map[string][]byte
+	live      map[string]*daemon.LiveLog
+	reloadErr error
+	reloads   int
+	pushes    []pushCall
+	pushed    []string // what Push answers
+	stats     daemon.Stats
+	config    daemon.ConfigStatus
+}
+
+type pushCall struct {
+	urls   []string
+	branch string
 }
 
 func (f *fakeAPI) Stacks() []daemon.StackView {
-	return []daemon.StackView{{Name: "app", Spec: map[string]any{"stack": "dev"}}}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stacks == nil {
+		return []daemon.StackView{{Name: "app", Spec: map[string]any{"stack": "dev"}}}
+	}
+	return slices.Clone(f.stacks)
 }
 
 func (f *fakeAPI) Stack(name string) (daemon.StackView, error) {
-	if name != "app" {
-		return daemon.StackView{}, daemon.ErrUnknownStack
+	for _, v := range f.Stacks() {
+		if v.Name == name {
+			return v, nil
+		}
 	}
-	return f.Stacks()[0], nil
+	return daemon.StackView{}, daemon.ErrUnknownStack
 }
 
 func (f *fakeAPI) Sync(name string) (string, error) {
-	if name != "app" {
-		return "", daemon.ErrUnknownStack
+	if _, err := f.Stack(name); err != nil {
+		return "", err
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.synced = append(f.synced, name)
 	return "token-1", nil
 }
 
 func (f *fakeAPI) Ready() error { return f.ready }
 
+func (f *fakeAPI) Updates(stack string, before uint64, limit int) ([]daemon.Update, error) {
+	if _, err := f.Stack(stack); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []daemon.Update
+	for _, u := range f.updates {
+		if (before == 0 || u.Seq < before) && len(out) < limit {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeAPI) Update(id string) (daemon.Update, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, u := range f.updates {
+		if u.ID == id {
+			return u, nil
+		}
+	}
+	return daemon.Update{}, fmt.Errorf("%w: %s", daemon.ErrUnknownUpdate, id)
+}
+
+func (f *fakeAPI) Log(id string) ([]byte, *daemon.LiveLog, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if l := f.live[id]; l != nil {
+		return nil, l, nil
+	}
+	if b, ok := f.logs[id]; ok {
+		return b, nil, nil
+	}
+	return nil, nil, fmt.Errorf("%w: %s", daemon.ErrUnknownUpdate, id)
+}
+
+func (f *fakeAPI) Reload() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reloads++
+	return f.reloadErr
+}
+
+func (f *fakeAPI) ConfigStatus() daemon.ConfigStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.config
+}
+
+func (f *fakeAPI) Push(urls []string, branch string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pushes = append(f.pushes, pushCall{urls, branch})
+	return f.pushed
+}
+
+func (f *fakeAPI) Stats() daemon.Stats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stats
+}
+
+// calls returns how many syncs, reloads and pushes the API saw.
+func (f *fakeAPI) calls() (synced, reloads, pushes int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.synced), f.reloads, len(f.pushes)
+}
+
 func startServer(t *testing.T, api API) string {
 	t.Helper()
-	s := New(Options{Addr: "127.0.0.1:0", API: api})
+	_, url := startWith(t, Options{API: api})
+	return url
+}
+
+// startWith starts a server on a loopback port; tune, if given, changes
+// the server before it starts.
+func startWith(t *testing.T, opts Options, tune ...func(*Server)) (*Server, string) {
+	t.Helper()
+	opts.Addr = "127.0.0.1:0"
+	s := New(opts)
+	for _, f := range tune {
+		f(s)
+	}
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Stop(context.Background()) })
-	return "http://" + s.Addr()
+	return s, "http://" + s.Addr()
 }
 
-func call(t *testing.T, method, url string) (int, map[string]any) {
+// send makes a request with the given headers and body and returns the
+// response with its body read.
+func send(t *testing.T, method, url string, header http.Header, body string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(""))
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, data
+}
+
+// callWith is call with headers and a body.
+func callWith(t *testing.T, method, url string, header http.Header, body string) (int, map[string]any) {
+	t.Helper()
+	resp, data := send(t, method, url, header, body)
 	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("%s %s: Content-Type %q", method, url, ct)
 	}
-	body, _ := io.ReadAll(resp.Body)
 	var v map[string]any
-	if err := json.Unmarshal(body, &v); err != nil {
-		t.Fatalf("%s %s: %v\n%s", method, url, err, body)
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatalf("%s %s: %v\n%s", method, url, err, data)
 	}
 	return resp.StatusCode, v
 }
 
+func call(t *testing.T, method, url string) (int, map[string]any) {
+	t.Helper()
+	return callWith(t, method, url, nil, "")
+}
+
 func TestAPI(t *testing.T) {
-	api := &fakeAPI{}
+	api := &fakeAPI{logs: map[string][]byte{}}
 	url := startServer(t, api)
 	tests := []struct {
 		method, path string
@@ -86,6 +219,11 @@ func TestAPI(t *testing.T) {
 		{"GET", "/api/v1/stacks/nope", 404, func(v map[string]any) bool { return v["error"] == "unknown stack" }},
 		{"POST", "/api/v1/stacks/app/sync", 202, func(v map[string]any) bool { return v["request"] == "token-1" }},
 		{"POST", "/api/v1/stacks/nope/sync", 404, func(v map[string]any) bool { return v["error"] != nil }},
+		{"GET", "/api/v1/stacks/app/updates", 200, func(v map[string]any) bool { return len(v["updates"].([]any)) == 0 && v["next"] == nil }},
+		{"GET", "/api/v1/stacks/nope/updates", 404, func(v map[string]any) bool { return v["error"] == "unknown stack" }},
+		{"GET", "/api/v1/updates/nope-1/log", 404, func(v map[string]any) bool { return v["error"] == "unknown update: nope-1" }},
+		{"POST", "/api/v1/reload", 200, func(v map[string]any) bool { return v["status"] == "reloaded" }},
+		{"POST", "/api/v1/webhooks/git", 404, func(v map[string]any) bool { return v["error"] == "webhooks are not configured" }},
 		{"GET", "/api/v1/nothing", 404, func(v map[string]any) bool { return v["error"] != nil }},
 	}
 	for _, tt := range tests {
@@ -94,8 +232,8 @@ func TestAPI(t *testing.T) {
 			t.Errorf("%s %s = %d %v, want %d", tt.method, tt.path, code, v, tt.code)
 		}
 	}
-	if len(api.synced) != 1 {
-		t.Fatalf("sync calls = %v", api.synced)
+	if synced, reloads, _ := api.calls(); synced != 1 || reloads != 1 {
+		t.Fatalf("sync calls = %d, reloads = %d", synced, reloads)
 	}
 }
 
@@ -106,14 +244,63 @@ func TestNotReady(t *testing.T) {
 	}
 }
 
-func (f *fakeAPI) Updates(string, uint64, int) ([]daemon.Update, error) { return nil, nil }
-func (f *fakeAPI) Update(string) (daemon.Update, error) {
-	return daemon.Update{}, daemon.ErrUnknownUpdate
+// TestReloadError: a config with problems is a 422 naming them.
+func TestReloadError(t *testing.T) {
+	problems := "config not applied: stacks.yaml:3:5: spec.stack is required"
+	url := startServer(t, &fakeAPI{reloadErr: errors.New(problems)})
+	if code, v := call(t, "POST", url+"/api/v1/reload"); code != 422 || v["error"] != problems {
+		t.Fatalf("reload = %d %v", code, v)
+	}
+	if code, _ := call(t, "GET", url+"/api/v1/reload"); code != 404 {
+		t.Fatalf("GET reload = %d, want 404", code)
+	}
 }
-func (f *fakeAPI) Log(string) ([]byte, *daemon.LiveLog, error) {
-	return nil, nil, daemon.ErrUnknownUpdate
+
+// TestUpdatesPages walks a history of 120 updates a page at a time.
+func TestUpdatesPages(t *testing.T) {
+	api := &fakeAPI{}
+	start := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	for seq := uint64(120); seq >= 1; seq-- {
+		api.updates = append(api.updates, daemon.Update{ID: fmt.Sprintf("app-%d", seq), Stack: "app", Seq: seq,
+			Type: daemon.UpdateUp, Reason: "New commit detected", Commit: "abc123", StartTime: start,
+			EndTime: start.Add(time.Minute), State: daemon.UpdateSucceeded, Changes: map[string]int{"create": 2}})
+	}
+	url := startServer(t, api)
+
+	var seqs []float64
+	path, pages := "/api/v1/stacks/app/updates", 0
+	for {
+		code, v := call(t, "GET", url+path)
+		if code != 200 {
+			t.Fatalf("%s = %d %v", path, code, v)
+		}
+		pages++
+		for _, u := range v["updates"].([]any) {
+			seqs = append(seqs, u.(map[string]any)["seq"].(float64))
+		}
+		next, ok := v["next"].(string)
+		if !ok {
+			break
+		}
+		path = "/api/v1/stacks/app/updates?before=" + next
+	}
+	if pages != 6 || len(seqs) != 120 || seqs[0] != 120 || seqs[119] != 1 {
+		t.Fatalf("pages = %d, seqs = %v", pages, seqs)
+	}
+
+	code, v := call(t, "GET", url+"/api/v1/stacks/app/updates?limit=1000")
+	if code != 200 || len(v["updates"].([]any)) != maxUpdates || v["next"] != "21" {
+		t.Fatalf("limit=1000 = %d, %d updates, next %v", code, len(v["updates"].([]any)), v["next"])
+	}
+	code, v = call(t, "GET", url+"/api/v1/stacks/app/updates?limit=2&before=10")
+	first := v["updates"].([]any)[0].(map[string]any)
+	if code != 200 || first["id"] != "app-9" || first["reason"] != "New commit detected" || first["commit"] != "abc123" ||
+		first["changes"].(map[string]any)["create"] != 2.0 || first["endTime"] == nil || v["next"] != "8" {
+		t.Fatalf("before=10 = %d %v", code, v)
+	}
+	for _, q := range []string{"limit=0", "limit=x", "before=-1"} {
+		if code, _ := call(t, "GET", url+"/api/v1/stacks/app/updates?"+q); code != 400 {
+			t.Errorf("?%s = %d, want 400", q, code)
+		}
+	}
 }
-func (f *fakeAPI) Reload() error                     { return nil }
-func (f *fakeAPI) ConfigStatus() daemon.ConfigStatus { return daemon.ConfigStatus{Successful: true} }
-func (f *fakeAPI) Push([]string, string) []string    { return nil }
-func (f *fakeAPI) Stats() daemon.Stats               { return daemon.Stats{} }

@@ -1,6 +1,486 @@
 package web
 
-import "net/http"
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// The UI is server-rendered from embedded templates and static files; it
+// fetches nothing from elsewhere, and every page is complete without
+// JavaScript. ui.js only keeps pages current: it re-fetches a page every
+// few seconds to swap its [data-live] regions, and streams a running
+// update's log.
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// historyLimit is how many updates a stack page lists.
+const historyLimit = 20
+
+// logTail bounds the bytes of a log a stack page renders; the API serves
+// the whole log.
+const logTail = 64 << 10
+
+// timeLayout is how the UI shows times, always in UTC.
+const timeLayout = "2006-01-02 15:04:05"
+
+// uiCSP allows the page's own origin only: no inline script or style and
+// no third-party asset.
+const uiCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+	"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
 // routeUI registers the web UI's routes.
-func (s *Server) routeUI(mux *http.ServeMux) {}
+func (s *Server) routeUI(mux *http.ServeMux) {
+	mux.HandleFunc("GET /{$}", s.uiList)
+	mux.HandleFunc("GET /stacks/{name}", s.uiStack)
+	mux.Handle("POST /stacks/{name}/sync",
+		http.NewCrossOriginProtection().Handler(http.HandlerFunc(s.uiSync)))
+	mux.HandleFunc("GET /static/", serveStatic)
+}
+
+// canSync reports whether r may start a sync, which decides whether the
+// pages show sync buttons.
+func (s *Server) canSync(r *http.Request) bool {
+	return s.authorized(r)
+}
+
+// page is what every page's layout needs.
+type page struct {
+	Title string
+	// Version is stackd's version, if known.
+	Version string
+	Stats   daemon.Stats
+	Config  daemon.ConfigStatus
+	CanSync bool
+	// Live pages refresh themselves, by script or else by reloading.
+	Live bool
+}
+
+func (s *Server) newPage(r *http.Request, title string) page {
+	return page{Title: title, Version: s.opts.Version, Stats: s.api.Stats(), Config: s.api.ConfigStatus(), CanSync: s.canSync(r)}
+}
+
+// listPage is the stack list at /.
+type listPage struct {
+	page
+	Stacks []stackRow
+}
+
+func (s *Server) uiList(w http.ResponseWriter, r *http.Request) {
+	views := s.api.Stacks()
+	p := listPage{page: s.newPage(r, "Stacks"), Stacks: make([]stackRow, 0, len(views))}
+	p.Live = true
+	for _, v := range views {
+		p.Stacks = append(p.Stacks, summarize(v))
+	}
+	s.render(w, http.StatusOK, "list.html", p)
+}
+
+// stackRow summarizes a stack for the list and a stack page's header.
+type stackRow struct {
+	Name    string
+	Removed bool
+	// Health is Healthy, Progressing, Degraded, or Unknown.
+	Health, HealthMessage string
+	// Running names the update in flight, if any.
+	Running string
+	// Last is the last finished update, if any.
+	Last *daemon.LastUpdate
+	// Tracking is what the stack follows, whole and split for display.
+	Tracking, Repo, Ref string
+	// Applied is the last commit an update succeeded with.
+	Applied string
+	// Drift: add the stack's drift state here, and a column to
+	// list.html, once StackView carries one.
+}
+
+func summarize(v daemon.StackView) stackRow {
+	row := stackRow{Name: v.Name, Removed: v.Removed, Health: "Unknown", Last: v.Status.LastUpdate, Tracking: v.Tracking}
+	if h := v.Status.Health; h != nil {
+		row.Health, row.HealthMessage = h.Status, h.Message
+	}
+	if cu := v.Status.CurrentUpdate; cu != nil {
+		row.Running = cu.Name
+	}
+	if lu := v.Status.LastUpdate; lu != nil {
+		row.Applied = lu.LastSuccessfulCommit
+	}
+	row.Repo, row.Ref = splitTracking(v.Tracking)
+	return row
+}
+
+// splitTracking splits "<repo>@<ref>" into a short repository name (no
+// scheme, user or ".git") and the ref; "program <name>" is kept whole.
+func splitTracking(t string) (repo, ref string) {
+	i := strings.LastIndex(t, "@")
+	if strings.HasPrefix(t, "program ") || i < 0 {
+		return t, ""
+	}
+	repo, ref = t[:i], t[i+1:]
+	_, rest, scheme := strings.Cut(repo, "://")
+	if scheme {
+		repo = rest
+	}
+	if j := strings.Index(repo, "@"); j >= 0 {
+		repo = repo[j+1:]
+		if !scheme { // git@host:path
+			repo = strings.Replace(repo, ":", "/", 1)
+		}
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(repo, "/"), ".git"), ref
+}
+
+// stackPage is a stack's page at /stacks/{name}.
+type stackPage struct {
+	page
+	Stack      stackRow
+	View       daemon.StackView
+	Spec       string
+	Outputs    []output
+	Updates    []daemon.Update
+	UpdatesErr string
+	Log        *logView
+}
+
+// output is one stack output, rendered for display.
+type output struct {
+	Name, Value string
+	Secret      bool
+}
+
+// logView is the tail of the latest update's log.
+type logView struct {
+	ID, State string
+	Text      string
+	Truncated bool
+	// Follow is the URL streaming the log while the update runs.
+	Follow string
+	// Raw is the URL of the whole log.
+	Raw string
+}
+
+func (s *Server) uiStack(w http.ResponseWriter, r *http.Request) {
+	v, err := s.api.Stack(r.PathValue("name"))
+	if err != nil {
+		s.renderAPIError(w, r, err)
+		return
+	}
+	p := stackPage{page: s.newPage(r, v.Name), Stack: summarize(v), View: v, Spec: specYAML(v.Spec), Outputs: outputs(v.Status.Outputs)}
+	p.Live = true
+	p.Updates, err = s.api.Updates(v.Name, 0, historyLimit)
+	if err != nil {
+		p.UpdatesErr = err.Error()
+	}
+	p.Log = s.latestLog(v, p.Updates)
+	s.render(w, http.StatusOK, "stack.html", p)
+}
+
+// latestLog is the log of the update in flight, else of the newest
+// update in updates, or nil when there is none.
+func (s *Server) latestLog(v daemon.StackView, updates []daemon.Update) *logView {
+	lv := &logView{State: daemon.UpdateRunning}
+	switch {
+	case v.Status.CurrentUpdate != nil:
+		lv.ID = v.Status.CurrentUpdate.Name
+	case len(updates) > 0:
+		lv.ID, lv.State = updates[0].ID, updates[0].State
+	default:
+		return nil
+	}
+	base := "/api/v1/updates/" + url.PathEscape(lv.ID) + "/log"
+	lv.Raw = base
+	data, live, err := s.api.Log(lv.ID)
+	switch {
+	case err != nil:
+		lv.Text = "The log is unavailable: " + err.Error()
+	case live != nil:
+		lv.State, lv.Follow = daemon.UpdateRunning, base+"?follow=1"
+		data, lv.Truncated = liveTail(live, logTail)
+		lv.Text = string(data)
+	default:
+		data, lv.Truncated = tail(data, logTail)
+		lv.Text = string(data)
+	}
+	return lv
+}
+
+// tail is the last n bytes of b at most, starting at a line, and whether
+// that left something out.
+func tail(b []byte, n int) ([]byte, bool) {
+	if len(b) <= n {
+		return b, false
+	}
+	b = b[len(b)-n:]
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[i+1:]
+	}
+	return b, true
+}
+
+// liveTail is tail of what l holds, without copying the rest.
+func liveTail(l *daemon.LiveLog, n int) ([]byte, bool) {
+	_, end, _, _ := l.Since(1 << 62)
+	data, _, _, _ := l.Since(max(end-int64(n)-1, 0))
+	return tail(data, n)
+}
+
+// specYAML renders a (redacted) spec as YAML.
+func specYAML(spec map[string]any) string {
+	if spec == nil {
+		return ""
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(spec); err != nil {
+		return "# cannot render the spec: " + err.Error()
+	}
+	return buf.String()
+}
+
+// outputs renders stack outputs by name: strings as they are, other
+// values as indented JSON. The daemon has already replaced secret values
+// with the string "[secret]".
+func outputs(raw map[string]json.RawMessage) []output {
+	out := make([]output, 0, len(raw))
+	for name, v := range raw {
+		o := output{Name: name, Value: string(v)}
+		var str string
+		var buf bytes.Buffer
+		if json.Unmarshal(v, &str) == nil {
+			o.Value = str
+		} else if json.Indent(&buf, v, "", "  ") == nil {
+			o.Value = buf.String()
+		}
+		o.Secret = o.Value == "[secret]"
+		out = append(out, o)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// uiSync asks for a sync of the named stack, then shows its page.
+func (s *Server) uiSync(w http.ResponseWriter, r *http.Request) {
+	if !s.canSync(r) {
+		s.renderError(w, r, http.StatusForbidden, "Not allowed", "Syncing a stack needs the API token.")
+		return
+	}
+	name := r.PathValue("name")
+	token, err := s.api.Sync(name)
+	if err != nil {
+		s.renderAPIError(w, r, err)
+		return
+	}
+	s.log.Info("sync requested", "stack", name, "request", token, "from", "ui")
+	http.Redirect(w, r, stackPath(name), http.StatusSeeOther)
+}
+
+// errorPage is the page of a failed request.
+type errorPage struct {
+	page
+	Status  int
+	Message string
+}
+
+// renderAPIError shows the daemon's error: a 404 page for an unknown
+// stack, else a 500 page.
+func (s *Server) renderAPIError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, daemon.ErrUnknownStack) {
+		s.renderError(w, r, http.StatusNotFound, "Not found", fmt.Sprintf("There is no stack named %q.", r.PathValue("name")))
+		return
+	}
+	s.renderError(w, r, http.StatusInternalServerError, "Error", err.Error())
+}
+
+func (s *Server) renderError(w http.ResponseWriter, r *http.Request, status int, title, msg string) {
+	s.render(w, status, "error.html", errorPage{page: s.newPage(r, title), Status: status, Message: msg})
+}
+
+// render executes a page's template into a buffer, so that a failure
+// yields a clean 500, and writes it with the UI's headers.
+func (s *Server) render(w http.ResponseWriter, status int, name string, data any) {
+	var buf bytes.Buffer
+	if err := pages[name].ExecuteTemplate(&buf, "layout", data); err != nil {
+		s.log.Error("cannot render page", "page", name, "err", err)
+		http.Error(w, "cannot render the page", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", uiCSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// pages maps each page's file to its template, parsed with the layout.
+var pages = parsePages("list.html", "stack.html", "error.html")
+
+func parsePages(names ...string) map[string]*template.Template {
+	m := make(map[string]*template.Template, len(names))
+	for _, name := range names {
+		m[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name))
+	}
+	return m
+}
+
+var funcs = template.FuncMap{
+	"asset":     assetURL,
+	"stackPath": stackPath,
+	"short":     shortSHA,
+	"utc":       formatTime,
+	"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"age":       age,
+	"duration":  duration,
+	"changes":   changes,
+	"lower":     strings.ToLower,
+}
+
+func stackPath(name string) string { return "/stacks/" + url.PathEscape(name) }
+
+// shortSHA abbreviates a commit hash to 7 characters; anything else is
+// kept.
+func shortSHA(s string) string {
+	if len(s) >= 40 && strings.Trim(strings.ToLower(s), "0123456789abcdef") == "" {
+		return s[:7]
+	}
+	return s
+}
+
+// formatTime is t in UTC, or "" for the zero time.
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(timeLayout)
+}
+
+// age is how long ago t was, coarsely: "12s ago", "5m ago", "3h ago",
+// "2d ago".
+func age(t time.Time) string {
+	d := time.Since(t)
+	switch {
+	case t.IsZero():
+		return ""
+	case d < time.Second:
+		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+}
+
+// duration is how long an update took (or has run), rounded to seconds.
+func duration(u daemon.Update) string {
+	end := u.EndTime
+	if end.IsZero() {
+		end = time.Now()
+	}
+	if u.StartTime.IsZero() || end.Before(u.StartTime) {
+		return ""
+	}
+	return end.Sub(u.StartTime).Round(time.Second).String()
+}
+
+// changes lists resource counts by operation, "same" last.
+func changes(m map[string]int) string {
+	ops := make([]string, 0, len(m))
+	for op := range m {
+		if op != "same" {
+			ops = append(ops, op)
+		}
+	}
+	sort.Strings(ops)
+	if _, ok := m["same"]; ok {
+		ops = append(ops, "same")
+	}
+	parts := make([]string, len(ops))
+	for i, op := range ops {
+		parts[i] = fmt.Sprintf("%d %s", m[op], op)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// asset is one embedded static file with its validator.
+type asset struct {
+	body    []byte
+	ctype   string
+	version string // a prefix of the body's SHA-256
+}
+
+// assets holds the files below static/, by name.
+var assets = loadAssets()
+
+func loadAssets() map[string]asset {
+	m := map[string]asset{}
+	entries, err := fs.ReadDir(staticFS, "static")
+	if err != nil {
+		panic(err)
+	}
+	for _, e := range entries {
+		body, err := staticFS.ReadFile("static/" + e.Name())
+		if err != nil {
+			panic(err)
+		}
+		sum := sha256.Sum256(body)
+		m[e.Name()] = asset{body: body, ctype: mime.TypeByExtension(path.Ext(e.Name())), version: hex.EncodeToString(sum[:6])}
+	}
+	return m
+}
+
+// assetURL is a static file's URL, versioned by its content so that it
+// can be cached for good.
+func assetURL(name string) (string, error) {
+	a, ok := assets[name]
+	if !ok {
+		return "", fmt.Errorf("no static file %q", name)
+	}
+	return "/static/" + name + "?v=" + a.version, nil
+}
+
+// serveStatic serves an embedded file with an ETag; the versioned URLs
+// the pages use are cached for a year, others revalidated.
+func serveStatic(w http.ResponseWriter, r *http.Request) {
+	a, ok := assets[strings.TrimPrefix(r.URL.Path, "/static/")]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", a.ctype)
+	h.Set("ETag", `"`+a.version+`"`)
+	h.Set("X-Content-Type-Options", "nosniff")
+	if r.URL.Query().Get("v") == a.version {
+		h.Set("Cache-Control", "public, max-age=31536000, immutable")
+	} else {
+		h.Set("Cache-Control", "no-cache")
+	}
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.body))
+}

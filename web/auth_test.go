@@ -1,0 +1,130 @@
+package web
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func bearer(token string) http.Header {
+	return http.Header{"Authorization": {"Bearer " + token}}
+}
+
+// TestAuthNoToken: without a configured token everything is open.
+func TestAuthNoToken(t *testing.T) {
+	api := &fakeAPI{}
+	_, url := startWith(t, Options{API: api})
+	if code, v := call(t, "POST", url+"/api/v1/stacks/app/sync"); code != 202 {
+		t.Fatalf("sync = %d %v", code, v)
+	}
+	if code, v := callWith(t, "POST", url+"/api/v1/reload", bearer("anything"), ""); code != 200 {
+		t.Fatalf("reload = %d %v", code, v)
+	}
+}
+
+// TestAuthMutations: with a token, a POST without it or with a wrong one
+// gets 401 and changes nothing; with it, 202. Reads stay open.
+func TestAuthMutations(t *testing.T) {
+	api := &fakeAPI{}
+	_, url := startWith(t, Options{API: api, Token: "s3cret-token"})
+	for name, h := range map[string]http.Header{
+		"none":         nil,
+		"wrong":        bearer("s3cret-tokex"),
+		"prefix":       bearer("s3cret"),
+		"longer":       bearer("s3cret-token-and-more"),
+		"empty":        bearer(""),
+		"basic scheme": {"Authorization": {"Basic s3cret-token"}},
+		"no scheme":    {"Authorization": {"s3cret-token"}},
+	} {
+		for _, path := range []string{"/api/v1/stacks/app/sync", "/api/v1/reload", "/api/v1/stacks/nope/sync"} {
+			resp, body := send(t, "POST", url+path, h, "")
+			if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") == "" || resp.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("%s POST %s = %d %q %s", name, path, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body)
+			}
+		}
+	}
+	if synced, reloads, _ := api.calls(); synced != 0 || reloads != 0 {
+		t.Fatalf("unauthorized requests changed something: %d syncs, %d reloads", synced, reloads)
+	}
+	if code, v := callWith(t, "POST", url+"/api/v1/stacks/app/sync", bearer("s3cret-token"), ""); code != 202 {
+		t.Fatalf("sync with token = %d %v", code, v)
+	}
+	h := http.Header{"Authorization": {"bearer  s3cret-token "}}
+	if code, v := callWith(t, "POST", url+"/api/v1/reload", h, ""); code != 200 {
+		t.Fatalf("reload with token = %d %v", code, v)
+	}
+	for _, path := range []string{"/healthz", "/readyz", "/api/v1/stacks", "/api/v1/stacks/app"} {
+		if code, v := call(t, "GET", url+path); code != 200 {
+			t.Errorf("GET %s without token = %d %v", path, code, v)
+		}
+	}
+}
+
+// TestAuthReads: ReadRequiresToken closes reads too, except the probes.
+func TestAuthReads(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	api := &fakeAPI{}
+	NewMetrics(reg, api, "test")
+	_, url := startWith(t, Options{API: api, Token: "s3cret-token", ReadRequiresToken: true, Registry: reg})
+	for _, path := range []string{"/api/v1/stacks", "/api/v1/stacks/app", "/api/v1/stacks/nope", "/metrics", "/api/v1/nothing"} {
+		if resp, body := send(t, "GET", url+path, nil, ""); resp.StatusCode != 401 {
+			t.Errorf("GET %s without token = %d %s", path, resp.StatusCode, body)
+		}
+		if resp, body := send(t, "HEAD", url+path, bearer("wrong"), ""); resp.StatusCode != 401 {
+			t.Errorf("HEAD %s with a wrong token = %d %s", path, resp.StatusCode, body)
+		}
+		if resp, body := send(t, "GET", url+path, bearer("s3cret-token"), ""); resp.StatusCode == 401 {
+			t.Errorf("GET %s with token = %d %s", path, resp.StatusCode, body)
+		}
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, v := call(t, "GET", url+path); code != 200 {
+			t.Errorf("GET %s without token = %d %v", path, code, v)
+		}
+	}
+}
+
+// TestAuthorized is the helper the UI's handlers use.
+func TestAuthorized(t *testing.T) {
+	open := New(Options{API: &fakeAPI{}})
+	closed := New(Options{API: &fakeAPI{}, Token: "tok"})
+	req := func(auth string) *http.Request {
+		r := httptest.NewRequest("POST", "/stacks/app/sync", nil)
+		if auth != "" {
+			r.Header.Set("Authorization", auth)
+		}
+		return r
+	}
+	if !open.authorized(req("")) || closed.authorized(req("")) || closed.authorized(req("Bearer tok2")) || !closed.authorized(req("Bearer tok")) {
+		t.Fatal("authorized gives the wrong answers")
+	}
+	if !closed.needsToken(req("")) || closed.needsToken(httptest.NewRequest("GET", "/stacks/app", nil)) {
+		t.Fatal("needsToken gives the wrong answers")
+	}
+}
+
+// TestCrossOrigin: a browser's cross-site POST is refused and changes
+// nothing, even without a token; same-origin and non-browser ones pass.
+func TestCrossOrigin(t *testing.T) {
+	api := &fakeAPI{}
+	_, url := startWith(t, Options{API: api})
+	for _, h := range []http.Header{
+		{"Sec-Fetch-Site": {"cross-site"}},
+		{"Origin": {"https://evil.example"}},
+	} {
+		if code, v := callWith(t, "POST", url+"/api/v1/reload", h, ""); code != 403 {
+			t.Errorf("cross-origin reload with %v = %d %v", h, code, v)
+		}
+	}
+	if _, reloads, _ := api.calls(); reloads != 0 {
+		t.Fatalf("cross-origin requests reloaded %d times", reloads)
+	}
+	if code, v := callWith(t, "POST", url+"/api/v1/reload", http.Header{"Sec-Fetch-Site": {"same-origin"}}, ""); code != 200 {
+		t.Errorf("same-origin reload = %d %v", code, v)
+	}
+	if code, v := callWith(t, "GET", url+"/api/v1/stacks", http.Header{"Sec-Fetch-Site": {"cross-site"}}, ""); code != 200 {
+		t.Errorf("cross-origin read = %d %v", code, v)
+	}
+}

@@ -1,0 +1,137 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// Page sizes of GET /api/v1/stacks/{name}/updates.
+const (
+	defaultUpdates = 20
+	maxUpdates     = 100
+)
+
+// listUpdates serves a stack's update history, newest first, a page at a
+// time: ?limit=<n> (default 20, at most 100) and ?before=<seq> (the
+// previous page's "next"). "next" is left out on the last page.
+func (s *Server) listUpdates(w http.ResponseWriter, r *http.Request) {
+	before, limit, err := pageParams(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	// One more than asked tells whether there is a next page.
+	updates, err := s.api.Updates(r.PathValue("name"), before, limit+1)
+	if err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	out := map[string]any{}
+	if len(updates) > limit {
+		updates = updates[:limit]
+		out["next"] = strconv.FormatUint(updates[limit-1].Seq, 10)
+	}
+	if updates == nil {
+		updates = []daemon.Update{}
+	}
+	out["updates"] = updates
+	writeJSON(w, http.StatusOK, out)
+}
+
+// pageParams reads ?before and ?limit.
+func pageParams(r *http.Request) (before uint64, limit int, err error) {
+	q := r.URL.Query()
+	if v := q.Get("before"); v != "" {
+		if before, err = strconv.ParseUint(v, 10, 64); err != nil {
+			return 0, 0, errors.New("before: not a sequence number: " + v)
+		}
+	}
+	limit = defaultUpdates
+	if v := q.Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 {
+			return 0, 0, errors.New("limit: not a positive number: " + v)
+		}
+	}
+	return before, min(limit, maxUpdates), nil
+}
+
+// getLog serves an update's log as text: the stored log, or what the
+// live log holds while the update runs. With ?follow=1 and the update
+// running, it streams the live log until the update ends, the client goes
+// away or the server stops. The daemon scrubs secrets from both.
+func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
+	stored, live, err := s.api.Log(r.PathValue("id"))
+	if err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	switch {
+	case live == nil:
+		_, _ = w.Write(stored)
+	case follows(r):
+		s.follow(w, r, live)
+	default:
+		_, _ = w.Write(live.Bytes())
+	}
+}
+
+// follows reports whether the client asked to follow the log (a HEAD
+// request gets the headers and no stream).
+func follows(r *http.Request) bool {
+	v, err := strconv.ParseBool(r.URL.Query().Get("follow"))
+	return err == nil && v && r.Method == http.MethodGet
+}
+
+// follow streams live from its start, one flushed chunk per change. The
+// connection's read and write timeouts would cut a long operation's log:
+// the read deadline is cleared and the write deadline moved before each
+// chunk, so only a client that stops reading is dropped.
+func (s *Server) follow(w http.ResponseWriter, r *http.Request, live *daemon.LiveLog) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	s.extendWrite(rc)
+	w.WriteHeader(http.StatusOK)
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	var off int64
+	for {
+		data, next, closed, changed := live.Since(off)
+		off = next
+		if len(data) > 0 {
+			s.extendWrite(rc)
+			if _, err := w.Write(data); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+		}
+		if closed {
+			return
+		}
+		select {
+		case <-changed:
+		case <-r.Context().Done():
+			return
+		case <-s.stopped.Done():
+			return
+		}
+	}
+}
+
+// extendWrite gives the next write the server's write timeout from now.
+func (s *Server) extendWrite(rc *http.ResponseController) {
+	deadline := time.Time{}
+	if d := s.srv.WriteTimeout; d > 0 {
+		deadline = time.Now().Add(d)
+	}
+	_ = rc.SetWriteDeadline(deadline)
+}

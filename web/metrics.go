@@ -1,0 +1,236 @@
+package web
+
+import (
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// Metrics are stackd's Prometheus metrics. It is the daemon's
+// daemon.Observer, counting updates and polls as they happen; the gauges
+// of each stack, the scheduler and the config are read from the API at
+// scrape time, so a stack that leaves the daemon leaves them too. Label
+// values are stack names and bounded enumerations (update types and
+// states), never commits or error text.
+type Metrics struct {
+	api atomic.Pointer[apiRef]
+
+	updates        *prometheus.CounterVec
+	updateDuration *prometheus.HistogramVec
+	polls          *prometheus.CounterVec
+	pollDuration   prometheus.Histogram
+	commitApplied  prometheus.Histogram
+}
+
+// apiRef boxes an API for atomic.Pointer.
+type apiRef struct{ API }
+
+var _ daemon.Observer = (*Metrics)(nil)
+
+// Label values of stackd_git_polls_total.
+const (
+	pollSuccess = "success"
+	pollError   = "error"
+)
+
+// updateTypes and updateResults are the label values the counters start
+// at zero with, so rates are defined before the first update.
+var (
+	updateTypes   = []string{daemon.UpdateUp, daemon.UpdatePreview, daemon.UpdateRefresh, daemon.UpdateDestroy, daemon.UpdateDrift}
+	updateResults = []string{daemon.UpdateSucceeded, daemon.UpdateFailed, daemon.UpdateAborted}
+)
+
+// NewMetrics registers stackd's metrics, the Go runtime's and the
+// process's on reg (it panics if reg holds any of them already). api may
+// be nil when the Metrics must exist before the daemon, as its Observer:
+// SetAPI supplies it later, and until then a scrape has no stack gauges.
+func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
+	m := &Metrics{
+		updates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stackd_updates_total",
+			Help: "Finished updates, by type (up, preview, refresh, destroy, drift) and result (succeeded, failed, aborted).",
+		}, []string{"type", "result"}),
+		updateDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "stackd_update_duration_seconds",
+			Help:    "Duration of finished updates, by type.",
+			Buckets: []float64{1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600},
+		}, []string{"type"}),
+		polls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stackd_git_polls_total",
+			Help: "Branch resolutions against git remotes, by result (success, error).",
+		}, []string{"result"}),
+		pollDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "stackd_git_poll_duration_seconds",
+			Help:    "Duration of branch resolutions against git remotes.",
+			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
+		}),
+		commitApplied: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "stackd_commit_to_applied_seconds",
+			Help:    "Time from a new commit being seen to its update succeeding.",
+			Buckets: []float64{5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200},
+		}),
+	}
+	for _, typ := range updateTypes {
+		for _, res := range updateResults {
+			m.updates.WithLabelValues(typ, res)
+		}
+		m.updateDuration.WithLabelValues(typ)
+	}
+	m.polls.WithLabelValues(pollSuccess)
+	m.polls.WithLabelValues(pollError)
+	m.SetAPI(api)
+	reg.MustRegister(buildInfo(version), m.updates, m.updateDuration, m.polls, m.pollDuration, m.commitApplied,
+		stateCollector{m: m},
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// SetAPI sets the API whose state a scrape reports.
+func (m *Metrics) SetAPI(api API) {
+	if api == nil {
+		m.api.Store(nil)
+		return
+	}
+	m.api.Store(&apiRef{api})
+}
+
+func buildInfo(version string) prometheus.Gauge {
+	if version == "" {
+		version = "unknown"
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "stackd_build_info",
+		Help:        "Always 1; the labels name stackd's version and the Go version it was built with.",
+		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()},
+	})
+	g.Set(1)
+	return g
+}
+
+// UpdateFinished counts a finished update and observes its duration.
+func (m *Metrics) UpdateFinished(u daemon.Update) {
+	result := u.State
+	if result == "" {
+		result = "unknown"
+	}
+	m.updates.WithLabelValues(u.Type, result).Inc()
+	if !u.StartTime.IsZero() && !u.EndTime.IsZero() && !u.EndTime.Before(u.StartTime) {
+		m.updateDuration.WithLabelValues(u.Type).Observe(u.EndTime.Sub(u.StartTime).Seconds())
+	}
+}
+
+// Polled counts a branch resolution and observes its duration.
+func (m *Metrics) Polled(err error, took time.Duration) {
+	result := pollSuccess
+	if err != nil {
+		result = pollError
+	}
+	m.polls.WithLabelValues(result).Inc()
+	m.pollDuration.Observe(took.Seconds())
+}
+
+// CommitApplied observes how long a new commit took to be applied.
+func (m *Metrics) CommitApplied(took time.Duration) {
+	m.commitApplied.Observe(took.Seconds())
+}
+
+// ConfigReloaded does nothing: the reload gauges are read from
+// API.ConfigStatus at scrape time, which also covers the first load.
+func (m *Metrics) ConfigReloaded(daemon.ConfigStatus) {}
+
+// Descriptions of the gauges read at scrape time.
+var (
+	stackLabel    = []string{"stack"}
+	descStacks    = prometheus.NewDesc("stackd_stacks", "Stacks the daemon knows, including removed ones whose destroy is pending.", nil, nil)
+	descReady     = prometheus.NewDesc("stackd_stack_ready", "1 when the stack's Ready condition is True.", stackLabel, nil)
+	descReconcile = prometheus.NewDesc("stackd_stack_reconciling", "1 when the stack's Reconciling condition is True.", stackLabel, nil)
+	descStalled   = prometheus.NewDesc("stackd_stack_stalled", "1 when the stack's Stalled condition is True.", stackLabel, nil)
+	descFailing   = prometheus.NewDesc("stackd_stack_failing", "1 when the stack's last update failed.", stackLabel, nil)
+	descFailures  = prometheus.NewDesc("stackd_stack_consecutive_failures",
+		"Consecutive failed updates of the stack for its current generation and sync request; 0 after a success.", stackLabel, nil)
+	descLastOK = prometheus.NewDesc("stackd_stack_last_success_timestamp_seconds",
+		"Unix time of the stack's last successful update; absent until one succeeds.", stackLabel, nil)
+	descQueue   = prometheus.NewDesc("stackd_queue_depth", "Stacks waiting for a worker, a prerequisite or a sync wave.", nil, nil)
+	descRunning = prometheus.NewDesc("stackd_operations_running", "Pulumi operations in flight.", nil, nil)
+	descReload  = prometheus.NewDesc("stackd_config_last_reload_successful",
+		"1 when the last config load or reload was applied, 0 when it had errors.", nil, nil)
+	descReloadOK = prometheus.NewDesc("stackd_config_last_reload_success_timestamp_seconds",
+		"Unix time of the last config load or reload that was applied.", nil, nil)
+)
+
+// stateCollector reports the API's current state at each scrape.
+type stateCollector struct{ m *Metrics }
+
+func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descStacks, descReady, descReconcile, descStalled, descFailing,
+		descFailures, descLastOK, descQueue, descRunning, descReload, descReloadOK} {
+		ch <- d
+	}
+}
+
+// Collect reads the API (copies, no lock kept) and emits the gauges.
+func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
+	ref := c.m.api.Load()
+	if ref == nil {
+		return
+	}
+	stacks, stats, cfg := ref.Stacks(), ref.Stats(), ref.ConfigStatus()
+	gauge(ch, descStacks, float64(len(stacks)))
+	for i := range stacks {
+		collectStack(ch, &stacks[i])
+	}
+	gauge(ch, descQueue, float64(stats.Queued))
+	gauge(ch, descRunning, float64(stats.Running))
+	gauge(ch, descReload, boolValue(cfg.Successful))
+	if !cfg.LastSuccess.IsZero() {
+		gauge(ch, descReloadOK, unixSeconds(cfg.LastSuccess))
+	}
+}
+
+// collectStack emits one stack's gauges.
+//
+// stackd_stack_consecutive_failures counts failed updates, not retries:
+// PKO's lastUpdate.failures is 0 after the first failure (it counts the
+// failures before the last one), so the gauge is failures+1 while the
+// last update failed and 0 otherwise — the number the Stalled message
+// gives.
+func collectStack(ch chan<- prometheus.Metric, v *daemon.StackView) {
+	gauge(ch, descReady, conditionTrue(&v.Status, daemon.ConditionReady), v.Name)
+	gauge(ch, descReconcile, conditionTrue(&v.Status, daemon.ConditionReconciling), v.Name)
+	gauge(ch, descStalled, conditionTrue(&v.Status, daemon.ConditionStalled), v.Name)
+	failing, failures := 0.0, 0.0
+	if lu := v.Status.LastUpdate; lu != nil && lu.State == daemon.UpdateFailed {
+		failing, failures = 1, float64(lu.Failures+1)
+	}
+	gauge(ch, descFailing, failing, v.Name)
+	gauge(ch, descFailures, failures, v.Name)
+	if !v.LastSuccess.IsZero() {
+		gauge(ch, descLastOK, unixSeconds(v.LastSuccess), v.Name)
+	}
+}
+
+func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, value float64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, value, labels...)
+}
+
+func conditionTrue(s *daemon.StackStatus, typ string) float64 {
+	c := s.Condition(typ)
+	return boolValue(c != nil && c.Status == "True")
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func unixSeconds(t time.Time) float64 {
+	return float64(t.UnixNano()) / 1e9
+}

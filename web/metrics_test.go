@@ -1,0 +1,141 @@
+package web
+
+import (
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+const failingCommit = "0123456789abcdef0123456789abcdef01234567"
+
+// metricStacks are three stacks: ready, failing twice and stalled, and
+// reconciling for the first time.
+func metricStacks() []daemon.StackView {
+	success := time.Unix(1_700_000_000, 0)
+	cond := func(typ, status string) daemon.Condition {
+		return daemon.Condition{Type: typ, Status: status, Reason: "R", Message: "exit status 1: " + failingCommit}
+	}
+	return []daemon.StackView{
+		{Name: "app", LastSuccess: success, Status: daemon.StackStatus{
+			Conditions: []daemon.Condition{cond(daemon.ConditionReady, "True")},
+			LastUpdate: &daemon.LastUpdate{State: daemon.UpdateSucceeded, LastSuccessfulCommit: failingCommit}}},
+		{Name: "db", LastSuccess: success, Status: daemon.StackStatus{
+			Conditions: []daemon.Condition{cond(daemon.ConditionReady, "False"), cond(daemon.ConditionStalled, "True")},
+			LastUpdate: &daemon.LastUpdate{State: daemon.UpdateFailed, Failures: 1, LastAttemptedCommit: failingCommit,
+				Message: "error: permission denied"}}},
+		{Name: "new", Status: daemon.StackStatus{
+			Conditions: []daemon.Condition{cond(daemon.ConditionReady, "False"), cond(daemon.ConditionReconciling, "True")}}},
+	}
+}
+
+// scrape gets /metrics, failing unless promtool accepts it.
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	resp, body := send(t, "GET", url+"/metrics", nil, "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("/metrics = %d %s", resp.StatusCode, body)
+	}
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if testing.Short() {
+			t.Logf("promtool not installed; not checking the exposition format")
+			return string(body)
+		}
+		t.Fatalf("promtool not installed: %v", err)
+	}
+	check := exec.Command(promtool, "check", "metrics")
+	check.Stdin = strings.NewReader(string(body))
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Fatalf("promtool check metrics: %v\n%s", err, out)
+	}
+	return string(body)
+}
+
+func TestMetrics(t *testing.T) {
+	api := &fakeAPI{stacks: metricStacks(), stats: daemon.Stats{Running: 1, Queued: 2},
+		config: daemon.ConfigStatus{Successful: false, LastSuccess: time.Unix(1_700_000_100, 0), Error: "stacks.yaml:1:1: bad"}}
+	reg := prometheus.NewPedanticRegistry() // checks what collectors emit against what they describe
+	m := NewMetrics(reg, nil, "1.2.3")
+	m.SetAPI(api)
+	start := time.Now()
+	m.UpdateFinished(daemon.Update{Type: daemon.UpdateUp, State: daemon.UpdateSucceeded, StartTime: start, EndTime: start.Add(90 * time.Second), Commit: failingCommit})
+	m.UpdateFinished(daemon.Update{Type: daemon.UpdateUp, State: daemon.UpdateFailed, StartTime: start, EndTime: start.Add(time.Second), Message: "error: permission denied"})
+	m.Polled(nil, 200*time.Millisecond)
+	m.Polled(errors.New("dial tcp: refused"), time.Second)
+	m.CommitApplied(2 * time.Minute)
+	m.ConfigReloaded(api.ConfigStatus())
+	_, url := startWith(t, Options{API: api, Registry: reg})
+
+	body := scrape(t, url)
+	for _, want := range []string{
+		`stackd_build_info{goversion="go`,
+		`version="1.2.3"} 1`,
+		"stackd_stacks 3",
+		`stackd_stack_ready{stack="app"} 1`,
+		`stackd_stack_ready{stack="db"} 0`,
+		`stackd_stack_reconciling{stack="new"} 1`,
+		`stackd_stack_stalled{stack="db"} 1`,
+		`stackd_stack_stalled{stack="app"} 0`,
+		`stackd_stack_failing{stack="db"} 1`,
+		`stackd_stack_failing{stack="app"} 0`,
+		`stackd_stack_consecutive_failures{stack="db"} 2`,
+		`stackd_stack_consecutive_failures{stack="new"} 0`,
+		`stackd_stack_last_success_timestamp_seconds{stack="app"} 1.7e+09`,
+		`stackd_updates_total{result="succeeded",type="up"} 1`,
+		`stackd_updates_total{result="failed",type="up"} 1`,
+		`stackd_updates_total{result="failed",type="destroy"} 0`,
+		`stackd_update_duration_seconds_bucket{type="up",le="120"} 2`,
+		`stackd_update_duration_seconds_count{type="preview"} 0`,
+		`stackd_git_polls_total{result="success"} 1`,
+		`stackd_git_polls_total{result="error"} 1`,
+		"stackd_git_poll_duration_seconds_count 2",
+		"stackd_commit_to_applied_seconds_count 1",
+		"stackd_queue_depth 2",
+		"stackd_operations_running 1",
+		"stackd_config_last_reload_successful 0",
+		"stackd_config_last_reload_success_timestamp_seconds 1.7000001e+09",
+		"go_goroutines ",
+		"process_start_time_seconds ",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	for _, never := range []string{failingCommit, "permission denied", "refused", "stacks.yaml",
+		`stackd_stack_last_success_timestamp_seconds{stack="new"}`} {
+		if strings.Contains(body, never) {
+			t.Errorf("/metrics holds %q", never)
+		}
+	}
+
+	// A stack that leaves the daemon leaves the per-stack series.
+	api.mu.Lock()
+	api.stacks = api.stacks[:1]
+	api.mu.Unlock()
+	body = scrape(t, url)
+	if strings.Contains(body, `stack="db"`) || strings.Contains(body, `stack="new"`) || !strings.Contains(body, "stackd_stacks 1") {
+		t.Fatalf("removed stacks are still reported:\n%s", body)
+	}
+}
+
+// TestMetricsWithoutAPI: until SetAPI, a scrape has no state gauges but
+// is valid; a server without a registry has no /metrics.
+func TestMetricsWithoutAPI(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	NewMetrics(reg, nil, "")
+	_, url := startWith(t, Options{API: &fakeAPI{}, Registry: reg})
+	body := scrape(t, url)
+	if strings.Contains(body, "stackd_stacks") || !strings.Contains(body, `version="unknown"`) {
+		t.Fatalf("/metrics without an API:\n%s", body)
+	}
+	_, url = startWith(t, Options{API: &fakeAPI{}})
+	if resp, _ := send(t, "GET", url+"/metrics", nil, ""); resp.StatusCode != 404 {
+		t.Fatalf("/metrics without a registry = %d", resp.StatusCode)
+	}
+}

@@ -1,0 +1,555 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// Literal values in the fake spec; the daemon redacts them, and no page
+// may show them.
+const (
+	uiSecretEnv    = "hunter2-env-literal"
+	uiSecretConfig = "hunter2-config-secret"
+)
+
+// uiFakeAPI is a daemon with three stacks: "web", healthy and running
+// update web-3; "db", degraded after failures; and "queue", never run.
+type uiFakeAPI struct {
+	mu     sync.Mutex
+	synced []string
+	live   *daemon.LiveLog
+	now    time.Time
+}
+
+func newUIFakeAPI() *uiFakeAPI {
+	live := daemon.NewLiveLog()
+	_, _ = live.Write([]byte("Updating (prod)\n  + aws:s3:Bucket assets creating\n"))
+	return &uiFakeAPI{live: live, now: time.Now()}
+}
+
+func (f *uiFakeAPI) ago(d time.Duration) time.Time { return f.now.Add(-d) }
+
+func (f *uiFakeAPI) Stacks() []daemon.StackView {
+	return []daemon.StackView{f.web(), f.db(), f.queue()}
+}
+
+func (f *uiFakeAPI) web() daemon.StackView {
+	spec := &daemon.StackSpec{
+		Stack:       "acme/web/prod",
+		ProjectRepo: "https://github.com/acme/web.git",
+		Branch:      "main",
+		EnvRefs: map[string]daemon.ResourceRef{
+			"API_KEY": {Type: daemon.RefLiteral, Literal: &daemon.LiteralRef{Value: uiSecretEnv}},
+		},
+		Secrets: map[string]string{"dbPassword": uiSecretConfig},
+		Config:  map[string]any{"aws:region": "eu-west-1"},
+	}
+	return daemon.StackView{
+		Name:         "web",
+		Spec:         daemon.RedactedSpec(spec),
+		ExternalLink: "https://console.example.com/stacks/web?env=prod&tab=1",
+		LastSuccess:  f.ago(2 * time.Hour),
+		Tracking:     "https://github.com/acme/web.git@main",
+		Status: daemon.StackStatus{
+			Conditions: []daemon.Condition{
+				{Type: daemon.ConditionReady, Status: "False", Reason: "NotReady", Message: "An update is in progress", LastTransitionTime: f.ago(time.Minute)},
+				{Type: daemon.ConditionReconciling, Status: "True", Reason: "StackProcessing", Message: "New commit detected", LastTransitionTime: f.ago(time.Minute)},
+			},
+			Outputs: map[string]json.RawMessage{
+				"url":        json.RawMessage(`"https://web.example.com"`),
+				"dbPassword": json.RawMessage(`"[secret]"`),
+				"ports":      json.RawMessage(`[80,443]`),
+				"banner":     json.RawMessage(`"<b>hello</b>"`),
+			},
+			CurrentUpdate: &daemon.CurrentUpdate{Name: "web-3", Commit: "0123456789abcdef0123456789abcdef01234567"},
+			LastUpdate: &daemon.LastUpdate{
+				Name: "web-2", Type: daemon.UpdateUp, State: daemon.UpdateSucceeded,
+				LastSuccessfulCommit: "89abcdef0123456789abcdef0123456789abcdef", LastResyncTime: f.ago(2 * time.Hour),
+			},
+			Health: &daemon.Health{Status: daemon.HealthProgressing, Message: "New commit detected"},
+		},
+	}
+}
+
+func (f *uiFakeAPI) db() daemon.StackView {
+	return daemon.StackView{
+		Name:     "db",
+		Spec:     map[string]any{"stack": "acme/db/prod", "projectRepo": "git@github.com:acme/db.git", "commit": "fedcba9876543210fedcba9876543210fedcba98"},
+		Tracking: "git@github.com:acme/db.git@fedcba9876543210fedcba9876543210fedcba98",
+		Status: daemon.StackStatus{
+			Conditions: []daemon.Condition{
+				{Type: daemon.ConditionStalled, Status: "True", Reason: "UpdateFailed", Message: "up failed 3 times; not retrying", LastTransitionTime: f.ago(26 * time.Hour)},
+			},
+			LastUpdate: &daemon.LastUpdate{
+				Name: "db-7", Type: daemon.UpdateUp, State: daemon.UpdateFailed, Message: "exit status 255",
+				LastSuccessfulCommit: "aaaabbbbccccddddeeeeffff0000111122223333", LastResyncTime: f.ago(26 * time.Hour), Failures: 3,
+			},
+			Health: &daemon.Health{Status: daemon.HealthDegraded, Message: "up failed 3 times; not retrying"},
+		},
+	}
+}
+
+func (f *uiFakeAPI) queue() daemon.StackView {
+	return daemon.StackView{Name: "queue", Spec: map[string]any{"stack": "dev"}, Tracking: "program queue"}
+}
+
+func (f *uiFakeAPI) Stack(name string) (daemon.StackView, error) {
+	for _, v := range f.Stacks() {
+		if v.Name == name {
+			return v, nil
+		}
+	}
+	return daemon.StackView{}, daemon.ErrUnknownStack
+}
+
+func (f *uiFakeAPI) Sync(name string) (string, error) {
+	if _, err := f.Stack(name); err != nil {
+		return "", err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.synced = append(f.synced, name)
+	return "token-1", nil
+}
+
+func (f *uiFakeAPI) syncs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.synced...)
+}
+
+func (f *uiFakeAPI) Ready() error { return nil }
+
+func (f *uiFakeAPI) Updates(stack string, _ uint64, limit int) ([]daemon.Update, error) {
+	if stack != "web" {
+		if _, err := f.Stack(stack); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	}
+	us := []daemon.Update{
+		{ID: "web-3", Stack: "web", Seq: 3, Type: daemon.UpdateUp, Reason: "New commit detected",
+			Commit: "0123456789abcdef0123456789abcdef01234567", StartTime: f.ago(time.Minute), State: daemon.UpdateRunning},
+		{ID: "web-2", Stack: "web", Seq: 2, Type: daemon.UpdateUp, Reason: "Resync", Commit: "89abcdef0123456789abcdef0123456789abcdef",
+			StartTime: f.ago(2*time.Hour + 40*time.Second), EndTime: f.ago(2 * time.Hour), State: daemon.UpdateSucceeded,
+			Changes: map[string]int{"same": 12, "update": 1}, Permalink: "https://app.pulumi.com/acme/web/prod/updates/2"},
+		{ID: "web-1", Stack: "web", Seq: 1, Type: daemon.UpdatePreview, Reason: "First run", Commit: "89abcdef0123456789abcdef0123456789abcdef",
+			StartTime: f.ago(3 * time.Hour), EndTime: f.ago(3*time.Hour - 5*time.Second), State: daemon.UpdateFailed,
+			Message: "error: missing required configuration key \"aws:region\""},
+	}
+	return us[:min(limit, len(us))], nil
+}
+
+func (f *uiFakeAPI) Update(id string) (daemon.Update, error) {
+	us, _ := f.Updates("web", 0, 100)
+	for _, u := range us {
+		if u.ID == id {
+			return u, nil
+		}
+	}
+	return daemon.Update{}, daemon.ErrUnknownUpdate
+}
+
+func (f *uiFakeAPI) Log(id string) ([]byte, *daemon.LiveLog, error) {
+	if id == "web-3" {
+		return nil, f.live, nil
+	}
+	if _, err := f.Update(id); err != nil {
+		return nil, nil, err
+	}
+	return []byte("stored log of " + id + "\n"), nil, nil
+}
+
+func (f *uiFakeAPI) Reload() error { return nil }
+
+func (f *uiFakeAPI) ConfigStatus() daemon.ConfigStatus {
+	return daemon.ConfigStatus{Successful: true, LastSuccess: f.now, LastAttempt: f.now}
+}
+
+func (f *uiFakeAPI) Push([]string, string) []string { return nil }
+
+func (f *uiFakeAPI) Stats() daemon.Stats { return daemon.Stats{Running: 1} }
+
+// startUI serves api on a loopback port and returns its base URL.
+func startUI(t *testing.T, api API) string {
+	t.Helper()
+	s := New(Options{Addr: "127.0.0.1:0", API: api})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return "http://" + s.Addr()
+}
+
+// noRedirect is a client that reports redirects instead of following them.
+var noRedirect = &http.Client{
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	Timeout:       10 * time.Second,
+}
+
+// fetch does a request and returns the response and its body.
+func fetch(t *testing.T, method, url string, header http.Header) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(body)
+}
+
+// getPage fetches an HTML page and checks its status and headers.
+func getPage(t *testing.T, url string, code int) string {
+	t.Helper()
+	resp, body := fetch(t, http.MethodGet, url, nil)
+	if resp.StatusCode != code {
+		t.Fatalf("GET %s: status %d, want %d\n%s", url, resp.StatusCode, code, body)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+		t.Errorf("GET %s: Content-Type %q", url, ct)
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") {
+		t.Errorf("GET %s: Content-Security-Policy %q", url, csp)
+	}
+	return body
+}
+
+func wantContains(t *testing.T, page string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(page, w) {
+			t.Errorf("page lacks %q", w)
+		}
+	}
+}
+
+func wantLacks(t *testing.T, page string, unwanted ...string) {
+	t.Helper()
+	for _, u := range unwanted {
+		if strings.Contains(page, u) {
+			t.Errorf("page shows %q", u)
+		}
+	}
+}
+
+// assetRefs matches the src and href attributes of the page's own assets.
+var assetRefs = regexp.MustCompile(`<(?:script|link)[^>]*(?:src|href)="([^"]*)"`)
+
+func TestUIList(t *testing.T) {
+	page := getPage(t, startUI(t, newUIFakeAPI())+"/", http.StatusOK)
+	wantContains(t, page,
+		`href="/stacks/web"`, `href="/stacks/db"`, `href="/stacks/queue"`,
+		`class="badge health-progressing" title="New commit detected">Progressing</span>`,
+		`class="badge health-degraded" title="up failed 3 times; not retrying">Degraded</span>`,
+		`class="badge health-unknown" title="">Unknown</span>`,
+		`state-running">running`, `<code>web-3</code>`, `state-failed">failed`,
+		"github.com/acme/web", `<code class="ref">main</code>`, `<code class="ref">fedcba9</code>`, "program queue",
+		`title="89abcdef0123456789abcdef0123456789abcdef">89abcde</code>`,
+		`action="/stacks/db/sync"`, "1 running · 0 queued")
+	for _, m := range assetRefs.FindAllStringSubmatch(page, -1) {
+		if !strings.HasPrefix(m[1], "/static/") {
+			t.Errorf("asset %q is not served by stackd", m[1])
+		}
+	}
+}
+
+func TestUIStackPage(t *testing.T) {
+	page := getPage(t, startUI(t, newUIFakeAPI())+"/stacks/web", http.StatusOK)
+	wantContains(t, page,
+		// Outputs, escaped, with secrets shown as such.
+		"https://web.example.com", `<span class="secret">[secret]</span>`, "&lt;b&gt;hello&lt;/b&gt;", "80,",
+		// Conditions with reasons and messages.
+		"Reconciling", "StackProcessing", "New commit detected", "NotReady",
+		// History, newest first.
+		"<code>web-3</code>", "<code>web-2</code>", "1 update, 12 same", "First run", "missing required configuration key",
+		"https://app.pulumi.com/acme/web/prod/updates/2",
+		// The external link, escaped.
+		`href="https://console.example.com/stacks/web?env=prod&amp;tab=1"`,
+		// The live log, followed by the script.
+		`data-follow="/api/v1/updates/web-3/log?follow=1"`, "aws:s3:Bucket assets creating",
+		// The spec as YAML, redacted.
+		"stack: acme/web/prod", "branch: main", "aws:region: eu-west-1", "value: &#39;[secret]&#39;", "dbPassword: &#39;[secret]&#39;",
+		`action="/stacks/web/sync"`)
+	wantLacks(t, page, uiSecretEnv, uiSecretConfig, "<b>hello</b>")
+	if i, j := strings.Index(page, "<code>web-3</code>"), strings.Index(page, "<code>web-1</code>"); i < 0 || j < i {
+		t.Error("history is not newest first")
+	}
+}
+
+func TestUIStackPageFinishedLog(t *testing.T) {
+	page := getPage(t, startUI(t, newUIFakeAPI())+"/stacks/db", http.StatusOK)
+	wantContains(t, page, "Stalled", "UpdateFailed", "up failed 3 times", "exit status 255", "No updates yet.", "No outputs.")
+	wantLacks(t, page, "data-follow", `id="log"`)
+}
+
+func TestUIUnknownStack(t *testing.T) {
+	base := startUI(t, newUIFakeAPI())
+	page := getPage(t, base+"/stacks/nope", http.StatusNotFound)
+	wantContains(t, page, "There is no stack named &#34;nope&#34;.")
+	resp, _ := fetch(t, http.MethodGet, base+"/nowhere", nil)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /nowhere: status %d", resp.StatusCode)
+	}
+}
+
+func TestUISync(t *testing.T) {
+	api := newUIFakeAPI()
+	base := startUI(t, api)
+	resp, body := fetch(t, http.MethodPost, base+"/stacks/db/sync", nil)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/stacks/db" {
+		t.Fatalf("sync: status %d, Location %q\n%s", resp.StatusCode, resp.Header.Get("Location"), body)
+	}
+	resp, _ = fetch(t, http.MethodPost, base+"/stacks/nope/sync", nil)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("sync of an unknown stack: status %d", resp.StatusCode)
+	}
+	if got := api.syncs(); len(got) != 1 || got[0] != "db" {
+		t.Errorf("synced %q, want [db]", got)
+	}
+}
+
+func TestUISyncNeedsToken(t *testing.T) {
+	api := newUIFakeAPI()
+	s := New(Options{Addr: "127.0.0.1:0", API: api, Token: "t0ken", Version: "v9.8.7"})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	base := "http://" + s.Addr()
+	for _, p := range []string{"/", "/stacks/db"} {
+		page := getPage(t, base+p, http.StatusOK)
+		wantContains(t, page, "v9.8.7")
+		wantLacks(t, page, "/sync")
+	}
+	resp, _ := fetch(t, http.MethodPost, base+"/stacks/db/sync", nil)
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("sync without the token: status %d", resp.StatusCode)
+	}
+	bearer := http.Header{"Authorization": {"Bearer t0ken"}}
+	if resp, page := fetch(t, http.MethodGet, base+"/stacks/db", bearer); resp.StatusCode != http.StatusOK || !strings.Contains(page, `action="/stacks/db/sync"`) {
+		t.Errorf("stack page with the token: status %d, no sync button", resp.StatusCode)
+	}
+	resp, _ = fetch(t, http.MethodPost, base+"/stacks/db/sync", bearer)
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("sync with the token: status %d", resp.StatusCode)
+	}
+	if got := api.syncs(); len(got) != 1 {
+		t.Errorf("synced %q, want [db]", got)
+	}
+}
+
+func TestUISyncCrossOrigin(t *testing.T) {
+	api := newUIFakeAPI()
+	base := startUI(t, api)
+	resp, _ := fetch(t, http.MethodPost, base+"/stacks/db/sync", http.Header{"Sec-Fetch-Site": {"cross-site"}})
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("cross-site sync: status %d", resp.StatusCode)
+	}
+	if got := api.syncs(); len(got) != 0 {
+		t.Errorf("synced %q", got)
+	}
+}
+
+func TestUIStatic(t *testing.T) {
+	base := startUI(t, newUIFakeAPI())
+	css, err := assetURL("style.css")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := fetch(t, http.MethodGet, base+css, nil)
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/css") || !strings.Contains(body, ".health-healthy") {
+		t.Fatalf("GET %s: %d %q", css, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if cc := resp.Header.Get("Cache-Control"); !strings.Contains(cc, "immutable") {
+		t.Errorf("versioned asset: Cache-Control %q", cc)
+	}
+	resp, _ = fetch(t, http.MethodGet, base+"/static/ui.js", http.Header{"If-None-Match": {resp.Header.Get("ETag")}})
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Cache-Control") != "no-cache" {
+		t.Errorf("unversioned asset: %d, Cache-Control %q", resp.StatusCode, resp.Header.Get("Cache-Control"))
+	}
+	resp, _ = fetch(t, http.MethodGet, base+"/static/ui.js", http.Header{"If-None-Match": {resp.Header.Get("ETag")}})
+	if resp.StatusCode != http.StatusNotModified {
+		t.Errorf("revalidated asset: status %d", resp.StatusCode)
+	}
+	for _, p := range []string{"/static/", "/static/nope.css", "/static/templates/list.html"} {
+		if resp, _ := fetch(t, http.MethodGet, base+p, nil); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s: status %d", p, resp.StatusCode)
+		}
+	}
+}
+
+func TestUIHelpers(t *testing.T) {
+	for in, want := range map[string][2]string{
+		"https://github.com/acme/web.git@main":     {"github.com/acme/web", "main"},
+		"git@github.com:acme/db.git@v1.2":          {"github.com/acme/db", "v1.2"},
+		"ssh://git@host:22/acme/x@refs/heads/main": {"host:22/acme/x", "refs/heads/main"},
+		"program queue":                            {"program queue", ""},
+	} {
+		if repo, ref := splitTracking(in); repo != want[0] || ref != want[1] {
+			t.Errorf("splitTracking(%q) = %q, %q", in, repo, ref)
+		}
+	}
+	if got := shortSHA("0123456789abcdef0123456789abcdef01234567"); got != "0123456" {
+		t.Errorf("shortSHA = %q", got)
+	}
+	if got := shortSHA("main"); got != "main" {
+		t.Errorf("shortSHA(main) = %q", got)
+	}
+	long := bytes.Repeat([]byte("0123456789\n"), 10)
+	if got, cut := tail(long, 25); string(got) != "0123456789\n0123456789\n" || !cut {
+		t.Errorf("tail = %q, %v", got, cut)
+	}
+	live := daemon.NewLiveLog()
+	_, _ = live.Write(long)
+	if got, cut := liveTail(live, 25); string(got) != "0123456789\n0123456789\n" || !cut {
+		t.Errorf("liveTail = %q, %v", got, cut)
+	}
+}
+
+// chromium is Debian's Chromium.
+const chromium = "/usr/bin/chromium"
+
+// runChromium runs headless Chromium with args and returns its standard
+// output; it is killed after a minute.
+func runChromium(t *testing.T, args ...string) []byte {
+	t.Helper()
+	profile, err := os.MkdirTemp("", "stackd-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(profile) // best effort: Chromium may leave files behind briefly
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--disable-component-update", "--no-first-run", "--hide-scrollbars", "--user-data-dir=" + profile}
+	cmd := exec.CommandContext(ctx, chromium, append(base, args...)...)
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
+	}
+	return stdout.Bytes()
+}
+
+// artifactDir is where tests keep files for people to look at:
+// $STACKD_TEST_ARTIFACTS, else .artifacts at the repository's root.
+func artifactDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("STACKD_TEST_ARTIFACTS")
+	if dir == "" {
+		root, err := filepath.Abs("..")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = filepath.Join(root, ".artifacts")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// screenshot saves a PNG of url in the artifact directory as name.
+func screenshot(t *testing.T, url, name string) {
+	t.Helper()
+	path := filepath.Join(artifactDir(t), name)
+	_ = os.Remove(path)
+	runChromium(t, "--screenshot="+path, "--window-size=1280,900", url)
+	png, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) || len(png) < 1000 {
+		t.Fatalf("%s is not a PNG screenshot (%d bytes)", path, len(png))
+	}
+	t.Logf("screenshot of %s: %s", url, path)
+}
+
+func TestUIChromium(t *testing.T) {
+	if _, err := os.Stat(chromium); err != nil {
+		if testing.Short() {
+			t.Skip("no Chromium:", err)
+		}
+		t.Fatal("the browser test needs Chromium:", err)
+	}
+	api := newUIFakeAPI()
+	base := startUI(t, api)
+	t.Cleanup(api.live.Close) // ends a follower before the server stops
+	dom := string(runChromium(t, "--dump-dom", base+"/"))
+	wantContains(t, dom, `href="/stacks/web"`, ">Progressing<", ">Degraded<")
+	screenshot(t, base+"/", "ui-list.png")
+	screenshot(t, base+"/stacks/web", "ui-stack.png")
+}
+
+// uiScriptAPI is uiFakeAPI with a page that changes on every render (its
+// queue grows) and a running log that streams other text than the page
+// shows, to tell what the script did.
+type uiScriptAPI struct {
+	*uiFakeAPI
+	renders atomic.Int32
+	logs    atomic.Int32
+	stream  *daemon.LiveLog
+}
+
+func (f *uiScriptAPI) Stats() daemon.Stats { return daemon.Stats{Queued: int(f.renders.Add(1))} }
+
+// Log answers the page's first call as uiFakeAPI does, and later calls
+// (the script's) with the stream.
+func (f *uiScriptAPI) Log(id string) ([]byte, *daemon.LiveLog, error) {
+	if id == "web-3" && f.logs.Add(1) > 1 {
+		return nil, f.stream, nil
+	}
+	return f.uiFakeAPI.Log(id)
+}
+
+// TestUIChromiumScript checks that the script streams the running log into
+// the page and swaps in the refreshed page: Chromium's virtual time lets
+// one refresh happen at once.
+func TestUIChromiumScript(t *testing.T) {
+	if _, err := os.Stat(chromium); err != nil {
+		if testing.Short() {
+			t.Skip("no Chromium:", err)
+		}
+		t.Fatal("the browser test needs Chromium:", err)
+	}
+	api := &uiScriptAPI{uiFakeAPI: newUIFakeAPI(), stream: daemon.NewLiveLog()}
+	_, _ = api.stream.Write([]byte("streamed by the script\n"))
+	base := startUI(t, api)
+	t.Cleanup(api.stream.Close)
+	t.Cleanup(api.live.Close)
+	dom := string(runChromium(t, "--virtual-time-budget=7000", "--dump-dom", base+"/stacks/web"))
+	wantContains(t, dom, `data-follow="/api/v1/updates/web-3/log?follow=1">streamed by the script`, "0 running · 2 queued")
+	wantLacks(t, dom, "aws:s3:Bucket assets creating")
+}

@@ -1,0 +1,179 @@
+package web
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// webhookPath receives push events from GitHub, GitLab and Gitea/Forgejo.
+const webhookPath = "/api/v1/webhooks/git"
+
+// forgeEvent is a webhook request as its forge describes it.
+type forgeEvent struct {
+	forge string
+	// event is the forge's event name.
+	event string
+	// push is whether event is a branch or tag push.
+	push bool
+	// verify checks the request's signature or token against secret.
+	verify func(body []byte, secret string) bool
+}
+
+// pushEvent holds the fields of a push payload stackd reads; GitHub and
+// Gitea fill repository, GitLab project and repository.
+type pushEvent struct {
+	Ref        string   `json:"ref"`
+	After      string   `json:"after"`
+	Deleted    bool     `json:"deleted"`
+	Repository repoURLs `json:"repository"`
+	Project    repoURLs `json:"project"`
+}
+
+// repoURLs are the ways forges name a repository in a push payload.
+type repoURLs struct {
+	CloneURL   string `json:"clone_url"`
+	SSHURL     string `json:"ssh_url"`
+	HTMLURL    string `json:"html_url"`
+	GitURL     string `json:"git_url"`
+	GitHTTPURL string `json:"git_http_url"`
+	GitSSHURL  string `json:"git_ssh_url"`
+	WebURL     string `json:"web_url"`
+	URL        string `json:"url"`
+	Homepage   string `json:"homepage"`
+}
+
+// webhook handles POST /api/v1/webhooks/git. The request is verified
+// before anything else is read from it: 401 for a bad or missing
+// signature. A verified branch push makes the stacks tracking that
+// branch of that repository poll at once (202 naming them); any other
+// verified event is acknowledged and ignored (202).
+func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
+	if s.opts.WebhookSecret == "" {
+		writeError(w, http.StatusNotFound, "webhooks are not configured")
+		return
+	}
+	ev, ok := detectForge(r.Header)
+	if !ok {
+		writeError(w, http.StatusBadRequest, "not a GitHub, GitLab or Gitea webhook")
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeBodyError(w, err)
+		return
+	}
+	if !ev.verify(body, s.opts.WebhookSecret) {
+		s.log.Warn("webhook rejected: bad signature", "forge", ev.forge, "remote", r.RemoteAddr)
+		writeError(w, http.StatusUnauthorized, "bad or missing webhook signature")
+		return
+	}
+	if !ev.push {
+		writeJSON(w, http.StatusAccepted, map[string]string{"ignored": ev.forge + " event " + ev.event})
+		return
+	}
+	s.push(w, ev.forge, body)
+}
+
+// push handles a verified push payload.
+func (s *Server) push(w http.ResponseWriter, forge string, body []byte) {
+	var p pushEvent
+	if err := json.Unmarshal(body, &p); err != nil {
+		writeError(w, http.StatusBadRequest, "push payload: "+err.Error())
+		return
+	}
+	branch, isBranch := strings.CutPrefix(p.Ref, "refs/heads/")
+	urls := p.urls()
+	var ignored string
+	switch {
+	case !isBranch || branch == "":
+		ignored = "not a branch push: " + p.Ref
+	case p.Deleted || isZeroSHA(p.After):
+		ignored = "branch deleted: " + branch
+	case len(urls) == 0:
+		ignored = "the payload names no repository"
+	}
+	if ignored != "" {
+		writeJSON(w, http.StatusAccepted, map[string]string{"ignored": ignored})
+		return
+	}
+	stacks := s.api.Push(urls, branch)
+	if stacks == nil {
+		stacks = []string{}
+	}
+	s.log.Info("push webhook", "forge", forge, "repository", urls[0], "branch", branch, "stacks", stacks)
+	writeJSON(w, http.StatusAccepted, map[string]any{"stacks": stacks})
+}
+
+// urls lists the payload's repository URLs, without blanks or repeats.
+func (p *pushEvent) urls() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range []repoURLs{p.Repository, p.Project} {
+		for _, u := range []string{r.CloneURL, r.SSHURL, r.HTMLURL, r.GitURL, r.GitHTTPURL, r.GitSSHURL, r.WebURL, r.URL, r.Homepage} {
+			if u != "" && !seen[u] {
+				seen[u] = true
+				out = append(out, u)
+			}
+		}
+	}
+	return out
+}
+
+// isZeroSHA reports whether sha is the all-zero commit forges send for a
+// deleted branch.
+func isZeroSHA(sha string) bool {
+	return sha != "" && strings.Trim(sha, "0") == ""
+}
+
+// detectForge names the forge that sent a webhook by its event header.
+// Gitea and Forgejo also send GitHub's headers, so they are looked for
+// first.
+func detectForge(h http.Header) (forgeEvent, bool) {
+	for _, prefix := range []string{"Gitea", "Forgejo"} {
+		if ev := h.Get("X-" + prefix + "-Event"); ev != "" {
+			sig := h.Get("X-" + prefix + "-Signature")
+			return forgeEvent{forge: strings.ToLower(prefix), event: ev, push: ev == "push",
+				verify: func(body []byte, secret string) bool { return validHMAC(body, secret, sig) }}, true
+		}
+	}
+	if ev := h.Get("X-Gitlab-Event"); ev != "" {
+		token := h.Get("X-Gitlab-Token")
+		return forgeEvent{forge: "gitlab", event: ev, push: ev == "Push Hook",
+			verify: func(_ []byte, secret string) bool { return token != "" && equalSecret(token, secret) }}, true
+	}
+	if ev := h.Get("X-GitHub-Event"); ev != "" {
+		sig, ok := strings.CutPrefix(h.Get("X-Hub-Signature-256"), "sha256=")
+		return forgeEvent{forge: "github", event: ev, push: ev == "push",
+			verify: func(body []byte, secret string) bool { return ok && validHMAC(body, secret, sig) }}, true
+	}
+	return forgeEvent{}, false
+}
+
+// validHMAC reports whether sig is the hex HMAC-SHA256 of body keyed with
+// secret, comparing in constant time.
+func validHMAC(body []byte, secret, sig string) bool {
+	got, err := hex.DecodeString(strings.TrimSpace(sig))
+	if err != nil || len(got) != sha256.Size {
+		return false
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return hmac.Equal(got, mac.Sum(nil))
+}
+
+// writeBodyError answers a request whose body could not be read: 413 past
+// the body limit.
+func writeBodyError(w http.ResponseWriter, err error) {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
+		return
+	}
+	writeError(w, http.StatusBadRequest, "read request body: "+err.Error())
+}

@@ -1,0 +1,164 @@
+package web
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const hookSecret = "hook-secret"
+
+func sign(secret, body string) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(body))
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+// Push payloads as each forge sends them, trimmed to what matters.
+const (
+	githubPush = `{"ref":"refs/heads/main","after":"4b825dc642cb6eb9a060e54bf8d69288fbee4904","deleted":false,
+		"repository":{"clone_url":"https://github.com/acme/infra.git","ssh_url":"git@github.com:acme/infra.git",
+		"html_url":"https://github.com/acme/infra","git_url":"git://github.com/acme/infra.git"}}`
+	gitlabPush = `{"object_kind":"push","ref":"refs/heads/main","after":"4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+		"project":{"git_http_url":"https://gitlab.com/acme/infra.git","git_ssh_url":"git@gitlab.com:acme/infra.git",
+		"web_url":"https://gitlab.com/acme/infra"},
+		"repository":{"url":"git@gitlab.com:acme/infra.git","homepage":"https://gitlab.com/acme/infra"}}`
+	giteaPush = `{"ref":"refs/heads/release","after":"4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+		"repository":{"clone_url":"https://gitea.example/acme/infra.git","ssh_url":"git@gitea.example:acme/infra.git",
+		"html_url":"https://gitea.example/acme/infra"}}`
+)
+
+func githubHeaders(event, sig string) http.Header {
+	return http.Header{"X-Github-Event": {event}, "X-Hub-Signature-256": {"sha256=" + sig}}
+}
+
+func gitlabHeaders(event, token string) http.Header {
+	return http.Header{"X-Gitlab-Event": {event}, "X-Gitlab-Token": {token}}
+}
+
+// giteaHeaders are Gitea's, which include GitHub's for compatibility.
+func giteaHeaders(event, sig string) http.Header {
+	h := githubHeaders(event, sig)
+	h["X-Gitea-Event"], h["X-Gitea-Signature"] = []string{event}, []string{sig}
+	return h
+}
+
+func TestWebhookPush(t *testing.T) {
+	tests := []struct {
+		name   string
+		header http.Header
+		body   string
+		urls   []string
+		branch string
+	}{
+		{"github", githubHeaders("push", sign(hookSecret, githubPush)), githubPush,
+			[]string{"https://github.com/acme/infra.git", "git@github.com:acme/infra.git", "https://github.com/acme/infra", "git://github.com/acme/infra.git"}, "main"},
+		{"gitlab", gitlabHeaders("Push Hook", hookSecret), gitlabPush,
+			[]string{"https://gitlab.com/acme/infra", "git@gitlab.com:acme/infra.git", "https://gitlab.com/acme/infra.git"}, "main"},
+		{"gitea", giteaHeaders("push", sign(hookSecret, giteaPush)), giteaPush,
+			[]string{"https://gitea.example/acme/infra.git", "git@gitea.example:acme/infra.git", "https://gitea.example/acme/infra"}, "release"},
+		{"forgejo", http.Header{"X-Forgejo-Event": {"push"}, "X-Forgejo-Signature": {sign(hookSecret, giteaPush)}}, giteaPush,
+			[]string{"https://gitea.example/acme/infra.git", "git@gitea.example:acme/infra.git", "https://gitea.example/acme/infra"}, "release"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			api := &fakeAPI{pushed: []string{"infra-dev", "infra-prod"}}
+			// A configured API token does not apply to the webhook.
+			_, url := startWith(t, Options{API: api, WebhookSecret: hookSecret, Token: "api-token"})
+			code, v := callWith(t, "POST", url+webhookPath, tt.header, tt.body)
+			if code != 202 || len(v["stacks"].([]any)) != 2 {
+				t.Fatalf("push = %d %v", code, v)
+			}
+			api.mu.Lock()
+			pushes := api.pushes
+			api.mu.Unlock()
+			if len(pushes) != 1 || pushes[0].branch != tt.branch || !sameSet(pushes[0].urls, tt.urls) {
+				t.Fatalf("Push calls = %+v, want %v %s", pushes, tt.urls, tt.branch)
+			}
+		})
+	}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// TestWebhookRejected: a bad or missing signature is a 401 and polls
+// nothing, whatever the event.
+func TestWebhookRejected(t *testing.T) {
+	api := &fakeAPI{}
+	_, url := startWith(t, Options{API: api, WebhookSecret: hookSecret})
+	tampered := strings.Replace(githubPush, "main", "prod", 1)
+	good := sign(hookSecret, githubPush)
+	for _, tt := range []struct {
+		name string
+		h    http.Header
+		body string
+	}{
+		{"github wrong secret", githubHeaders("push", sign("other", githubPush)), githubPush},
+		{"github tampered body", githubHeaders("push", good), tampered},
+		{"github no signature", http.Header{"X-Github-Event": {"push"}}, githubPush},
+		{"github sha1 only", http.Header{"X-Github-Event": {"push"}, "X-Hub-Signature": {"sha1=" + good}}, githubPush},
+		{"github not hex", githubHeaders("push", "zz"), githubPush},
+		{"github ping unsigned", http.Header{"X-Github-Event": {"ping"}}, githubPush},
+		{"gitlab wrong token", gitlabHeaders("Push Hook", "hook-secreT"), gitlabPush},
+		{"gitlab no token", http.Header{"X-Gitlab-Event": {"Push Hook"}}, gitlabPush},
+		{"gitea wrong signature", giteaHeaders("push", sign("other", githubPush)), githubPush},
+		{"gitea GitHub signature only", http.Header{"X-Gitea-Event": {"push"}, "X-Hub-Signature-256": {"sha256=" + good}}, githubPush},
+	} {
+		if code, v := callWith(t, "POST", url+webhookPath, tt.h, tt.body); code != 401 {
+			t.Errorf("%s = %d %v, want 401", tt.name, code, v)
+		}
+	}
+	if _, _, pushes := api.calls(); pushes != 0 {
+		t.Fatalf("Push called %d times", pushes)
+	}
+	if code, v := callWith(t, "POST", url+webhookPath, http.Header{"Content-Type": {"application/json"}}, githubPush); code != 400 {
+		t.Errorf("no forge headers = %d %v, want 400", code, v)
+	}
+}
+
+// TestWebhookIgnored: verified events other than branch pushes are
+// acknowledged and poll nothing.
+func TestWebhookIgnored(t *testing.T) {
+	api := &fakeAPI{}
+	_, url := startWith(t, Options{API: api, WebhookSecret: hookSecret})
+	ping := `{"zen":"Keep it logically awesome.","hook_id":1}`
+	tag := strings.Replace(githubPush, "refs/heads/main", "refs/tags/v1.0.0", 1)
+	deleted := strings.Replace(githubPush, "4b825dc642cb6eb9a060e54bf8d69288fbee4904", "0000000000000000000000000000000000000000", 1)
+	noRepo := `{"ref":"refs/heads/main"}`
+	for name, req := range map[string]struct {
+		h    http.Header
+		body string
+	}{
+		"github ping":     {githubHeaders("ping", sign(hookSecret, ping)), ping},
+		"github issues":   {githubHeaders("issues", sign(hookSecret, ping)), ping},
+		"github tag push": {githubHeaders("push", sign(hookSecret, tag)), tag},
+		"branch deleted":  {githubHeaders("push", sign(hookSecret, deleted)), deleted},
+		"no repository":   {githubHeaders("push", sign(hookSecret, noRepo)), noRepo},
+		"gitlab tag push": {gitlabHeaders("Tag Push Hook", hookSecret), gitlabPush},
+		"gitea create":    {giteaHeaders("create", sign(hookSecret, giteaPush)), giteaPush},
+	} {
+		if code, v := callWith(t, "POST", url+webhookPath, req.h, req.body); code != 202 || v["ignored"] == nil {
+			t.Errorf("%s = %d %v, want 202 ignored", name, code, v)
+		}
+	}
+	if _, _, pushes := api.calls(); pushes != 0 {
+		t.Fatalf("Push called %d times", pushes)
+	}
+	bad := `{"ref": 42}`
+	if code, v := callWith(t, "POST", url+webhookPath, githubHeaders("push", sign(hookSecret, bad)), bad); code != 400 {
+		t.Errorf("bad payload = %d %v, want 400", code, v)
+	}
+	big := strings.Repeat(" ", maxBody+1)
+	if code, v := callWith(t, "POST", url+webhookPath, githubHeaders("push", sign(hookSecret, big)), big); code != 413 {
+		t.Errorf("oversized body = %d %v, want 413", code, v)
+	}
+}
