@@ -149,6 +149,12 @@ func (b *syncBuffer) String() string {
 // fast test timings; dataDir "" makes a new one.
 func startDaemon(t testing.TB, config, dataDir string) *instance {
 	t.Helper()
+	return startDaemonWith(t, config, dataDir, nil)
+}
+
+// startDaemonWith is startDaemon with flags changed by tweak.
+func startDaemonWith(t testing.TB, config, dataDir string, tweak func(*runFlags)) *instance {
+	t.Helper()
 	bin := toolchainBin(t)
 	if dataDir == "" {
 		dataDir = t.TempDir()
@@ -162,6 +168,9 @@ func startDaemon(t testing.TB, config, dataDir string) *instance {
 		secretsDir:    filepath.Join(dataDir, "..", "secrets"),
 		maxConcurrent: 2, maxFailures: 3, minResync: time.Second, retryBackoff: 300 * time.Millisecond,
 		opTimeout: 2 * time.Minute, gitTimeout: 10 * time.Second, drainTimeout: 30 * time.Second}
+	if tweak != nil {
+		tweak(&in.flags)
+	}
 	var w io.Writer = io.MultiWriter(in.logs, testWriter{t})
 	if _, bench := t.(*testing.B); bench {
 		w = in.logs // a benchmark's output is its numbers

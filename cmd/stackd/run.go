@@ -8,10 +8,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/gitwatch"
 	"github.com/stackd/stackd/runner"
@@ -37,6 +40,9 @@ type runFlags struct {
 	drainTimeout  time.Duration
 	logLevel      string
 	logFormat     string
+	tokenFile     string
+	readToken     bool
+	webhookFile   string
 }
 
 func (f *runFlags) define(fs *flag.FlagSet) {
@@ -56,6 +62,9 @@ func (f *runFlags) define(fs *flag.FlagSet) {
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", 5*time.Minute, "on stop, how long running operations may finish before they are interrupted")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	fs.StringVar(&f.tokenFile, "api-token-file", "", "file holding the bearer token that mutating API requests need")
+	fs.BoolVar(&f.readToken, "api-read-requires-token", false, "require the token for reads too (the web UI then needs it as well)")
+	fs.StringVar(&f.webhookFile, "webhook-secret-file", "", "file holding the secret that signs Git push webhooks (unset: no webhooks)")
 }
 
 // runDaemon runs the daemon until ctx ends.
@@ -100,9 +109,18 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	<-ctx.Done()
-	log.Info("stopping")
-	return a.stop(f.drainTimeout)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-hup:
+			_ = a.d.Reload() // logged; the config in force stays on error
+		case <-ctx.Done():
+			log.Info("stopping")
+			return a.stop(f.drainTimeout)
+		}
+	}
 }
 
 // app is a running daemon: its HTTP server, reconcile loop and store.
@@ -137,14 +155,26 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 			st.Close()
 		}
 	}()
-	d, err := newDaemon(ctx, f, cfg, dataDir, st, log)
+	token, err := readSecretFile(f.tokenFile, "--api-token-file")
 	if err != nil {
 		return nil, err
 	}
+	hookSecret, err := readSecretFile(f.webhookFile, "--webhook-secret-file")
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	metrics := web.NewMetrics(reg, nil, version)
+	d, err := newDaemon(ctx, f, cfg, dataDir, st, metrics, log)
+	if err != nil {
+		return nil, err
+	}
+	metrics.SetAPI(d)
 	if err := d.Start(ctx); err != nil {
 		return nil, err
 	}
-	srv := web.New(web.Options{Addr: f.listen, API: d, Logger: log.With("component", "web")})
+	srv := web.New(web.Options{Addr: f.listen, API: d, Logger: log.With("component", "web"), Registry: reg,
+		Version: version, Token: token, ReadRequiresToken: f.readToken, WebhookSecret: hookSecret})
 	if err := srv.Start(); err != nil {
 		_ = d.Stop(context.Background())
 		return nil, err
@@ -153,7 +183,9 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	return &app{srv: srv, d: d, store: st}, nil
 }
 
-func newDaemon(ctx context.Context, f *runFlags, cfg *daemon.Config, dataDir string, st *store.Store, log *slog.Logger) (*daemon.Daemon, error) {
+func newDaemon(ctx context.Context, f *runFlags, cfg *daemon.Config, dataDir string, st *store.Store,
+	obs daemon.Observer, log *slog.Logger,
+) (*daemon.Daemon, error) {
 	bin, err := pulumiBin(f.pulumiBin)
 	if err != nil {
 		return nil, err
@@ -170,7 +202,26 @@ func newDaemon(ctx context.Context, f *runFlags, cfg *daemon.Config, dataDir str
 		Refs:          daemon.RefSources{SecretsDir: f.secretsDir, ConfigMapsDir: f.configMapsDir},
 		MaxConcurrent: f.maxConcurrent, MinResync: f.minResync, MaxFailures: f.maxFailures,
 		BackoffBase: f.retryBackoff, OpTimeout: f.opTimeout,
+		ConfigPaths: []string{f.config}, Observer: obs,
 	})
+}
+
+// readSecretFile reads a token or secret from a file, trimmed; "" when
+// no file is given. An empty file is an error: it would turn the check
+// off silently.
+func readSecretFile(path, flagName string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", flagName, err)
+	}
+	s := strings.TrimSpace(string(data))
+	if s == "" {
+		return "", fmt.Errorf("%s: %s is empty", flagName, path)
+	}
+	return s, nil
 }
 
 // stop stops the daemon in order: HTTP, then operations (drained for up

@@ -114,6 +114,7 @@ func TestE2ESecretsStaySecret(t *testing.T) {
       token: {type: Secret, secret: {name: app, key: token}}
     envRefs:
       APP_SECRET: {type: Secret, secret: {name: app, key: env}}
+      STACKDTEST_DELAY: {type: Literal, literal: {value: 1s}}
     gitAuth:
       accessToken: {type: Secret, secret: {name: git, key: token}}
 `), "file://"+r.dir, url, 1)
@@ -130,15 +131,27 @@ func TestE2ESecretsStaySecret(t *testing.T) {
         name: APP_SECRET
       return: value
 `})
+	// Follow the log of that update while it runs.
+	running := in.waitStack("app", "the second update", time.Minute, func(v daemon.StackView) bool {
+		return v.Status.CurrentUpdate != nil && v.Status.CurrentUpdate.Name == "app-2"
+	})
+	_, streamed := in.get("/api/v1/updates/"+running.Status.CurrentUpdate.Name+"/log?follow=1", nil)
 	in.waitStack("app", "second commit", time.Minute, func(v daemon.StackView) bool {
 		return isReady(v) && output(v, "content") == "hello v2"
 	})
+	if !strings.Contains(string(streamed), "leaked") || !strings.Contains(string(streamed), "[secret]") {
+		t.Fatalf("the streamed log does not show the scrubbed output:\n%s", streamed)
+	}
 	in.sync("app")
 	time.Sleep(time.Second)
 	in.waitStack("app", "synced", time.Minute, isReady)
 
-	var bodies []string
-	for _, path := range []string{"/api/v1/stacks", "/api/v1/stacks/app", "/healthz", "/readyz"} {
+	bodies := []string{string(streamed)}
+	paths := []string{"/api/v1/stacks", "/api/v1/stacks/app", "/api/v1/stacks/app/updates", "/healthz", "/readyz", "/metrics", "/", "/stacks/app"}
+	for _, u := range in.updates("app") {
+		paths = append(paths, "/api/v1/updates/"+u.ID+"/log", "/api/v1/updates/"+u.ID+"/log?follow=1")
+	}
+	for _, path := range paths {
 		_, body := in.get(path, nil)
 		bodies = append(bodies, string(body))
 	}
