@@ -64,6 +64,11 @@ type Options struct {
 	PollTimeout time.Duration
 	// ConfigPaths are where Reload reads the config again.
 	ConfigPaths []string
+	// WatchConfig reloads the config when its files change.
+	WatchConfig bool
+	// AllowMassRemoval lets a reload remove all stacks or more than half
+	// of them; by default such a config is refused.
+	AllowMassRemoval bool
 	// Observer is told about updates, polls and reloads, for metrics;
 	// nil tells nobody.
 	Observer Observer
@@ -196,6 +201,11 @@ func (d *Daemon) Start(ctx context.Context) error {
 	d.opCtx, d.opStop = context.WithCancel(context.WithoutCancel(ctx))
 	d.loopWG.Add(1)
 	go d.loop()
+	if d.opts.WatchConfig {
+		if err := d.watchConfig(d.loopCtx); err != nil {
+			d.log.Warn("config changes will not be seen; reload with SIGHUP or the API", "err", err)
+		}
+	}
 	return nil
 }
 

@@ -669,3 +669,92 @@ stacks:
 		t.Fatal("a stack on another branch ran")
 	}
 }
+
+// saveLikeEditor writes path the way editors do: a temp file renamed over
+// the old one.
+func saveLikeEditor(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := path + ".swp"
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHotReload(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "stacks.yaml")
+	stack := func(name string) string {
+		return fmt.Sprintf("  - {name: %s, stack: dev, projectRepo: https://git.example/%s.git, branch: main}\n", name, name)
+	}
+	two := "stacks:\n" + stack("a") + stack("b")
+	if err := os.WriteFile(path, []byte(two), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, two, func(o *Options) { o.ConfigPaths, o.WatchConfig = []string{path}, true })
+	for _, n := range []string{"a", "b", "c"} {
+		h.fetcher.set("https://git.example/"+n+".git", sha1, nil)
+	}
+	h.start()
+	h.eventually("deployed", func() bool { return h.ready("a") && h.ready("b") })
+
+	saveLikeEditor(t, path, two+stack("c"))
+	h.eventually("c added by an editor's save", func() bool { return h.ready("c") })
+
+	saveLikeEditor(t, path, two+stack("c")+"  - {name: d, stack: dev, branch: main}\n")
+	h.eventually("a broken edit refused", func() bool { return !h.d.ConfigStatus().Successful })
+	if msg := h.d.ConfigStatus().Error; !strings.Contains(msg, "stacks.yaml:") {
+		t.Fatalf("reload error %q does not name the file", msg)
+	}
+	saveLikeEditor(t, path, "# reordered, same meaning\nstacks:\n"+stack("c")+stack("b")+stack("a"))
+	h.eventually("the fix accepted", func() bool { return h.d.ConfigStatus().Successful })
+
+	saveLikeEditor(t, path, "")
+	h.eventually("an empty file refused", func() bool { return !h.d.ConfigStatus().Successful })
+	saveLikeEditor(t, path, "stacks: []\n")
+	h.eventually("emptying refused", func() bool {
+		return strings.Contains(h.d.ConfigStatus().Error, "removes 3 of the 3 stacks")
+	})
+	time.Sleep(200 * time.Millisecond)
+	for _, n := range []string{"a", "b", "c"} {
+		if !h.ready(n) {
+			t.Fatalf("stack %s changed after an emptied config", n)
+		}
+		for _, op := range h.runner.opsOf(n) {
+			if op.Type == UpdateDestroy {
+				t.Fatalf("stack %s was destroyed", n)
+			}
+		}
+	}
+	if n := len(h.runner.opsOf("a")); n != 1 {
+		t.Fatalf("a ran %d times; a reordered config must not re-run it", n)
+	}
+}
+
+func TestMassRemoval(t *testing.T) {
+	cfg := func(names ...string) *Config {
+		c := &Config{}
+		for _, n := range names {
+			c.Stacks = append(c.Stacks, &Stack{Name: n})
+		}
+		return c
+	}
+	tests := []struct {
+		cur, next []string
+		refused   bool
+	}{
+		{[]string{"a"}, nil, true},
+		{[]string{"a", "b"}, []string{"a"}, false},
+		{[]string{"a", "b", "c"}, []string{"a"}, true},
+		{[]string{"a", "b", "c", "d"}, []string{"a", "b"}, false},
+		{nil, nil, false},
+		{[]string{"a"}, []string{"a", "b"}, false},
+	}
+	for _, tt := range tests {
+		if got := massRemoval(cfg(tt.cur...), cfg(tt.next...)) != ""; got != tt.refused {
+			t.Errorf("%v -> %v: refused=%v, want %v", tt.cur, tt.next, got, tt.refused)
+		}
+	}
+}

@@ -78,13 +78,45 @@ func (d *Daemon) ConfigStatus() ConfigStatus {
 // ConfigStatus.
 func (d *Daemon) Reload() error {
 	now := time.Now()
-	cfg, diags, err := Load(d.opts.ConfigPaths...)
-	if err == nil {
-		err = d.Apply(cfg)
-	} else {
-		_ = diags // err lists every problem
+	cfg, _, err := Load(d.opts.ConfigPaths...) // err lists every problem
+	if err != nil {
 		err = fmt.Errorf("config not applied: %w", err)
+	} else if d.unchanged(cfg) {
+		d.log.Debug("config reloaded: nothing changed")
+		return d.recordReload(now, nil)
+	} else if why := d.guard(cfg); why != "" {
+		err = fmt.Errorf("config not applied: %s", why)
+	} else {
+		err = d.Apply(cfg)
 	}
+	if err := d.recordReload(now, err); err != nil {
+		d.log.Error("config reload failed; the previous config stays in force", "err", err)
+		return err
+	}
+	d.log.Info("config reloaded", "stacks", len(cfg.Stacks))
+	return nil
+}
+
+// unchanged says whether cfg means what the config in force means.
+func (d *Daemon) unchanged(cfg *Config) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return fingerprint(cfg) == fingerprint(d.cfg)
+}
+
+// guard refuses a config that removes too many stacks, unless allowed.
+func (d *Daemon) guard(cfg *Config) string {
+	if d.opts.AllowMassRemoval {
+		return ""
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return massRemoval(d.cfg, cfg)
+}
+
+// recordReload keeps the outcome of a reload in ConfigStatus and tells
+// the observer; it returns err.
+func (d *Daemon) recordReload(now time.Time, err error) error {
 	d.mu.Lock()
 	d.reload.LastAttempt, d.reload.Successful, d.reload.Error = now, err == nil, ""
 	if err != nil {
@@ -95,12 +127,7 @@ func (d *Daemon) Reload() error {
 	status := d.reload
 	d.mu.Unlock()
 	d.opts.Observer.ConfigReloaded(status)
-	if err != nil {
-		d.log.Error("config reload failed; the previous config stays in force", "err", err)
-		return err
-	}
-	d.log.Info("config reloaded", "stacks", len(cfg.Stacks))
-	return nil
+	return err
 }
 
 // Updates lists a stack's updates, newest first (see Store.Updates).

@@ -39,10 +39,10 @@ func freeAddr(t *testing.T) string {
 }
 
 // startProcess runs the stackd binary; its output goes to log.
-func startProcess(t *testing.T, exe, bin, config, dataDir, addr string, log *os.File) *exec.Cmd {
+func startProcess(t *testing.T, exe, bin, config, dataDir, addr string, log *os.File, extra ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(exe, "run", "--config", config, "--data-dir", dataDir, "--listen", addr,
-		"--pulumi-bin", bin, "--min-resync-interval", "1s", "--retry-backoff", "300ms")
+	cmd := exec.Command(exe, append([]string{"run", "--config", config, "--data-dir", dataDir, "--listen", addr,
+		"--pulumi-bin", bin, "--min-resync-interval", "1s", "--retry-backoff", "300ms"}, extra...)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=true")
 	if err := cmd.Start(); err != nil {
@@ -152,5 +152,59 @@ func TestE2ESIGKILLMidUp(t *testing.T) {
 	logs, _ := os.ReadFile(logFile.Name())
 	if !strings.Contains(string(logs), "marked aborted") {
 		t.Fatalf("the restart did not report the aborted update:\n%s", logs)
+	}
+}
+
+// TestE2ESIGTERMGrace: SIGTERM during a long up lets it finish within
+// --shutdown-grace and exits 0 with the update recorded; with a short
+// grace the update is interrupted, recorded as aborted, and the backend
+// is left unlocked.
+func TestE2ESIGTERMGrace(t *testing.T) {
+	bin := toolchainBin(t)
+	exe := buildStackd(t)
+	for _, tc := range []struct{ name, grace, want string }{
+		{"finishes", "1m", daemon.UpdateSucceeded},
+		{"interrupted", "500ms", daemon.UpdateAborted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRepo(t)
+			r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+			dir := t.TempDir()
+			dataDir, config := filepath.Join(dir, "data"), filepath.Join(dir, "stackd.yaml")
+			spec := "stacks:\n" + stackYAML("app", r, pathConfig(filepath.Join(dir, "note.txt"))+
+				"    envRefs:\n      STACKDTEST_DELAY: {type: Literal, literal: {value: 3s}}\n")
+			if err := os.WriteFile(config, []byte(spec), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			logFile, err := os.Create(filepath.Join(dir, "stackd.log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer logFile.Close()
+			addr := freeAddr(t)
+			in := &instance{t: t, url: "http://" + addr}
+			cmd := startProcess(t, exe, bin, config, dataDir, addr, logFile, "--shutdown-grace", tc.grace)
+			in.waitStack("app", "the update to start", time.Minute, func(v daemon.StackView) bool {
+				return v.Status.CurrentUpdate != nil
+			})
+			time.Sleep(500 * time.Millisecond)
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			if err := cmd.Wait(); err != nil {
+				logs, _ := os.ReadFile(logFile.Name())
+				t.Fatalf("exit after SIGTERM: %v\n%s", err, logs)
+			}
+			s, err := openReadOnly(dataDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ups, err := s.Updates("app", 0, 10)
+			if err != nil || len(ups) != 1 || ups[0].State != tc.want {
+				t.Fatalf("updates = %+v (%v), want one %s", ups, err, tc.want)
+			}
+			if locks, _ := filepath.Glob(filepath.Join(dataDir, "backend", ".pulumi", "locks", "*", "*", "*", "*.json")); len(locks) != 0 {
+				t.Fatalf("locks left: %v", locks)
+			}
+		})
 	}
 }

@@ -167,7 +167,7 @@ func startDaemonWith(t testing.TB, config, dataDir string, tweak func(*runFlags)
 	in.flags = runFlags{config: cfgPath, dataDir: dataDir, listen: "127.0.0.1:0", pulumiBin: bin,
 		secretsDir:    filepath.Join(dataDir, "..", "secrets"),
 		maxConcurrent: 2, maxFailures: 3, minResync: time.Second, retryBackoff: 300 * time.Millisecond,
-		opTimeout: 2 * time.Minute, gitTimeout: 10 * time.Second, drainTimeout: 30 * time.Second}
+		opTimeout: 2 * time.Minute, gitTimeout: 10 * time.Second, shutdownGrace: 30 * time.Second}
 	if tweak != nil {
 		tweak(&in.flags)
 	}
@@ -189,7 +189,9 @@ func (in *instance) stop() {
 	if in.app == nil {
 		return
 	}
-	if err := in.app.stop(30 * time.Second); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := in.app.stop(ctx); err != nil {
 		in.t.Errorf("stop: %v", err)
 	}
 	in.app = nil

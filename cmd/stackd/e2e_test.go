@@ -289,7 +289,9 @@ func TestE2EStopDrainsThenInterrupts(t *testing.T) {
 			})
 			time.Sleep(300 * time.Millisecond)
 			start := time.Now()
-			if err := in.app.stop(tc.drain); err != nil {
+			grace, cancel := context.WithTimeout(context.Background(), tc.drain)
+			defer cancel()
+			if err := in.app.stop(grace); err != nil {
 				t.Fatal(err)
 			}
 			took := time.Since(start)

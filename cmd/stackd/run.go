@@ -37,7 +37,9 @@ type runFlags struct {
 	retryBackoff  time.Duration
 	opTimeout     time.Duration
 	gitTimeout    time.Duration
-	drainTimeout  time.Duration
+	shutdownGrace time.Duration
+	watchConfig   bool
+	massRemoval   bool
 	logLevel      string
 	logFormat     string
 	tokenFile     string
@@ -59,7 +61,9 @@ func (f *runFlags) define(fs *flag.FlagSet) {
 	fs.DurationVar(&f.retryBackoff, "retry-backoff", 10*time.Second, "first retry delay after a failure; each further one triples it")
 	fs.DurationVar(&f.opTimeout, "operation-timeout", time.Hour, "time limit of one pulumi operation")
 	fs.DurationVar(&f.gitTimeout, "git-timeout", gitwatch.DefaultTimeout, "time limit of one git network call")
-	fs.DurationVar(&f.drainTimeout, "drain-timeout", 5*time.Minute, "on stop, how long running operations may finish before they are interrupted")
+	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Minute, "on stop, how long running operations may finish before they are interrupted")
+	fs.BoolVar(&f.watchConfig, "watch-config", true, "reload the config when its files change")
+	fs.BoolVar(&f.massRemoval, "allow-mass-removal", false, "let a reload remove all stacks, or more than half of them")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.StringVar(&f.tokenFile, "api-token-file", "", "file holding the bearer token that mutating API requests need")
@@ -105,22 +109,50 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 
 // serve runs the daemon until ctx ends, then stops it.
 func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
+	notify := newNotifier()
 	a, err := start(ctx, f, log)
 	if err != nil {
 		return err
 	}
+	if err := notify.send("READY=1\nSTATUS=reconciling"); err != nil {
+		log.Warn("cannot notify systemd", "err", err)
+	}
+	watchCtx, stopWatchdog := context.WithCancel(context.Background())
+	defer stopWatchdog()
+	go notify.watchdog(watchCtx)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	for {
 		select {
 		case <-hup:
+			_ = notify.send(reloading())
 			_ = a.d.Reload() // logged; the config in force stays on error
+			_ = notify.send("READY=1")
 		case <-ctx.Done():
-			log.Info("stopping")
-			return a.stop(f.drainTimeout)
+			_ = notify.send("STOPPING=1")
+			return a.stop(graceUntilSecondSignal(f.shutdownGrace, log))
 		}
 	}
+}
+
+// graceUntilSecondSignal is the shutdown grace: it ends after grace, or at
+// once when a second SIGINT or SIGTERM comes.
+func graceUntilSecondSignal(grace time.Duration, log *slog.Logger) context.Context {
+	log.Info("stopping; running operations may finish", "grace", grace)
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		defer signal.Stop(again)
+		select {
+		case <-again:
+			log.Warn("second signal: interrupting running operations now")
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx
 }
 
 // app is a running daemon: its HTTP server, reconcile loop and store.
@@ -202,7 +234,7 @@ func newDaemon(ctx context.Context, f *runFlags, cfg *daemon.Config, dataDir str
 		Refs:          daemon.RefSources{SecretsDir: f.secretsDir, ConfigMapsDir: f.configMapsDir},
 		MaxConcurrent: f.maxConcurrent, MinResync: f.minResync, MaxFailures: f.maxFailures,
 		BackoffBase: f.retryBackoff, OpTimeout: f.opTimeout,
-		ConfigPaths: []string{f.config}, Observer: obs,
+		ConfigPaths: []string{f.config}, Observer: obs, WatchConfig: f.watchConfig, AllowMassRemoval: f.massRemoval,
 	})
 }
 
@@ -224,15 +256,13 @@ func readSecretFile(path, flagName string) (string, error) {
 	return s, nil
 }
 
-// stop stops the daemon in order: HTTP, then operations (drained for up
-// to drain, then interrupted), then the store.
-func (a *app) stop(drain time.Duration) error {
+// stop stops the daemon in order: HTTP, then operations (drained until
+// grace ends, then interrupted and recorded), then the store.
+func (a *app) stop(grace context.Context) error {
 	httpCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	errHTTP := a.srv.Stop(httpCtx)
-	drainCtx, cancelDrain := context.WithTimeout(context.Background(), drain)
-	defer cancelDrain()
-	errDaemon := a.d.Stop(drainCtx)
+	errDaemon := a.d.Stop(grace)
 	return errors.Join(errHTTP, errDaemon, a.store.Close())
 }
 

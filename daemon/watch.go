@@ -1,0 +1,163 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// reloadDebounce gathers the burst of events one save makes (write temp,
+// rename, chmod; or Kubernetes' ..data symlink swap) into one reload.
+const reloadDebounce = 300 * time.Millisecond
+
+// watchConfig reloads the config whenever something changes in the
+// directories that hold it, until ctx ends. Directories, not files, are
+// watched: an editor's rename-over save and a symlink swap replace the
+// file, and a watch on the old file would see nothing after.
+func (d *Daemon) watchConfig(ctx context.Context) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watch config: %w", err)
+	}
+	dirs, err := configDirs(d.opts.ConfigPaths)
+	if err != nil {
+		w.Close()
+		return err
+	}
+	for _, dir := range dirs {
+		if err := w.Add(dir); err != nil {
+			w.Close()
+			return fmt.Errorf("watch config dir %s: %w", dir, err)
+		}
+	}
+	d.loopWG.Add(1)
+	go func() {
+		defer d.loopWG.Done()
+		defer w.Close()
+		d.watchLoop(ctx, w)
+	}()
+	return nil
+}
+
+func (d *Daemon) watchLoop(ctx context.Context, w *fsnotify.Watcher) {
+	var fire <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			if ev.Op.Has(fsnotify.Create) {
+				addIfDir(w, ev.Name) // a new subdirectory of a config tree
+			}
+			fire = time.After(reloadDebounce)
+		case err, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			d.log.Warn("config watch error", "err", err)
+		case <-fire:
+			fire = nil
+			_ = d.Reload() // logged and recorded in ConfigStatus
+		}
+	}
+}
+
+func addIfDir(w *fsnotify.Watcher, path string) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() && !strings.HasPrefix(filepath.Base(path), ".") {
+		_ = w.Add(path)
+	}
+}
+
+// configDirs lists the directories to watch for paths: a file's
+// directory, and a directory with every non-hidden directory below it.
+func configDirs(paths []string) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	add := func(dir string) {
+		if !seen[dir] {
+			seen[dir] = true
+			out = append(out, dir)
+		}
+	}
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		fi, err := os.Stat(abs)
+		if err != nil {
+			return nil, fmt.Errorf("watch config: %w", err)
+		}
+		if !fi.IsDir() {
+			add(filepath.Dir(abs))
+			continue
+		}
+		err = filepath.WalkDir(abs, func(path string, e fs.DirEntry, err error) error {
+			switch {
+			case err != nil:
+				return err
+			case !e.IsDir():
+				return nil
+			case path != abs && strings.HasPrefix(e.Name(), "."):
+				return filepath.SkipDir
+			}
+			add(path)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("watch config: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// massRemoval says why applying next would remove too many of cur's
+// stacks: all of them, or more than half. Empty means it may go ahead.
+func massRemoval(cur, next *Config) string {
+	if cur == nil || len(cur.Stacks) == 0 {
+		return ""
+	}
+	removed := 0
+	for _, s := range cur.Stacks {
+		if next.Stack(s.Name) == nil {
+			removed++
+		}
+	}
+	if removed == len(cur.Stacks) || removed*2 > len(cur.Stacks) {
+		return fmt.Sprintf("the new config removes %d of the %d stacks; refusing it as a safeguard against an emptied or truncated config (start with --allow-mass-removal to allow it)", removed, len(cur.Stacks))
+	}
+	return ""
+}
+
+// fingerprint identifies what a config means: its stacks' specs and
+// annotations, Programs, ConfigMaps and Secrets. Comments, order and
+// formatting do not count, so a save that changes nothing is no reload.
+func fingerprint(c *Config) string {
+	type stackPrint struct {
+		Name, Spec, Dir string
+		Annotations     map[string]string
+	}
+	stacks := make([]stackPrint, len(c.Stacks))
+	for i, s := range c.Stacks {
+		stacks[i] = stackPrint{s.Name, s.SpecHash(), s.Dir, s.Annotations}
+	}
+	programs := map[string]string{}
+	for name, p := range c.Programs {
+		programs[name] = p.Revision()
+	}
+	return contentHash(struct {
+		Stacks     []stackPrint
+		Programs   map[string]string
+		ConfigMaps map[string]map[string]string
+		Secrets    map[string]map[string]string
+	}{stacks, programs, c.ConfigMaps, c.Secrets})
+}
