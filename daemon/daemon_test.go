@@ -758,3 +758,46 @@ func TestMassRemoval(t *testing.T) {
 		}
 	}
 }
+
+func TestDeprecatedEnvFields(t *testing.T) {
+	const cfg = `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {REGION: eu-west-1}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+stringData: {API_KEY: key-123456}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: pulumi}
+stringData: {accessToken: pul-abcdef}
+---
+apiVersion: pulumi.com/v1
+kind: Stack
+metadata: {name: app}
+spec:
+  stack: dev
+  projectRepo: https://git.example/app.git
+  branch: main
+  envs: [settings]
+  envSecrets: [creds]
+  accessTokenSecret: pulumi
+  envRefs:
+    REGION: {type: Literal, literal: {value: us-east-1}}
+`
+	h := newHarness(t, cfg, nil)
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.start()
+	h.eventually("deployed", func() bool { return h.ready("app") })
+	env := h.runner.opsOf("app")[0].Env
+	want := map[string]string{"REGION": "us-east-1", "API_KEY": "key-123456", "PULUMI_ACCESS_TOKEN": "pul-abcdef"}
+	for k, v := range want {
+		if env[k] != v {
+			t.Errorf("env %s = %q, want %q", k, env[k], v)
+		}
+	}
+}

@@ -120,3 +120,31 @@ func readRefFile(path string) (string, error) {
 	data = bytes.TrimSuffix(data, []byte("\r"))
 	return string(data), nil
 }
+
+// dataAll reads every key of the named Secret or ConfigMap: a document of
+// the config, else the files of dir/name (hidden ones, such as a
+// Kubernetes mount's ..data, skipped).
+func dataAll(docs map[string]map[string]string, dir, kind, name string) (map[string]string, error) {
+	if data, ok := docs[name]; ok {
+		return data, nil
+	}
+	if dir == "" {
+		return nil, fmt.Errorf("no %s document named %q, and no directory is configured to read %ss from", kind, name, kind)
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, name))
+	if err != nil {
+		return nil, err // *PathError: names the directory
+	}
+	out := map[string]string{}
+	for _, e := range entries {
+		if e.IsDir() || e.Name()[0] == '.' {
+			continue
+		}
+		v, err := readRefFile(filepath.Join(dir, name, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		out[e.Name()] = v
+	}
+	return out, nil
+}

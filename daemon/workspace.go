@@ -249,7 +249,58 @@ func (c *Config) env(s *Stack, refs RefSources) (map[string]string, []string, er
 			secrets = append(secrets, v)
 		}
 	}
+	more, err := c.legacyEnv(s, refs)
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, v := range more {
+		if _, set := env[k]; !set {
+			env[k] = v.value
+			if v.secret {
+				secrets = append(secrets, v.value)
+			}
+		}
+	}
 	return env, secrets, nil
+}
+
+type envValue struct {
+	value  string
+	secret bool
+}
+
+// legacyEnv reads PKO's deprecated environment fields: envs (every key of
+// the named ConfigMaps), envSecrets (every key of the named Secrets) and
+// accessTokenSecret (PULUMI_ACCESS_TOKEN from the Secret's key
+// accessToken). envRefs win over them.
+func (c *Config) legacyEnv(s *Stack, refs RefSources) (map[string]envValue, error) {
+	out := map[string]envValue{}
+	for i, name := range s.Spec.Envs {
+		data, err := dataAll(c.ConfigMaps, refs.ConfigMapsDir, "ConfigMap", name)
+		if err != nil {
+			return nil, &RefError{Path: fmt.Sprintf("envs[%d]", i), Err: err}
+		}
+		for k, v := range data {
+			out[k] = envValue{v, false}
+		}
+	}
+	for i, name := range s.Spec.EnvSecrets {
+		data, err := dataAll(c.Secrets, refs.SecretsDir, "Secret", name)
+		if err != nil {
+			return nil, &RefError{Path: fmt.Sprintf("envSecrets[%d]", i), Err: err}
+		}
+		for k, v := range data {
+			out[k] = envValue{v, true}
+		}
+	}
+	if name := s.Spec.AccessTokenSecret; name != "" {
+		tok, err := dataValue(c.Secrets, refs.SecretsDir, "Secret", name, "accessToken")
+		if err != nil {
+			return nil, &RefError{Path: "accessTokenSecret", Err: err}
+		}
+		out["PULUMI_ACCESS_TOKEN"] = envValue{tok, true}
+	}
+	return out, nil
 }
 
 // refIsSecret says whether an envRefs value is scrubbed from logs and
@@ -364,7 +415,7 @@ func isLocalPath(u string) bool {
 func (c *Config) gitAuth(s *Stack, refs RefSources) (*GitAuth, error) {
 	ga := s.Spec.GitAuth
 	if ga == nil {
-		return nil, nil
+		return c.gitAuthSecret(s, refs)
 	}
 	get := func(path string, r ResourceRef) (string, error) { return c.ResolveRef(s, "gitAuth."+path, r, refs) }
 	switch {
@@ -434,4 +485,26 @@ func writeProgram(dir string, p *Program) (string, error) {
 		return "", fmt.Errorf("write program: %w", err)
 	}
 	return dir, nil
+}
+
+// gitAuthSecret reads PKO's deprecated gitAuthSecret: a Secret with
+// accessToken, or sshPrivateKey (and password), or username and password.
+func (c *Config) gitAuthSecret(s *Stack, refs RefSources) (*GitAuth, error) {
+	name := s.Spec.GitAuthSecret
+	if name == "" {
+		return nil, nil
+	}
+	data, err := dataAll(c.Secrets, refs.SecretsDir, "Secret", name)
+	if err != nil {
+		return nil, &RefError{Path: "gitAuthSecret", Err: err}
+	}
+	switch {
+	case data["accessToken"] != "":
+		return &GitAuth{Username: "git", Password: data["accessToken"]}, nil
+	case data["sshPrivateKey"] != "":
+		return &GitAuth{SSHPrivateKey: []byte(data["sshPrivateKey"]), SSHPassphrase: data["password"]}, nil
+	case data["username"] != "":
+		return &GitAuth{Username: data["username"], Password: data["password"]}, nil
+	}
+	return nil, &RefError{Path: "gitAuthSecret", Err: fmt.Errorf("Secret %q has none of accessToken, sshPrivateKey, username", name)}
 }
