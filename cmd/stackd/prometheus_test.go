@@ -102,3 +102,23 @@ func promValue(query string) (string, bool) {
 	v, _ := out.Data.Result[0].Value[1].(string)
 	return v, true
 }
+
+// TestAlertRules: promtool accepts the example alerting rules, and they
+// cover the stack and config series.
+func TestAlertRules(t *testing.T) {
+	promtool := tool(t, "promtool")
+	path := filepath.Join("..", "..", "configs", "stackd.rules.yml")
+	if out, err := exec.Command(promtool, "check", "rules", path).CombinedOutput(); err != nil {
+		t.Fatalf("promtool check rules: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"stackd_stack_stalled", "stackd_stack_failing", "stackd_config_last_reload_successful",
+		"stackd_stack_last_success_timestamp_seconds", "stackd_stack_ready"} {
+		if !strings.Contains(string(data), m) {
+			t.Errorf("the rules do not use %s", m)
+		}
+	}
+}
