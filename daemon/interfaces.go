@@ -149,6 +149,19 @@ type Result struct {
 	Changes map[string]int
 	// Permalink links to the update on backends that have one.
 	Permalink string
+	// Drift lists, for an UpdateDrift check, the resources whose real
+	// state differs from the stack's state.
+	Drift []DriftedResource
+}
+
+// DriftedResource is a resource that changed outside Pulumi. It names the
+// properties that differ, never their values.
+type DriftedResource struct {
+	URN  string `json:"urn"`
+	Type string `json:"type"`
+	// Op is what a refresh would do: "update" (changed) or "delete" (gone).
+	Op         string   `json:"op"`
+	Properties []string `json:"properties,omitempty"`
 }
 
 // Runner runs Pulumi operations; runner implements it. Its methods are

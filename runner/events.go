@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+	"github.com/stackd/stackd/daemon"
 )
 
 // Secret values in engine events are objects holding this signature key
@@ -30,8 +31,11 @@ type engineEvent struct {
 	SummaryEvent    *apitype.SummaryEvent    `json:"summaryEvent"`
 	ResOutputsEvent *struct {
 		Metadata struct {
-			Type string `json:"type"`
-			New  *struct {
+			Op    string   `json:"op"`
+			URN   string   `json:"urn"`
+			Type  string   `json:"type"`
+			Diffs []string `json:"diffs"`
+			New   *struct {
 				Outputs map[string]json.RawMessage `json:"outputs"`
 			} `json:"new"`
 		} `json:"metadata"`
@@ -48,6 +52,8 @@ type events struct {
 	// (severity info#err), where some language hosts put their errors.
 	errors     []string
 	programErr []string
+	// drift lists the resources a refresh would change.
+	drift []daemon.DriftedResource
 }
 
 // readEvents reads the event log at path. A log cut short (the process
@@ -85,6 +91,9 @@ func (ev *events) add(e engineEvent) error {
 		ev.addDiagnostic(e.DiagnosticEvent)
 	case e.ResOutputsEvent != nil:
 		md := e.ResOutputsEvent.Metadata
+		if drifted(md.Op, md.Type) {
+			ev.drift = append(ev.drift, daemon.DriftedResource{URN: md.URN, Type: md.Type, Op: md.Op, Properties: md.Diffs})
+		}
 		if md.Type != "pulumi:pulumi:Stack" || md.New == nil {
 			return nil
 		}
@@ -95,6 +104,19 @@ func (ev *events) add(e engineEvent) error {
 		ev.outputs = outputs
 	}
 	return nil
+}
+
+// drifted says whether a refresh step with op changes a resource of typ:
+// anything but "same" (and the reads a refresh always does), for real
+// resources (not the stack, not providers).
+func drifted(op, typ string) bool {
+	switch {
+	case op == "" || op == "same" || op == "refresh" || op == "read":
+		return false
+	case typ == "pulumi:pulumi:Stack" || strings.HasPrefix(typ, "pulumi:providers:"):
+		return false
+	}
+	return true
 }
 
 func (ev *events) addDiagnostic(d *apitype.DiagnosticEvent) {

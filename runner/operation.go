@@ -108,6 +108,9 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation)
 	if runErr != nil {
 		return res, r.operationError(ctx, w, op.Type, ev, stderr, code, runErr)
 	}
+	if op.Type == daemon.UpdateDrift {
+		res.Drift = ev.drift
+	}
 	if op.Type == daemon.UpdateUp {
 		if res.Outputs = ev.outputs; res.Outputs == nil {
 			res.Outputs, err = r.maskedOutputs(ctx, w)

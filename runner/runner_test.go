@@ -102,10 +102,23 @@ func TestRunLifecycle(t *testing.T) {
 		t.Errorf("preview result %+v, want 1 update and no outputs", res)
 	}
 
-	// Refresh takes a hand edit into the state; up repairs it.
+	// A drift check names a hand edit, and changes neither the file nor
+	// the state: a second check sees the same.
 	if err := os.WriteFile(h.file, []byte("by hand"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	for range 2 {
+		res = h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateDrift})
+		if len(res.Drift) != 1 || !strings.HasSuffix(res.Drift[0].URN, "stackdtest:index:File::note") ||
+			res.Drift[0].Op != "update" || strings.Join(res.Drift[0].Properties, ",") != "content" {
+			t.Fatalf("drift = %+v, want the note's content", res.Drift)
+		}
+		if got := h.onDisk(); got != "by hand" {
+			t.Fatalf("a drift check changed the file to %q", got)
+		}
+	}
+
+	// Refresh takes a hand edit into the state; up repairs it.
 	res = h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateRefresh})
 	if res.Changes["update"] != 1 {
 		t.Errorf("refresh of a hand edit changes %v, want 1 update", res.Changes)
