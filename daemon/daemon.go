@@ -69,6 +69,9 @@ type Options struct {
 	// AllowMassRemoval lets a reload remove all stacks or more than half
 	// of them; by default such a config is refused.
 	AllowMassRemoval bool
+	// DriftInterval checks every stack for drift this often, unless its
+	// spec says otherwise; zero turns checks off by default.
+	DriftInterval time.Duration
 	// Observer is told about updates, polls and reloads, for metrics;
 	// nil tells nobody.
 	Observer Observer
@@ -153,6 +156,9 @@ type stackState struct {
 	commitSeen time.Time
 	// waiting is set while the stack wants to run but cannot start yet.
 	waiting bool
+	// remediate names the drift check whose drift the next update
+	// repairs (with a refresh).
+	remediate string
 }
 
 // New makes a daemon for cfg. Start begins the work.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -165,6 +166,7 @@ type fakeRunner struct {
 	running int
 	peak    int
 	gate    chan struct{} // when set, each Run waits for a receive
+	drift   []DriftedResource // what drift checks find
 }
 
 func (r *fakeRunner) Run(ctx context.Context, op Operation) (Result, error) {
@@ -187,6 +189,16 @@ func (r *fakeRunner) Run(ctx context.Context, op Operation) (Result, error) {
 	}
 	if err != nil {
 		return Result{}, err
+	}
+	if op.Type == UpdateDrift {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return Result{Drift: slices.Clone(r.drift)}, nil
+	}
+	if op.Refresh {
+		r.mu.Lock()
+		r.drift = nil // a refreshing up repairs the drift
+		r.mu.Unlock()
 	}
 	out := map[string]json.RawMessage{"name": json.RawMessage(`"` + op.Name + `"`)}
 	return Result{Outputs: out, Changes: map[string]int{"same": 1}}, nil
@@ -799,5 +811,100 @@ spec:
 		if env[k] != v {
 			t.Errorf("env %s = %q, want %q", k, env[k], v)
 		}
+	}
+}
+
+func TestDriftChecks(t *testing.T) {
+	const spec = `
+stacks:
+  - name: app
+    stack: dev
+    projectRepo: https://git.example/app.git
+    branch: main
+    driftDetection:
+      interval: 1ms
+      remediate: %v
+      ignore:
+        - {type: "aws:s3/bucket:Bucket"}
+        - {urn: "*::tagged", properties: [tags]}
+`
+	for _, remediate := range []bool{false, true} {
+		t.Run(fmt.Sprint("remediate=", remediate), func(t *testing.T) {
+			h := newHarness(t, fmt.Sprintf(spec, remediate), nil)
+			h.fetcher.set("https://git.example/app.git", sha1, nil)
+			h.start()
+			drift := func() *DriftStatus { v, _ := h.d.Stack("app"); return v.Status.Drift }
+			h.eventually("in sync", func() bool { d := drift(); return d != nil && d.State == DriftInSync })
+			h.runner.mu.Lock()
+			h.runner.drift = []DriftedResource{
+				{URN: "urn:pulumi:dev::p::stackdtest:index:File::note", Type: "stackdtest:index:File", Op: "update", Properties: []string{"content"}},
+				{URN: "urn:pulumi:dev::p::aws:s3/bucket:Bucket::b", Type: "aws:s3/bucket:Bucket", Op: "delete"},
+				{URN: "urn:pulumi:dev::p::x:y:Z::tagged", Type: "x:y:Z", Op: "update", Properties: []string{"tags"}},
+			}
+			h.runner.mu.Unlock()
+			if !remediate {
+				h.eventually("drifted", func() bool { d := drift(); return d != nil && d.State == DriftDrifted })
+				d := drift()
+				if len(d.Resources) != 1 || d.Resources[0].Type != "stackdtest:index:File" || d.Ignored != 2 {
+					t.Fatalf("drift = %+v", d)
+				}
+				if !h.ready("app") {
+					t.Fatal("drift made the stack un-Ready")
+				}
+				for _, op := range h.runner.opsOf("app") {
+					if op.Type == UpdateUp && op.Refresh {
+						t.Fatal("remediated without remediate: true")
+					}
+				}
+				return
+			}
+			h.eventually("remediated", func() bool {
+				for _, op := range h.runner.opsOf("app") {
+					if op.Type == UpdateUp && op.Refresh {
+						return true
+					}
+				}
+				return false
+			})
+			h.eventually("in sync again", func() bool { d := drift(); return d != nil && d.State == DriftInSync })
+			var reasons []string
+			for _, u := range h.store.updatesOf("app") {
+				reasons = append(reasons, u.Reason)
+			}
+			if !slices.ContainsFunc(reasons, func(r string) bool { return strings.HasPrefix(r, "Drift remediation after check app-") }) {
+				t.Fatalf("no update says it remediates drift: %q", reasons)
+			}
+		})
+	}
+}
+
+func TestFilterDrift(t *testing.T) {
+	res := []DriftedResource{
+		{URN: "urn:a::File::one", Type: "t:File", Op: "update", Properties: []string{"content", "mode"}},
+		{URN: "urn:a::File::two", Type: "t:File", Op: "delete"},
+	}
+	tests := []struct {
+		rules   []DriftIgnore
+		left    int
+		ignored int
+	}{
+		{nil, 2, 0},
+		{[]DriftIgnore{{Type: "t:File"}}, 0, 2},
+		{[]DriftIgnore{{URN: "*::one"}}, 1, 1},
+		{[]DriftIgnore{{URN: "*::one", Properties: []string{"mode"}}}, 2, 0},
+		{[]DriftIgnore{{URN: "*::one", Properties: []string{"mode", "content"}}}, 1, 1},
+		{[]DriftIgnore{{Type: "other"}}, 2, 0},
+	}
+	for i, tt := range tests {
+		left, ignored := filterDrift(res, tt.rules)
+		if len(left) != tt.left || ignored != tt.ignored {
+			t.Errorf("case %d: %d left, %d ignored; want %d, %d", i, len(left), ignored, tt.left, tt.ignored)
+		}
+	}
+	if left, _ := filterDrift(res, []DriftIgnore{{URN: "*::one", Properties: []string{"mode"}}}); strings.Join(left[0].Properties, ",") != "content" {
+		t.Errorf("ignored property kept: %v", left[0].Properties)
+	}
+	if res[0].Properties[1] != "mode" {
+		t.Error("filterDrift changed its input")
 	}
 }

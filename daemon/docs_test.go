@@ -18,13 +18,15 @@ func TestConfigReferenceMatchesParser(t *testing.T) {
 		t.Fatal(err)
 	}
 	types := map[string]reflect.Type{
-		"StackSpec":     reflect.TypeOf(StackSpec{}),
-		"ResourceRef":   reflect.TypeOf(ResourceRef{}),
-		"ConfigMapRef":  reflect.TypeOf(ConfigMapRef{}),
-		"GitAuthConfig": reflect.TypeOf(GitAuthConfig{}),
-		"Prerequisite":  reflect.TypeOf(Prerequisite{}),
-		"UpdateSpec":    reflect.TypeOf(UpdateSpec{}),
-		"ProgramSpec":   reflect.TypeOf(ProgramSpec{}),
+		"StackSpec":      reflect.TypeOf(StackSpec{}),
+		"ResourceRef":    reflect.TypeOf(ResourceRef{}),
+		"ConfigMapRef":   reflect.TypeOf(ConfigMapRef{}),
+		"GitAuthConfig":  reflect.TypeOf(GitAuthConfig{}),
+		"Prerequisite":   reflect.TypeOf(Prerequisite{}),
+		"UpdateSpec":     reflect.TypeOf(UpdateSpec{}),
+		"ProgramSpec":    reflect.TypeOf(ProgramSpec{}),
+		"DriftDetection": reflect.TypeOf(DriftDetection{}),
+		"DriftIgnore":    reflect.TypeOf(DriftIgnore{}),
 	}
 	row := regexp.MustCompile("^\\| `([A-Za-z]+)` \\|")
 	documented := map[string][]string{}

@@ -21,6 +21,8 @@ type Observer interface {
 	CommitApplied(took time.Duration)
 	// ConfigReloaded reports a reload attempt.
 	ConfigReloaded(s ConfigStatus)
+	// DriftChecked reports a drift check's outcome: a drift state.
+	DriftChecked(state string)
 }
 
 type nopObserver struct{}
@@ -29,6 +31,7 @@ func (nopObserver) UpdateFinished(Update)       {}
 func (nopObserver) Polled(error, time.Duration) {}
 func (nopObserver) CommitApplied(time.Duration) {}
 func (nopObserver) ConfigReloaded(ConfigStatus) {}
+func (nopObserver) DriftChecked(string)          {}
 
 // ConfigStatus is the outcome of the last config (re)load.
 type ConfigStatus struct {

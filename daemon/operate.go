@@ -17,6 +17,8 @@ type job struct {
 	reason  string
 	obs     Observation
 	destroy *DestroySpec
+	// remediate repairs drift: the up refreshes first.
+	remediate bool
 }
 
 // startOperation marks st running and runs its operation in the
@@ -28,6 +30,10 @@ func (d *Daemon) startOperation(st *stackState, dec Decision, obs Observation) {
 	st.cancel = cancel
 	st.live = NewLiveLog()
 	j := job{st: st, stack: st.stack, cfg: d.cfg, typ: dec.Type, reason: dec.Reason, obs: obs, destroy: st.rec.Destroy}
+	if st.remediate != "" && dec.Type == UpdateUp {
+		j.reason, j.remediate = "Drift remediation after check "+st.remediate, true
+		st.remediate = ""
+	}
 	d.log.Info("operation starting", "stack", st.rec.Name, "type", dec.Type, "reason", dec.Reason)
 	d.workWG.Add(1)
 	go func() {
@@ -125,7 +131,9 @@ func (d *Daemon) begin(j job, p *prepared) (Update, error) {
 		st.rec.Destroy = nil
 	}
 	st.rec.Status.CurrentUpdate = &CurrentUpdate{Generation: u.Generation, ReconcileRequest: u.ReconcileRequest, Name: u.ID, Commit: u.Commit}
-	st.rec.Status.MarkReconciling(ReasonStackProcessing, j.reason, st.rec.Generation, now)
+	if j.typ != UpdateDrift { // drift is an axis of its own
+		st.rec.Status.MarkReconciling(ReasonStackProcessing, j.reason, st.rec.Generation, now)
+	}
 	d.putStack(st)
 	return u, nil
 }
@@ -150,8 +158,11 @@ func (d *Daemon) operation(j job, p *prepared) Operation {
 		op.Parallel, op.Message, op.ExpectNoChanges = int(ts.Parallel), ts.Message, ts.ExpectNoChanges
 		op.Replace, op.ContinueOnError, op.Remove = ts.Replace, ts.ContinueOnError, ts.Remove
 	}
-	if j.typ == UpdateDestroy {
+	switch j.typ {
+	case UpdateDestroy:
 		op.Refresh, op.Targets, op.TargetDependents = false, nil, false
+	case UpdateUp:
+		op.Refresh = op.Refresh || j.remediate
 	}
 	return op
 }
@@ -187,6 +198,11 @@ func (d *Daemon) finish(ctx context.Context, j job, u Update, res Result, runErr
 // recordOutcome updates st's status for a finished update u.
 func (d *Daemon) recordOutcome(st *stackState, j job, u Update, res Result, now time.Time) {
 	s := &st.rec.Status
+	if u.Type == UpdateDrift {
+		s.CurrentUpdate = nil
+		d.recordDrift(st, u, res, now)
+		return
+	}
 	last := s.LastUpdate
 	lu := &LastUpdate{
 		Generation: j.obs.Generation, ReconcileRequest: j.obs.ReconcileRequest,

@@ -45,7 +45,15 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 		d.finalize(st)
 		return 0
 	case !dec.Run:
-		return minPositive(dec.RecheckAfter, d.untilPoll(st, now))
+		wait := minPositive(dec.RecheckAfter, d.untilPoll(st, now))
+		due, until := d.driftDue(st, now)
+		if !due {
+			return minPositive(wait, until)
+		}
+		if d.running < d.opts.MaxConcurrent {
+			d.startDrift(st, obs)
+		}
+		return wait
 	}
 	pass.busy(st)
 	st.waiting = true

@@ -60,6 +60,9 @@ type StackSpec struct {
 	// OperationTimeout bounds each operation of the stack instead of the
 	// daemon's --operation-timeout.
 	OperationTimeout Duration `yaml:"operationTimeout"`
+	// DriftDetection checks the deployed stack for changes made outside
+	// Pulumi.
+	DriftDetection *DriftDetection `yaml:"driftDetection"`
 
 	// Accepted and ignored by PKO v2 itself.
 	ExpectNoRefreshChanges bool `yaml:"expectNoRefreshChanges" stackd:"noop"`
@@ -287,3 +290,23 @@ type Ignored struct {
 
 // Set reports whether the field was present.
 func (i Ignored) Set() bool { return i.node != nil }
+
+// DriftDetection configures drift checks: a refresh preview of the last
+// applied commit, which never changes the state or the resources.
+type DriftDetection struct {
+	// Interval between checks; zero takes the daemon's --drift-interval.
+	Interval Duration `yaml:"interval"`
+	// Remediate runs an up (with refresh) after a check found drift.
+	Remediate bool `yaml:"remediate"`
+	// Ignore lists drift that is accepted.
+	Ignore []DriftIgnore `yaml:"ignore"`
+}
+
+// DriftIgnore accepts drift of the resources it matches: by URN glob ("*"
+// matches anything) and/or resource type, optionally only of the named
+// properties.
+type DriftIgnore struct {
+	URN        string   `yaml:"urn"`
+	Type       string   `yaml:"type"`
+	Properties []string `yaml:"properties"`
+}

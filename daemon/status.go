@@ -80,6 +80,32 @@ type StackStatus struct {
 	CurrentUpdate            *CurrentUpdate             `json:"currentUpdate,omitempty"`
 	LastUpdate               *LastUpdate                `json:"lastUpdate,omitempty"`
 	Health                   *Health                    `json:"health,omitempty"`
+	// Drift is stackd's own: the outcome of the last drift check. Drift is
+	// an axis of its own: it does not make a stack un-Ready.
+	Drift *DriftStatus `json:"drift,omitempty"`
+}
+
+// Drift states.
+const (
+	DriftInSync      = "InSync"
+	DriftDrifted     = "Drifted"
+	DriftCheckFailed = "CheckFailed"
+	DriftUnknown     = "Unknown"
+)
+
+// DriftStatus is the outcome of a stack's last drift check.
+type DriftStatus struct {
+	State     string    `json:"state"`
+	LastCheck time.Time `json:"lastCheck,omitzero"`
+	// Since is when the stack was first seen drifted, while it is.
+	Since time.Time `json:"since,omitzero"`
+	// Resources are the drifted resources, ignored ones left out.
+	Resources []DriftedResource `json:"resources,omitempty"`
+	// Ignored counts drifted resources that ignore rules accept.
+	Ignored int `json:"ignored,omitempty"`
+	// Check is the id of the check's update; Message its error.
+	Check   string `json:"check,omitempty"`
+	Message string `json:"message,omitempty"`
 }
 
 // Condition is a Kubernetes-style status condition.
@@ -166,6 +192,11 @@ func (s StackStatus) Clone() StackStatus {
 	if s.Health != nil {
 		h := *s.Health
 		c.Health = &h
+	}
+	if s.Drift != nil {
+		d := *s.Drift
+		d.Resources = append([]DriftedResource(nil), s.Drift.Resources...)
+		c.Drift = &d
 	}
 	return c
 }

@@ -157,6 +157,7 @@ func (v *validator) stack(s *Stack) {
 	if spec.Backend != "" && !strings.Contains(spec.Backend, "://") {
 		v.errorf("backend", "backend must be a URL such as file:///var/lib/state, s3://bucket or https://api.pulumi.com")
 	}
+	v.driftDetection(spec.DriftDetection)
 	v.nonEmpty("targets", spec.Targets)
 	if t := spec.UpdateTemplate; t != nil && t.Spec != nil {
 		v.nonEmpty("updateTemplate.spec.target", t.Spec.Target)
@@ -585,4 +586,17 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+func (v *validator) driftDetection(dd *DriftDetection) {
+	if dd == nil {
+		return
+	}
+	for i, rule := range dd.Ignore {
+		rel := indexPath("driftDetection.ignore", i)
+		if rule.URN == "" && rule.Type == "" {
+			v.errorf(rel, "an ignore rule needs urn or type")
+		}
+		v.nonEmpty(rel+".properties", rule.Properties)
+	}
 }

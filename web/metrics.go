@@ -25,6 +25,7 @@ type Metrics struct {
 	polls          *prometheus.CounterVec
 	pollDuration   prometheus.Histogram
 	commitApplied  prometheus.Histogram
+	driftChecks    *prometheus.CounterVec
 }
 
 // apiRef boxes an API for atomic.Pointer.
@@ -69,6 +70,10 @@ func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
 			Help:    "Duration of branch resolutions against git remotes.",
 			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
 		}),
+		driftChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stackd_drift_checks_total",
+			Help: "Drift checks, by result (InSync, Drifted, CheckFailed).",
+		}, []string{"result"}),
 		commitApplied: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "stackd_commit_to_applied_seconds",
 			Help:    "Time from a new commit being seen to its update succeeding.",
@@ -83,8 +88,11 @@ func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
 	}
 	m.polls.WithLabelValues(pollSuccess)
 	m.polls.WithLabelValues(pollError)
+	for _, res := range []string{daemon.DriftInSync, daemon.DriftDrifted, daemon.DriftCheckFailed} {
+		m.driftChecks.WithLabelValues(res)
+	}
 	m.SetAPI(api)
-	reg.MustRegister(buildInfo(version), m.updates, m.updateDuration, m.polls, m.pollDuration, m.commitApplied,
+	reg.MustRegister(buildInfo(version), m.updates, m.updateDuration, m.polls, m.pollDuration, m.commitApplied, m.driftChecks,
 		stateCollector{m: m},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -144,6 +152,11 @@ func (m *Metrics) CommitApplied(took time.Duration) {
 // API.ConfigStatus at scrape time, which also covers the first load.
 func (m *Metrics) ConfigReloaded(daemon.ConfigStatus) {}
 
+// DriftChecked counts a drift check by its outcome.
+func (m *Metrics) DriftChecked(state string) {
+	m.driftChecks.WithLabelValues(state).Inc()
+}
+
 // Descriptions of the gauges read at scrape time.
 var (
 	stackLabel    = []string{"stack"}
@@ -156,6 +169,12 @@ var (
 		"Consecutive failed updates of the stack for its current generation and sync request; 0 after a success.", stackLabel, nil)
 	descLastOK = prometheus.NewDesc("stackd_stack_last_success_timestamp_seconds",
 		"Unix time of the stack's last successful update; absent until one succeeds.", stackLabel, nil)
+	descDrifted = prometheus.NewDesc("stackd_stack_drifted",
+		"1 when the stack's last drift check found drift that no ignore rule accepts; absent before the first check.", stackLabel, nil)
+	descDriftRes = prometheus.NewDesc("stackd_stack_drift_resources",
+		"Drifted resources of the stack by what a refresh would do (update, delete); ignored ones under op=\"ignored\".", []string{"stack", "op"}, nil)
+	descDriftCheck = prometheus.NewDesc("stackd_stack_last_drift_check_timestamp_seconds",
+		"When the stack was last checked for drift.", stackLabel, nil)
 	descQueue   = prometheus.NewDesc("stackd_queue_depth", "Stacks waiting for a worker, a prerequisite or a sync wave.", nil, nil)
 	descRunning = prometheus.NewDesc("stackd_operations_running", "Pulumi operations in flight.", nil, nil)
 	descReload  = prometheus.NewDesc("stackd_config_last_reload_successful",
@@ -169,7 +188,7 @@ type stateCollector struct{ m *Metrics }
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descStacks, descReady, descReconcile, descStalled, descFailing,
-		descFailures, descLastOK, descQueue, descRunning, descReload, descReloadOK} {
+		descFailures, descLastOK, descDrifted, descDriftRes, descDriftCheck, descQueue, descRunning, descReload, descReloadOK} {
 		ch <- d
 	}
 }
@@ -212,6 +231,22 @@ func collectStack(ch chan<- prometheus.Metric, v *daemon.StackView) {
 	gauge(ch, descFailures, failures, v.Name)
 	if !v.LastSuccess.IsZero() {
 		gauge(ch, descLastOK, unixSeconds(v.LastSuccess), v.Name)
+	}
+	if dr := v.Status.Drift; dr != nil {
+		collectDrift(ch, v.Name, dr)
+	}
+}
+
+// collectDrift emits a stack's drift gauges.
+func collectDrift(ch chan<- prometheus.Metric, name string, dr *daemon.DriftStatus) {
+	gauge(ch, descDrifted, boolValue(dr.State == daemon.DriftDrifted), name)
+	gauge(ch, descDriftCheck, unixSeconds(dr.LastCheck), name)
+	ops := map[string]float64{"update": 0, "delete": 0, "ignored": float64(dr.Ignored)}
+	for _, r := range dr.Resources {
+		ops[r.Op]++
+	}
+	for op, n := range ops {
+		gauge(ch, descDriftRes, n, name, op)
 	}
 }
 

@@ -40,6 +40,7 @@ type runFlags struct {
 	shutdownGrace time.Duration
 	watchConfig   bool
 	massRemoval   bool
+	driftInterval time.Duration
 	logLevel      string
 	logFormat     string
 	tokenFile     string
@@ -64,6 +65,7 @@ func (f *runFlags) define(fs *flag.FlagSet) {
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Minute, "on stop, how long running operations may finish before they are interrupted")
 	fs.BoolVar(&f.watchConfig, "watch-config", true, "reload the config when its files change")
 	fs.BoolVar(&f.massRemoval, "allow-mass-removal", false, "let a reload remove all stacks, or more than half of them")
+	fs.DurationVar(&f.driftInterval, "drift-interval", 0, "check every deployed stack for drift this often, unless its driftDetection says otherwise (0: off)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.StringVar(&f.tokenFile, "api-token-file", "", "file holding the bearer token that mutating API requests need")
@@ -235,6 +237,7 @@ func newDaemon(ctx context.Context, f *runFlags, cfg *daemon.Config, dataDir str
 		MaxConcurrent: f.maxConcurrent, MinResync: f.minResync, MaxFailures: f.maxFailures,
 		BackoffBase: f.retryBackoff, OpTimeout: f.opTimeout,
 		ConfigPaths: []string{f.config}, Observer: obs, WatchConfig: f.watchConfig, AllowMassRemoval: f.massRemoval,
+		DriftInterval: f.driftInterval,
 	})
 }
 

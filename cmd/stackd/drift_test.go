@@ -1,0 +1,114 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+func driftState(state string) func(v daemon.StackView) bool {
+	return func(v daemon.StackView) bool { return v.Status.Drift != nil && v.Status.Drift.State == state }
+}
+
+// TestE2EDrift edits a deployed file out of band: the next check reports
+// the stack Drifted naming that resource, and /metrics says so; putting
+// the file back makes it InSync. With remediate, stackd puts it back
+// itself; with an ignore rule, the drift is only counted.
+func TestE2EDrift(t *testing.T) {
+	for _, tc := range []struct{ name, extra string }{
+		{"detect", ""},
+		{"remediate", "      remediate: true\n"},
+		{"ignore", "      ignore:\n        - {type: \"stackdtest:index:File\"}\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRepo(t)
+			r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+			out := filepath.Join(t.TempDir(), "note.txt")
+			in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+
+				"    driftDetection:\n      interval: 1s\n"+tc.extra), "")
+			in.waitStack("app", "in sync", time.Minute, driftState(daemon.DriftInSync))
+			if err := os.WriteFile(out, []byte("edited by hand"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			switch tc.name {
+			case "detect":
+				v := in.waitStack("app", "drifted", time.Minute, driftState(daemon.DriftDrifted))
+				d := v.Status.Drift
+				if len(d.Resources) != 1 || !strings.HasSuffix(d.Resources[0].URN, "File::note") ||
+					d.Resources[0].Op != "update" || strings.Join(d.Resources[0].Properties, ",") != "content" {
+					t.Fatalf("drift = %+v", d)
+				}
+				if !isReady(v) {
+					t.Fatal("drift made the stack un-Ready")
+				}
+				if _, body := in.get("/metrics", nil); !strings.Contains(string(body), `stackd_stack_drifted{stack="app"} 1`) {
+					t.Fatalf("/metrics does not show the drift:\n%s", body)
+				}
+				if readFile(t, out) != "edited by hand" {
+					t.Fatal("a drift check changed the file")
+				}
+				if err := os.WriteFile(out, []byte("hello v1"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				in.waitStack("app", "in sync after the fix", time.Minute, driftState(daemon.DriftInSync))
+				if _, body := in.get("/metrics", nil); !strings.Contains(string(body), `stackd_stack_drifted{stack="app"} 0`) {
+					t.Fatalf("/metrics still shows drift")
+				}
+			case "remediate":
+				deadline := time.Now().Add(time.Minute)
+				for readFile(t, out) != "hello v1" {
+					if time.Now().After(deadline) {
+						t.Fatalf("stackd did not put the file back: %q", readFile(t, out))
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				found := false
+				for _, u := range in.updates("app") {
+					found = found || (u.Type == daemon.UpdateUp && strings.HasPrefix(u.Reason, "Drift remediation after check"))
+				}
+				if !found {
+					t.Fatalf("no update records the remediation: %+v", in.updates("app"))
+				}
+			case "ignore":
+				v := in.waitStack("app", "the drift ignored", time.Minute, func(v daemon.StackView) bool {
+					return v.Status.Drift != nil && v.Status.Drift.Ignored == 1
+				})
+				if v.Status.Drift.State != daemon.DriftInSync {
+					t.Fatalf("ignored drift reported: %+v", v.Status.Drift)
+				}
+				_, body := in.get("/metrics", nil)
+				for _, want := range []string{`stackd_stack_drifted{stack="app"} 0`, `stackd_stack_drift_resources{op="ignored",stack="app"} 1`} {
+					if !strings.Contains(string(body), want) {
+						t.Fatalf("/metrics lacks %s", want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestE2EDriftCheckFailed: a check that cannot run is CheckFailed, never
+// InSync.
+func TestE2EDriftCheckFailed(t *testing.T) {
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+	dir := t.TempDir()
+	out := filepath.Join(dir, "note.txt")
+	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+"    driftDetection:\n      interval: 1s\n"), filepath.Join(dir, "data"))
+	in.waitStack("app", "in sync", time.Minute, driftState(daemon.DriftInSync))
+	// The backend's state disappears: checks fail.
+	if err := os.RemoveAll(filepath.Join(dir, "data", "backend", ".pulumi")); err != nil {
+		t.Fatal(err)
+	}
+	v := in.waitStack("app", "check failed", time.Minute, driftState(daemon.DriftCheckFailed))
+	if v.Status.Drift.Message == "" {
+		t.Fatal("a failed check without a message")
+	}
+	if _, body := in.get("/metrics", nil); !strings.Contains(string(body), `stackd_drift_checks_total{result="CheckFailed"}`) {
+		t.Fatal("/metrics does not count the failed check")
+	}
+}

@@ -1,0 +1,126 @@
+package daemon
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// driftInterval is how often st is checked for drift; zero means never.
+// Intervals are honoured down to the resync floor.
+func (d *Daemon) driftInterval(st *stackState) time.Duration {
+	if st.stack == nil || st.stack.Spec.Preview {
+		return 0
+	}
+	every := d.opts.DriftInterval
+	if dd := st.stack.Spec.DriftDetection; dd != nil && dd.Interval.Duration > 0 {
+		every = dd.Interval.Duration
+	}
+	if every <= 0 {
+		return 0
+	}
+	return max(every, d.opts.MinResync)
+}
+
+// driftDue says whether st should be checked now, and if not, how long
+// until it should (0: not until something changes). Only a stack whose
+// last update succeeded is checked, against the commit it applied.
+func (d *Daemon) driftDue(st *stackState, now time.Time) (bool, time.Duration) {
+	every := d.driftInterval(st)
+	last := st.rec.Status.LastUpdate
+	if every == 0 || last == nil || last.State != UpdateSucceeded || last.LastSuccessfulCommit == "" || last.Type != UpdateUp {
+		return false, 0
+	}
+	var lastCheck time.Time
+	if dr := st.rec.Status.Drift; dr != nil {
+		lastCheck = dr.LastCheck
+	}
+	due := lastCheck.Add(every)
+	if now.Before(due) {
+		return false, due.Sub(now)
+	}
+	return true, 0
+}
+
+// startDrift runs a drift check of st. Called with d.mu held.
+func (d *Daemon) startDrift(st *stackState, obs Observation) {
+	obs.Commit = st.rec.Status.LastUpdate.LastSuccessfulCommit
+	d.startOperation(st, Decision{Run: true, Type: UpdateDrift, Reason: "Drift check"}, obs)
+}
+
+// recordDrift turns a finished check into the stack's drift status, and
+// asks for a remediation when the spec says so.
+func (d *Daemon) recordDrift(st *stackState, u Update, res Result, now time.Time) {
+	prev := st.rec.Status.Drift
+	dr := &DriftStatus{State: DriftInSync, LastCheck: now, Check: u.ID}
+	if u.State != UpdateSucceeded {
+		dr.State, dr.Message = DriftCheckFailed, u.Message
+		if prev != nil {
+			dr.Since = prev.Since
+		}
+	} else {
+		var rules []DriftIgnore
+		if st.stack != nil && st.stack.Spec.DriftDetection != nil {
+			rules = st.stack.Spec.DriftDetection.Ignore
+		}
+		dr.Resources, dr.Ignored = filterDrift(res.Drift, rules)
+		if len(dr.Resources) > 0 {
+			dr.State, dr.Since = DriftDrifted, now
+			if prev != nil && prev.State == DriftDrifted {
+				dr.Since = prev.Since
+			}
+		}
+	}
+	st.rec.Status.Drift = dr
+	d.opts.Observer.DriftChecked(dr.State)
+	if dr.State == DriftDrifted && st.stack != nil && st.stack.Spec.DriftDetection != nil && st.stack.Spec.DriftDetection.Remediate {
+		st.remediate = u.ID
+		d.poke(st, "drift-"+u.ID)
+	}
+}
+
+// filterDrift applies ignore rules: a rule without properties accepts a
+// matching resource's drift; a rule with properties accepts those
+// properties only. It returns what stays drifted and how many resources
+// the rules accepted.
+func filterDrift(drift []DriftedResource, rules []DriftIgnore) ([]DriftedResource, int) {
+	var out []DriftedResource
+	ignored := 0
+	for _, r := range drift {
+		props, whole := r.Properties, false
+		for _, rule := range rules {
+			if !rule.matches(r) {
+				continue
+			}
+			if len(rule.Properties) == 0 {
+				whole = true
+				break
+			}
+			props = slices.DeleteFunc(slices.Clone(props), func(p string) bool { return slices.Contains(rule.Properties, p) })
+		}
+		if whole || (r.Op == "update" && len(r.Properties) > 0 && len(props) == 0) {
+			ignored++
+			continue
+		}
+		r.Properties = props
+		out = append(out, r)
+	}
+	return out, ignored
+}
+
+func (rule DriftIgnore) matches(r DriftedResource) bool {
+	if rule.Type != "" && rule.Type != r.Type {
+		return false
+	}
+	return rule.URN == "" || globMatch(rule.URN, r.URN)
+}
+
+// globMatch matches s against pattern, where "*" matches any text.
+func globMatch(pattern, s string) bool {
+	parts := strings.Split(pattern, "*")
+	for i, p := range parts {
+		parts[i] = regexp.QuoteMeta(p)
+	}
+	return regexp.MustCompile("^" + strings.Join(parts, ".*") + "$").MatchString(s)
+}
