@@ -165,7 +165,7 @@ type fakeRunner struct {
 	fail    map[string]error // by stack name
 	running int
 	peak    int
-	gate    chan struct{} // when set, each Run waits for a receive
+	gate    chan struct{}     // when set, each Run waits for a receive
 	drift   []DriftedResource // what drift checks find
 }
 

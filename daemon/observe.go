@@ -31,7 +31,7 @@ func (nopObserver) UpdateFinished(Update)       {}
 func (nopObserver) Polled(error, time.Duration) {}
 func (nopObserver) CommitApplied(time.Duration) {}
 func (nopObserver) ConfigReloaded(ConfigStatus) {}
-func (nopObserver) DriftChecked(string)          {}
+func (nopObserver) DriftChecked(string)         {}
 
 // ConfigStatus is the outcome of the last config (re)load.
 type ConfigStatus struct {
