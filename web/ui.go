@@ -111,12 +111,12 @@ type stackRow struct {
 	Tracking, Repo, Ref string
 	// Applied is the last commit an update succeeded with.
 	Applied string
-	// Drift: add the stack's drift state here, and a column to
-	// list.html, once StackView carries one.
+	// Drift is the last drift check's outcome; nil before any.
+	Drift *daemon.DriftStatus
 }
 
 func summarize(v daemon.StackView) stackRow {
-	row := stackRow{Name: v.Name, Removed: v.Removed, Health: "Unknown", Last: v.Status.LastUpdate, Tracking: v.Tracking}
+	row := stackRow{Name: v.Name, Removed: v.Removed, Health: "Unknown", Last: v.Status.LastUpdate, Tracking: v.Tracking, Drift: v.Status.Drift}
 	if h := v.Status.Health; h != nil {
 		row.Health, row.HealthMessage = h.Status, h.Message
 	}

@@ -48,6 +48,15 @@ func TestE2EDrift(t *testing.T) {
 				if _, body := in.get("/metrics", nil); !strings.Contains(string(body), `stackd_stack_drifted{stack="app"} 1`) {
 					t.Fatalf("/metrics does not show the drift:\n%s", body)
 				}
+				_, page := in.get("/stacks/app", nil)
+				for _, want := range []string{"Drifted resources", "File::note", "<code>content</code>"} {
+					if !strings.Contains(string(page), want) {
+						t.Fatalf("the stack page lacks %q", want)
+					}
+				}
+				if _, list := in.get("/", nil); !strings.Contains(string(list), "Drifted (1)") {
+					t.Fatal("the stack list does not show the drift")
+				}
 				if readFile(t, out) != "edited by hand" {
 					t.Fatal("a drift check changed the file")
 				}
