@@ -124,7 +124,7 @@ func statusCommand(args []string, stdout io.Writer) error {
 // printStacks prints a table like kubectl get.
 func printStacks(w io.Writer, stacks []daemon.StackView, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tHEALTH\tREADY\tLAST UPDATE\tSTATE\tAGE\tCOMMIT\tREASON")
+	fmt.Fprintln(tw, "NAME\tHEALTH\tREADY\tLAST UPDATE\tSTATE\tAGE\tCOMMIT\tDRIFT\tREASON")
 	for _, v := range stacks {
 		health, ready, reason := "-", "-", ""
 		if h := v.Status.Health; h != nil {
@@ -146,7 +146,11 @@ func printStacks(w io.Writer, stacks []daemon.StackView, now time.Time) {
 		if cu := v.Status.CurrentUpdate; cu != nil {
 			state = "running"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, health, ready, last, state, age, commit, reason)
+		drift := "-"
+		if d := v.Status.Drift; d != nil {
+			drift = d.State
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, health, ready, last, state, age, commit, drift, reason)
 	}
 	tw.Flush()
 }
