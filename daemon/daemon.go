@@ -72,6 +72,9 @@ type Options struct {
 	// DriftInterval checks every stack for drift this often, unless its
 	// spec says otherwise; zero turns checks off by default.
 	DriftInterval time.Duration
+	// Notifier hears about drift, failures, stalls and recoveries; nil
+	// tells nobody.
+	Notifier Notifier
 	// Observer is told about updates, polls and reloads, for metrics;
 	// nil tells nobody.
 	Observer Observer
@@ -102,6 +105,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
+	}
+	if o.Notifier == nil {
+		o.Notifier = nopNotifier{}
 	}
 	return o
 }

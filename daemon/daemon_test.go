@@ -908,3 +908,44 @@ func TestFilterDrift(t *testing.T) {
 		t.Error("filterDrift changed its input")
 	}
 }
+
+type recordingNotifier struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (n *recordingNotifier) Notify(e Event) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.events = append(n.events, e)
+}
+
+func (n *recordingNotifier) kinds() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var k []string
+	for _, e := range n.events {
+		k = append(k, e.Kind)
+	}
+	return strings.Join(k, ",")
+}
+
+func TestNotifications(t *testing.T) {
+	n := &recordingNotifier{}
+	h := newHarness(t, oneStack, func(o *Options) { o.Notifier, o.MaxFailures = n, 1 })
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.runner.setFail("app", errors.New("boom"))
+	h.start()
+	h.eventually("stalled", func() bool { return strings.HasSuffix(n.kinds(), EventStackStalled) })
+	if got := n.kinds(); got != "update_failed,stack_stalled" {
+		t.Fatalf("events %s", got)
+	}
+	h.runner.setFail("app", nil)
+	h.fetcher.set("https://git.example/app.git", sha2, nil)
+	h.eventually("recovered", func() bool { return strings.HasSuffix(n.kinds(), EventStackRecovered) })
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if e := n.events[1]; e.Stack != "app" || !strings.Contains(e.Message, "boom") || e.Update == "" {
+		t.Fatalf("stalled event = %+v", e)
+	}
+}

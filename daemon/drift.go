@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -74,6 +75,7 @@ func (d *Daemon) recordDrift(st *stackState, u Update, res Result, now time.Time
 	}
 	st.rec.Status.Drift = dr
 	d.opts.Observer.DriftChecked(dr.State)
+	d.driftEvent(st.rec.Name, prev, dr, now)
 	if dr.State == DriftDrifted && st.stack != nil && st.stack.Spec.DriftDetection != nil && st.stack.Spec.DriftDetection.Remediate {
 		st.remediate = u.ID
 		d.poke(st, "drift-"+u.ID)
@@ -123,4 +125,17 @@ func globMatch(pattern, s string) bool {
 		parts[i] = regexp.QuoteMeta(p)
 	}
 	return regexp.MustCompile("^" + strings.Join(parts, ".*") + "$").MatchString(s)
+}
+
+// driftEvent tells the notifier when a stack starts or stops drifting.
+func (d *Daemon) driftEvent(stack string, prev, cur *DriftStatus, now time.Time) {
+	was := prev != nil && prev.State == DriftDrifted
+	switch {
+	case cur.State == DriftDrifted && !was:
+		d.opts.Notifier.Notify(Event{Kind: EventDriftDetected, Stack: stack, Time: now, Update: cur.Check, Drift: cur,
+			Message: fmt.Sprintf("%d resource(s) of stack %s changed outside Pulumi", len(cur.Resources), stack)})
+	case cur.State == DriftInSync && was:
+		d.opts.Notifier.Notify(Event{Kind: EventDriftResolved, Stack: stack, Time: now, Update: cur.Check, Drift: cur,
+			Message: fmt.Sprintf("stack %s matches its state again", stack)})
+	}
 }

@@ -225,7 +225,12 @@ func (d *Daemon) recordOutcome(st *stackState, j job, u Update, res Result, now 
 			s.Outputs = nil
 		}
 		s.LastUpdate = lu
+		wasStalled := s.Condition(ConditionStalled) != nil
 		s.MarkReady(st.rec.Generation, now)
+		if wasStalled || (last != nil && last.State == UpdateFailed) {
+			d.opts.Notifier.Notify(Event{Kind: EventStackRecovered, Stack: st.rec.Name, Time: now, Update: u.ID, Commit: u.Commit,
+				Message: fmt.Sprintf("stack %s: %s succeeded after failing", st.rec.Name, u.Type)})
+		}
 		return
 	}
 	lu.State = UpdateFailed
@@ -234,10 +239,14 @@ func (d *Daemon) recordOutcome(st *stackState, j job, u Update, res Result, now 
 	}
 	lu.Failures = NextFailures(last, j.obs.Generation, j.obs.ReconcileRequest)
 	s.LastUpdate = lu
+	event := Event{Kind: EventUpdateFailed, Stack: st.rec.Name, Time: now, Update: u.ID, Commit: u.Commit, Message: u.Message}
 	if lu.Failures >= d.opts.MaxFailures {
 		s.MarkStalled(ReasonUpdateFailed, failureMessage(u.Type, lu.Failures+1)+": "+u.Message, st.rec.Generation, now)
+		event.Kind, event.Message = EventStackStalled, s.Condition(ConditionStalled).Message
+		d.opts.Notifier.Notify(event)
 		return
 	}
+	d.opts.Notifier.Notify(event)
 	reason := ReasonRetryingAfterFailure
 	if u.Type == UpdatePreview {
 		reason = ReasonPreviewFailed
