@@ -32,10 +32,16 @@ func benchHarness(b *testing.B) (*harness, daemon.Operation) {
 // bareUp runs `pulumi up --yes --skip-preview` of the harness's stack
 // with configFile, in the environment the runner gives its processes.
 func (h *harness) bareUp(configFile string) time.Duration {
+	return h.bare(configFile, "up", "--yes", "--skip-preview")
+}
+
+// bare runs a bare pulumi command on the harness's stack with configFile,
+// in the environment the runner gives its processes, and times it.
+func (h *harness) bare(configFile string, args ...string) time.Duration {
 	h.t.Helper()
 	bin := toolchainBin(h.t)
-	cmd := exec.Command(filepath.Join(bin, "pulumi"), "up", "--yes", "--skip-preview", "--non-interactive",
-		"--stack", "dev", "--config-file", configFile)
+	cmd := exec.Command(filepath.Join(bin, "pulumi"), append(args, "--non-interactive",
+		"--stack", "dev", "--config-file", configFile)...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = h.project, io.Discard, io.Discard
 	cmd.Env = []string{
 		"PATH=" + bin + ":/usr/bin:/bin",
@@ -48,7 +54,7 @@ func (h *harness) bareUp(configFile string) time.Duration {
 	}
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		h.t.Fatalf("bare pulumi up: %v", err)
+		h.t.Fatalf("bare pulumi %s: %v", args[0], err)
 	}
 	return time.Since(start)
 }
@@ -112,6 +118,31 @@ func BenchmarkUpChange(b *testing.B) {
 			b.Fatal(err)
 		}
 		bare += h.bareUp(bareFile)
+		b.StartTimer()
+	}
+	report(b, b.N, runner, bare)
+}
+
+// BenchmarkDriftCheck compares the runner's drift check of a drifted
+// stack with a bare `pulumi refresh --preview-only` of the same stack.
+func BenchmarkDriftCheck(b *testing.B) {
+	h, op := benchHarness(b)
+	if err := os.WriteFile(h.file, []byte("drifted"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	configFile := filepath.Join(h.dataDir, "workspaces", "test", "Pulumi.dev.yaml")
+	op.Type = daemon.UpdateDrift
+	var runner, bare time.Duration
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		res := h.run(op)
+		runner += time.Since(start)
+		if len(res.Drift) != 1 {
+			b.Fatalf("drift %v, want the file", res.Drift)
+		}
+		b.StopTimer()
+		bare += h.bare(configFile, "refresh", "--preview-only")
 		b.StartTimer()
 	}
 	report(b, b.N, runner, bare)
