@@ -48,35 +48,52 @@ func TestE2EPrometheusScrapesDaemon(t *testing.T) {
 		t.Fatalf("promtool check metrics: %v\n%s", err, out)
 	}
 
+	prom := startPrometheus(t, prometheus, in)
+	prom.waitFor(`stackd_stack_ready{stack="app"}`, "1")
+}
+
+// promServer is a real Prometheus scraping a daemon every second.
+type promServer struct {
+	t    *testing.T
+	addr string
+	logs *syncBuffer
+}
+
+func startPrometheus(t *testing.T, prometheus string, in *instance) *promServer {
+	t.Helper()
 	dir := t.TempDir()
 	target := strings.TrimPrefix(in.url, "http://")
 	cfg := fmt.Sprintf("global: {scrape_interval: 1s}\nscrape_configs:\n  - job_name: stackd\n    static_configs:\n      - targets: [%q]\n", target)
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	promAddr := freeAddr(t)
+	p := &promServer{t: t, addr: freeAddr(t), logs: &syncBuffer{}}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	srv := exec.CommandContext(ctx, prometheus, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+promAddr)
-	logs := &syncBuffer{}
-	srv.Stdout, srv.Stderr = logs, logs
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+p.addr)
+	srv.Stdout, srv.Stderr = p.logs, p.logs
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cancel(); _ = srv.Wait() }()
+	t.Cleanup(func() { cancel(); _ = srv.Wait() })
+	return p
+}
 
-	query := "http://" + promAddr + "/api/v1/query?query=" + url.QueryEscape(`stackd_stack_ready{stack="app"}`)
+// waitFor polls an instant query until its first sample has value want.
+func (p *promServer) waitFor(query, want string) {
+	p.t.Helper()
+	u := "http://" + p.addr + "/api/v1/query?query=" + url.QueryEscape(query)
 	deadline := time.Now().Add(time.Minute)
+	last := "no sample"
 	for {
-		if v, ok := promValue(query); ok {
-			if v != "1" {
-				t.Fatalf("Prometheus says stackd_stack_ready{stack=\"app\"} = %s, want 1", v)
+		if v, ok := promValue(u); ok {
+			if v == want {
+				return
 			}
-			return
+			last = v
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("Prometheus never had the series; its log:\n%s", logs)
+			p.t.Fatalf("Prometheus: %s = %s, want %s; its log:\n%s", query, last, want, p.logs)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
