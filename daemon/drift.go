@@ -24,20 +24,43 @@ func (d *Daemon) driftInterval(st *stackState) time.Duration {
 	return max(every, d.opts.MinResync)
 }
 
+// driftSchedule is st's cron schedule of drift checks, or nil.
+func (d *Daemon) driftSchedule(st *stackState) *cronSchedule {
+	if st.stack == nil || st.stack.Spec.Preview || st.stack.Spec.DriftDetection == nil || st.stack.Spec.DriftDetection.Schedule == "" {
+		return nil
+	}
+	sched, err := parseCron(st.stack.Spec.DriftDetection.Schedule) // validated when loaded
+	if err != nil {
+		return nil
+	}
+	return sched
+}
+
 // driftDue says whether st should be checked now, and if not, how long
 // until it should (0: not until something changes). Only a stack whose
 // last update succeeded is checked, against the commit it applied.
 func (d *Daemon) driftDue(st *stackState, now time.Time) (bool, time.Duration) {
-	every := d.driftInterval(st)
 	last := st.rec.Status.LastUpdate
-	if every == 0 || last == nil || last.State != UpdateSucceeded || last.LastSuccessfulCommit == "" || last.Type != UpdateUp {
+	if last == nil || last.State != UpdateSucceeded || last.LastSuccessfulCommit == "" || last.Type != UpdateUp {
 		return false, 0
 	}
 	var lastCheck time.Time
 	if dr := st.rec.Status.Drift; dr != nil {
 		lastCheck = dr.LastCheck
 	}
-	due := lastCheck.Add(every)
+	var due time.Time
+	if sched := d.driftSchedule(st); sched != nil {
+		if lastCheck.IsZero() {
+			lastCheck = last.LastResyncTime
+		}
+		if due = sched.next(lastCheck.UTC()); due.IsZero() {
+			return false, 0
+		}
+	} else if every := d.driftInterval(st); every > 0 {
+		due = lastCheck.Add(every)
+	} else {
+		return false, 0
+	}
 	if now.Before(due) {
 		return false, due.Sub(now)
 	}

@@ -296,6 +296,8 @@ func (i Ignored) Set() bool { return i.node != nil }
 type DriftDetection struct {
 	// Interval between checks; zero takes the daemon's --drift-interval.
 	Interval Duration `yaml:"interval"`
+	// Schedule is a 5-field cron expression (UTC) instead of an interval.
+	Schedule string `yaml:"schedule"`
 	// Remediate runs an up (with refresh) after a check found drift.
 	Remediate bool `yaml:"remediate"`
 	// Ignore lists drift that is accepted.

@@ -592,6 +592,13 @@ func (v *validator) driftDetection(dd *DriftDetection) {
 	if dd == nil {
 		return
 	}
+	if dd.Schedule != "" {
+		if dd.Interval.Duration > 0 {
+			v.errorf("driftDetection", "set interval or schedule, not both")
+		} else if _, err := parseCron(dd.Schedule); err != nil {
+			v.errorf("driftDetection.schedule", "%v", err)
+		}
+	}
 	for i, rule := range dd.Ignore {
 		rel := indexPath("driftDetection.ignore", i)
 		if rule.URN == "" && rule.Type == "" {
