@@ -46,6 +46,25 @@ type runFlags struct {
 	tokenFile     string
 	readToken     bool
 	webhookFile   string
+	notifyURLs    stringsFlag
+	notifySlack   stringsFlag
+	notifySecret  string
+}
+
+// stringsFlag is a repeatable string flag: each use adds one value. Its
+// environment variable holds a single value.
+type stringsFlag []string
+
+func (s *stringsFlag) String() string {
+	if s == nil {
+		return ""
+	}
+	return strings.Join(*s, ",")
+}
+
+func (s *stringsFlag) Set(v string) error {
+	*s = append(*s, v)
+	return nil
 }
 
 func (f *runFlags) define(fs *flag.FlagSet) {
@@ -71,6 +90,9 @@ func (f *runFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&f.tokenFile, "api-token-file", "", "file holding the bearer token that mutating API requests need")
 	fs.BoolVar(&f.readToken, "api-read-requires-token", false, "require the token for reads too (the web UI then needs it as well)")
 	fs.StringVar(&f.webhookFile, "webhook-secret-file", "", "file holding the secret that signs Git push webhooks (unset: no webhooks)")
+	fs.Var(&f.notifyURLs, "notify-url", "webhook `URL` that receives stack events as JSON (repeatable)")
+	fs.Var(&f.notifySlack, "notify-slack-url", "Slack-compatible incoming webhook `URL` that receives stack events (repeatable)")
+	fs.StringVar(&f.notifySecret, "notify-secret-file", "", "file holding the secret that signs --notify-url requests (X-Stackd-Signature)")
 }
 
 // runDaemon runs the daemon until ctx ends.
@@ -157,11 +179,16 @@ func graceUntilSecondSignal(grace time.Duration, log *slog.Logger) context.Conte
 	return ctx
 }
 
+// notifyGrace is how long stop waits for queued notifications.
+const notifyGrace = 10 * time.Second
+
 // app is a running daemon: its HTTP server, reconcile loop and store.
 type app struct {
 	srv   *web.Server
 	d     *daemon.Daemon
 	store *store.Store
+	// notifier delivers stack events; nil without --notify-* URLs.
+	notifier *daemon.WebhookNotifier
 }
 
 // start wires the packages together and starts them.
@@ -197,9 +224,18 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	if err != nil {
 		return nil, err
 	}
+	wh, err := newWebhookNotifier(f, log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			closeNotifier(wh, 0)
+		}
+	}()
 	reg := prometheus.NewRegistry()
 	metrics := web.NewMetrics(reg, nil, version)
-	d, err := newDaemon(ctx, f, cfg, dataDir, st, metrics, log)
+	d, err := newDaemon(ctx, f, cfg, dataDir, st, metrics, asNotifier(wh), log)
 	if err != nil {
 		return nil, err
 	}
@@ -214,11 +250,55 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 		return nil, err
 	}
 	log.Info("stackd started", "version", version, "config", f.config, "data_dir", dataDir, "stacks", len(cfg.Stacks))
-	return &app{srv: srv, d: d, store: st}, nil
+	return &app{srv: srv, d: d, store: st, notifier: wh}, nil
+}
+
+// newWebhookNotifier returns the notifier of the --notify-* flags; nil
+// when no URL is given.
+func newWebhookNotifier(f *runFlags, log *slog.Logger) (*daemon.WebhookNotifier, error) {
+	if len(f.notifyURLs) == 0 && len(f.notifySlack) == 0 {
+		return nil, nil
+	}
+	for _, u := range f.notifyURLs {
+		if err := daemon.CheckWebhookURL(u); err != nil {
+			return nil, fmt.Errorf("--notify-url: %w", err)
+		}
+	}
+	for _, u := range f.notifySlack {
+		if err := daemon.CheckWebhookURL(u); err != nil {
+			return nil, fmt.Errorf("--notify-slack-url: %w", err)
+		}
+	}
+	secret, err := readSecretFile(f.notifySecret, "--notify-secret-file")
+	if err != nil {
+		return nil, err
+	}
+	return daemon.NewWebhookNotifier(daemon.NotifyOptions{URLs: f.notifyURLs, SlackURLs: f.notifySlack,
+		Secret: secret, Logger: log.With("component", "notify")}), nil
+}
+
+// asNotifier is wh as a daemon.Notifier; nil, not a nil pointer, when
+// there is none.
+func asNotifier(wh *daemon.WebhookNotifier) daemon.Notifier {
+	if wh == nil {
+		return nil
+	}
+	return wh
+}
+
+// closeNotifier flushes wh's queued events for at most grace, then stops
+// it. Undelivered events are logged by wh itself.
+func closeNotifier(wh *daemon.WebhookNotifier, grace time.Duration) {
+	if wh == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	_ = wh.Close(ctx)
 }
 
 func newDaemon(ctx context.Context, f *runFlags, cfg *daemon.Config, dataDir string, st *store.Store,
-	obs daemon.Observer, log *slog.Logger,
+	obs daemon.Observer, notifier daemon.Notifier, log *slog.Logger,
 ) (*daemon.Daemon, error) {
 	bin, err := pulumiBin(f.pulumiBin)
 	if err != nil {
@@ -237,7 +317,7 @@ func newDaemon(ctx context.Context, f *runFlags, cfg *daemon.Config, dataDir str
 		MaxConcurrent: f.maxConcurrent, MinResync: f.minResync, MaxFailures: f.maxFailures,
 		BackoffBase: f.retryBackoff, OpTimeout: f.opTimeout,
 		ConfigPaths: []string{f.config}, Observer: obs, WatchConfig: f.watchConfig, AllowMassRemoval: f.massRemoval,
-		DriftInterval: f.driftInterval,
+		DriftInterval: f.driftInterval, Notifier: notifier,
 	})
 }
 
@@ -260,12 +340,14 @@ func readSecretFile(path, flagName string) (string, error) {
 }
 
 // stop stops the daemon in order: HTTP, then operations (drained until
-// grace ends, then interrupted and recorded), then the store.
+// grace ends, then interrupted and recorded), then the notifier (its
+// queue flushed for up to notifyGrace), then the store.
 func (a *app) stop(grace context.Context) error {
 	httpCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	errHTTP := a.srv.Stop(httpCtx)
 	errDaemon := a.d.Stop(grace)
+	closeNotifier(a.notifier, notifyGrace)
 	return errors.Join(errHTTP, errDaemon, a.store.Close())
 }
 
