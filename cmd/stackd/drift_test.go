@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,8 +31,18 @@ func TestE2EDrift(t *testing.T) {
 			r := newRepo(t)
 			r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 			out := filepath.Join(t.TempDir(), "note.txt")
-			in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+
-				"    driftDetection:\n      interval: 1s\n"+tc.extra), "")
+			events := make(chan daemon.Event, 16)
+			receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var e daemon.Event
+				if json.NewDecoder(r.Body).Decode(&e) == nil {
+					events <- e
+				}
+			}))
+			defer receiver.Close()
+			in := startDaemonWith(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+
+				"    driftDetection:\n      interval: 1s\n"+tc.extra), "", func(f *runFlags) {
+				_ = f.notifyURLs.Set(receiver.URL)
+			})
 			in.waitStack("app", "in sync", time.Minute, driftState(daemon.DriftInSync))
 			if err := os.WriteFile(out, []byte("edited by hand"), 0o644); err != nil {
 				t.Fatal(err)
@@ -47,6 +60,7 @@ func TestE2EDrift(t *testing.T) {
 				}
 				prom := startPrometheus(t, tool(t, "prometheus"), in)
 				prom.waitFor(`stackd_stack_drifted{stack="app"}`, "1")
+				waitEvent(t, events, daemon.EventDriftDetected)
 				_, page := in.get("/stacks/app", nil)
 				for _, want := range []string{"Drifted resources", "File::note", "<code>content</code>"} {
 					if !strings.Contains(string(page), want) {
@@ -64,6 +78,7 @@ func TestE2EDrift(t *testing.T) {
 				}
 				in.waitStack("app", "in sync after the fix", time.Minute, driftState(daemon.DriftInSync))
 				prom.waitFor(`stackd_stack_drifted{stack="app"}`, "0")
+				waitEvent(t, events, daemon.EventDriftResolved)
 			case "remediate":
 				deadline := time.Now().Add(time.Minute)
 				for readFile(t, out) != "hello v1" {
@@ -116,5 +131,24 @@ func TestE2EDriftCheckFailed(t *testing.T) {
 	}
 	if _, body := in.get("/metrics", nil); !strings.Contains(string(body), `stackd_drift_checks_total{result="CheckFailed"}`) {
 		t.Fatal("/metrics does not count the failed check")
+	}
+}
+
+// waitEvent waits for a notification of kind at the loopback receiver.
+func waitEvent(t *testing.T, events <-chan daemon.Event, kind string) daemon.Event {
+	t.Helper()
+	deadline := time.After(time.Minute)
+	for {
+		select {
+		case e := <-events:
+			if e.Kind == kind {
+				if e.Stack != "app" {
+					t.Fatalf("event %+v", e)
+				}
+				return e
+			}
+		case <-deadline:
+			t.Fatalf("no %s notification", kind)
+		}
 	}
 }
