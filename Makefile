@@ -7,6 +7,8 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -X main.version=$(VERSION)
 FUZZTIME ?= 30s
 DATA_DIR ?= $(CURDIR)/.data
+IMAGE    ?= localhost/stackd
+IMAGE_DIR := $(BIN)/image
 
 # Tests find the pinned toolchain in bin/ and must not read the machine's
 # git configuration.
@@ -15,7 +17,7 @@ export GIT_CONFIG_GLOBAL := /dev/null
 export GIT_CONFIG_NOSYSTEM := true
 
 .DEFAULT_GOAL := help
-.PHONY: help build toolchain test test-short fuzz vet lint fmt run clean
+.PHONY: help build toolchain test test-short fuzz vet lint fmt run clean image
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -27,7 +29,7 @@ toolchain: ## build the pinned pulumi CLI and YAML language host into bin/ (only
 	tools/toolchain.sh $(BIN)
 
 test: toolchain vet ## run every test with the race detector, then fuzz the config parser
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) fuzz
 
 test-short: ## run the fast tests only (no Pulumi toolchain needed)
@@ -51,6 +53,9 @@ fmt: ## format the code
 run: build toolchain ## run the daemon on the example config, state in .data/
 	tools/example-repo.sh $(CURDIR)/.data/example-repo
 	STACKD_EXAMPLE_OUT=$(DATA_DIR)/example-out $(BIN)/stackd run --config configs/stackd.example.yaml --data-dir $(DATA_DIR)
+
+image: ## build the container image IMAGE:VERSION and :latest (Containerfile) with podman, or CONTAINER_ENGINE
+	tools/image.sh build $(IMAGE_DIR) $(VERSION) $(IMAGE)
 
 clean: ## remove build output (not the toolchain, not .data)
 	rm -f $(BIN)/stackd

@@ -12,6 +12,10 @@ mkdir -p "$bin"
 bin=$(cd "$bin" && pwd)
 tools=$(cd "$(dirname "$0")" && pwd)
 
+# Static builds: they run in the FROM-scratch image as well, and `make
+# image` then finds every package compiled already.
+export CGO_ENABLED=0
+
 PULUMI_VERSION=v3.250.0
 PULUMI_YAML_VERSION=v1.12.0
 PROVIDER=pulumi-resource-stackdtest
