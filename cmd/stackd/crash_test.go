@@ -90,23 +90,8 @@ func descendants(pid int) []int {
 func TestE2ESIGKILLMidUp(t *testing.T) {
 	bin := toolchainBin(t)
 	exe := buildStackd(t)
-	r := newRepo(t)
-	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	dir := t.TempDir()
-	out, dataDir := filepath.Join(dir, "note.txt"), filepath.Join(dir, "data")
-	config := filepath.Join(dir, "stackd.yaml")
-	spec := "stacks:\n" + stackYAML("app", r, pathConfig(out)+
-		"    envRefs:\n      STACKDTEST_DELAY: {type: Literal, literal: {value: 4s}}\n")
-	if err := os.WriteFile(config, []byte(spec), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logFile, err := os.Create(filepath.Join(dir, "stackd.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	addr := freeAddr(t)
-	in := &instance{t: t, url: "http://" + addr}
+	ps := newSlowStack(t, "4s")
+	out, dataDir, config, logFile, addr, in := ps.out, ps.dataDir, ps.config, ps.log, ps.addr, ps.in
 
 	cmd := startProcess(t, exe, bin, config, dataDir, addr, logFile)
 	in.waitStack("app", "the update to start", time.Minute, func(v daemon.StackView) bool {
@@ -167,22 +152,8 @@ func TestE2ESIGTERMGrace(t *testing.T) {
 		{"interrupted", "500ms", daemon.UpdateAborted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRepo(t)
-			r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-			dir := t.TempDir()
-			dataDir, config := filepath.Join(dir, "data"), filepath.Join(dir, "stackd.yaml")
-			spec := "stacks:\n" + stackYAML("app", r, pathConfig(filepath.Join(dir, "note.txt"))+
-				"    envRefs:\n      STACKDTEST_DELAY: {type: Literal, literal: {value: 3s}}\n")
-			if err := os.WriteFile(config, []byte(spec), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			logFile, err := os.Create(filepath.Join(dir, "stackd.log"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer logFile.Close()
-			addr := freeAddr(t)
-			in := &instance{t: t, url: "http://" + addr}
+			ps := newSlowStack(t, "3s")
+			dataDir, config, logFile, addr, in := ps.dataDir, ps.config, ps.log, ps.addr, ps.in
 			cmd := startProcess(t, exe, bin, config, dataDir, addr, logFile, "--shutdown-grace", tc.grace)
 			in.waitStack("app", "the update to start", time.Minute, func(v daemon.StackView) bool {
 				return v.Status.CurrentUpdate != nil
@@ -207,4 +178,34 @@ func TestE2ESIGTERMGrace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// slowStack is the setting of a test of the stackd process: a repository
+// with one stack "app" whose provider sleeps delay per resource change,
+// its config file, a data dir, a log file and a free loopback address.
+type slowStack struct {
+	out, dataDir, config, addr string
+	log                        *os.File
+	in                         *instance
+}
+
+func newSlowStack(t *testing.T, delay string) *slowStack {
+	t.Helper()
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+	dir := t.TempDir()
+	s := &slowStack{out: filepath.Join(dir, "note.txt"), dataDir: filepath.Join(dir, "data"),
+		config: filepath.Join(dir, "stackd.yaml"), addr: freeAddr(t)}
+	spec := "stacks:\n" + stackYAML("app", r, pathConfig(s.out)+
+		"    envRefs:\n      STACKDTEST_DELAY: {type: Literal, literal: {value: "+delay+"}}\n")
+	if err := os.WriteFile(s.config, []byte(spec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if s.log, err = os.Create(filepath.Join(dir, "stackd.log")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.log.Close() })
+	s.in = &instance{t: t, url: "http://" + s.addr}
+	return s
 }
