@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,24 +27,27 @@ const (
 
 // uiFakeAPI is a daemon with three stacks: "web", healthy and running
 // update web-3; "db", degraded after failures; and "queue", never run.
+// The shared fakeAPI serves the stacks, syncs, reloads and pushes; this
+// type adds web's history and live log.
 type uiFakeAPI struct {
-	mu     sync.Mutex
-	synced []string
-	live   *daemon.LiveLog
-	now    time.Time
+	*fakeAPI
+	live *daemon.LiveLog
+	now  time.Time
 }
 
 func newUIFakeAPI() *uiFakeAPI {
 	live := daemon.NewLiveLog()
 	_, _ = live.Write([]byte("Updating (prod)\n  + aws:s3:Bucket assets creating\n"))
-	return &uiFakeAPI{live: live, now: time.Now()}
+	f := &uiFakeAPI{live: live, now: time.Now()}
+	f.fakeAPI = &fakeAPI{
+		stacks: []daemon.StackView{f.web(), f.db(), f.queue()},
+		config: daemon.ConfigStatus{Successful: true, LastSuccess: f.now, LastAttempt: f.now},
+		stats:  daemon.Stats{Running: 1},
+	}
+	return f
 }
 
 func (f *uiFakeAPI) ago(d time.Duration) time.Time { return f.now.Add(-d) }
-
-func (f *uiFakeAPI) Stacks() []daemon.StackView {
-	return []daemon.StackView{f.web(), f.db(), f.queue()}
-}
 
 func (f *uiFakeAPI) web() daemon.StackView {
 	spec := &daemon.StackSpec{
@@ -107,32 +109,11 @@ func (f *uiFakeAPI) queue() daemon.StackView {
 	return daemon.StackView{Name: "queue", Spec: map[string]any{"stack": "dev"}, Tracking: "program queue"}
 }
 
-func (f *uiFakeAPI) Stack(name string) (daemon.StackView, error) {
-	for _, v := range f.Stacks() {
-		if v.Name == name {
-			return v, nil
-		}
-	}
-	return daemon.StackView{}, daemon.ErrUnknownStack
-}
-
-func (f *uiFakeAPI) Sync(name string) (string, error) {
-	if _, err := f.Stack(name); err != nil {
-		return "", err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.synced = append(f.synced, name)
-	return "token-1", nil
-}
-
 func (f *uiFakeAPI) syncs() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.synced...)
 }
-
-func (f *uiFakeAPI) Ready() error { return nil }
 
 func (f *uiFakeAPI) Updates(stack string, _ uint64, limit int) ([]daemon.Update, error) {
 	if stack != "web" {
@@ -173,16 +154,6 @@ func (f *uiFakeAPI) Log(id string) ([]byte, *daemon.LiveLog, error) {
 	}
 	return []byte("stored log of " + id + "\n"), nil, nil
 }
-
-func (f *uiFakeAPI) Reload() error { return nil }
-
-func (f *uiFakeAPI) ConfigStatus() daemon.ConfigStatus {
-	return daemon.ConfigStatus{Successful: true, LastSuccess: f.now, LastAttempt: f.now}
-}
-
-func (f *uiFakeAPI) Push([]string, string) []string { return nil }
-
-func (f *uiFakeAPI) Stats() daemon.Stats { return daemon.Stats{Running: 1} }
 
 // startUI serves api on a loopback port and returns its base URL.
 func startUI(t *testing.T, api API) string {
