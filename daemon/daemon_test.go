@@ -949,3 +949,24 @@ func TestNotifications(t *testing.T) {
 		t.Fatalf("stalled event = %+v", e)
 	}
 }
+
+// TestQueueDepthForgetsStacksThatNoLongerWait: a stack that waited to
+// run and no longer wants to (here: its last update is current) leaves
+// the queue at the next evaluation.
+func TestQueueDepthForgetsStacksThatNoLongerWait(t *testing.T) {
+	h := newHarness(t, oneStack, nil)
+	st := &stackState{stack: h.d.cfg.Stack("app"), waiting: true, commit: sha1,
+		rec: StackRecord{Name: "app", Generation: 1, Status: StackStatus{LastUpdate: &LastUpdate{
+			Generation: 1, State: UpdateSucceeded, Type: UpdateUp, LastSuccessfulCommit: sha1, LastAttemptedCommit: sha1}}}}
+	st.nextPoll = time.Now().Add(time.Hour)
+	h.d.stacks["app"] = st
+	if got := h.d.Stats().Queued; got != 1 {
+		t.Fatalf("queued = %d before the evaluation, want 1", got)
+	}
+	h.d.mu.Lock()
+	h.d.evaluateStack(st, time.Now(), &passState{})
+	h.d.mu.Unlock()
+	if got := h.d.Stats().Queued; got != 0 {
+		t.Fatalf("queued = %d after an evaluation that found nothing to do", got)
+	}
+}

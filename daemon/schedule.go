@@ -31,6 +31,9 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 		d.startPoll(st)
 		return 0
 	}
+	// waiting is set again below only while the stack wants to run and
+	// cannot: a stack that no longer wants to run leaves the queue.
+	st.waiting = false
 	if st.blocked && now.Before(st.retryAt) {
 		return st.retryAt.Sub(now)
 	}
@@ -64,7 +67,6 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 	if d.running >= d.opts.MaxConcurrent {
 		return 0 // an operation's end kicks the loop
 	}
-	st.waiting = false
 	d.startOperation(st, dec, obs)
 	return 0
 }
