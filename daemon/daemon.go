@@ -27,6 +27,16 @@ type Store interface {
 	Updates(stack string, before uint64, limit int) ([]Update, error)
 	Update(id string) (Update, error)
 	Log(id string) ([]byte, error)
+	// PutRevision appends a config revision, assigning its Seq.
+	PutRevision(r ConfigRevision) (ConfigRevision, error)
+	// Revisions lists config revisions newest first, those with Seq below
+	// before when before > 0, at most limit.
+	Revisions(before uint64, limit int) ([]ConfigRevision, error)
+	// Meta and PutMeta keep small values across restarts (the commits of
+	// the Git config sources in force). Meta's error for a missing key
+	// is ErrNotFound-like: any error reads as "no value".
+	Meta(key string) ([]byte, error)
+	PutMeta(key string, value []byte) error
 }
 
 // Defaults of Options.

@@ -18,15 +18,55 @@ import (
 // the end-to-end tests in cmd/stackd run the real ones.
 
 type memStore struct {
-	mu      sync.Mutex
-	stacks  map[string]StackRecord
-	updates map[string]Update
-	logs    map[string][]byte
-	seq     map[string]uint64
+	mu        sync.Mutex
+	stacks    map[string]StackRecord
+	updates   map[string]Update
+	logs      map[string][]byte
+	seq       map[string]uint64
+	revisions []ConfigRevision
+	meta      map[string][]byte
 }
 
 func newMemStore() *memStore {
-	return &memStore{stacks: map[string]StackRecord{}, updates: map[string]Update{}, logs: map[string][]byte{}, seq: map[string]uint64{}}
+	return &memStore{stacks: map[string]StackRecord{}, updates: map[string]Update{}, logs: map[string][]byte{},
+		seq: map[string]uint64{}, meta: map[string][]byte{}}
+}
+
+func (m *memStore) PutRevision(r ConfigRevision) (ConfigRevision, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r.Seq = uint64(len(m.revisions) + 1)
+	m.revisions = append(m.revisions, r)
+	return r, nil
+}
+
+func (m *memStore) Revisions(before uint64, limit int) ([]ConfigRevision, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []ConfigRevision
+	for i := len(m.revisions) - 1; i >= 0 && len(out) < limit; i-- {
+		if r := m.revisions[i]; before == 0 || r.Seq < before {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (m *memStore) Meta(key string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.meta[key]
+	if !ok {
+		return nil, errors.New("not found")
+	}
+	return v, nil
+}
+
+func (m *memStore) PutMeta(key string, value []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.meta[key] = value
+	return nil
 }
 
 func (m *memStore) PutStack(r StackRecord) error {
@@ -673,7 +713,7 @@ stacks:
 	h.start()
 	h.eventually("deployed", func() bool { return h.ready("app") && h.ready("other") })
 	h.fetcher.set("https://git.example/org/app.git", sha2, nil)
-	if got := h.d.Push([]string{"git@git.example:org/app.git"}, "main"); strings.Join(got, ",") != "app" {
+	if got := h.d.Push([]string{"git@git.example:org/app.git"}, "main"); strings.Join(got.Stacks, ",") != "app" {
 		t.Fatalf("Push matched %v, want [app]", got)
 	}
 	h.eventually("new commit via push", func() bool { l := h.last("app"); return l != nil && l.LastSuccessfulCommit == sha2 })

@@ -55,6 +55,9 @@ type Stack struct {
 	// Dir is the absolute directory of the file that defines the stack;
 	// relative FS references start there.
 	Dir string
+	// Source is the config source (a --config value) that defines the
+	// stack; sync waves and health roll up per source.
+	Source string
 
 	src  map[string]Pos // positions of values in the defining document
 	keys map[string]Pos // positions of mapping keys in it

@@ -41,6 +41,68 @@ type ConfigStatus struct {
 	// Error says why the last attempt failed: the config's problems, one
 	// per line, each naming file:line:column.
 	Error string `json:"error,omitempty"`
+	// Health is the config's as a whole: the worst of its sources'.
+	Health *Health `json:"health,omitempty"`
+	// Sources are the --config values, in order.
+	Sources []SourceStatus `json:"sources,omitempty"`
+}
+
+// SourceStatus is the state of one config source.
+type SourceStatus struct {
+	// Source is the --config value, free of credentials.
+	Source string `json:"source"`
+	// Git is set for a Git source.
+	Git *GitDir `json:"git,omitempty"`
+	// Commit is the commit whose manifests are in force (Git sources).
+	Commit string `json:"commit,omitempty"`
+	// LatestCommit is what Git.Ref pointed at when last polled. It differs
+	// from Commit while it is being applied, or when it could not be.
+	LatestCommit string `json:"latestCommit,omitempty"`
+	// LastPoll is when the Git ref was last resolved.
+	LastPoll time.Time `json:"lastPoll,omitzero"`
+	// AppliedAt is when the source's content in force was applied.
+	AppliedAt time.Time `json:"appliedAt,omitzero"`
+	// Error says why the source's latest content is not in force: it
+	// cannot be fetched, or the config it makes is not valid.
+	Error string `json:"error,omitempty"`
+	// Stacks counts the stacks the source defines.
+	Stacks int `json:"stacks"`
+	// Health is Degraded when Error is set, else the worst health of the
+	// source's stacks (Progressing while a new commit is applied).
+	Health Health `json:"health"`
+}
+
+// ConfigRevision is one attempt to apply a new config: what the sources
+// were, whether it was applied, and which stacks it added, changed or
+// removed.
+type ConfigRevision struct {
+	// Seq numbers revisions, from 1; the store assigns it.
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"`
+	// Trigger is what read the config: "start", "git" (a new commit),
+	// "watch" (a file changed) or "reload" (SIGHUP or the API).
+	Trigger string           `json:"trigger"`
+	Sources []RevisionSource `json:"sources"`
+	Applied bool             `json:"applied"`
+	// Error says why the revision was not applied.
+	Error   string   `json:"error,omitempty"`
+	Added   []string `json:"added,omitempty"`
+	Changed []string `json:"changed,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+}
+
+// RevisionSource is one source of a revision, and its commit when it is
+// a Git source.
+type RevisionSource struct {
+	Source string `json:"source"`
+	Commit string `json:"commit,omitempty"`
+}
+
+// PushResult is what a push webhook woke: the stacks and config sources
+// that track the pushed branch.
+type PushResult struct {
+	Stacks  []string `json:"stacks"`
+	Sources []string `json:"sources,omitempty"`
 }
 
 // Stats are the scheduler's gauges.
@@ -179,14 +241,22 @@ func (d *Daemon) Log(id string) ([]byte, *LiveLog, error) {
 }
 
 // Push reports a push to a repository's branch, as a webhook announces
-// it: the stacks that track that branch of that repository poll it now.
-// urls are the repository's URLs as the forge names them (clone, SSH,
-// web). It returns the names of those stacks.
-func (d *Daemon) Push(urls []string, branch string) []string {
+// it: the stacks and Git config sources that track that branch of that
+// repository poll it now. urls are the repository's URLs as the forge
+// names them (clone, SSH, web).
+func (d *Daemon) Push(urls []string, branch string) PushResult {
 	want := map[string]bool{}
 	for _, u := range urls {
 		want[repoKey(u)] = true
 	}
+	res := PushResult{Stacks: d.pushStacks(want, branch), Sources: d.pushSources(want, branch)}
+	if res.Stacks == nil {
+		res.Stacks = []string{}
+	}
+	return res
+}
+
+func (d *Daemon) pushStacks(want map[string]bool, branch string) []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var names []string
@@ -209,6 +279,12 @@ func (d *Daemon) Push(urls []string, branch string) []string {
 	return names
 }
 
+// pushSources makes the Git config sources that follow branch of a
+// repository in want poll now, and names them.
+func (d *Daemon) pushSources(want map[string]bool, branch string) []string {
+	return nil // TODO(config sources)
+}
+
 // repoKey identifies a repository across the ways of writing its URL:
 // scheme, user, letter case of the host, a ".git" suffix and a trailing
 // slash do not matter; "git@host:path" is "host/path".
@@ -225,4 +301,10 @@ func repoKey(u string) string {
 	}
 	u = strings.TrimSuffix(strings.TrimSuffix(u, "/"), ".git")
 	return strings.TrimSuffix(u, "/")
+}
+
+// ConfigRevisions lists the config revisions, newest first (see
+// Store.Revisions).
+func (d *Daemon) ConfigRevisions(before uint64, limit int) ([]ConfigRevision, error) {
+	return d.opts.Store.Revisions(before, limit)
 }

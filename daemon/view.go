@@ -26,6 +26,9 @@ type StackView struct {
 	LastSuccess time.Time `json:"lastSuccess,omitzero"`
 	// Tracking is the branch, commit or Program the stack follows.
 	Tracking string `json:"tracking,omitempty"`
+	// Source is the config source that defines the stack (a --config
+	// value); empty once the stack left the config.
+	Source string `json:"source,omitempty"`
 }
 
 // Stacks lists every stack, by name.
@@ -57,6 +60,7 @@ func (d *Daemon) viewLocked(st *stackState) StackView {
 		v.Spec = RedactedSpec(&st.stack.Spec)
 		v.ExternalLink = st.stack.ExternalLink()
 		v.Tracking = tracking(&st.stack.Spec)
+		v.Source = st.stack.Source
 	}
 	return v
 }

@@ -1,0 +1,138 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"strings"
+)
+
+// gitSourcePrefix marks a --config value as a Git source.
+const gitSourcePrefix = "git+"
+
+// Source is where part of the config is read: a local file or directory,
+// or a directory of a Git repository at a branch, tag or commit.
+type Source struct {
+	// Path is a local file or directory; empty for a Git source.
+	Path string
+	// Git is set for a Git source.
+	Git *GitDir
+}
+
+// GitDir is a directory of a Git repository, written like a Terraform
+// module source: git+<repository URL>//<path>?ref=<branch|tag|commit>.
+type GitDir struct {
+	// URL is the repository, as git takes it (https://, ssh://, file://,
+	// git@host:path). It never carries credentials.
+	URL string `json:"url"`
+	// Path is the directory inside the repository; empty for its root.
+	Path string `json:"path,omitempty"`
+	// Ref is the branch or tag to follow, or the full SHA of a pinned
+	// commit. Empty follows the repository's default branch (HEAD).
+	Ref string `json:"ref,omitempty"`
+}
+
+// String is the source as it is written on the command line.
+func (s Source) String() string {
+	if s.Git == nil {
+		return s.Path
+	}
+	return s.Git.String()
+}
+
+// String writes g back in the git+URL//path?ref= form.
+func (g GitDir) String() string {
+	s := gitSourcePrefix + g.URL
+	if g.Path != "" {
+		s += "//" + g.Path
+	}
+	if g.Ref != "" {
+		s += "?ref=" + g.Ref
+	}
+	return s
+}
+
+// Pinned says whether Ref is a commit rather than a branch or tag.
+func (g GitDir) Pinned() bool { return fullSHA.MatchString(g.Ref) }
+
+// ParseSource reads one --config value: a local path, or a Git source
+// git+<repository URL>[//<path>][?ref=<branch|tag|commit>].
+func ParseSource(s string) (Source, error) {
+	if !strings.HasPrefix(s, gitSourcePrefix) {
+		if strings.TrimSpace(s) == "" {
+			return Source{}, errors.New("empty config path")
+		}
+		return Source{Path: s}, nil
+	}
+	g, err := parseGitDir(strings.TrimPrefix(s, gitSourcePrefix))
+	if err != nil {
+		return Source{}, fmt.Errorf("config source %q: %w", s, err)
+	}
+	return Source{Git: g}, nil
+}
+
+func parseGitDir(s string) (*GitDir, error) {
+	rest, query, _ := strings.Cut(s, "?")
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return nil, fmt.Errorf("query: %w", err)
+	}
+	g := &GitDir{Ref: q.Get("ref")}
+	for k := range q {
+		if k != "ref" {
+			return nil, fmt.Errorf("unknown parameter %q (only ref is known)", k)
+		}
+	}
+	// The path follows the first "//" after the scheme's "://".
+	start := 0
+	if i := strings.Index(rest, "://"); i >= 0 {
+		start = i + len("://")
+		if strings.HasPrefix(rest[start:], "/") { // file:///abs: the path's own slash
+			start++
+		}
+	}
+	g.URL = rest
+	if i := strings.Index(rest[start:], "//"); i >= 0 {
+		g.URL, g.Path = rest[:start+i], rest[start+i+2:]
+	}
+	if g.URL == "" {
+		return nil, errors.New("no repository URL")
+	}
+	if err := checkSourceURL(g.URL); err != nil {
+		return nil, err
+	}
+	if g.Path != "" {
+		clean := path.Clean(g.Path)
+		if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
+			return nil, fmt.Errorf("path %q must stay inside the repository", g.Path)
+		}
+		if clean == "." {
+			clean = ""
+		}
+		g.Path = clean
+	}
+	if g.Ref != "" && strings.ContainsAny(g.Ref, " ~^:\\") {
+		return nil, fmt.Errorf("ref %q is not a branch, tag or commit", g.Ref)
+	}
+	return g, nil
+}
+
+// checkSourceURL refuses credentials in the URL: they would show in
+// status, logs and metrics. The --config-git-* flags carry them.
+func checkSourceURL(u string) error {
+	if !strings.Contains(u, "://") {
+		return nil // scp-like git@host:path names a user, not a secret
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return fmt.Errorf("repository URL: %w", err)
+	}
+	if _, hasPassword := p.User.Password(); hasPassword {
+		return errors.New("the repository URL holds a password; give credentials with the --config-git-* flags")
+	}
+	if p.User != nil && p.Scheme != "ssh" {
+		return errors.New("the repository URL holds a user name; give credentials with the --config-git-* flags")
+	}
+	return nil
+}
