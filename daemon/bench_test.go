@@ -41,7 +41,7 @@ func BenchmarkReload1000Stacks(b *testing.B) {
 	}
 	// Polling is off (an hour), so the benchmark measures reloads only.
 	d, err := New(cfg, Options{Store: store, Fetcher: fetcher, Runner: runner, DataDir: dir,
-		ConfigPaths: []string{path}, pollEvery: time.Hour})
+		Sources: []Source{{Path: path}}, pollEvery: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}

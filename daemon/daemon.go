@@ -72,9 +72,14 @@ type Options struct {
 	OpTimeout time.Duration
 	// PollTimeout bounds one branch resolution (DefaultPollTimeout).
 	PollTimeout time.Duration
-	// ConfigPaths are where Reload reads the config again.
-	ConfigPaths []string
-	// WatchConfig reloads the config when its files change.
+	// Sources are where the config is read (the --config values). With
+	// New's cfg nil, Start reads them; Reload reads them again.
+	Sources []Source
+	// SourceAuth are the credentials of the Git sources; nil is anonymous.
+	SourceAuth *GitAuth
+	// SourcePoll is how often Git sources are polled (DefaultSourcePoll).
+	SourcePoll time.Duration
+	// WatchConfig reloads the config when its local files change.
 	WatchConfig bool
 	// AllowMassRemoval lets a reload remove all stacks or more than half
 	// of them; by default such a config is refused.
@@ -113,6 +118,9 @@ func (o Options) withDefaults() Options {
 	if o.PollTimeout <= 0 {
 		o.PollTimeout = DefaultPollTimeout
 	}
+	if o.SourcePoll <= 0 {
+		o.SourcePoll = DefaultSourcePoll
+	}
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
 	}
@@ -129,16 +137,25 @@ type Daemon struct {
 	opts Options
 	log  *slog.Logger
 
-	mu     sync.Mutex
-	cfg    *Config
-	reload ConfigStatus
-	stacks map[string]*stackState
+	mu  sync.Mutex
+	cfg *Config // nil until a first config is applied
+	// sources are the config sources, in Options.Sources order.
+	sources []*sourceState
+	reload  ConfigStatus
+	// lastRefused is the last revision refused, so that a broken commit
+	// seen again is not recorded again.
+	lastRefused *ConfigRevision
+	stacks      map[string]*stackState
 	// running counts operations in flight, for MaxConcurrent.
 	running int
 	started bool
 
-	wake    chan struct{}
-	stop    context.CancelFunc
+	wake chan struct{}
+	// srcWake makes the Git sources poll now (a push webhook).
+	srcWake chan struct{}
+	// reloadMu makes reloads run one at a time.
+	reloadMu sync.Mutex
+	stop     context.CancelFunc
 	opCtx   context.Context // cancelled when a drain times out
 	opStop  context.CancelFunc
 	loopWG  sync.WaitGroup
@@ -177,21 +194,30 @@ type stackState struct {
 	remediate string
 }
 
-// New makes a daemon for cfg. Start begins the work.
+// New makes a daemon for cfg; with cfg nil, Start reads Options.Sources.
+// Start begins the work.
 func New(cfg *Config, opts Options) (*Daemon, error) {
 	if opts.Store == nil || opts.Fetcher == nil || opts.Runner == nil {
 		return nil, errors.New("daemon: Store, Fetcher and Runner are required")
 	}
+	if cfg == nil && len(opts.Sources) == 0 {
+		return nil, errors.New("daemon: a config or Sources is required")
+	}
 	opts = opts.withDefaults()
-	now := time.Now()
-	return &Daemon{
-		opts:   opts,
-		log:    opts.Logger,
-		cfg:    cfg,
-		reload: ConfigStatus{Successful: true, LastSuccess: now, LastAttempt: now},
-		stacks: map[string]*stackState{},
-		wake:   make(chan struct{}, 1),
-	}, nil
+	d := &Daemon{
+		opts:    opts,
+		log:     opts.Logger,
+		cfg:     cfg,
+		sources: newSourceStates(opts.Sources),
+		stacks:  map[string]*stackState{},
+		wake:    make(chan struct{}, 1),
+		srcWake: make(chan struct{}, 1),
+	}
+	if cfg != nil {
+		now := time.Now()
+		d.reload = ConfigStatus{Successful: true, LastSuccess: now, LastAttempt: now}
+	}
+	return d, nil
 }
 
 // Start loads the records, turns updates left running by a previous
@@ -213,20 +239,49 @@ func (d *Daemon) Start(ctx context.Context) error {
 		}
 		d.stacks[rec.Name] = st
 	}
-	err = d.applyLocked(d.cfg)
-	d.started = true
+	if d.cfg != nil {
+		err = d.applyLocked(d.cfg)
+	}
 	d.mu.Unlock()
 	if err != nil {
 		return err
 	}
+	if err := d.loadFirst(ctx); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.started = true
+	d.mu.Unlock()
 	d.loopCtx, d.stop = context.WithCancel(context.WithoutCancel(ctx))
 	d.opCtx, d.opStop = context.WithCancel(context.WithoutCancel(ctx))
 	d.loopWG.Add(1)
 	go d.loop()
+	if d.hasGitSources() {
+		d.loopWG.Add(1)
+		go d.watchSources(d.loopCtx)
+	}
 	if d.opts.WatchConfig {
 		if err := d.watchConfig(d.loopCtx); err != nil {
 			d.log.Warn("config changes will not be seen; reload with SIGHUP or the API", "err", err)
 		}
+	}
+	return nil
+}
+
+// loadFirst reads the sources when New was given no config. Git sources
+// start from the commits in force when the daemon last ran; their new
+// commits are fetched by watchSources. A config that cannot be applied
+// is an error when every source is local (the operator is at hand);
+// with Git sources the daemon starts without a config, touches no stack,
+// and applies the first valid commit.
+func (d *Daemon) loadFirst(ctx context.Context) error {
+	if d.cfg != nil {
+		return nil
+	}
+	d.restoreSources(ctx)
+	err := d.reloadConfig("start")
+	if err != nil && !d.hasGitSources() {
+		return err
 	}
 	return nil
 }
@@ -373,6 +428,9 @@ func (d *Daemon) evaluate(now time.Time) time.Duration {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	next := time.Minute
+	if d.cfg == nil {
+		return next // no config yet: no stack may be judged removed
+	}
 	var pass passState
 	for _, name := range d.orderLocked() {
 		st := d.stacks[name]

@@ -745,7 +745,7 @@ func TestHotReload(t *testing.T) {
 	if err := os.WriteFile(path, []byte(two), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, two, func(o *Options) { o.ConfigPaths, o.WatchConfig = []string{path}, true })
+	h := newHarness(t, two, func(o *Options) { o.Sources, o.WatchConfig = []Source{{Path: path}}, true })
 	for _, n := range []string{"a", "b", "c"} {
 		h.fetcher.set("https://git.example/"+n+".git", sha1, nil)
 	}

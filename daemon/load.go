@@ -101,24 +101,50 @@ func (s *Stack) ExternalLink() string {
 // effects. The diagnostics hold every error and note found; when there is
 // an error, Load returns a *ConfigError and no config.
 func Load(paths ...string) (*Config, Diagnostics, error) {
-	l := newLoader()
-	for _, p := range paths {
-		l.addPath(p)
+	inputs := make([]loadInput, len(paths))
+	for i, p := range paths {
+		inputs[i] = loadInput{source: p, path: p}
 	}
-	return l.finish()
+	return loadInputs(inputs)
 }
 
 // Parse parses and validates one file's content as a whole config.
 func Parse(name string, data []byte) (*Config, Diagnostics, error) {
 	l := newLoader()
-	l.addFile(name, data)
+	l.addFile(name, absDir(name), data)
+	return l.finish()
+}
+
+// loadInput is one config source as the loader reads it.
+type loadInput struct {
+	// source is the --config value; it becomes Stack.Source.
+	source string
+	// path is the file or directory to read.
+	path string
+	// shown, when set, names the files of path in diagnostics: shown
+	// followed by the file's path below path. A checkout's files are
+	// named after the repository rather than the data dir.
+	shown string
+	// emptyOK makes a missing or empty directory an empty source rather
+	// than an error: a Git commit that deletes every manifest says "no
+	// stacks", and the mass-removal guard decides.
+	emptyOK bool
+}
+
+func loadInputs(inputs []loadInput) (*Config, Diagnostics, error) {
+	l := newLoader()
+	for _, in := range inputs {
+		l.source = in.source
+		l.addInput(in)
+	}
 	return l.finish()
 }
 
 type loader struct {
-	cfg   *Config
-	diags Diagnostics
-	files int
+	cfg    *Config
+	diags  Diagnostics
+	files  int
+	source string // of the stacks being read
 }
 
 func newLoader() *loader {
@@ -133,27 +159,47 @@ func (l *loader) fileError(name, format string, args ...any) {
 	l.diags = append(l.diags, Diagnostic{Pos: Pos{File: name}, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (l *loader) addPath(p string) {
-	info, err := os.Stat(p)
+func (l *loader) addInput(in loadInput) {
+	shown := func(p string) string {
+		if in.shown == "" {
+			return p
+		}
+		rel, err := filepath.Rel(in.path, p)
+		if err != nil || rel == "." {
+			return in.shown
+		}
+		return strings.TrimSuffix(in.shown, "/") + "/" + filepath.ToSlash(rel)
+	}
+	info, err := os.Stat(in.path)
 	if err != nil {
-		l.fileError(p, "%v", unwrapPathError(err))
+		if !in.emptyOK || !errors.Is(err, fs.ErrNotExist) {
+			l.fileError(shown(in.path), "%v", unwrapPathError(err))
+		}
 		return
 	}
 	if !info.IsDir() {
-		l.readFile(p)
+		l.readFile(in.path, shown(in.path))
 		return
 	}
-	files, err := configFiles(p)
+	files, err := configFiles(in.path)
 	if err != nil {
-		l.fileError(p, "%v", unwrapPathError(err))
+		l.fileError(shown(in.path), "%v", unwrapPathError(err))
 		return
 	}
-	if len(files) == 0 {
-		l.fileError(p, "directory holds no *.yaml or *.yml files")
+	if len(files) == 0 && !in.emptyOK {
+		l.fileError(shown(in.path), "directory holds no *.yaml or *.yml files")
 	}
 	for _, f := range files {
-		l.readFile(f)
+		l.readFile(f, shown(f))
 	}
+}
+
+func absDir(name string) string {
+	dir, err := filepath.Abs(filepath.Dir(name))
+	if err != nil {
+		return filepath.Dir(name)
+	}
+	return dir
 }
 
 // configFiles lists the YAML files below dir, sorted, skipping hidden
@@ -188,8 +234,9 @@ func unwrapPathError(err error) error {
 	return err
 }
 
-func (l *loader) readFile(name string) {
-	f, err := os.Open(name)
+// readFile reads the file at path, naming it name in diagnostics.
+func (l *loader) readFile(path, name string) {
+	f, err := os.Open(path)
 	if err != nil {
 		l.fileError(name, "%v", unwrapPathError(err))
 		return
@@ -200,11 +247,12 @@ func (l *loader) readFile(name string) {
 		l.fileError(name, "%v", unwrapPathError(err))
 		return
 	}
-	l.addFile(name, data)
+	l.addFile(name, absDir(path), data)
 }
 
-// addFile parses one file's documents into the config under construction.
-func (l *loader) addFile(name string, data []byte) {
+// addFile parses one file's documents into the config under construction;
+// dir is the file's absolute directory, where relative references start.
+func (l *loader) addFile(name, dir string, data []byte) {
 	l.files++
 	if len(data) > MaxConfigFileSize {
 		l.fileError(name, "larger than %d bytes; not a config file?", MaxConfigFileSize)
@@ -213,10 +261,6 @@ func (l *loader) addFile(name string, data []byte) {
 	if off := binaryOffset(data); off >= 0 {
 		l.fileError(name, "not a YAML text file (binary data at byte %d)", off)
 		return
-	}
-	dir, err := filepath.Abs(filepath.Dir(name))
-	if err != nil {
-		dir = filepath.Dir(name)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	docs := 0
@@ -542,6 +586,7 @@ func (l *loader) addStack(d *decoder, dir, name string, ann map[string]string, s
 		Annotations: ann,
 		Pos:         d.src[namePath],
 		Dir:         dir,
+		Source:      l.source,
 		src:         d.src,
 		keys:        d.keys,
 		base:        base,

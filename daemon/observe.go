@@ -130,71 +130,6 @@ func (d *Daemon) Stats() Stats {
 	return s
 }
 
-// ConfigStatus reports the last config load.
-func (d *Daemon) ConfigStatus() ConfigStatus {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.reload
-}
-
-// Reload reads the config again from Options.ConfigPaths and applies it.
-// A config with errors is not applied: the one in force stays, and the
-// error (every problem, one per line) is returned and kept in
-// ConfigStatus.
-func (d *Daemon) Reload() error {
-	now := time.Now()
-	cfg, _, err := Load(d.opts.ConfigPaths...) // err lists every problem
-	if err != nil {
-		err = fmt.Errorf("config not applied: %w", err)
-	} else if d.unchanged(cfg) {
-		d.log.Debug("config reloaded: nothing changed")
-		return d.recordReload(now, nil)
-	} else if why := d.guard(cfg); why != "" {
-		err = fmt.Errorf("config not applied: %s", why)
-	} else {
-		err = d.Apply(cfg)
-	}
-	if err := d.recordReload(now, err); err != nil {
-		d.log.Error("config reload failed; the previous config stays in force", "err", err)
-		return err
-	}
-	d.log.Info("config reloaded", "stacks", len(cfg.Stacks))
-	return nil
-}
-
-// unchanged says whether cfg means what the config in force means.
-func (d *Daemon) unchanged(cfg *Config) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return fingerprint(cfg) == fingerprint(d.cfg)
-}
-
-// guard refuses a config that removes too many stacks, unless allowed.
-func (d *Daemon) guard(cfg *Config) string {
-	if d.opts.AllowMassRemoval {
-		return ""
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return massRemoval(d.cfg, cfg)
-}
-
-// recordReload keeps the outcome of a reload in ConfigStatus and tells
-// the observer; it returns err.
-func (d *Daemon) recordReload(now time.Time, err error) error {
-	d.mu.Lock()
-	d.reload.LastAttempt, d.reload.Successful, d.reload.Error = now, err == nil, ""
-	if err != nil {
-		d.reload.Error = err.Error()
-	} else {
-		d.reload.LastSuccess = now
-	}
-	status := d.reload
-	d.mu.Unlock()
-	d.opts.Observer.ConfigReloaded(status)
-	return err
-}
-
 // Updates lists a stack's updates, newest first (see Store.Updates).
 func (d *Daemon) Updates(stack string, before uint64, limit int) ([]Update, error) {
 	d.mu.Lock()
@@ -277,12 +212,6 @@ func (d *Daemon) pushStacks(want map[string]bool, branch string) []string {
 		d.kick()
 	}
 	return names
-}
-
-// pushSources makes the Git config sources that follow branch of a
-// repository in want poll now, and names them.
-func (d *Daemon) pushSources(want map[string]bool, branch string) []string {
-	return nil // TODO(config sources)
 }
 
 // repoKey identifies a repository across the ways of writing its URL:

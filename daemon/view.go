@@ -93,8 +93,11 @@ func (d *Daemon) Sync(name string) (string, error) {
 func (d *Daemon) Ready() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if !d.started {
+	switch {
+	case !d.started:
 		return errors.New("starting")
+	case d.cfg == nil:
+		return errors.New("no config applied yet: " + d.reload.Error)
 	}
 	return nil
 }

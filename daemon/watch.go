@@ -25,7 +25,17 @@ func (d *Daemon) watchConfig(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("watch config: %w", err)
 	}
-	dirs, err := configDirs(d.opts.ConfigPaths)
+	var paths []string
+	for _, s := range d.opts.Sources {
+		if s.Git == nil {
+			paths = append(paths, s.Path)
+		}
+	}
+	if len(paths) == 0 {
+		w.Close()
+		return nil
+	}
+	dirs, err := configDirs(paths)
 	if err != nil {
 		w.Close()
 		return err
@@ -66,7 +76,7 @@ func (d *Daemon) watchLoop(ctx context.Context, w *fsnotify.Watcher) {
 			d.log.Warn("config watch error", "err", err)
 		case <-fire:
 			fire = nil
-			_ = d.Reload() // logged and recorded in ConfigStatus
+			_ = d.reloadConfig("watch") // logged and recorded in ConfigStatus
 		}
 	}
 }
@@ -121,21 +131,37 @@ func configDirs(paths []string) ([]string, error) {
 }
 
 // massRemoval says why applying next would remove too many of cur's
-// stacks: all of them, or more than half. Empty means it may go ahead.
+// stacks: all of them or more than half, in all or in one source (a Git
+// directory emptied by a commit is one source of several). Empty means it
+// may go ahead.
 func massRemoval(cur, next *Config) string {
 	if cur == nil || len(cur.Stacks) == 0 {
 		return ""
 	}
-	removed := 0
+	total, removed := map[string]int{}, map[string]int{}
 	for _, s := range cur.Stacks {
+		total[s.Source]++
 		if next.Stack(s.Name) == nil {
-			removed++
+			removed[s.Source]++
 		}
 	}
-	if removed == len(cur.Stacks) || removed*2 > len(cur.Stacks) {
-		return fmt.Sprintf("the new config removes %d of the %d stacks; refusing it as a safeguard against an emptied or truncated config (start with --allow-mass-removal to allow it)", removed, len(cur.Stacks))
+	all := 0
+	for _, n := range removed {
+		all += n
+	}
+	if tooMany(all, len(cur.Stacks)) {
+		return fmt.Sprintf("the new config removes %d of the %d stacks; refusing it as a safeguard against an emptied or truncated config (start with --allow-mass-removal to allow it)", all, len(cur.Stacks))
+	}
+	for _, src := range sortedKeys(removed) {
+		if tooMany(removed[src], total[src]) {
+			return fmt.Sprintf("the new config removes %d of the %d stacks of %s; refusing it as a safeguard against an emptied or truncated config (start with --allow-mass-removal to allow it)", removed[src], total[src], src)
+		}
 	}
 	return ""
+}
+
+func tooMany(removed, of int) bool {
+	return removed > 0 && (removed == of || removed*2 > of)
 }
 
 // fingerprint identifies what a config means: its stacks' specs and
@@ -143,12 +169,12 @@ func massRemoval(cur, next *Config) string {
 // formatting do not count, so a save that changes nothing is no reload.
 func fingerprint(c *Config) string {
 	type stackPrint struct {
-		Name, Spec, Dir string
+		Name, Spec, Dir, Source string
 		Annotations     map[string]string
 	}
 	stacks := make([]stackPrint, len(c.Stacks))
 	for i, s := range c.Stacks {
-		stacks[i] = stackPrint{s.Name, s.SpecHash(), s.Dir, s.Annotations}
+		stacks[i] = stackPrint{s.Name, s.SpecHash(), s.Dir, s.Source, s.Annotations}
 	}
 	programs := map[string]string{}
 	for name, p := range c.Programs {

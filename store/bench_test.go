@@ -38,6 +38,19 @@ func BenchmarkBeginUpdate(b *testing.B) {
 	}
 }
 
+// BenchmarkPutRevision appends past the default HistoryLimit, so most
+// iterations also prune one revision.
+func BenchmarkPutRevision(b *testing.B) {
+	s := openTest(b, Options{})
+	r := newRevision("git")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.PutRevision(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkOpen measures Open's consistency pass (see verify) on stores of
 // growing size: stacks × updates per stack, log bytes per update.
 func BenchmarkOpen(b *testing.B) {

@@ -17,7 +17,8 @@ import (
 )
 
 // validStoreFile writes a closed store with enough data for ~60 pages:
-// branch and leaf pages, nested buckets, overflow pages of logs.
+// branch and leaf pages, nested buckets, overflow pages of logs, and
+// config revisions.
 func validStoreFile(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), FileName)
@@ -32,6 +33,11 @@ func validStoreFile(t *testing.T) string {
 			if err := s.PutLog(u.ID, bytes.Repeat([]byte(u.ID+" log line\n"), 150)); err != nil {
 				t.Fatal(err)
 			}
+		}
+	}
+	for range 3 {
+		if _, err := s.PutRevision(newRevision("git")); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if err := s.PutMeta("k", []byte("v")); err != nil {
@@ -315,8 +321,8 @@ func TestZeroLengthFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := openAt(t, path, Options{})
-	if v, err := s.SchemaVersion(); err != nil || v != 1 {
-		t.Errorf("SchemaVersion = %d, %v", v, err)
+	if v, err := s.SchemaVersion(); err != nil || v != schemaVersion {
+		t.Errorf("SchemaVersion = %d, %v; want %d", v, err, schemaVersion)
 	}
 	if recs, err := s.Stacks(); err != nil || len(recs) != 0 {
 		t.Errorf("Stacks = %v, %v", recs, err)
@@ -349,24 +355,32 @@ func TestForeignBoltFile(t *testing.T) {
 }
 
 // TestMissingBucket: a store whose schema version says its buckets exist
-// but one is gone is refused, not crashed on later.
+// but one is gone is refused, not crashed on later. (Without meta, the
+// file has no schema version: TestForeignBoltFile.)
 func TestMissingBucket(t *testing.T) {
-	path := validStoreFile(t)
-	db, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
+	for _, b := range topBuckets {
+		if bytes.Equal(b.name, bucketMeta) {
+			continue
+		}
+		t.Run(string(b.name), func(t *testing.T) {
+			path := validStoreFile(t)
+			db, err := bbolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = db.Update(func(tx *bbolt.Tx) error { return tx.DeleteBucket(b.name) })
+			if err := errors.Join(err, db.Close()); err != nil {
+				t.Fatal(err)
+			}
+			wantDamaged(t, path)
+		})
 	}
-	err = db.Update(func(tx *bbolt.Tx) error { return tx.DeleteBucket(bucketLogs) })
-	if err := errors.Join(err, db.Close()); err != nil {
-		t.Fatal(err)
-	}
-	wantDamaged(t, path)
 }
 
 // TestDamagedRecord: a flipped byte inside a record's JSON is invisible
 // to bbolt (data pages have no checksum); Open's JSON check notices it.
 func TestDamagedRecord(t *testing.T) {
-	for _, record := range []string{`{"name":"stack-07"`, `{"id":"stack-03-4"`} {
+	for _, record := range []string{`{"name":"stack-07"`, `{"id":"stack-03-4"`, `{"seq":2,`} {
 		path := validStoreFile(t)
 		data, err := os.ReadFile(path)
 		if err != nil {

@@ -55,8 +55,8 @@ func TestLockHeldByAnotherProcess(t *testing.T) {
 		t.Fatalf("lock holder: %v", err)
 	}
 	s := openAt(t, path, Options{Timeout: 200 * time.Millisecond})
-	if v, err := s.SchemaVersion(); err != nil || v != 1 {
-		t.Errorf("SchemaVersion = %d, %v", v, err)
+	if v, err := s.SchemaVersion(); err != nil || v != schemaVersion {
+		t.Errorf("SchemaVersion = %d, %v; want %d", v, err, schemaVersion)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -22,6 +23,38 @@ func TestSchemaVersion(t *testing.T) {
 	}
 }
 
+// TestBuckets: a new store holds exactly topBuckets, each created by a
+// migration this build has.
+func TestBuckets(t *testing.T) {
+	want := map[string]bool{}
+	for _, b := range topBuckets {
+		want[string(b.name)] = true
+		if b.since < 1 || b.since > schemaVersion {
+			t.Errorf("bucket %q since version %d, outside 1..%d", b.name, b.since, schemaVersion)
+		}
+	}
+	s := openTest(t, Options{})
+	got := map[string]bool{}
+	err := s.view(func(tx *bbolt.Tx) error {
+		return tx.ForEach(func(name []byte, _ *bbolt.Bucket) error {
+			got[string(name)] = true
+			return nil
+		})
+	})
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("buckets of a new store = %v, %v; want %v", got, err, want)
+	}
+}
+
+// atVersion runs fn with migrations cut to those up to version v: the
+// stores fn opens are written as a stackd of schema version v would.
+func atVersion(v int, fn func()) {
+	saved := migrations
+	defer func() { migrations = saved }()
+	migrations = migrations[:v]
+	fn()
+}
+
 // addMigration appends m to migrations for the test's duration.
 func addMigration(t *testing.T, m migration) {
 	saved := migrations
@@ -29,10 +62,10 @@ func addMigration(t *testing.T, m migration) {
 	t.Cleanup(func() { migrations = saved })
 }
 
-// markStacks is a fake migration to version 2: it prefixes every stack's
-// SpecHash with "v2:".
+// markStacks is a fake migration to the version after this build's: it
+// prefixes every stack's SpecHash with "v2:".
 func markStacks(runs *int) migration {
-	return migration{to: 2, name: "mark stacks", fn: func(tx *bbolt.Tx) error {
+	return migration{to: schemaVersion + 1, name: "mark stacks", fn: func(tx *bbolt.Tx) error {
 		*runs++
 		b := tx.Bucket(bucketStacks)
 		recs := map[string]daemon.StackRecord{}
@@ -51,31 +84,87 @@ func markStacks(runs *int) migration {
 	}}
 }
 
+// storeV1 writes a closed store of schema version 1, the first, with two
+// stacks, an update of each and its log.
 func storeV1(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), FileName)
+	atVersion(1, func() {
+		s := openAt(t, path, Options{})
+		for _, name := range []string{"a", "b"} {
+			if err := s.PutStack(stackRecord(name, 1)); err != nil {
+				t.Fatal(err)
+			}
+			u := begin(t, s, name)
+			if err := s.PutLog(u.ID, []byte("log")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if v, err := s.SchemaVersion(); err != nil || v != 1 {
+			t.Fatalf("SchemaVersion = %d, %v; want 1", v, err)
+		}
+		if hasBucket(t, s, bucketRevisions) {
+			t.Fatal("a version 1 store has a revisions bucket")
+		}
+		mustClose(t, s)
+	})
+	return path
+}
+
+func hasBucket(t *testing.T, s *Store, name []byte) bool {
+	t.Helper()
+	has := false
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		has = tx.Bucket(name) != nil
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return has
+}
+
+// TestMigrateV1 opens a version 1 file: Open migrates it to the current
+// schema, keeping its records, and revisions work.
+func TestMigrateV1(t *testing.T) {
+	path := storeV1(t)
 	s := openAt(t, path, Options{})
-	for _, name := range []string{"a", "b"} {
-		if err := s.PutStack(stackRecord(name, 1)); err != nil {
-			t.Fatal(err)
-		}
-		u := begin(t, s, name)
-		if err := s.PutLog(u.ID, []byte("log")); err != nil {
-			t.Fatal(err)
-		}
+	if v, err := s.SchemaVersion(); err != nil || v != schemaVersion {
+		t.Errorf("SchemaVersion = %d, %v; want %d", v, err, schemaVersion)
+	}
+	if revs, err := s.Revisions(0, 0); err != nil || revs == nil || len(revs) != 0 {
+		t.Errorf("Revisions of a migrated store = %v, %v; want empty", revs, err)
+	}
+	r, err := s.PutRevision(newRevision("start"))
+	if err != nil || r.Seq != 1 {
+		t.Fatalf("PutRevision = %+v, %v; want Seq 1", r, err)
+	}
+	if rec, err := s.Stack("a"); err != nil || rec.SpecHash != "sha256:a" {
+		t.Errorf("Stack(a) = %+v, %v", rec, err)
+	}
+	if log, err := s.Log("b-1"); err != nil || string(log) != "log" {
+		t.Errorf("Log(b-1) = %q, %v", log, err)
 	}
 	mustClose(t, s)
-	return path
+
+	s = openAt(t, path, Options{ReadOnly: true})
+	if revs, err := s.Revisions(0, 0); err != nil || !reflect.DeepEqual(revs, []daemon.ConfigRevision{r}) {
+		t.Errorf("Revisions after reopening = %+v, %v; want [%+v]", revs, err, r)
+	}
 }
 
 func TestMigration(t *testing.T) {
 	path := storeV1(t)
 	runs := 0
 	addMigration(t, markStacks(&runs))
-	for range 2 { // the second open finds version 2 and migrates nothing
+	want := schemaVersion + 1
+	for range 2 { // the second open finds the latest version, migrates nothing
 		s := openAt(t, path, Options{})
-		if v, err := s.SchemaVersion(); err != nil || v != 2 {
-			t.Errorf("SchemaVersion = %d, %v; want 2", v, err)
+		if v, err := s.SchemaVersion(); err != nil || v != want {
+			t.Errorf("SchemaVersion = %d, %v; want %d", v, err, want)
+		}
+		if !hasBucket(t, s, bucketRevisions) {
+			t.Error("migrating version 1 skipped the revisions bucket")
 		}
 		for _, name := range []string{"a", "b"} {
 			rec, err := s.Stack(name)
@@ -128,6 +217,12 @@ func TestOldSchemaReadOnly(t *testing.T) {
 	}
 	if _, err := s.Stacks(); err == nil || !strings.Contains(err.Error(), "older schema") {
 		t.Errorf("Stacks on an old schema: %v", err)
+	}
+	if _, err := s.Revisions(0, 0); err == nil || !strings.Contains(err.Error(), "older schema") {
+		t.Errorf("Revisions on an old schema: %v", err)
+	}
+	if _, err := s.PutRevision(newRevision("start")); err == nil || !strings.Contains(err.Error(), "older schema") {
+		t.Errorf("PutRevision on an old schema: %v", err)
 	}
 	if err := BackupFile(s, filepath.Join(t.TempDir(), "backup.db")); err != nil {
 		t.Error(err)

@@ -106,7 +106,7 @@ func isSystemError(err error) bool {
 // verify is Open's consistency pass, run (after preflight) before
 // anything else reads or writes the file; it returns the file's schema
 // version. It walks every bucket and key, runs bbolt's full tx.Check, and
-// checks that stack and update records are JSON.
+// checks that stack, update and revision records are JSON.
 //
 // Why all of it at every start: bbolt trusts page contents, and on a
 // damaged file it panics or faults. safely makes both recoverable, but
@@ -156,19 +156,19 @@ func verifyTx(tx *bbolt.Tx) (int, error) {
 	if version > latestVersion() {
 		return version, nil // a newer layout: Open refuses it anyway
 	}
-	if version > 0 {
-		if err := checkBuckets(tx); err != nil {
-			return 0, err
-		}
+	if err := checkBuckets(tx, version); err != nil {
+		return 0, err
 	}
 	return version, checkRecords(tx)
 }
 
-// checkBuckets checks that the buckets every method expects exist.
-func checkBuckets(tx *bbolt.Tx) error {
-	for _, name := range [][]byte{bucketMeta, bucketStacks, bucketUpdates, bucketLogs} {
-		if tx.Bucket(name) == nil {
-			return fmt.Errorf("bucket %q is missing", name)
+// checkBuckets checks that the top-level buckets a file of schema version
+// holds exist. It runs before migration: an older file lacks the buckets
+// of later versions, which its migration creates.
+func checkBuckets(tx *bbolt.Tx, version int) error {
+	for _, b := range topBuckets {
+		if b.since <= version && tx.Bucket(b.name) == nil {
+			return fmt.Errorf("bucket %q is missing", b.name)
 		}
 	}
 	return nil
@@ -215,11 +215,13 @@ func walk(b *bbolt.Bucket, depth int) error {
 	return nil
 }
 
-// checkRecords checks that every stack and update record is valid JSON,
-// which catches damage inside a value that bbolt cannot see.
+// checkRecords checks that every stack, update and revision record is
+// valid JSON, which catches damage inside a value that bbolt cannot see.
 func checkRecords(tx *bbolt.Tx) error {
-	if err := jsonValues(tx.Bucket(bucketStacks)); err != nil {
-		return fmt.Errorf("bucket %q: %w", bucketStacks, err)
+	for _, name := range [][]byte{bucketStacks, bucketRevisions} {
+		if err := jsonValues(tx.Bucket(name)); err != nil {
+			return fmt.Errorf("bucket %q: %w", name, err)
+		}
 	}
 	updates := tx.Bucket(bucketUpdates)
 	if updates == nil {

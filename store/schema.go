@@ -9,14 +9,15 @@ import (
 
 // schemaVersion is the schema this build writes. It must equal the "to" of
 // the last migration (TestSchemaVersion checks it).
-const schemaVersion = 1
+const schemaVersion = 2
 
 // Bucket names and the schema version key.
 var (
-	bucketMeta    = []byte("meta")
-	bucketStacks  = []byte("stacks")
-	bucketUpdates = []byte("updates")
-	bucketLogs    = []byte("logs")
+	bucketMeta      = []byte("meta")
+	bucketStacks    = []byte("stacks")
+	bucketUpdates   = []byte("updates")
+	bucketLogs      = []byte("logs")
+	bucketRevisions = []byte("revisions") // from schema version 2
 
 	keySchemaVersion = []byte("schema_version")
 )
@@ -38,6 +39,20 @@ type migration struct {
 // the field went through the existing ones.
 var migrations = []migration{
 	{to: 1, name: "create buckets", fn: createBuckets},
+	{to: 2, name: "create revisions bucket", fn: createRevisions},
+}
+
+// topBuckets lists every top-level bucket with the schema version whose
+// migration creates it: a file of version v has those with since <= v.
+var topBuckets = []struct {
+	name  []byte
+	since int
+}{
+	{bucketMeta, 1},
+	{bucketStacks, 1},
+	{bucketUpdates, 1},
+	{bucketLogs, 1},
+	{bucketRevisions, 2},
 }
 
 func createBuckets(tx *bbolt.Tx) error {
@@ -45,6 +60,14 @@ func createBuckets(tx *bbolt.Tx) error {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %q: %w", name, err)
 		}
+	}
+	return nil
+}
+
+// createRevisions creates the revisions bucket.
+func createRevisions(tx *bbolt.Tx) error {
+	if _, err := tx.CreateBucketIfNotExists(bucketRevisions); err != nil {
+		return fmt.Errorf("create bucket %q: %w", bucketRevisions, err)
 	}
 	return nil
 }

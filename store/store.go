@@ -1,14 +1,17 @@
 // Package store keeps stackd's state in one BoltDB file: the record of
-// every stack, each stack's update history and update logs, and small
-// metadata values. It is the only package of stackd that imports bbolt.
+// every stack, each stack's update history and update logs, the history
+// of config revisions, and small metadata values. It is the only package
+// of stackd that imports bbolt.
 //
-// Layout (schema version 1):
+// Layout (schema version 2):
 //
-//	meta     "schema_version" → decimal string; "kv:<key>" → PutMeta values
-//	stacks   <name> → JSON daemon.StackRecord
-//	updates  <stack>/ (nested bucket, its sequence numbers the updates)
-//	             8-byte big-endian seq → JSON daemon.Update
-//	logs     <stack>/ (nested bucket) 8-byte big-endian seq → log bytes
+//	meta      "schema_version" → decimal string; "kv:<key>" → PutMeta values
+//	stacks    <name> → JSON daemon.StackRecord
+//	updates   <stack>/ (nested bucket, its sequence numbers the updates)
+//	              8-byte big-endian seq → JSON daemon.Update
+//	logs      <stack>/ (nested bucket) 8-byte big-endian seq → log bytes
+//	revisions 8-byte big-endian seq (the bucket's sequence) →
+//	              JSON daemon.ConfigRevision (since version 2)
 //
 // A *Store is safe for concurrent use by multiple goroutines. bbolt allows
 // one writer at a time and any number of readers; every method runs one
@@ -47,8 +50,9 @@ var ErrNotFound = errors.New("not found")
 type Options struct {
 	// Timeout is how long Open waits for the file lock (2s).
 	Timeout time.Duration
-	// HistoryLimit is how many updates are kept per stack; older ones and
-	// their logs are pruned in the transaction that appends (100).
+	// HistoryLimit is how many updates are kept per stack, and how many
+	// config revisions; older ones (and their logs) are pruned in the
+	// transaction that appends (100).
 	HistoryLimit int
 	// LogLimit is how many bytes of log are kept per update; a longer log
 	// keeps its tail, prefixed with a line "[… N bytes truncated …]\n"

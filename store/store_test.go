@@ -161,8 +161,8 @@ func TestPersistence(t *testing.T) {
 
 func checkPersisted(t *testing.T, s *Store, dbUpdate daemon.Update) {
 	t.Helper()
-	if v, err := s.SchemaVersion(); err != nil || v != 1 {
-		t.Errorf("SchemaVersion = %d, %v; want 1", v, err)
+	if v, err := s.SchemaVersion(); err != nil || v != schemaVersion {
+		t.Errorf("SchemaVersion = %d, %v; want %d", v, err, schemaVersion)
 	}
 	recs, err := s.Stacks()
 	if err != nil {

@@ -14,8 +14,8 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// defaultPageSize is the number of updates Updates returns when its limit
-// is not positive.
+// defaultPageSize is the number of records Updates and Revisions return
+// when their limit is not positive.
 const defaultPageSize = 50
 
 // BeginUpdate records the start of an update of stack u.Stack: it assigns
@@ -55,6 +55,25 @@ func (s *Store) BeginUpdate(u daemon.Update) (daemon.Update, error) {
 // prune deletes the oldest updates of history b (stack's), and their
 // logs, so that at most limit remain.
 func prune(tx *bbolt.Tx, b *bbolt.Bucket, stack []byte, limit int) error {
+	logs := tx.Bucket(bucketLogs).Bucket(stack)
+	for _, k := range staleKeys(b, limit) {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+		if logs == nil {
+			continue
+		}
+		if err := logs.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// staleKeys returns copies of the keys of b, oldest first, that are not
+// among its newest limit (keys in byte order); none when b holds limit or
+// fewer.
+func staleKeys(b *bbolt.Bucket, limit int) [][]byte {
 	c := b.Cursor()
 	k, _ := c.Last()
 	for i := 1; i < limit && k != nil; i++ {
@@ -68,19 +87,7 @@ func prune(tx *bbolt.Tx, b *bbolt.Bucket, stack []byte, limit int) error {
 	for k, _ := c.First(); k != nil && bytes.Compare(k, oldest) < 0; k, _ = c.Next() {
 		stale = append(stale, bytes.Clone(k))
 	}
-	logs := tx.Bucket(bucketLogs).Bucket(stack)
-	for _, k := range stale {
-		if err := b.Delete(k); err != nil {
-			return err
-		}
-		if logs == nil {
-			continue
-		}
-		if err := logs.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return stale
 }
 
 // PutUpdate overwrites the stored update (u.Stack, u.Seq) with u; u.ID is

@@ -1,0 +1,253 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Reload reads the config again and applies it: Git sources are polled
+// first, then every source is read and the whole is validated. A config
+// with errors is not applied: the one in force stays, and the error
+// (every problem, one per line) is returned and kept in ConfigStatus.
+func (d *Daemon) Reload() error {
+	if d.hasGitSources() {
+		d.pollSources(d.ctxOrBackground(), true)
+	}
+	return d.reloadConfig("reload")
+}
+
+func (d *Daemon) ctxOrBackground() context.Context {
+	if d.loopCtx != nil {
+		return d.loopCtx
+	}
+	return context.Background()
+}
+
+// reloadConfig reads every source and swaps the result in when it is
+// valid, differs from the config in force and passes the mass-removal
+// guard. trigger says what asked (see ConfigRevision.Trigger). Reloads
+// run one at a time.
+func (d *Daemon) reloadConfig(trigger string) error {
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	now := time.Now()
+	d.mu.Lock()
+	inputs, revs, err := d.inputsLocked()
+	d.mu.Unlock()
+	var cfg *Config
+	if err == nil {
+		cfg, _, err = loadInputs(inputs) // err lists every problem
+	}
+	if err != nil {
+		err = fmt.Errorf("config not applied: %w", err)
+	} else {
+		err = d.swap(cfg, revs, trigger, now)
+	}
+	if err != nil {
+		d.refused(revs, trigger, now, err)
+	}
+	if err := d.recordReload(now, err); err != nil {
+		d.log.Error("config reload failed; the previous config stays in force", "trigger", trigger, "err", err)
+		return err
+	}
+	return nil
+}
+
+// swap applies cfg unless it means what the config in force means or
+// removes too many stacks. It records the revision it applied.
+func (d *Daemon) swap(cfg *Config, revs []RevisionSource, trigger string, now time.Time) error {
+	d.mu.Lock()
+	sameConfig := d.cfg != nil && fingerprint(cfg) == fingerprint(d.cfg)
+	rev := ConfigRevision{Time: now, Trigger: trigger, Sources: revs, Applied: true}
+	if !sameConfig {
+		if why := d.guardLocked(cfg); why != "" {
+			d.mu.Unlock()
+			return fmt.Errorf("config not applied: %s", why)
+		}
+		rev.Added, rev.Changed, rev.Removed = d.diffLocked(cfg)
+		if err := d.applyLocked(cfg); err != nil {
+			d.mu.Unlock()
+			return err
+		}
+		d.kick()
+	}
+	moved := d.markAppliedLocked(revs, now)
+	d.mu.Unlock()
+	d.persistApplied(moved)
+	if sameConfig && len(moved) == 0 {
+		d.log.Debug("config reloaded: nothing changed", "trigger", trigger)
+		return nil
+	}
+	if len(rev.Added)+len(rev.Changed)+len(rev.Removed) > 0 || len(moved) > 0 {
+		d.putRevision(rev)
+	}
+	d.log.Info("config applied", "trigger", trigger, "stacks", len(cfg.Stacks),
+		"added", len(rev.Added), "changed", len(rev.Changed), "removed", len(rev.Removed))
+	return nil
+}
+
+// refused records a revision that was not applied, unless it repeats the
+// last one refused (a broken commit is seen again on every poll).
+func (d *Daemon) refused(revs []RevisionSource, trigger string, now time.Time, err error) {
+	d.mu.Lock()
+	d.attributeLocked(err)
+	last := d.lastRefused
+	d.mu.Unlock()
+	rev := ConfigRevision{Time: now, Trigger: trigger, Sources: revs, Error: err.Error()}
+	if last != nil && last.Error == rev.Error && slices.Equal(last.Sources, rev.Sources) {
+		return
+	}
+	d.putRevision(rev)
+	d.mu.Lock()
+	d.lastRefused = &rev
+	d.mu.Unlock()
+}
+
+func (d *Daemon) putRevision(rev ConfigRevision) {
+	if !rev.Applied {
+		rev.Sources = slices.Clone(rev.Sources)
+	} else {
+		d.mu.Lock()
+		d.lastRefused = nil
+		d.mu.Unlock()
+	}
+	if _, err := d.opts.Store.PutRevision(rev); err != nil {
+		d.log.Error("cannot record a config revision", "err", err)
+	}
+}
+
+// guardLocked refuses a config that removes too many stacks, unless
+// allowed.
+func (d *Daemon) guardLocked(cfg *Config) string {
+	if d.opts.AllowMassRemoval {
+		return ""
+	}
+	return massRemoval(d.currentLocked(), cfg)
+}
+
+// currentLocked is the config in force; before one was applied, the
+// stacks the store holds stand for it, so that a first config that
+// lacks most of them is refused too.
+func (d *Daemon) currentLocked() *Config {
+	if d.cfg != nil {
+		return d.cfg
+	}
+	cur := &Config{}
+	for _, name := range sortedKeys(d.stacks) {
+		if !d.stacks[name].rec.Removed {
+			cur.Stacks = append(cur.Stacks, &Stack{Name: name})
+		}
+	}
+	return cur
+}
+
+// diffLocked names the stacks cfg adds, changes (spec or annotations)
+// and removes, against the stacks the daemon has.
+func (d *Daemon) diffLocked(cfg *Config) (added, changed, removed []string) {
+	in := map[string]bool{}
+	for _, s := range cfg.Stacks {
+		in[s.Name] = true
+		st := d.stacks[s.Name]
+		switch {
+		case st == nil || st.rec.Removed:
+			added = append(added, s.Name)
+		case st.rec.SpecHash != s.SpecHash() || (st.stack != nil && !maps.Equal(st.stack.Annotations, s.Annotations)):
+			changed = append(changed, s.Name)
+		}
+	}
+	for _, name := range sortedKeys(d.stacks) {
+		if !in[name] && !d.stacks[name].rec.Removed {
+			removed = append(removed, name)
+		}
+	}
+	slices.Sort(added)
+	slices.Sort(changed)
+	return added, changed, removed
+}
+
+// recordReload keeps the outcome of a reload in ConfigStatus and tells
+// the observer; it returns err.
+func (d *Daemon) recordReload(now time.Time, err error) error {
+	d.mu.Lock()
+	d.reload.LastAttempt, d.reload.Successful, d.reload.Error = now, err == nil, ""
+	if err != nil {
+		d.reload.Error = err.Error()
+	} else {
+		d.reload.LastSuccess = now
+	}
+	d.mu.Unlock()
+	d.opts.Observer.ConfigReloaded(d.ConfigStatus())
+	return err
+}
+
+// ConfigStatus reports the last config load, each source's state and the
+// config's health.
+func (d *Daemon) ConfigStatus() ConfigStatus {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	status := d.reload
+	for _, s := range d.sources {
+		status.Sources = append(status.Sources, d.sourceStatusLocked(s))
+	}
+	h := Health{Status: HealthHealthy, Message: "the config is applied and every source is healthy"}
+	switch {
+	case status.Error != "":
+		h = Health{Status: HealthDegraded, Message: status.Error}
+	case d.cfg == nil:
+		h = Health{Status: HealthProgressing, Message: "waiting for a first config"}
+	default:
+		for _, ss := range status.Sources {
+			if worse(ss.Health.Status, h.Status) {
+				h = Health{Status: ss.Health.Status, Message: ss.Source + ": " + ss.Health.Message}
+			}
+		}
+	}
+	status.Health = &h
+	return status
+}
+
+func (d *Daemon) sourceStatusLocked(s *sourceState) SourceStatus {
+	ss := SourceStatus{Source: s.name, Git: s.Git, Commit: s.applied, LatestCommit: s.latest,
+		LastPoll: s.lastPoll, AppliedAt: s.appliedAt, Error: s.configErr}
+	if s.fetchErr != nil {
+		ss.Error = strings.TrimSpace(s.fetchErr.Error() + "\n" + ss.Error)
+	}
+	worst := Health{Status: HealthHealthy, Message: "every stack is healthy"}
+	for _, name := range sortedKeys(d.stacks) {
+		st := d.stacks[name]
+		if st.stack == nil || st.stack.Source != s.name {
+			continue
+		}
+		ss.Stacks++
+		if h := HealthOf(&st.rec.Status, st.rec.Generation); worse(h.Status, worst.Status) {
+			worst = Health{Status: h.Status, Message: fmt.Sprintf("stack %s: %s", name, h.Message)}
+		}
+	}
+	switch {
+	case ss.Error != "":
+		ss.Health = Health{Status: HealthDegraded, Message: firstLine(ss.Error)}
+	case d.cfg == nil || (s.Git != nil && s.applied == ""):
+		ss.Health = Health{Status: HealthProgressing, Message: "waiting for a first config"}
+	case s.Git != nil && s.latest != "" && s.latest != s.applied:
+		ss.Health = Health{Status: HealthProgressing, Message: "applying commit " + shortCommit(s.latest)}
+	default:
+		ss.Health = worst
+	}
+	return ss
+}
+
+// worse says whether health a is worse than b: Degraded, then
+// Progressing, then Healthy.
+func worse(a, b string) bool {
+	rank := map[string]int{HealthHealthy: 0, HealthProgressing: 1, HealthDegraded: 2}
+	return rank[a] > rank[b]
+}
+
+func firstLine(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return first
+}
