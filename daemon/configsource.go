@@ -270,6 +270,20 @@ func (d *Daemon) restoreSources(ctx context.Context) {
 	}
 }
 
+// fetchUnapplied fetches, before the first reload, the Git sources that
+// have no commit in force, so that a reachable repository is applied at
+// start. The others are polled as soon as the daemon runs.
+func (d *Daemon) fetchUnapplied(ctx context.Context) {
+	for _, s := range d.sources {
+		d.mu.Lock()
+		need := s.Git != nil && s.applied == ""
+		d.mu.Unlock()
+		if need {
+			d.fetchSource(ctx, s)
+		}
+	}
+}
+
 // inputsLocked lists what a reload reads: each local path, and each Git
 // source's newest checkout (or the one in force when no fetch succeeded
 // since the start).

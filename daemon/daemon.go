@@ -279,6 +279,7 @@ func (d *Daemon) loadFirst(ctx context.Context) error {
 		return nil
 	}
 	d.restoreSources(ctx)
+	d.fetchUnapplied(ctx)
 	err := d.reloadConfig("start")
 	if err != nil && !d.hasGitSources() {
 		return err

@@ -173,6 +173,18 @@ type fakeFetcher struct {
 	mu      sync.Mutex
 	commits map[string]string // by URL
 	err     error
+	// trees holds the files (path → content) of commits that Checkout
+	// writes; other commits get a Pulumi.yaml naming the commit.
+	trees map[string]map[string]string
+}
+
+func (f *fakeFetcher) setTree(commit string, files map[string]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.trees == nil {
+		f.trees = map[string]map[string]string{}
+	}
+	f.trees[commit] = files
 }
 
 func (f *fakeFetcher) set(url, commit string, err error) {
@@ -191,10 +203,23 @@ func (f *fakeFetcher) Resolve(_ context.Context, src GitSource) (string, error) 
 }
 
 func (f *fakeFetcher) Checkout(_ context.Context, src GitSource, commit, dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
+	f.mu.Lock()
+	tree, ok := f.trees[commit]
+	f.mu.Unlock()
+	if !ok {
+		tree = map[string]string{"Pulumi.yaml": "commit: " + commit}
 	}
-	return dir, os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), []byte("commit: "+commit), 0o600)
+	_ = os.RemoveAll(dir)
+	for name, content := range tree {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			return "", err
+		}
+	}
+	return dir, os.MkdirAll(dir, 0o700)
 }
 
 func (f *fakeFetcher) Forget(string) {}
@@ -1009,4 +1034,46 @@ func TestQueueDepthForgetsStacksThatNoLongerWait(t *testing.T) {
 	if got := h.d.Stats().Queued; got != 0 {
 		t.Fatalf("queued = %d after an evaluation that found nothing to do", got)
 	}
+}
+
+func TestSyncWaveHeldByUnhealthyLowerWave(t *testing.T) {
+	const three = `
+stacks:
+  - {name: net, stack: dev, projectRepo: https://git.example/net.git, branch: main}
+  - {name: app, stack: dev, projectRepo: https://git.example/app.git, branch: main}
+  - {name: other, stack: dev, projectRepo: https://git.example/other.git, branch: main}
+`
+	h := newHarness(t, three, func(o *Options) { o.MaxFailures = 2 })
+	for _, s := range h.d.cfg.Stacks {
+		s.Source = "staging"
+		if s.Name == "other" {
+			s.Source = "production" // waves order stacks of one source only
+		}
+		if s.Name != "net" {
+			s.SyncWave = 2
+		}
+	}
+	for _, repo := range []string{"net", "app", "other"} {
+		h.fetcher.set("https://git.example/"+repo+".git", sha1, nil)
+	}
+	h.runner.setFail("net", errors.New("boom"))
+	h.start()
+	h.eventually("net stalled", func() bool {
+		v, _ := h.d.Stack("net")
+		return v.Status.Health != nil && v.Status.Health.Status == HealthDegraded
+	})
+	h.eventually("other deployed", func() bool { return h.ready("other") })
+	time.Sleep(100 * time.Millisecond)
+	if n := len(h.runner.opsOf("app")); n != 0 {
+		t.Fatalf("wave 2 ran %d times while wave 0 was Degraded", n)
+	}
+	v, _ := h.d.Stack("app")
+	if c := v.Status.Condition(ConditionReconciling); c == nil || !strings.Contains(c.Message, "sync wave 0 to be Ready") {
+		t.Fatalf("app's status = %+v", v.Status.Conditions)
+	}
+	h.runner.setFail("net", nil)
+	if _, err := h.d.Sync("net"); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("app deployed once net is Ready", func() bool { return h.ready("net") && h.ready("app") })
 }

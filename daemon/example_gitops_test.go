@@ -1,8 +1,11 @@
 package daemon
 
 import (
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -108,5 +111,38 @@ func checkExampleStacks(t *testing.T, cfg *Config, want map[string]exampleStack)
 		if s.ExternalLink() == "" {
 			t.Errorf("%s: no %s annotation", s.Name, AnnotationExternalLink)
 		}
+	}
+}
+
+// TestExampleGitopsDocumentedSources parses every Git config source the GitOps
+// documentation and example show, placeholders aside.
+func TestExampleGitopsDocumentedSources(t *testing.T) {
+	files := []string{"../docs/gitops.md", "../docs/configuration.md", "../docs/migrating-from-pko.md",
+		"../README.md", "../configs/gitops/README.md"}
+	value := regexp.MustCompile("git\\+[^\\s'\"`)]+")
+	found := 0
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range value.FindAllString(string(data), -1) {
+			if strings.Contains(v, "<") {
+				continue // a placeholder such as git+<URL>
+			}
+			found++
+			src, err := ParseSource(v)
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				continue
+			}
+			if src.Git == nil || src.Git.String() != v {
+				t.Errorf("%s: %s reads back as %v", name, v, src)
+			}
+		}
+	}
+	t.Logf("%d Git config sources parsed", found)
+	if found == 0 {
+		t.Fatal("no Git config source found in the documentation")
 	}
 }

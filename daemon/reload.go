@@ -38,10 +38,11 @@ func (d *Daemon) reloadConfig(trigger string) error {
 	d.mu.Lock()
 	inputs, revs, err := d.inputsLocked()
 	d.mu.Unlock()
-	var cfg *Config
-	if err == nil {
-		cfg, _, err = loadInputs(inputs) // err lists every problem
+	if err != nil { // a Git source not fetched yet: no revision to judge
+		err = fmt.Errorf("config not applied: %w", err)
+		return d.recordReload(now, err)
 	}
+	cfg, _, err := loadInputs(inputs) // err lists every problem
 	if err != nil {
 		err = fmt.Errorf("config not applied: %w", err)
 	} else {
@@ -50,11 +51,7 @@ func (d *Daemon) reloadConfig(trigger string) error {
 	if err != nil {
 		d.refused(revs, trigger, now, err)
 	}
-	if err := d.recordReload(now, err); err != nil {
-		d.log.Error("config reload failed; the previous config stays in force", "trigger", trigger, "err", err)
-		return err
-	}
-	return nil
+	return d.recordReload(now, err)
 }
 
 // swap applies cfg unless it means what the config in force means or
@@ -76,14 +73,17 @@ func (d *Daemon) swap(cfg *Config, revs []RevisionSource, trigger string, now ti
 		d.kick()
 	}
 	moved := d.markAppliedLocked(revs, now)
+	// Recorded before the loop can act on the new config, so that the
+	// history shows a revision before what it caused.
+	if len(rev.Added)+len(rev.Changed)+len(rev.Removed) > 0 || len(moved) > 0 {
+		d.lastRefused = nil
+		d.putRevision(rev)
+	}
 	d.mu.Unlock()
 	d.persistApplied(moved)
 	if sameConfig && len(moved) == 0 {
 		d.log.Debug("config reloaded: nothing changed", "trigger", trigger)
 		return nil
-	}
-	if len(rev.Added)+len(rev.Changed)+len(rev.Removed) > 0 || len(moved) > 0 {
-		d.putRevision(rev)
 	}
 	d.log.Info("config applied", "trigger", trigger, "stacks", len(cfg.Stacks),
 		"added", len(rev.Added), "changed", len(rev.Changed), "removed", len(rev.Removed))
@@ -108,13 +108,6 @@ func (d *Daemon) refused(revs []RevisionSource, trigger string, now time.Time, e
 }
 
 func (d *Daemon) putRevision(rev ConfigRevision) {
-	if !rev.Applied {
-		rev.Sources = slices.Clone(rev.Sources)
-	} else {
-		d.mu.Lock()
-		d.lastRefused = nil
-		d.mu.Unlock()
-	}
 	if _, err := d.opts.Store.PutRevision(rev); err != nil {
 		d.log.Error("cannot record a config revision", "err", err)
 	}
@@ -172,6 +165,9 @@ func (d *Daemon) diffLocked(cfg *Config) (added, changed, removed []string) {
 // recordReload keeps the outcome of a reload in ConfigStatus and tells
 // the observer; it returns err.
 func (d *Daemon) recordReload(now time.Time, err error) error {
+	if err != nil {
+		d.log.Error("config not applied; the config in force stays", "err", err)
+	}
 	d.mu.Lock()
 	d.reload.LastAttempt, d.reload.Successful, d.reload.Error = now, err == nil, ""
 	if err != nil {

@@ -16,6 +16,9 @@ const sourceRetry = 30 * time.Second
 // returns how long until time alone could change that (0: an event will).
 // Called with d.mu held.
 func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) time.Duration {
+	if !healthy(st) {
+		pass.busy(st) // a lower wave must be Ready before a higher one starts
+	}
 	if st.running {
 		pass.busy(st)
 		return 0
@@ -72,16 +75,38 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 }
 
 // passState collects what one evaluation pass learned about sync waves:
-// the lowest wave that has a stack running or wanting to run.
+// per config source, the lowest wave that has a stack at work, wanting
+// to run, or not Healthy. Stacks are evaluated in wave order, so a stack
+// sees the lower waves of its source before its turn.
 type passState struct {
-	busyWave *int
+	busyWave map[string]int
 }
 
+// busy notes that st holds the higher waves of its source. A stack that
+// left the config holds none: its destroy waits for nothing.
 func (p *passState) busy(st *stackState) {
-	w := wave(st)
-	if p.busyWave == nil || w < *p.busyWave {
-		p.busyWave = &w
+	if st.stack == nil {
+		return
 	}
+	if p.busyWave == nil {
+		p.busyWave = map[string]int{}
+	}
+	w, seen := p.busyWave[st.stack.Source]
+	if !seen || st.stack.SyncWave < w {
+		p.busyWave[st.stack.Source] = st.stack.SyncWave
+	}
+}
+
+// holding returns the lowest busy wave of st's source below st's wave.
+func (p *passState) holding(st *stackState) (int, bool) {
+	w, seen := p.busyWave[st.stack.Source]
+	return w, seen && w < st.stack.SyncWave
+}
+
+// healthy says whether st is Healthy in Argo CD's sense: Ready at its
+// current generation.
+func healthy(st *stackState) bool {
+	return HealthOf(&st.rec.Status, st.rec.Generation).Status == HealthHealthy
 }
 
 func minPositive(a, b time.Duration) time.Duration {
@@ -252,8 +277,8 @@ func (d *Daemon) gate(st *stackState, now time.Time, pass *passState) string {
 	if len(unmet) > 0 {
 		return strings.Join(unmet, "; ")
 	}
-	if w := pass.busyWave; w != nil && *w < wave(st) {
-		return fmt.Sprintf("waiting for sync wave %d to finish", *w)
+	if w, held := pass.holding(st); held {
+		return fmt.Sprintf("waiting for sync wave %d to be Ready", w)
 	}
 	return ""
 }

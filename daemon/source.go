@@ -67,7 +67,7 @@ func ParseSource(s string) (Source, error) {
 	}
 	g, err := parseGitDir(strings.TrimPrefix(s, gitSourcePrefix))
 	if err != nil {
-		return Source{}, fmt.Errorf("config source %q: %w", s, err)
+		return Source{}, fmt.Errorf("config source %q: %w", redactUserinfo(s), err)
 	}
 	return Source{Git: g}, nil
 }
@@ -135,4 +135,19 @@ func checkSourceURL(u string) error {
 		return errors.New("the repository URL holds a user name; give credentials with the --config-git-* flags")
 	}
 	return nil
+}
+
+// redactUserinfo hides what stands between "://" and "@" in s, so that
+// an error about a URL holding credentials does not repeat them.
+func redactUserinfo(s string) string {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return s
+	}
+	rest := s[i+3:]
+	at := strings.Index(rest, "@")
+	if at < 0 || strings.ContainsAny(rest[:at], "/?#") {
+		return s
+	}
+	return s[:i+3] + "***" + rest[at:]
 }

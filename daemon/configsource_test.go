@@ -1,0 +1,236 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseSource(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Source
+		wantErr string
+	}{
+		{in: "configs/stacks.yaml", want: Source{Path: "configs/stacks.yaml"}},
+		{in: "git+https://github.com/org/infra.git//environments/staging?ref=main",
+			want: Source{Git: &GitDir{URL: "https://github.com/org/infra.git", Path: "environments/staging", Ref: "main"}}},
+		{in: "git+https://github.com/org/infra.git",
+			want: Source{Git: &GitDir{URL: "https://github.com/org/infra.git"}}},
+		{in: "git+https://github.com/org/infra.git?ref=v1.2.0",
+			want: Source{Git: &GitDir{URL: "https://github.com/org/infra.git", Ref: "v1.2.0"}}},
+		{in: "git+file:///srv/git/infra.git//prod/?ref=release",
+			want: Source{Git: &GitDir{URL: "file:///srv/git/infra.git", Path: "prod", Ref: "release"}}},
+		{in: "git+ssh://git@github.com/org/infra.git//prod",
+			want: Source{Git: &GitDir{URL: "ssh://git@github.com/org/infra.git", Path: "prod"}}},
+		{in: "git+git@github.com:org/infra.git//prod?ref=0123456789abcdef0123456789abcdef01234567",
+			want: Source{Git: &GitDir{URL: "git@github.com:org/infra.git", Path: "prod", Ref: "0123456789abcdef0123456789abcdef01234567"}}},
+		{in: "git+https://github.com/org/infra.git//.", want: Source{Git: &GitDir{URL: "https://github.com/org/infra.git"}}},
+		{in: "", wantErr: "empty config path"},
+		{in: "git+", wantErr: "no repository URL"},
+		{in: "git+https://github.com/org/infra.git//../etc", wantErr: "must stay inside the repository"},
+		{in: "git+https://u:p@github.com/org/infra.git", wantErr: "holds a password"},
+		{in: "git+https://token@github.com/org/infra.git", wantErr: "holds a user name"},
+		{in: "git+https://github.com/org/infra.git?branch=main", wantErr: `unknown parameter "branch"`},
+		{in: "git+https://github.com/org/infra.git?ref=a:b", wantErr: "not a branch, tag or commit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseSource(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				if strings.Contains(tt.in, "u:p@") && strings.Contains(err.Error(), "u:p") {
+					t.Fatalf("the error repeats the credentials: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.String() == "" || fmt.Sprint(got.Path) != fmt.Sprint(tt.want.Path) ||
+				(got.Git == nil) != (tt.want.Git == nil) || (got.Git != nil && *got.Git != *tt.want.Git) {
+				t.Fatalf("got %+v %+v, want %+v %+v", got, got.Git, tt.want, tt.want.Git)
+			}
+			if again, err := ParseSource(got.String()); err != nil || again.String() != got.String() {
+				t.Fatalf("String() %q does not parse back: %v", got.String(), err)
+			}
+		})
+	}
+}
+
+func TestMassRemovalPerSource(t *testing.T) {
+	cfg := func(stacks ...string) *Config {
+		c := &Config{}
+		for _, s := range stacks {
+			src, name, _ := strings.Cut(s, "/")
+			c.Stacks = append(c.Stacks, &Stack{Name: name, Source: src})
+		}
+		return c
+	}
+	cur := cfg("a/1", "a/2", "a/3", "b/4", "b/5", "b/6", "b/7", "b/8", "b/9")
+	tests := []struct {
+		name string
+		next *Config
+		want string // substring of the refusal; empty: allowed
+	}{
+		{"nothing removed", cfg("a/1", "a/2", "a/3", "b/4", "b/5", "b/6", "b/7", "b/8", "b/9"), ""},
+		{"one removed", cfg("a/1", "a/2", "b/4", "b/5", "b/6", "b/7", "b/8", "b/9"), ""},
+		{"one source emptied", cfg("b/4", "b/5", "b/6", "b/7", "b/8", "b/9"), "removes 3 of the 3 stacks of a"},
+		{"most of a source", cfg("a/1", "b/4", "b/5", "b/6", "b/7", "b/8", "b/9"), "removes 2 of the 3 stacks of a"},
+		{"everything", cfg(), "removes 9 of the 9 stacks"},
+		{"moved to another source", cfg("b/1", "b/2", "b/3", "b/4", "b/5", "b/6", "b/7", "b/8", "b/9"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := massRemoval(cur, tt.next)
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Fatalf("massRemoval = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+const manifestsURL = "https://git.example/org/manifests.git"
+
+// manifestDoc is a Stack document of the manifests repository.
+func manifestDoc(name, wave string) string {
+	return fmt.Sprintf(`apiVersion: pulumi.com/v1
+kind: Stack
+metadata:
+  name: %s
+  annotations: {argocd.argoproj.io/sync-wave: "%s"}
+spec: {stack: dev, projectRepo: https://git.example/%s.git, branch: main}
+`, name, wave, name)
+}
+
+const sha3, sha4, sha5 = "3333333333333333333333333333333333333333", "4444444444444444444444444444444444444444", "5555555555555555555555555555555555555555"
+
+func newSourceHarness(t *testing.T, store *memStore, fetcher *fakeFetcher, dir string) *harness {
+	t.Helper()
+	src, err := ParseSource("git+" + manifestsURL + "//env/staging?ref=main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, store: store, fetcher: fetcher, runner: &fakeRunner{fail: map[string]error{}}, dir: dir}
+	d, err := New(nil, Options{Store: h.store, Fetcher: h.fetcher, Runner: h.runner, DataDir: h.dir,
+		MinResync: 50 * time.Millisecond, BackoffBase: 20 * time.Millisecond, pollEvery: 20 * time.Millisecond,
+		Sources: []Source{src}, SourcePoll: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.d = d
+	return h
+}
+
+func (h *harness) sourceStatus() SourceStatus {
+	return h.d.ConfigStatus().Sources[0]
+}
+
+func TestGitConfigSource(t *testing.T) {
+	fetcher := &fakeFetcher{commits: map[string]string{}}
+	for _, app := range []string{"net", "app", "db"} {
+		fetcher.set("https://git.example/"+app+".git", sha1, nil)
+	}
+	fetcher.setTree(sha1, map[string]string{
+		"env/staging/net.yaml": manifestDoc("net", "1"),
+		"env/staging/app.yaml": manifestDoc("app", "2"),
+		"env/staging/db.yaml":  manifestDoc("db", "1"),
+		"README.md":            "not a manifest",
+	})
+	fetcher.set(manifestsURL, sha1, nil)
+	h := newSourceHarness(t, newMemStore(), fetcher, t.TempDir())
+	h.start()
+	h.eventually("three stacks deployed", func() bool { return h.ready("net") && h.ready("app") && h.ready("db") })
+	h.eventually("source healthy", func() bool { return h.sourceStatus().Health.Status == HealthHealthy })
+	if s := h.sourceStatus(); s.Commit != sha1 || s.Stacks != 3 {
+		t.Fatalf("source status = %+v", s)
+	}
+
+	// A broken document: the config in force stays; the status names
+	// the commit and the file.
+	fetcher.setTree(sha2, map[string]string{"env/staging/net.yaml": "kind: Stack\n  bad: [", "env/staging/app.yaml": manifestDoc("app", "2"),
+		"env/staging/db.yaml": manifestDoc("db", "1")})
+	fetcher.set(manifestsURL, sha2, nil)
+	h.eventually("broken commit reported", func() bool { return h.sourceStatus().LatestCommit == sha2 && h.sourceStatus().Error != "" })
+	s := h.sourceStatus()
+	if s.Commit != sha1 || s.Health.Status != HealthDegraded || !strings.Contains(s.Error, manifestsURL+"//env/staging/net.yaml:") {
+		t.Fatalf("after a broken commit, source = %+v", s)
+	}
+	if st := h.d.ConfigStatus(); st.Successful || st.Health.Status != HealthDegraded {
+		t.Fatalf("config status = %+v", st)
+	}
+	if _, err := h.d.Stack("net"); err != nil {
+		t.Fatal("a broken commit removed a stack")
+	}
+
+	// Every manifest deleted: refused by the mass-removal guard.
+	fetcher.setTree(sha3, map[string]string{"README.md": "emptied"})
+	fetcher.set(manifestsURL, sha3, nil)
+	h.eventually("emptying commit refused", func() bool {
+		return h.sourceStatus().LatestCommit == sha3 && strings.Contains(h.d.ConfigStatus().Error, "removes 3 of the 3 stacks")
+	})
+	if v, _ := h.d.Stack("net"); v.Removed {
+		t.Fatal("the emptying commit was applied")
+	}
+
+	// One stack deleted and one changed: applied, and recorded.
+	fetcher.setTree(sha4, map[string]string{"env/staging/net.yaml": manifestDoc("net", "1"),
+		"env/staging/app.yaml": strings.Replace(manifestDoc("app", "2"), "stack: dev", "stack: dev2", 1)})
+	fetcher.set(manifestsURL, sha4, nil)
+	h.eventually("db finalized", func() bool { _, err := h.d.Stack("db"); return errors.Is(err, ErrUnknownStack) })
+	h.eventually("app changed", func() bool { v, _ := h.d.Stack("app"); return v.Spec["stack"] == "dev2" && h.ready("app") })
+	revs, _ := h.d.ConfigRevisions(0, 10)
+	var summary []string
+	for _, r := range revs {
+		summary = append(summary, fmt.Sprintf("%s:%v:%s:+%v~%v-%v", r.Trigger, r.Applied, shortCommit(r.Sources[0].Commit), r.Added, r.Changed, r.Removed))
+	}
+	want := []string{"git:true:444444444444:+[]~[app]-[db]", "git:false:333333333333:+[]~[]-[]",
+		"git:false:222222222222:+[]~[]-[]", "start:true:111111111111:+[app db net]~[]-[]"}
+	if !slices.Equal(summary, want) {
+		t.Fatalf("revisions:\n%s\nwant:\n%s", strings.Join(summary, "\n"), strings.Join(want, "\n"))
+	}
+	h.eventually("older checkouts removed", func() bool {
+		entries, _ := filepath.Glob(filepath.Join(h.dir, "config", "*", "*"))
+		return len(entries) == 1 && filepath.Base(entries[0]) == sha4[:12]
+	})
+
+	// A restart with the repository unreachable runs the commit in force.
+	_ = h.d.Stop(t.Context())
+	fetcher.set(manifestsURL, "", errors.New("connection refused"))
+	h2 := newSourceHarness(t, h.store, fetcher, h.dir)
+	h2.start()
+	if err := h2.d.Ready(); err != nil {
+		t.Fatalf("not ready after a restart with Git down: %v", err)
+	}
+	h2.eventually("fetch error shown", func() bool { return strings.Contains(h2.sourceStatus().Error, "connection refused") })
+	if s := h2.sourceStatus(); s.Commit != sha4 || s.Stacks != 2 {
+		t.Fatalf("after restart, source = %+v", s)
+	}
+}
+
+func TestGitConfigSourceFirstFetchFails(t *testing.T) {
+	fetcher := &fakeFetcher{commits: map[string]string{}}
+	fetcher.set(manifestsURL, "", errors.New("connection refused"))
+	store := newMemStore()
+	_ = store.PutStack(StackRecord{Name: "kept", Generation: 1, SpecHash: "x"})
+	h := newSourceHarness(t, store, fetcher, t.TempDir())
+	h.start()
+	if err := h.d.Ready(); err == nil {
+		t.Fatal("ready without a config")
+	}
+	h.eventually("error shown", func() bool { return strings.Contains(h.sourceStatus().Error, "connection refused") })
+	time.Sleep(50 * time.Millisecond)
+	if v, err := h.d.Stack("kept"); err != nil || v.Removed {
+		t.Fatalf("a stack of the store was judged removed without a config: %+v %v", v, err)
+	}
+	fetcher.setTree(sha1, map[string]string{"env/staging/kept.yaml": manifestDoc("kept", "0")})
+	fetcher.set("https://git.example/kept.git", sha1, nil)
+	fetcher.set(manifestsURL, sha1, nil)
+	h.eventually("first config applied", func() bool { return h.d.Ready() == nil && h.ready("kept") })
+}
