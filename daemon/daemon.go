@@ -156,11 +156,11 @@ type Daemon struct {
 	// reloadMu makes reloads run one at a time.
 	reloadMu sync.Mutex
 	stop     context.CancelFunc
-	opCtx   context.Context // cancelled when a drain times out
-	opStop  context.CancelFunc
-	loopWG  sync.WaitGroup
-	workWG  sync.WaitGroup
-	loopCtx context.Context
+	opCtx    context.Context // cancelled when a drain times out
+	opStop   context.CancelFunc
+	loopWG   sync.WaitGroup
+	workWG   sync.WaitGroup
+	loopCtx  context.Context
 }
 
 // stackState is the daemon's in-memory view of one stack. Guarded by

@@ -170,7 +170,7 @@ func tooMany(removed, of int) bool {
 func fingerprint(c *Config) string {
 	type stackPrint struct {
 		Name, Spec, Dir, Source string
-		Annotations     map[string]string
+		Annotations             map[string]string
 	}
 	stacks := make([]stackPrint, len(c.Stacks))
 	for i, s := range c.Stacks {
