@@ -234,3 +234,25 @@ func TestGitConfigSourceFirstFetchFails(t *testing.T) {
 	fetcher.set(manifestsURL, sha1, nil)
 	h.eventually("first config applied", func() bool { return h.d.Ready() == nil && h.ready("kept") })
 }
+
+func TestPushPollsConfigSource(t *testing.T) {
+	fetcher := &fakeFetcher{commits: map[string]string{}}
+	fetcher.set("https://git.example/net.git", sha1, nil)
+	fetcher.setTree(sha1, map[string]string{"env/staging/net.yaml": manifestDoc("net", "1")})
+	fetcher.setTree(sha2, map[string]string{"env/staging/net.yaml": manifestDoc("net", "1"), "env/staging/app.yaml": manifestDoc("app", "2")})
+	fetcher.set(manifestsURL, sha1, nil)
+	h := newSourceHarness(t, newMemStore(), fetcher, t.TempDir())
+	h.d.opts.SourcePoll = time.Hour // only the push polls
+	h.start()
+	h.eventually("first config", func() bool { return h.ready("net") })
+	fetcher.set(manifestsURL, sha2, nil)
+	fetcher.set("https://git.example/app.git", sha1, nil)
+	if got := h.d.Push([]string{"git@git.example:org/manifests.git"}, "dev"); len(got.Sources) != 0 {
+		t.Fatalf("a push to another branch woke %v", got.Sources)
+	}
+	got := h.d.Push([]string{"https://git.example/org/manifests"}, "main")
+	if len(got.Sources) != 1 || got.Sources[0] != "git+"+manifestsURL+"//env/staging?ref=main" {
+		t.Fatalf("Push woke %+v", got)
+	}
+	h.eventually("the pushed commit applied", func() bool { return h.ready("app") && h.sourceStatus().Commit == sha2 })
+}

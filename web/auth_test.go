@@ -55,7 +55,7 @@ func TestAuthMutations(t *testing.T) {
 	if code, v := callWith(t, "POST", url+"/api/v1/reload", h, ""); code != 200 {
 		t.Fatalf("reload with token = %d %v", code, v)
 	}
-	for _, path := range []string{"/healthz", "/readyz", "/api/v1/stacks", "/api/v1/stacks/app"} {
+	for _, path := range []string{"/healthz", "/readyz", "/api/v1/stacks", "/api/v1/stacks/app", "/api/v1/config", "/api/v1/config/revisions"} {
 		if code, v := call(t, "GET", url+path); code != 200 {
 			t.Errorf("GET %s without token = %d %v", path, code, v)
 		}
@@ -68,7 +68,8 @@ func TestAuthReads(t *testing.T) {
 	api := &fakeAPI{}
 	NewMetrics(reg, api, "test")
 	_, url := startWith(t, Options{API: api, Token: "s3cret-token", ReadRequiresToken: true, Registry: reg})
-	for _, path := range []string{"/api/v1/stacks", "/api/v1/stacks/app", "/api/v1/stacks/nope", "/metrics", "/api/v1/nothing"} {
+	for _, path := range []string{"/api/v1/stacks", "/api/v1/stacks/app", "/api/v1/stacks/nope", "/metrics", "/api/v1/nothing",
+		"/api/v1/config", "/api/v1/config/revisions", "/config"} {
 		if resp, body := send(t, "GET", url+path, nil, ""); resp.StatusCode != 401 {
 			t.Errorf("GET %s without token = %d %s", path, resp.StatusCode, body)
 		}

@@ -9,7 +9,8 @@ import (
 	"github.com/stackd/stackd/daemon"
 )
 
-// Page sizes of GET /api/v1/stacks/{name}/updates.
+// Page sizes of GET /api/v1/stacks/{name}/updates and
+// GET /api/v1/config/revisions.
 const (
 	defaultUpdates = 20
 	maxUpdates     = 100
@@ -39,6 +40,32 @@ func (s *Server) listUpdates(w http.ResponseWriter, r *http.Request) {
 		updates = []daemon.Update{}
 	}
 	out["updates"] = updates
+	writeJSON(w, http.StatusOK, out)
+}
+
+// listRevisions serves the config revisions, newest first, a page at a
+// time exactly as listUpdates pages updates: ?limit=<n> and
+// ?before=<seq>, with "next" left out on the last page.
+func (s *Server) listRevisions(w http.ResponseWriter, r *http.Request) {
+	before, limit, err := pageParams(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	revs, err := s.api.ConfigRevisions(before, limit+1) // one more tells whether there is a next page
+	if err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	out := map[string]any{}
+	if len(revs) > limit {
+		revs = revs[:limit]
+		out["next"] = strconv.FormatUint(revs[limit-1].Seq, 10)
+	}
+	if revs == nil {
+		revs = []daemon.ConfigRevision{}
+	}
+	out["revisions"] = revs
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -15,8 +15,9 @@ import (
 // daemon.Observer, counting updates and polls as they happen; the gauges
 // of each stack, the scheduler and the config are read from the API at
 // scrape time, so a stack that leaves the daemon leaves them too. Label
-// values are stack names and bounded enumerations (update types and
-// states), never commits or error text.
+// values are stack names, config sources (--config values, free of
+// credentials) and bounded enumerations (update types, states, healths),
+// never commits or error text.
 type Metrics struct {
 	api atomic.Pointer[apiRef]
 
@@ -181,14 +182,38 @@ var (
 		"1 when the last config load or reload was applied, 0 when it had errors.", nil, nil)
 	descReloadOK = prometheus.NewDesc("stackd_config_last_reload_success_timestamp_seconds",
 		"Unix time of the last config load or reload that was applied.", nil, nil)
+	descStackHealth = prometheus.NewDesc("stackd_stack_health",
+		"1 for the stack's current health (Healthy, Progressing, Degraded), 0 for the others; absent while unknown.", []string{"stack", "health"}, nil)
 )
+
+// Descriptions of the config sources' gauges. The label "source" is the
+// --config value, which holds no credentials.
+var (
+	sourceLabel      = []string{"source"}
+	descSourceHealth = prometheus.NewDesc("stackd_config_source_health",
+		"1 for the config source's current health (Healthy, Progressing, Degraded), 0 for the others.", []string{"source", "health"}, nil)
+	descSourceFailing = prometheus.NewDesc("stackd_config_source_failing",
+		"1 when the config source's latest content is not in force: it cannot be fetched, or its config is not valid.", sourceLabel, nil)
+	descSourceStacks = prometheus.NewDesc("stackd_config_source_stacks",
+		"Stacks the config source defines.", sourceLabel, nil)
+	descSourcePoll = prometheus.NewDesc("stackd_config_source_last_poll_timestamp_seconds",
+		"Unix time the Git config source's ref was last resolved; absent for local sources and before the first poll.", sourceLabel, nil)
+	descSourceApplied = prometheus.NewDesc("stackd_config_source_applied_timestamp_seconds",
+		"Unix time the config source's content in force was applied; absent until it is.", sourceLabel, nil)
+)
+
+// healthValues are the values of the "health" label, each reported for
+// every stack and source so that a change of health moves a 1 rather
+// than ending one series and starting another.
+var healthValues = []string{daemon.HealthHealthy, daemon.HealthProgressing, daemon.HealthDegraded}
 
 // stateCollector reports the API's current state at each scrape.
 type stateCollector struct{ m *Metrics }
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descStacks, descReady, descReconcile, descStalled, descFailing,
-		descFailures, descLastOK, descDrifted, descDriftRes, descDriftCheck, descQueue, descRunning, descReload, descReloadOK} {
+		descFailures, descLastOK, descDrifted, descDriftRes, descDriftCheck, descQueue, descRunning, descReload, descReloadOK,
+		descStackHealth, descSourceHealth, descSourceFailing, descSourceStacks, descSourcePoll, descSourceApplied} {
 		ch <- d
 	}
 }
@@ -210,6 +235,38 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if !cfg.LastSuccess.IsZero() {
 		gauge(ch, descReloadOK, unixSeconds(cfg.LastSuccess))
 	}
+	collectSources(ch, cfg.Sources)
+}
+
+// collectSources emits the config sources' gauges. A source named twice
+// is reported once (the first), as a duplicate series would fail the
+// whole scrape.
+func collectSources(ch chan<- prometheus.Metric, sources []daemon.SourceStatus) {
+	seen := make(map[string]bool, len(sources))
+	for i := range sources {
+		src := &sources[i]
+		if seen[src.Source] {
+			continue
+		}
+		seen[src.Source] = true
+		collectHealth(ch, descSourceHealth, src.Source, src.Health.Status)
+		gauge(ch, descSourceFailing, boolValue(src.Error != ""), src.Source)
+		gauge(ch, descSourceStacks, float64(src.Stacks), src.Source)
+		if !src.LastPoll.IsZero() {
+			gauge(ch, descSourcePoll, unixSeconds(src.LastPoll), src.Source)
+		}
+		if !src.AppliedAt.IsZero() {
+			gauge(ch, descSourceApplied, unixSeconds(src.AppliedAt), src.Source)
+		}
+	}
+}
+
+// collectHealth emits d for each health value under name: 1 for current,
+// 0 for the others (all 0 for a value that is none of them).
+func collectHealth(ch chan<- prometheus.Metric, d *prometheus.Desc, name, current string) {
+	for _, h := range healthValues {
+		gauge(ch, d, boolValue(h == current), name, h)
+	}
 }
 
 // collectStack emits one stack's gauges.
@@ -229,6 +286,9 @@ func collectStack(ch chan<- prometheus.Metric, v *daemon.StackView) {
 	}
 	gauge(ch, descFailing, failing, v.Name)
 	gauge(ch, descFailures, failures, v.Name)
+	if h := v.Status.Health; h != nil {
+		collectHealth(ch, descStackHealth, v.Name, h.Status)
+	}
 	if !v.LastSuccess.IsZero() {
 		gauge(ch, descLastOK, unixSeconds(v.LastSuccess), v.Name)
 	}

@@ -139,3 +139,67 @@ func TestMetricsWithoutAPI(t *testing.T) {
 		t.Fatalf("/metrics without a registry = %d", resp.StatusCode)
 	}
 }
+
+// TestMetricsHealth: each stack with a known health and each config
+// source report 1 for their health and 0 for the two others; sources
+// report whether they fail, their stacks, and their poll and apply times
+// when known. Commits and error text never become label values.
+func TestMetricsHealth(t *testing.T) {
+	stacks := metricStacks()
+	stacks[0].Status.Health = &daemon.Health{Status: daemon.HealthHealthy}
+	stacks[1].Status.Health = &daemon.Health{Status: daemon.HealthDegraded, Message: "error: permission denied"}
+	gitSource := "git+https://github.com/acme/infra.git//stacks?ref=main"
+	api := &fakeAPI{stacks: stacks, config: daemon.ConfigStatus{Successful: true, Sources: []daemon.SourceStatus{
+		{Source: gitSource, Git: &daemon.GitDir{URL: "https://github.com/acme/infra.git", Path: "stacks", Ref: "main"},
+			Commit: failingCommit, LatestCommit: strings.Repeat("f", 40), LastPoll: time.Unix(1_700_000_200, 0),
+			AppliedAt: time.Unix(1_700_000_100, 0), Error: "stacks/app.yaml:1:1: refused at " + failingCommit, Stacks: 2,
+			Health: daemon.Health{Status: daemon.HealthDegraded, Message: "refused"}},
+		{Source: "/etc/stackd/local.yaml", AppliedAt: time.Unix(1_700_000_000, 0), Stacks: 1,
+			Health: daemon.Health{Status: daemon.HealthProgressing}},
+		{Source: "/etc/stackd/local.yaml", Stacks: 7}, // named twice: reported once
+	}}}
+	reg := prometheus.NewPedanticRegistry()
+	NewMetrics(reg, api, "test")
+	_, url := startWith(t, Options{API: api, Registry: reg})
+
+	body := scrape(t, url)
+	for _, want := range []string{
+		`stackd_stack_health{health="Healthy",stack="app"} 1`,
+		`stackd_stack_health{health="Progressing",stack="app"} 0`,
+		`stackd_stack_health{health="Degraded",stack="app"} 0`,
+		`stackd_stack_health{health="Degraded",stack="db"} 1`,
+		`stackd_stack_health{health="Healthy",stack="db"} 0`,
+		`stackd_config_source_health{health="Degraded",source="` + gitSource + `"} 1`,
+		`stackd_config_source_health{health="Healthy",source="` + gitSource + `"} 0`,
+		`stackd_config_source_health{health="Progressing",source="` + gitSource + `"} 0`,
+		`stackd_config_source_health{health="Progressing",source="/etc/stackd/local.yaml"} 1`,
+		`stackd_config_source_health{health="Degraded",source="/etc/stackd/local.yaml"} 0`,
+		`stackd_config_source_failing{source="` + gitSource + `"} 1`,
+		`stackd_config_source_failing{source="/etc/stackd/local.yaml"} 0`,
+		`stackd_config_source_stacks{source="` + gitSource + `"} 2`,
+		`stackd_config_source_stacks{source="/etc/stackd/local.yaml"} 1`,
+		`stackd_config_source_last_poll_timestamp_seconds{source="` + gitSource + `"} 1.7000002e+09`,
+		`stackd_config_source_applied_timestamp_seconds{source="` + gitSource + `"} 1.7000001e+09`,
+		`stackd_config_source_applied_timestamp_seconds{source="/etc/stackd/local.yaml"} 1.7e+09`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	for _, never := range []string{failingCommit, strings.Repeat("f", 40), "permission denied", "refused",
+		`stackd_stack_health{health="Healthy",stack="new"}`,
+		`stackd_config_source_last_poll_timestamp_seconds{source="/etc/stackd/local.yaml"}`,
+		`stackd_config_source_stacks{source="/etc/stackd/local.yaml"} 7`} {
+		if strings.Contains(body, never) {
+			t.Errorf("/metrics holds %q", never)
+		}
+	}
+
+	// A source that leaves the config leaves its series.
+	api.mu.Lock()
+	api.config.Sources = api.config.Sources[1:2]
+	api.mu.Unlock()
+	if body = scrape(t, url); strings.Contains(body, gitSource) {
+		t.Fatalf("a removed source is still reported:\n%s", body)
+	}
+}

@@ -35,9 +35,12 @@ type API interface {
 	Log(id string) ([]byte, *daemon.LiveLog, error)
 	Reload() error
 	ConfigStatus() daemon.ConfigStatus
-	// Push makes the stacks tracking branch of the repository (any of
-	// urls) poll now, and names them.
-	Push(urls []string, branch string) []string
+	// Push makes the stacks and Git config sources tracking branch of the
+	// repository (any of urls) poll now, and names them.
+	Push(urls []string, branch string) daemon.PushResult
+	// ConfigRevisions lists the config revisions newest first, those with
+	// Seq below before when before > 0, at most limit.
+	ConfigRevisions(before uint64, limit int) ([]daemon.ConfigRevision, error)
 	Stats() daemon.Stats
 }
 
@@ -128,6 +131,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/stacks/{name}/updates", s.listUpdates)
 	mux.HandleFunc("GET /api/v1/updates/{id}/log", s.getLog)
 	mux.HandleFunc("POST /api/v1/reload", s.reload)
+	mux.HandleFunc("GET /api/v1/config", s.getConfig)
+	mux.HandleFunc("GET /api/v1/config/revisions", s.listRevisions)
 	mux.HandleFunc("POST "+webhookPath, s.webhook)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint")
@@ -241,6 +246,12 @@ func (s *Server) reload(w http.ResponseWriter, _ *http.Request) {
 	}
 	s.log.Info("config reloaded through the API")
 	writeJSON(w, http.StatusOK, map[string]string{"status": "reloaded"})
+}
+
+// getConfig serves the config's status: the last (re)load and each
+// source's state (daemon.ConfigStatus).
+func (s *Server) getConfig(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.api.ConfigStatus())
 }
 
 // writeAPIError maps the daemon's errors to statuses.

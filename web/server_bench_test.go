@@ -58,9 +58,13 @@ func (r *recordingAPI) ConfigStatus() daemon.ConfigStatus {
 	defer r.enter()()
 	return r.API.ConfigStatus()
 }
-func (r *recordingAPI) Push(urls []string, branch string) []string {
+func (r *recordingAPI) Push(urls []string, branch string) daemon.PushResult {
 	defer r.enter()()
 	return r.API.Push(urls, branch)
+}
+func (r *recordingAPI) ConfigRevisions(before uint64, limit int) ([]daemon.ConfigRevision, error) {
+	defer r.enter()()
+	return r.API.ConfigRevisions(before, limit)
 }
 func (r *recordingAPI) Stats() daemon.Stats { defer r.enter()(); return r.API.Stats() }
 
@@ -113,6 +117,10 @@ func gatherRequests(stack string) []*http.Request {
 		httptest.NewRequest("GET", "/api/v1/stacks/nope", nil),
 		httptest.NewRequest("GET", "/api/v1/stacks/"+stack+"/updates", nil),
 		httptest.NewRequest("GET", "/api/v1/updates/"+stack+"-1/log", nil),
+		httptest.NewRequest("GET", "/api/v1/config", nil),
+		httptest.NewRequest("GET", "/api/v1/config/revisions", nil),
+		httptest.NewRequest("GET", "/", nil),
+		httptest.NewRequest("GET", "/config", nil),
 		httptest.NewRequest("GET", "/metrics", nil),
 		httptest.NewRequest("POST", "/api/v1/stacks/"+stack+"/sync", nil),
 		httptest.NewRequest("POST", "/api/v1/reload", nil),

@@ -29,9 +29,10 @@ type fakeAPI struct {
 	reloadErr error
 	reloads   int
 	pushes    []pushCall
-	pushed    []string // what Push answers
+	pushed    daemon.PushResult // what Push answers
 	stats     daemon.Stats
 	config    daemon.ConfigStatus
+	revisions []daemon.ConfigRevision // newest first
 }
 
 type pushCall struct {
@@ -120,11 +121,24 @@ func (f *fakeAPI) ConfigStatus() daemon.ConfigStatus {
 	return f.config
 }
 
-func (f *fakeAPI) Push(urls []string, branch string) []string {
+func (f *fakeAPI) Push(urls []string, branch string) daemon.PushResult {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.pushes = append(f.pushes, pushCall{urls, branch})
 	return f.pushed
+}
+
+// ConfigRevisions pages revisions as the store does.
+func (f *fakeAPI) ConfigRevisions(before uint64, limit int) ([]daemon.ConfigRevision, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []daemon.ConfigRevision
+	for _, r := range f.revisions {
+		if (before == 0 || r.Seq < before) && len(out) < limit {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 func (f *fakeAPI) Stats() daemon.Stats {
@@ -303,4 +317,93 @@ func TestUpdatesPages(t *testing.T) {
 			t.Errorf("?%s = %d, want 400", q, code)
 		}
 	}
+}
+
+// TestConfigAPI: GET /api/v1/config is the daemon's ConfigStatus.
+func TestConfigAPI(t *testing.T) {
+	applied := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	api := &fakeAPI{config: daemon.ConfigStatus{Successful: true, LastSuccess: applied, LastAttempt: applied,
+		Health: &daemon.Health{Status: daemon.HealthHealthy},
+		Sources: []daemon.SourceStatus{{Source: "git+https://github.com/acme/infra.git//stacks?ref=main",
+			Git:    &daemon.GitDir{URL: "https://github.com/acme/infra.git", Path: "stacks", Ref: "main"},
+			Commit: strings.Repeat("a", 40), LatestCommit: strings.Repeat("a", 40), LastPoll: applied, AppliedAt: applied,
+			Stacks: 2, Health: daemon.Health{Status: daemon.HealthHealthy}}}}}
+	url := startServer(t, api)
+	code, v := call(t, "GET", url+"/api/v1/config")
+	if code != 200 || v["successful"] != true || v["health"].(map[string]any)["status"] != "Healthy" {
+		t.Fatalf("config = %d %v", code, v)
+	}
+	src := v["sources"].([]any)[0].(map[string]any)
+	if src["source"] != "git+https://github.com/acme/infra.git//stacks?ref=main" || src["git"].(map[string]any)["ref"] != "main" ||
+		src["commit"] != strings.Repeat("a", 40) || src["stacks"] != 2.0 || src["appliedAt"] != "2025-01-02T03:04:05Z" {
+		t.Fatalf("config source = %v", src)
+	}
+	if code, _ := call(t, "POST", url+"/api/v1/config"); code != 404 {
+		t.Fatalf("POST config = %d, want 404", code)
+	}
+}
+
+// TestRevisionsPages walks 45 config revisions a page at a time, as
+// TestUpdatesPages walks updates.
+func TestRevisionsPages(t *testing.T) {
+	api := &fakeAPI{}
+	start := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	for seq := uint64(45); seq >= 1; seq-- {
+		api.revisions = append(api.revisions, daemon.ConfigRevision{Seq: seq, Time: start.Add(time.Duration(seq) * time.Minute),
+			Trigger: "git", Applied: seq%2 == 0, Sources: []daemon.RevisionSource{{Source: "git+https://x/r.git", Commit: strings.Repeat("b", 40)}},
+			Added: []string{"app"}})
+	}
+	url := startServer(t, api)
+
+	var seqs []float64
+	path, pages := "/api/v1/config/revisions", 0
+	for {
+		code, v := call(t, "GET", url+path)
+		if code != 200 {
+			t.Fatalf("%s = %d %v", path, code, v)
+		}
+		pages++
+		for _, r := range v["revisions"].([]any) {
+			seqs = append(seqs, r.(map[string]any)["seq"].(float64))
+		}
+		next, ok := v["next"].(string)
+		if !ok {
+			break
+		}
+		path = "/api/v1/config/revisions?before=" + next
+	}
+	if pages != 3 || len(seqs) != 45 || seqs[0] != 45 || seqs[44] != 1 {
+		t.Fatalf("pages = %d, seqs = %v", pages, seqs)
+	}
+	code, v := call(t, "GET", url+"/api/v1/config/revisions?limit=2&before=10")
+	first := v["revisions"].([]any)[0].(map[string]any)
+	if code != 200 || first["seq"] != 9.0 || first["trigger"] != "git" || first["applied"] != false ||
+		first["sources"].([]any)[0].(map[string]any)["commit"] != strings.Repeat("b", 40) || v["next"] != "8" {
+		t.Fatalf("before=10 = %d %v", code, v)
+	}
+	for _, q := range []string{"limit=0", "limit=x", "before=-1"} {
+		if code, _ := call(t, "GET", url+"/api/v1/config/revisions?"+q); code != 400 {
+			t.Errorf("?%s = %d, want 400", q, code)
+		}
+	}
+	// No revisions: an empty list, no next.
+	code, v = call(t, "GET", startServer(t, &fakeAPI{})+"/api/v1/config/revisions")
+	if revs, ok := v["revisions"].([]any); code != 200 || !ok || len(revs) != 0 || v["next"] != nil {
+		t.Fatalf("no revisions = %d %v", code, v)
+	}
+}
+
+// TestRevisionsError: a store error is a 500 naming it.
+func TestRevisionsError(t *testing.T) {
+	url := startServer(t, failingRevisions{&fakeAPI{}})
+	if code, v := call(t, "GET", url+"/api/v1/config/revisions"); code != 500 || v["error"] != "store: closed" {
+		t.Fatalf("revisions = %d %v", code, v)
+	}
+}
+
+// failingRevisions is an API whose store cannot list revisions.
+type failingRevisions struct{ *fakeAPI }
+
+func (failingRevisions) ConfigRevisions(uint64, int) ([]daemon.ConfigRevision, error) {
+	return nil, errors.New("store: closed")
 }

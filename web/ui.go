@@ -38,6 +38,10 @@ var staticFS embed.FS
 // historyLimit is how many updates a stack page lists.
 const historyLimit = 20
 
+// revisionLimit is how many config revisions the config page lists; the
+// API pages through them all.
+const revisionLimit = 20
+
 // logTail bounds the bytes of a log a stack page renders; the API serves
 // the whole log.
 const logTail = 64 << 10
@@ -54,6 +58,7 @@ const uiCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 
 func (s *Server) routeUI(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", s.uiList)
 	mux.HandleFunc("GET /stacks/{name}", s.uiStack)
+	mux.HandleFunc("GET /config", s.uiConfig)
 	mux.Handle("POST /stacks/{name}/sync",
 		http.NewCrossOriginProtection().Handler(http.HandlerFunc(s.uiSync)))
 	mux.HandleFunc("GET /static/", serveStatic)
@@ -65,9 +70,17 @@ func (s *Server) canSync(r *http.Request) bool {
 	return s.authorized(r)
 }
 
+// Sections of the UI, which the header's navigation marks.
+const (
+	sectionStacks = "stacks"
+	sectionConfig = "config"
+)
+
 // page is what every page's layout needs.
 type page struct {
 	Title string
+	// Section is the navigation entry the page belongs to, if any.
+	Section string
 	// Version is stackd's version, if known.
 	Version string
 	Stats   daemon.Stats
@@ -90,7 +103,7 @@ type listPage struct {
 func (s *Server) uiList(w http.ResponseWriter, r *http.Request) {
 	views := s.api.Stacks()
 	p := listPage{page: s.newPage(r, "Stacks"), Stacks: make([]stackRow, 0, len(views))}
-	p.Live = true
+	p.Live, p.Section = true, sectionStacks
 	for _, v := range views {
 		p.Stacks = append(p.Stacks, summarize(v))
 	}
@@ -187,13 +200,89 @@ func (s *Server) uiStack(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := stackPage{page: s.newPage(r, v.Name), Stack: summarize(v), View: v, Spec: specYAML(v.Spec), Outputs: outputs(v.Status.Outputs)}
-	p.Live = true
+	p.Live, p.Section = true, sectionStacks
 	p.Updates, err = s.api.Updates(v.Name, 0, historyLimit)
 	if err != nil {
 		p.UpdatesErr = err.Error()
 	}
 	p.Log = s.latestLog(v, p.Updates)
 	s.render(w, http.StatusOK, "stack.html", p)
+}
+
+// healthBadge is what the "health" template shows: a health status
+// (Healthy, Progressing, Degraded or Unknown) and its message.
+type healthBadge struct {
+	Health, HealthMessage string
+}
+
+// badgeOf is h's badge; an empty status is Unknown.
+func badgeOf(h daemon.Health) healthBadge {
+	if h.Status == "" {
+		return healthBadge{Health: "Unknown", HealthMessage: h.Message}
+	}
+	return healthBadge{Health: h.Status, HealthMessage: h.Message}
+}
+
+// configBadge is the config's overall health badge: Unknown while the
+// daemon reports none.
+func configBadge(h *daemon.Health) healthBadge {
+	if h == nil {
+		return badgeOf(daemon.Health{})
+	}
+	return badgeOf(*h)
+}
+
+// configPage is the config's page at /config: its sources and its
+// latest revisions.
+type configPage struct {
+	page
+	Health       healthBadge
+	Sources      []sourceRow
+	Revisions    []daemon.ConfigRevision
+	RevisionsErr string
+}
+
+// sourceRow is a config source as the config page shows it.
+type sourceRow struct {
+	Source string
+	// Git is set for a Git source; Ref is then the ref it follows, empty
+	// for the repository's default branch.
+	Git *daemon.GitDir
+	Ref string
+	// Commit is the commit in force; Latest the one the ref points at,
+	// set only when it differs from Commit.
+	Commit, Latest      string
+	LastPoll, AppliedAt time.Time
+	Stacks              int
+	Error               string
+	Badge               healthBadge
+}
+
+func sourceRowOf(src daemon.SourceStatus) sourceRow {
+	row := sourceRow{Source: src.Source, Git: src.Git, Commit: src.Commit, LastPoll: src.LastPoll,
+		AppliedAt: src.AppliedAt, Stacks: src.Stacks, Error: src.Error, Badge: badgeOf(src.Health)}
+	if src.Git != nil {
+		row.Ref = src.Git.Ref
+	}
+	if src.LatestCommit != src.Commit {
+		row.Latest = src.LatestCommit
+	}
+	return row
+}
+
+func (s *Server) uiConfig(w http.ResponseWriter, r *http.Request) {
+	p := configPage{page: s.newPage(r, "Config")}
+	p.Live, p.Section = true, sectionConfig
+	p.Health = configBadge(p.Config.Health)
+	p.Sources = make([]sourceRow, 0, len(p.Config.Sources))
+	for _, src := range p.Config.Sources {
+		p.Sources = append(p.Sources, sourceRowOf(src))
+	}
+	var err error
+	if p.Revisions, err = s.api.ConfigRevisions(0, revisionLimit); err != nil {
+		p.RevisionsErr = err.Error()
+	}
+	s.render(w, http.StatusOK, "config.html", p)
 }
 
 // latestLog is the log of the update in flight, else of the newest
@@ -337,7 +426,7 @@ func (s *Server) render(w http.ResponseWriter, status int, name string, data any
 }
 
 // pages maps each page's file to its template, parsed with the layout.
-var pages = parsePages("list.html", "stack.html", "error.html")
+var pages = parsePages("list.html", "stack.html", "config.html", "error.html")
 
 func parsePages(names ...string) map[string]*template.Template {
 	m := make(map[string]*template.Template, len(names))
@@ -351,6 +440,8 @@ var funcs = template.FuncMap{
 	"asset":     assetURL,
 	"stackPath": stackPath,
 	"short":     shortSHA,
+	"short12":   shortCommit,
+	"badge":     configBadge,
 	"utc":       formatTime,
 	"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"age":       age,
@@ -364,10 +455,24 @@ func stackPath(name string) string { return "/stacks/" + url.PathEscape(name) }
 // shortSHA abbreviates a commit hash to 7 characters; anything else is
 // kept.
 func shortSHA(s string) string {
-	if len(s) >= 40 && strings.Trim(strings.ToLower(s), "0123456789abcdef") == "" {
+	if isFullSHA(s) {
 		return s[:7]
 	}
 	return s
+}
+
+// shortCommit abbreviates a full commit hash to 12 characters, as the
+// config page shows commits; anything else is kept.
+func shortCommit(s string) string {
+	if isFullSHA(s) {
+		return s[:12]
+	}
+	return s
+}
+
+// isFullSHA reports whether s is a whole commit hash (SHA-1 or SHA-256).
+func isFullSHA(s string) bool {
+	return len(s) >= 40 && strings.Trim(strings.ToLower(s), "0123456789abcdef") == ""
 }
 
 // formatTime is t in UTC, or "" for the zero time.

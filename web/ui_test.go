@@ -40,11 +40,52 @@ func newUIFakeAPI() *uiFakeAPI {
 	_, _ = live.Write([]byte("Updating (prod)\n  + aws:s3:Bucket assets creating\n"))
 	f := &uiFakeAPI{live: live, now: time.Now()}
 	f.fakeAPI = &fakeAPI{
-		stacks: []daemon.StackView{f.web(), f.db(), f.queue()},
-		config: daemon.ConfigStatus{Successful: true, LastSuccess: f.now, LastAttempt: f.now},
-		stats:  daemon.Stats{Running: 1},
+		stacks:    []daemon.StackView{f.web(), f.db(), f.queue()},
+		config:    f.configStatus(),
+		stats:     daemon.Stats{Running: 1},
+		revisions: f.configRevisions(),
 	}
 	return f
+}
+
+// Config sources of uiFakeAPI.
+const (
+	uiWebSource   = "git+https://github.com/acme/web.git//deploy?ref=main"
+	uiDBSource    = "git+git@github.com:acme/db.git"
+	uiLocalSource = "/etc/stackd/stacks.yaml"
+	uiCommitA     = "aaaaaaaaaaaa1111111111111111111111111111"
+	uiCommitB     = "bbbbbbbbbbbb2222222222222222222222222222"
+)
+
+// configStatus has three sources: web's, progressing to a new commit; db's,
+// whose latest commit is refused; and a local file.
+func (f *uiFakeAPI) configStatus() daemon.ConfigStatus {
+	return daemon.ConfigStatus{Successful: true, LastSuccess: f.ago(10 * time.Minute), LastAttempt: f.ago(10 * time.Minute),
+		Health: &daemon.Health{Status: daemon.HealthDegraded, Message: "a source is degraded"},
+		Sources: []daemon.SourceStatus{
+			{Source: uiWebSource, Git: &daemon.GitDir{URL: "https://github.com/acme/web.git", Path: "deploy", Ref: "main"},
+				Commit: uiCommitA, LatestCommit: uiCommitA, LastPoll: f.ago(30 * time.Second), AppliedAt: f.ago(10 * time.Minute),
+				Stacks: 1, Health: daemon.Health{Status: daemon.HealthProgressing, Message: "New commit detected"}},
+			{Source: uiDBSource, Git: &daemon.GitDir{URL: "git@github.com:acme/db.git"},
+				Commit: uiCommitA, LatestCommit: uiCommitB, LastPoll: f.ago(40 * time.Second), AppliedAt: f.ago(2 * time.Hour),
+				Error: "db.yaml:3:5: spec.stack is required\n<script>alert(1)</script>", Stacks: 1,
+				Health: daemon.Health{Status: daemon.HealthDegraded, Message: "config not valid"}},
+			{Source: uiLocalSource, AppliedAt: f.ago(3 * time.Hour), Stacks: 1, Health: daemon.Health{Status: daemon.HealthHealthy}},
+		},
+	}
+}
+
+// configRevisions are, newest first: db's commit B refused, commit A applied,
+// and the first load.
+func (f *uiFakeAPI) configRevisions() []daemon.ConfigRevision {
+	return []daemon.ConfigRevision{
+		{Seq: 3, Time: f.ago(40 * time.Second), Trigger: "git", Error: "config not applied: db.yaml:3:5: spec.stack is required",
+			Sources: []daemon.RevisionSource{{Source: uiWebSource, Commit: uiCommitA}, {Source: uiDBSource, Commit: uiCommitB}, {Source: uiLocalSource}}},
+		{Seq: 2, Time: f.ago(10 * time.Minute), Trigger: "git", Applied: true, Changed: []string{"web"}, Removed: []string{"old <app>"},
+			Sources: []daemon.RevisionSource{{Source: uiWebSource, Commit: uiCommitA}, {Source: uiDBSource, Commit: uiCommitA}, {Source: uiLocalSource}}},
+		{Seq: 1, Time: f.ago(3 * time.Hour), Trigger: "start", Applied: true, Added: []string{"web", "db", "queue"},
+			Sources: []daemon.RevisionSource{{Source: uiWebSource, Commit: uiCommitB}, {Source: uiDBSource, Commit: uiCommitA}, {Source: uiLocalSource}}},
+	}
 }
 
 func (f *uiFakeAPI) ago(d time.Duration) time.Time { return f.now.Add(-d) }
@@ -66,6 +107,7 @@ func (f *uiFakeAPI) web() daemon.StackView {
 		ExternalLink: "https://console.example.com/stacks/web?env=prod&tab=1",
 		LastSuccess:  f.ago(2 * time.Hour),
 		Tracking:     "https://github.com/acme/web.git@main",
+		Source:       uiWebSource,
 		Status: daemon.StackStatus{
 			Conditions: []daemon.Condition{
 				{Type: daemon.ConditionReady, Status: "False", Reason: "NotReady", Message: "An update is in progress", LastTransitionTime: f.ago(time.Minute)},
@@ -92,6 +134,7 @@ func (f *uiFakeAPI) db() daemon.StackView {
 		Name:     "db",
 		Spec:     map[string]any{"stack": "acme/db/prod", "projectRepo": "git@github.com:acme/db.git", "commit": "fedcba9876543210fedcba9876543210fedcba98"},
 		Tracking: "git@github.com:acme/db.git@fedcba9876543210fedcba9876543210fedcba98",
+		Source:   uiDBSource,
 		Status: daemon.StackStatus{
 			Conditions: []daemon.Condition{
 				{Type: daemon.ConditionStalled, Status: "True", Reason: "UpdateFailed", Message: "up failed 3 times; not retrying", LastTransitionTime: f.ago(26 * time.Hour)},
@@ -247,7 +290,11 @@ func TestUIList(t *testing.T) {
 		`state-running">running`, `<code>web-3</code>`, `state-failed">failed`,
 		"github.com/acme/web", `<code class="ref">main</code>`, `<code class="ref">fedcba9</code>`, "program queue",
 		`title="89abcdef0123456789abcdef0123456789abcdef">89abcde</code>`,
-		`action="/stacks/db/sync"`, "1 running · 0 queued")
+		`action="/stacks/db/sync"`, "1 running · 0 queued",
+		// The config's health, unobtrusively, linking to its page.
+		`<a href="/config">Config</a>: <span class="badge health-degraded" title="a source is degraded">Degraded</span>`,
+		"3 sources", "· last applied <time")
+	wantNav(t, page, "/")
 	for _, m := range assetRefs.FindAllStringSubmatch(page, -1) {
 		if !strings.HasPrefix(m[1], "/static/") {
 			t.Errorf("asset %q is not served by stackd", m[1])
@@ -271,11 +318,82 @@ func TestUIStackPage(t *testing.T) {
 		`data-follow="/api/v1/updates/web-3/log?follow=1"`, "aws:s3:Bucket assets creating",
 		// The spec as YAML, redacted.
 		"stack: acme/web/prod", "branch: main", "aws:region: eu-west-1", "value: &#39;[secret]&#39;", "dbPassword: &#39;[secret]&#39;",
-		`action="/stacks/web/sync"`)
+		`action="/stacks/web/sync"`,
+		// The source that defines the stack.
+		`<code>git&#43;https://github.com/acme/web.git//deploy?ref=main</code>`)
+	wantNav(t, page, "/")
 	wantLacks(t, page, uiSecretEnv, uiSecretConfig, "<b>hello</b>")
 	if i, j := strings.Index(page, "<code>web-3</code>"), strings.Index(page, "<code>web-1</code>"); i < 0 || j < i {
 		t.Error("history is not newest first")
 	}
+}
+
+// wantNav checks the header's navigation: a link to each section, the
+// one at current marked as the page's.
+func wantNav(t *testing.T, page, current string) {
+	t.Helper()
+	for _, href := range []string{"/", "/config"} {
+		link := `<a href="` + href + `">`
+		if href == current {
+			link = `<a href="` + href + `" aria-current="page">`
+		}
+		if !strings.Contains(page, link) {
+			t.Errorf("the navigation lacks %s", link)
+		}
+	}
+}
+
+func TestUIConfig(t *testing.T) {
+	page := getPage(t, startUI(t, newUIFakeAPI())+"/config", http.StatusOK)
+	wantNav(t, page, "/config")
+	wantContains(t, page,
+		// The overall health.
+		`<span class="badge health-degraded" title="a source is degraded">Degraded</span> <span class="message">a source is degraded</span>`,
+		// Each source, with its ref, commits (the latest when it differs), stacks and health.
+		`<code class="source-name">git&#43;https://github.com/acme/web.git//deploy?ref=main</code>`,
+		`<code class="ref" title="main">main</code>`, "default branch", `<span class="muted">local</span>`,
+		`<code title="`+uiCommitA+`">aaaaaaaaaaaa</code> → <code title="`+uiCommitB+`">bbbbbbbbbbbb</code>`,
+		`<span class="badge health-progressing" title="New commit detected">Progressing</span>`,
+		`<span class="badge health-healthy" title="">Healthy</span>`,
+		// A source's error, escaped.
+		`<pre class="error">db.yaml:3:5: spec.stack is required`+"\n"+`&lt;script&gt;alert(1)&lt;/script&gt;</pre>`,
+		// Revisions, newest first: refused with the error, applied with the stacks it changed.
+		`<span class="state state-failed">refused</span><pre class="error">config not applied: db.yaml:3:5: spec.stack is required</pre>`,
+		`<span class="state state-succeeded">applied ✓</span>`,
+		`<span class="muted">changed</span> <a href="/stacks/web">web</a>`,
+		`<span class="muted">removed</span> <a href="/stacks/old%20%3Capp%3E">old &lt;app&gt;</a>`,
+		`<span class="muted">added</span> <a href="/stacks/web">web</a>, <a href="/stacks/db">db</a>, <a href="/stacks/queue">queue</a>`,
+		`<span class="source-name">/etc/stackd/stacks.yaml</span>`, "start")
+	wantLacks(t, page, "<script>alert(1)", "<app>", uiCommitA+"</code>")
+	if i, j := strings.Index(page, "refused</span>"), strings.Index(page, "applied ✓"); i < 0 || j < i {
+		t.Error("revisions are not newest first")
+	}
+	if n := strings.Count(page, `<tr class="source`); n != 4 { // three sources and one error
+		t.Errorf("%d source rows, want 4", n)
+	}
+}
+
+// TestUIConfigReloadFailed: the config page shows a failed reload's
+// problems in its own card rather than in the banner of other pages.
+func TestUIConfigReloadFailed(t *testing.T) {
+	api := newUIFakeAPI()
+	api.config = daemon.ConfigStatus{LastSuccess: api.ago(time.Hour), LastAttempt: api.ago(time.Minute),
+		Error: "config not applied: stacks.yaml:1:1: <bad>"}
+	api.revisions = nil
+	base := startUI(t, api)
+	page := getPage(t, base+"/config", http.StatusOK)
+	wantContains(t, page, `<pre class="error">config not applied: stacks.yaml:1:1: &lt;bad&gt;</pre>`,
+		"The previous config stays in force.", `state-failed">failed`, `title="">Unknown</span>`,
+		"The daemon reports no config sources.", "No revisions yet.")
+	wantLacks(t, page, `role="alert"`, "<bad>")
+	page = getPage(t, base+"/", http.StatusOK)
+	wantContains(t, page, `role="alert"`, "0 sources", `title="">Unknown</span>`)
+}
+
+// TestUIConfigRevisionsError: the page stands when revisions cannot be read.
+func TestUIConfigRevisionsError(t *testing.T) {
+	page := getPage(t, startUI(t, failingRevisions{newUIFakeAPI().fakeAPI})+"/config", http.StatusOK)
+	wantContains(t, page, "The revisions are unavailable: store: closed", "git&#43;git@github.com:acme/db.git")
 }
 
 func TestUIStackPageFinishedLog(t *testing.T) {
@@ -288,6 +406,7 @@ func TestUIUnknownStack(t *testing.T) {
 	base := startUI(t, newUIFakeAPI())
 	page := getPage(t, base+"/stacks/nope", http.StatusNotFound)
 	wantContains(t, page, "There is no stack named &#34;nope&#34;.")
+	wantNav(t, page, "")
 	resp, _ := fetch(t, http.MethodGet, base+"/nowhere", nil)
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("GET /nowhere: status %d", resp.StatusCode)
@@ -397,6 +516,12 @@ func TestUIHelpers(t *testing.T) {
 	if got := shortSHA("main"); got != "main" {
 		t.Errorf("shortSHA(main) = %q", got)
 	}
+	if got := shortCommit("0123456789abcdef0123456789abcdef01234567"); got != "0123456789ab" {
+		t.Errorf("shortCommit = %q", got)
+	}
+	if got := shortCommit("v1.2"); got != "v1.2" {
+		t.Errorf("shortCommit(v1.2) = %q", got)
+	}
 	long := bytes.Repeat([]byte("0123456789\n"), 10)
 	if got, cut := tail(long, 25); string(got) != "0123456789\n0123456789\n" || !cut {
 		t.Errorf("tail = %q, %v", got, cut)
@@ -482,6 +607,9 @@ func TestUIChromium(t *testing.T) {
 	wantContains(t, dom, `href="/stacks/web"`, ">Progressing<", ">Degraded<")
 	screenshot(t, base+"/", "ui-list.png")
 	screenshot(t, base+"/stacks/web", "ui-stack.png")
+	dom = string(runChromium(t, "--dump-dom", base+"/config"))
+	wantContains(t, dom, ">Sources<", "git+git@github.com:acme/db.git", "applied ✓", "refused")
+	screenshot(t, base+"/config", "ui-config.png")
 }
 
 // uiScriptAPI is uiFakeAPI with a page that changes on every render (its

@@ -50,9 +50,10 @@ type repoURLs struct {
 
 // webhook handles POST /api/v1/webhooks/git. The request is verified
 // before anything else is read from it: 401 for a bad or missing
-// signature. A verified branch push makes the stacks tracking that
-// branch of that repository poll at once (202 naming them); any other
-// verified event is acknowledged and ignored (202).
+// signature. A verified branch push makes the stacks and Git config
+// sources tracking that branch of that repository poll at once (202
+// naming them: {"stacks": [...], "sources": [...]}, sources left out
+// when none); any other verified event is acknowledged and ignored (202).
 func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	if s.opts.WebhookSecret == "" {
 		writeError(w, http.StatusNotFound, "webhooks are not configured")
@@ -102,12 +103,13 @@ func (s *Server) push(w http.ResponseWriter, forge string, body []byte) {
 		writeJSON(w, http.StatusAccepted, map[string]string{"ignored": ignored})
 		return
 	}
-	stacks := s.api.Push(urls, branch)
-	if stacks == nil {
-		stacks = []string{}
+	res := s.api.Push(urls, branch)
+	if res.Stacks == nil {
+		res.Stacks = []string{}
 	}
-	s.log.Info("push webhook", "forge", forge, "repository", urls[0], "branch", branch, "stacks", stacks)
-	writeJSON(w, http.StatusAccepted, map[string]any{"stacks": stacks})
+	s.log.Info("push webhook", "forge", forge, "repository", urls[0], "branch", branch,
+		"stacks", res.Stacks, "sources", res.Sources)
+	writeJSON(w, http.StatusAccepted, res)
 }
 
 // urls lists the payload's repository URLs, without blanks or repeats.

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stackd/stackd/daemon"
 )
 
 const hookSecret = "hook-secret"
@@ -66,11 +68,12 @@ func TestWebhookPush(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			api := &fakeAPI{pushed: []string{"infra-dev", "infra-prod"}}
+			api := &fakeAPI{pushed: daemon.PushResult{Stacks: []string{"infra-dev", "infra-prod"},
+				Sources: []string{"git+https://github.com/acme/infra.git//stacks?ref=main"}}}
 			// A configured API token does not apply to the webhook.
 			_, url := startWith(t, Options{API: api, WebhookSecret: hookSecret, Token: "api-token"})
 			code, v := callWith(t, "POST", url+webhookPath, tt.header, tt.body)
-			if code != 202 || len(v["stacks"].([]any)) != 2 {
+			if code != 202 || len(v["stacks"].([]any)) != 2 || len(v["sources"].([]any)) != 1 {
 				t.Fatalf("push = %d %v", code, v)
 			}
 			api.mu.Lock()
@@ -80,6 +83,16 @@ func TestWebhookPush(t *testing.T) {
 				t.Fatalf("Push calls = %+v, want %v %s", pushes, tt.urls, tt.branch)
 			}
 		})
+	}
+}
+
+// TestWebhookPushNothing: a push nothing tracks names no stack, as an
+// empty list, and leaves sources out.
+func TestWebhookPushNothing(t *testing.T) {
+	_, url := startWith(t, Options{API: &fakeAPI{}, WebhookSecret: hookSecret})
+	code, v := callWith(t, "POST", url+webhookPath, githubHeaders("push", sign(hookSecret, githubPush)), githubPush)
+	if stacks, ok := v["stacks"].([]any); code != 202 || !ok || len(stacks) != 0 || v["sources"] != nil {
+		t.Fatalf("push = %d %v", code, v)
 	}
 }
 

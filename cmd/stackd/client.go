@@ -117,8 +117,43 @@ func statusCommand(args []string, stdout io.Writer) error {
 		}
 		return enc.Encode(stacks)
 	}
+	if fs.NArg() == 0 {
+		var cfg daemon.ConfigStatus
+		if err := c.getJSON("/api/v1/config", &cfg); err != nil {
+			return err
+		}
+		printSources(stdout, cfg.Sources)
+	}
 	printStacks(stdout, stacks, time.Now())
 	return nil
+}
+
+// printSources prints one line per config source: its health, the
+// source, the commit in force (with "→ <latest>" when the ref points at
+// another one) and the first line of its error, if any; then a blank
+// line. It prints nothing when there is no source.
+func printSources(w io.Writer, sources []daemon.SourceStatus) {
+	if len(sources) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, src := range sources {
+		health := src.Health.Status
+		if health == "" {
+			health = "-"
+		}
+		commit := shortCommit(src.Commit)
+		if src.LatestCommit != "" && src.LatestCommit != src.Commit {
+			commit += " → " + shortCommit(src.LatestCommit)
+		}
+		line := health + "\t" + src.Source + "\t" + commit
+		if errLine, _, _ := strings.Cut(strings.TrimSpace(src.Error), "\n"); errLine != "" {
+			line += "\t" + errLine
+		}
+		fmt.Fprintln(tw, line)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
 }
 
 // printStacks prints a table like kubectl get.
@@ -160,6 +195,15 @@ func shortSHA(s string) string {
 		return "-"
 	}
 	return s[:min(7, len(s))]
+}
+
+// shortCommit abbreviates a config source's commit to 12 characters, as
+// the web UI does; "-" for none.
+func shortCommit(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s[:min(12, len(s))]
 }
 
 // since is a kubectl-style age: 45s, 12m, 3h, 5d.

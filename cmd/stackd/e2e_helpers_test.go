@@ -164,7 +164,7 @@ func startDaemonWith(t testing.TB, config, dataDir string, tweak func(*runFlags)
 		t.Fatal(err)
 	}
 	in := &instance{t: t, logs: &syncBuffer{}, cfgPath: cfgPath}
-	in.flags = runFlags{config: cfgPath, dataDir: dataDir, listen: "127.0.0.1:0", pulumiBin: bin,
+	in.flags = runFlags{sourceFlags: sourceFlags{config: stringsFlag{cfgPath}, pollInterval: time.Second}, dataDir: dataDir, listen: "127.0.0.1:0", pulumiBin: bin,
 		secretsDir:    filepath.Join(dataDir, "..", "secrets"),
 		maxConcurrent: 2, maxFailures: 3, minResync: time.Second, retryBackoff: 300 * time.Millisecond,
 		opTimeout: 2 * time.Minute, gitTimeout: 10 * time.Second, shutdownGrace: 30 * time.Second}

@@ -24,7 +24,7 @@ import (
 
 // runFlags are the flags of "stackd run".
 type runFlags struct {
-	config        string
+	sourceFlags
 	dataDir       string
 	listen        string
 	pulumiBin     string
@@ -68,7 +68,7 @@ func (s *stringsFlag) Set(v string) error {
 }
 
 func (f *runFlags) define(fs *flag.FlagSet) {
-	fs.StringVar(&f.config, "config", "", "config file or directory of Stack specs (required)")
+	f.sourceFlags.define(fs)
 	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir, "directory for state, checkouts and the default backend")
 	fs.StringVar(&f.listen, "listen", web.DefaultAddr, "HTTP listen address")
 	fs.StringVar(&f.pulumiBin, "pulumi-bin", "", "directory holding the pulumi CLI (default: beside stackd, else on PATH)")
@@ -106,7 +106,7 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer) error {
 	switch {
 	case fs.NArg() != 0:
 		return usageErrorf("run: unexpected argument %q", fs.Arg(0))
-	case f.config == "":
+	case len(f.config) == 0:
 		return usageErrorf("run: --config is required")
 	}
 	log, err := newLogger(stderr, f.logLevel, f.logFormat)
@@ -193,12 +193,16 @@ type app struct {
 
 // start wires the packages together and starts them.
 func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err error) {
-	cfg, diags, err := daemon.Load(f.config)
+	srcs, err := f.sources()
 	if err != nil {
-		for _, d := range diags {
-			log.Error("config", "problem", d.String())
-		}
-		return nil, fmt.Errorf("config %s is not valid", f.config)
+		return nil, err
+	}
+	auth, err := f.auth()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkLocalConfig(srcs, log); err != nil {
+		return nil, err
 	}
 	dataDir, err := filepath.Abs(f.dataDir)
 	if err != nil {
@@ -235,7 +239,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	}()
 	reg := prometheus.NewRegistry()
 	metrics := web.NewMetrics(reg, nil, version)
-	d, err := newDaemon(ctx, f, cfg, dataDir, st, metrics, asNotifier(wh), log)
+	d, err := newDaemon(ctx, f, srcs, auth, dataDir, st, metrics, asNotifier(wh), log)
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +253,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 		_ = d.Stop(context.Background())
 		return nil, err
 	}
-	log.Info("stackd started", "version", version, "config", f.config, "data_dir", dataDir, "stacks", len(cfg.Stacks))
+	log.Info("stackd started", "version", version, "config", f.config.String(), "data_dir", dataDir, "stacks", len(d.Stacks()))
 	return &app{srv: srv, d: d, store: st, notifier: wh}, nil
 }
 
@@ -297,7 +301,7 @@ func closeNotifier(wh *daemon.WebhookNotifier, grace time.Duration) {
 	_ = wh.Close(ctx)
 }
 
-func newDaemon(ctx context.Context, f *runFlags, cfg *daemon.Config, dataDir string, st *store.Store,
+func newDaemon(ctx context.Context, f *runFlags, srcs []daemon.Source, auth *daemon.GitAuth, dataDir string, st *store.Store,
 	obs daemon.Observer, notifier daemon.Notifier, log *slog.Logger,
 ) (*daemon.Daemon, error) {
 	bin, err := pulumiBin(f.pulumiBin)
@@ -309,16 +313,35 @@ func newDaemon(ctx context.Context, f *runFlags, cfg *daemon.Config, dataDir str
 	if err != nil {
 		return nil, err
 	}
-	return daemon.New(cfg, daemon.Options{
+	return daemon.New(nil, daemon.Options{
 		Store: st, Runner: run, Logger: log.With("component", "daemon"), DataDir: dataDir,
 		Fetcher: gitwatch.New(gitwatch.Options{Timeout: f.gitTimeout, CacheFor: f.minResync / 2,
 			Logger: log.With("component", "gitwatch")}),
 		Refs:          daemon.RefSources{SecretsDir: f.secretsDir, ConfigMapsDir: f.configMapsDir},
 		MaxConcurrent: f.maxConcurrent, MinResync: f.minResync, MaxFailures: f.maxFailures,
 		BackoffBase: f.retryBackoff, OpTimeout: f.opTimeout,
-		ConfigPaths: []string{f.config}, Observer: obs, WatchConfig: f.watchConfig, AllowMassRemoval: f.massRemoval,
+		Sources: srcs, SourceAuth: auth, SourcePoll: f.pollInterval, Observer: obs, WatchConfig: f.watchConfig, AllowMassRemoval: f.massRemoval,
 		DriftInterval: f.driftInterval, Notifier: notifier,
 	})
+}
+
+// checkLocalConfig validates a config made of local files only, logging
+// each problem, so that a broken config stops the start with its
+// file:line:column list. A config with Git sources is checked by the
+// daemon, which starts anyway and waits for a valid commit.
+func checkLocalConfig(srcs []daemon.Source, log *slog.Logger) error {
+	paths := localPaths(srcs)
+	if len(paths) < len(srcs) {
+		return nil
+	}
+	_, diags, err := daemon.Load(paths...)
+	if err != nil {
+		for _, d := range diags {
+			log.Error("config", "problem", d.String())
+		}
+		return fmt.Errorf("config %s is not valid", strings.Join(paths, ", "))
+	}
+	return nil
 }
 
 // readSecretFile reads a token or secret from a file, trimmed; "" when

@@ -131,7 +131,7 @@ func TestE2EUIExample(t *testing.T) {
 	if err := os.WriteFile(cfgPath, example, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	in := startDaemonWith(t, string(example), filepath.Join(root, ".data", "state"), func(f *runFlags) { f.config = cfgPath })
+	in := startDaemonWith(t, string(example), filepath.Join(root, ".data", "state"), func(f *runFlags) { f.config = stringsFlag{cfgPath} })
 	for _, name := range []string{"hello", "example"} {
 		in.waitStack(name, "deployed", time.Minute, isReady)
 	}

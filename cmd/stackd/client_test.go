@@ -1,0 +1,146 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// Commits of the fake daemon's config sources.
+const (
+	clientCommitA = "aaaaaaaaaaaa1111111111111111111111111111"
+	clientCommitB = "bbbbbbbbbbbb2222222222222222222222222222"
+)
+
+// fakeDaemon serves the read endpoints "stackd status" uses, with one
+// stack and the given config, and records the paths asked for.
+type fakeDaemon struct {
+	mu     sync.Mutex
+	paths  []string
+	config daemon.ConfigStatus
+}
+
+func (f *fakeDaemon) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.paths = append(f.paths, r.URL.Path)
+	f.mu.Unlock()
+	app := daemon.StackView{Name: "app", Source: "/etc/stackd/stacks.yaml", Status: daemon.StackStatus{
+		Health:     &daemon.Health{Status: daemon.HealthHealthy},
+		Conditions: []daemon.Condition{{Type: daemon.ConditionReady, Status: "True", Reason: "ProcessingCompleted"}},
+		LastUpdate: &daemon.LastUpdate{Type: daemon.UpdateUp, State: daemon.UpdateSucceeded,
+			LastSuccessfulCommit: clientCommitA, LastResyncTime: time.Now().Add(-time.Hour)}}}
+	var v any
+	switch r.URL.Path {
+	case "/api/v1/stacks":
+		v = map[string]any{"stacks": []daemon.StackView{app}}
+	case "/api/v1/stacks/app":
+		v = app
+	case "/api/v1/config":
+		v = f.config
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		v = map[string]string{"error": "unknown stack"}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// startFakeDaemon serves a fakeDaemon with config on a loopback port.
+func startFakeDaemon(t *testing.T, config daemon.ConfigStatus) (*fakeDaemon, string) {
+	t.Helper()
+	f := &fakeDaemon{config: config}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return f, srv.URL
+}
+
+// clientSources are a healthy Git source, a Git source whose latest
+// commit is refused, and a local file.
+var clientSources = []daemon.SourceStatus{
+	{Source: "git+https://github.com/acme/infra.git//stacks?ref=main", Git: &daemon.GitDir{URL: "https://github.com/acme/infra.git", Path: "stacks", Ref: "main"},
+		Commit: clientCommitA, LatestCommit: clientCommitA, Stacks: 2, Health: daemon.Health{Status: daemon.HealthHealthy}},
+	{Source: "git+git@github.com:acme/db.git", Git: &daemon.GitDir{URL: "git@github.com:acme/db.git"},
+		Commit: clientCommitA, LatestCommit: clientCommitB, Error: "db.yaml:3:5: spec.stack is required\ndb.yaml:9:1: unknown field", Stacks: 1,
+		Health: daemon.Health{Status: daemon.HealthDegraded}},
+	{Source: "/etc/stackd/stacks.yaml", Stacks: 1, Health: daemon.Health{Status: daemon.HealthProgressing}},
+}
+
+// TestClientStatusSources: "stackd status" prints a line per config
+// source before the stack table.
+func TestClientStatusSources(t *testing.T) {
+	f, url := startFakeDaemon(t, daemon.ConfigStatus{Successful: true, Sources: clientSources})
+	code, stdout, stderr := stackd(t, "status", "--server", url)
+	if code != exitOK {
+		t.Fatalf("status: exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(stdout, "\n")
+	if len(lines) < 6 {
+		t.Fatalf("status:\n%s", stdout)
+	}
+	for i, want := range [][]string{
+		{"Healthy", "git+https://github.com/acme/infra.git//stacks?ref=main", "aaaaaaaaaaaa"},
+		{"Degraded", "git+git@github.com:acme/db.git", "aaaaaaaaaaaa → bbbbbbbbbbbb", "db.yaml:3:5: spec.stack is required"},
+		{"Progressing", "/etc/stackd/stacks.yaml", " -"},
+		{""},
+		{"NAME", "HEALTH", "COMMIT"},
+		{"app", "Healthy", "aaaaaaa"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(lines[i], w) {
+				t.Errorf("line %d %q lacks %q", i+1, lines[i], w)
+			}
+		}
+	}
+	if strings.Contains(stdout, "unknown field") || strings.Contains(stdout, clientCommitA) {
+		t.Errorf("status shows more than an error's first line or a short commit:\n%s", stdout)
+	}
+	if strings.Contains(lines[0], "→") || strings.HasSuffix(lines[0], " ") {
+		t.Errorf("an up-to-date source's line: %q", lines[0])
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if strings.Join(f.paths, " ") != "/api/v1/stacks /api/v1/config" {
+		t.Errorf("asked for %v", f.paths)
+	}
+}
+
+// TestClientStatusNoSources: without config sources the output is the
+// stack table alone, as before.
+func TestClientStatusNoSources(t *testing.T) {
+	_, url := startFakeDaemon(t, daemon.ConfigStatus{Successful: true})
+	code, stdout, stderr := stackd(t, "status", "--server", url)
+	if code != exitOK || !strings.HasPrefix(stdout, "NAME ") || !strings.Contains(stdout, "app ") {
+		t.Fatalf("status: exit %d: %s\n%s", code, stderr, stdout)
+	}
+}
+
+// TestClientStatusOneStack: "stackd status NAME" and --json print what
+// they did and do not read the config.
+func TestClientStatusOneStack(t *testing.T) {
+	f, url := startFakeDaemon(t, daemon.ConfigStatus{Sources: clientSources})
+	code, stdout, stderr := stackd(t, "status", "app", "--server", url)
+	if code != exitOK || !strings.HasPrefix(stdout, "NAME ") || strings.Contains(stdout, "Degraded") {
+		t.Fatalf("status app: exit %d: %s\n%s", code, stderr, stdout)
+	}
+	code, stdout, stderr = stackd(t, "status", "--json", "--server", url)
+	var stacks []daemon.StackView
+	if err := json.Unmarshal([]byte(stdout), &stacks); code != exitOK || err != nil || len(stacks) != 1 || stacks[0].Source != "/etc/stackd/stacks.yaml" {
+		t.Fatalf("status --json: exit %d, %v: %s\n%s", code, err, stderr, stdout)
+	}
+	if code, _, stderr = stackd(t, "status", "nope", "--server", url); code != 1 || !strings.Contains(stderr, "404") {
+		t.Fatalf("status nope: exit %d: %s", code, stderr)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.paths {
+		if p == "/api/v1/config" {
+			t.Errorf("asked for the config: %v", f.paths)
+		}
+	}
+}
