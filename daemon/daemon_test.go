@@ -679,17 +679,7 @@ func TestRefIsSecret(t *testing.T) {
 }
 
 func TestSyncWaves(t *testing.T) {
-	stack := func(name, wave string) string {
-		return fmt.Sprintf(`apiVersion: pulumi.com/v1
-kind: Stack
-metadata:
-  name: %s
-  annotations: {argocd.argoproj.io/sync-wave: "%s"}
-spec: {stack: dev, projectRepo: https://git.example/%s.git, branch: main}
----
-`, name, wave, name)
-	}
-	h := newHarness(t, stack("late", "1")+stack("early", "-1"), nil)
+	h := newHarness(t, manifestDoc("late", "1")+"---\n"+manifestDoc("early", "-1"), nil)
 	h.fetcher.set("https://git.example/late.git", sha1, nil)
 	h.fetcher.set("https://git.example/early.git", sha1, nil)
 	h.runner.gate = make(chan struct{})
