@@ -1,8 +1,12 @@
 package main
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -245,4 +249,38 @@ func waitGone(t *testing.T, in *instance, name string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestE2EGitOpsWebhook: a push webhook naming the manifests repository
+// applies its new commit at once, long before the polling period.
+func TestE2EGitOpsWebhook(t *testing.T) {
+	toolchainBin(t)
+	g := newGitops(t)
+	v1 := g.programs.commit(map[string]string{"stacks/app/Pulumi.yaml": program("v1")})
+	g.manifests.commit(map[string]string{"environments/staging/app.yaml": g.manifest("app", "0", "app", "main", "")})
+	hookFile := filepath.Join(t.TempDir(), "hook")
+	const hookSecret = "hook-secret-gitops"
+	if err := os.WriteFile(hookFile, []byte(hookSecret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src := "git+file://" + g.manifests.dir + "//environments?ref=main"
+	g.in = startDaemonWith(t, "", "", func(f *runFlags) {
+		f.config, f.pollInterval, f.webhookFile = stringsFlag{src}, 10*time.Minute, hookFile
+	})
+	g.in.waitStack("app", "first deploy", time.Minute, g.deployedAt("app", v1))
+
+	commit := g.manifests.commit(map[string]string{"environments/staging/db.yaml": g.manifest("db", "0", "app", "main", "")})
+	payload := []byte(fmt.Sprintf(`{"ref":"refs/heads/main","after":%q,"repository":{"clone_url":%q}}`, commit, "file://"+g.manifests.dir))
+	mac := hmac.New(sha256.New, []byte(hookSecret))
+	mac.Write(payload)
+	start := time.Now()
+	code := g.in.post("/api/v1/webhooks/git", payload, map[string]string{"X-GitHub-Event": "push",
+		"Content-Type": "application/json", "X-Hub-Signature-256": "sha256=" + hex.EncodeToString(mac.Sum(nil))})
+	if code != http.StatusAccepted {
+		t.Fatalf("webhook: %d", code)
+	}
+	g.waitConfig("the pushed commit in force", func(st daemon.ConfigStatus) bool { return st.Sources[0].Commit == commit })
+	t.Logf("push-to-config-applied latency: %v (polling period 10m)", time.Since(start).Round(time.Millisecond))
+	g.in.waitStack("db", "the new stack", time.Minute, g.deployedAt("db", v1))
+	t.Logf("push-to-new-stack-deployed: %v", time.Since(start).Round(time.Millisecond))
 }
