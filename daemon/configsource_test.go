@@ -256,3 +256,41 @@ func TestPushPollsConfigSource(t *testing.T) {
 	}
 	h.eventually("the pushed commit applied", func() bool { return h.ready("app") && h.sourceStatus().Commit == sha2 })
 }
+
+// TestNewCommitReachesEveryWave: a stack of a higher wave that sees a new
+// commit first makes its lower wave poll, and the lower wave runs first.
+func TestNewCommitReachesEveryWave(t *testing.T) {
+	const two = `
+stacks:
+  - {name: net, stack: net, projectRepo: https://git.example/infra.git, repoDir: net, branch: main}
+  - {name: app, stack: app, projectRepo: https://git.example/infra.git, repoDir: app, branch: main}
+`
+	h := newHarness(t, two, func(o *Options) { o.pollEvery = time.Hour })
+	h.d.cfg.Stack("app").SyncWave = 1
+	h.fetcher.set("https://git.example/infra.git", sha1, nil)
+	h.start()
+	h.eventually("deployed", func() bool { return h.ready("net") && h.ready("app") })
+	h.fetcher.set("https://git.example/infra.git", sha2, nil)
+	h.d.mu.Lock()
+	h.d.stacks["app"].nextPoll = time.Time{} // app polls first
+	h.d.kick()
+	h.d.mu.Unlock()
+	h.eventually("both at the new commit", func() bool {
+		n, a := h.last("net"), h.last("app")
+		return n != nil && a != nil && n.LastSuccessfulCommit == sha2 && a.LastSuccessfulCommit == sha2
+	})
+	names := opNames(h.runner)
+	if got := strings.Join(names, ","); got != "net,app,net,app" {
+		t.Fatalf("runs in order %s; want net,app,net,app", got)
+	}
+}
+
+func opNames(r *fakeRunner) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, op := range r.ops {
+		out = append(out, op.Name)
+	}
+	return out
+}

@@ -190,11 +190,26 @@ func (d *Daemon) polled(st *stackState, commit string, err error) {
 	}
 	if commit != st.commit && st.commit != "" {
 		d.log.Info("new commit", "stack", st.rec.Name, "commit", commit)
+		d.pollSiblingsLocked(st)
 	}
 	if commit != st.commit {
 		st.commitSeen = time.Now()
 	}
 	st.commit = commit
+}
+
+// pollSiblingsLocked makes the stacks of st's config source that track
+// the same repository poll now, as Argo CD refreshes a whole application:
+// a new commit then reaches every wave in one pass, and the lower waves
+// run first, rather than each stack at its own poll.
+func (d *Daemon) pollSiblingsLocked(st *stackState) {
+	repo := repoKey(st.stack.Spec.ProjectRepo)
+	for _, other := range d.stacks {
+		if other != st && tracksBranch(other) && other.stack.Source == st.stack.Source &&
+			repoKey(other.stack.Spec.ProjectRepo) == repo {
+			other.nextPoll = time.Time{}
+		}
+	}
 }
 
 // observe gathers Decide's inputs. ok is false while the commit to
