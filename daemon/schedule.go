@@ -199,14 +199,14 @@ func (d *Daemon) polled(st *stackState, commit string, err error) {
 }
 
 // pollSiblingsLocked makes the stacks of st's config source that track
-// the same repository poll now, as Argo CD refreshes a whole application:
+// the same branch of the same repository poll now, as Argo CD refreshes a whole application:
 // a new commit then reaches every wave in one pass, and the lower waves
 // run first, rather than each stack at its own poll.
 func (d *Daemon) pollSiblingsLocked(st *stackState) {
 	repo := repoKey(st.stack.Spec.ProjectRepo)
 	for _, other := range d.stacks {
 		if other != st && tracksBranch(other) && other.stack.Source == st.stack.Source &&
-			repoKey(other.stack.Spec.ProjectRepo) == repo {
+			repoKey(other.stack.Spec.ProjectRepo) == repo && other.stack.Spec.Branch == st.stack.Spec.Branch {
 			other.nextPoll = time.Time{}
 		}
 	}
