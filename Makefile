@@ -38,7 +38,7 @@ test-short: ## run the fast tests only (no Pulumi toolchain needed)
 # Minimising each new input takes up to a minute by default and stalls a
 # short run; 1s keeps the fuzzer fuzzing.
 fuzz: ## fuzz the config parser for FUZZTIME (30s)
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./daemon/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./daemon/spec/
 
 vet: ## go vet, and fail on unformatted files
 	$(GO) vet ./...

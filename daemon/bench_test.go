@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // BenchmarkReload1000Stacks reloads a 1,000-stack config in which one
@@ -35,13 +37,13 @@ func BenchmarkReload1000Stacks(b *testing.B) {
 	}
 	text := write(0)
 	store, fetcher, runner := newMemStore(), &fakeFetcher{commits: map[string]string{}}, &fakeRunner{fail: map[string]error{}}
-	cfg, _, err := Parse(path, []byte(text))
+	cfg, _, err := spec.Parse(path, []byte(text))
 	if err != nil {
 		b.Fatal(err)
 	}
 	// Polling is off (an hour), so the benchmark measures reloads only.
 	d, err := New(cfg, Options{Store: store, Fetcher: fetcher, Runner: runner, DataDir: dir,
-		Sources: []Source{{Path: path}}, pollEvery: time.Hour})
+		Sources: []spec.Source{{Path: path}}, pollEvery: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // DefaultSourcePoll is how often Git config sources are polled.
@@ -19,7 +21,7 @@ const DefaultSourcePoll = time.Minute
 // sourceState is one config source as the daemon follows it. Its fields
 // are guarded by Daemon.mu; fetches and reloads run without it.
 type sourceState struct {
-	Source
+	spec.Source
 	name string // Source.String()
 
 	// The Git source's newest fetched commit and the project directory
@@ -35,7 +37,7 @@ type sourceState struct {
 	configErr string
 }
 
-func newSourceStates(srcs []Source) []*sourceState {
+func newSourceStates(srcs []spec.Source) []*sourceState {
 	out := make([]*sourceState, len(srcs))
 	for i, s := range srcs {
 		out[i] = &sourceState{Source: s, name: s.String()}
@@ -253,7 +255,7 @@ func (d *Daemon) restoreSources(ctx context.Context) {
 			continue // never applied
 		}
 		var rec appliedRecord
-		if err := json.Unmarshal(data, &rec); err != nil || !fullSHA.MatchString(rec.Commit) {
+		if err := json.Unmarshal(data, &rec); err != nil || !spec.IsFullSHA(rec.Commit) {
 			d.log.Warn("ignoring an unreadable record of a config source", "source", s.name)
 			continue
 		}
@@ -287,12 +289,12 @@ func (d *Daemon) fetchUnapplied(ctx context.Context) {
 // inputsLocked lists what a reload reads: each local path, and each Git
 // source's newest checkout (or the one in force when no fetch succeeded
 // since the start).
-func (d *Daemon) inputsLocked() ([]loadInput, []RevisionSource, error) {
-	var inputs []loadInput
+func (d *Daemon) inputsLocked() ([]spec.Input, []RevisionSource, error) {
+	var inputs []spec.Input
 	var revs []RevisionSource
 	for _, s := range d.sources {
 		if s.Git == nil {
-			inputs = append(inputs, loadInput{source: s.name, path: s.Path})
+			inputs = append(inputs, spec.Input{Source: s.name, Path: s.Path})
 			revs = append(revs, RevisionSource{Source: s.name})
 			continue
 		}
@@ -307,7 +309,7 @@ func (d *Daemon) inputsLocked() ([]loadInput, []RevisionSource, error) {
 			}
 			return nil, nil, fmt.Errorf("config source %s: %s", s.name, why)
 		}
-		inputs = append(inputs, loadInput{source: s.name, path: dir, shown: s.shown(), emptyOK: true})
+		inputs = append(inputs, spec.Input{Source: s.name, Path: dir, Shown: s.shown(), EmptyOK: true})
 		revs = append(revs, RevisionSource{Source: s.name, Commit: commit})
 	}
 	return inputs, revs, nil

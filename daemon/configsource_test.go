@@ -8,28 +8,30 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 func TestParseSource(t *testing.T) {
 	tests := []struct {
 		in      string
-		want    Source
+		want    spec.Source
 		wantErr string
 	}{
-		{in: "configs/stacks.yaml", want: Source{Path: "configs/stacks.yaml"}},
+		{in: "configs/stacks.yaml", want: spec.Source{Path: "configs/stacks.yaml"}},
 		{in: "git+https://github.com/org/infra.git//environments/staging?ref=main",
-			want: Source{Git: &GitDir{URL: "https://github.com/org/infra.git", Path: "environments/staging", Ref: "main"}}},
+			want: spec.Source{Git: &spec.GitDir{URL: "https://github.com/org/infra.git", Path: "environments/staging", Ref: "main"}}},
 		{in: "git+https://github.com/org/infra.git",
-			want: Source{Git: &GitDir{URL: "https://github.com/org/infra.git"}}},
+			want: spec.Source{Git: &spec.GitDir{URL: "https://github.com/org/infra.git"}}},
 		{in: "git+https://github.com/org/infra.git?ref=v1.2.0",
-			want: Source{Git: &GitDir{URL: "https://github.com/org/infra.git", Ref: "v1.2.0"}}},
+			want: spec.Source{Git: &spec.GitDir{URL: "https://github.com/org/infra.git", Ref: "v1.2.0"}}},
 		{in: "git+file:///srv/git/infra.git//prod/?ref=release",
-			want: Source{Git: &GitDir{URL: "file:///srv/git/infra.git", Path: "prod", Ref: "release"}}},
+			want: spec.Source{Git: &spec.GitDir{URL: "file:///srv/git/infra.git", Path: "prod", Ref: "release"}}},
 		{in: "git+ssh://git@github.com/org/infra.git//prod",
-			want: Source{Git: &GitDir{URL: "ssh://git@github.com/org/infra.git", Path: "prod"}}},
+			want: spec.Source{Git: &spec.GitDir{URL: "ssh://git@github.com/org/infra.git", Path: "prod"}}},
 		{in: "git+git@github.com:org/infra.git//prod?ref=0123456789abcdef0123456789abcdef01234567",
-			want: Source{Git: &GitDir{URL: "git@github.com:org/infra.git", Path: "prod", Ref: "0123456789abcdef0123456789abcdef01234567"}}},
-		{in: "git+https://github.com/org/infra.git//.", want: Source{Git: &GitDir{URL: "https://github.com/org/infra.git"}}},
+			want: spec.Source{Git: &spec.GitDir{URL: "git@github.com:org/infra.git", Path: "prod", Ref: "0123456789abcdef0123456789abcdef01234567"}}},
+		{in: "git+https://github.com/org/infra.git//.", want: spec.Source{Git: &spec.GitDir{URL: "https://github.com/org/infra.git"}}},
 		{in: "", wantErr: "empty config path"},
 		{in: "git+", wantErr: "no repository URL"},
 		{in: "git+https://github.com/org/infra.git//../etc", wantErr: "must stay inside the repository"},
@@ -40,7 +42,7 @@ func TestParseSource(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := ParseSource(tt.in)
+			got, err := spec.ParseSource(tt.in)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -57,7 +59,7 @@ func TestParseSource(t *testing.T) {
 				(got.Git == nil) != (tt.want.Git == nil) || (got.Git != nil && *got.Git != *tt.want.Git) {
 				t.Fatalf("got %+v %+v, want %+v %+v", got, got.Git, tt.want, tt.want.Git)
 			}
-			if again, err := ParseSource(got.String()); err != nil || again.String() != got.String() {
+			if again, err := spec.ParseSource(got.String()); err != nil || again.String() != got.String() {
 				t.Fatalf("String() %q does not parse back: %v", got.String(), err)
 			}
 		})
@@ -65,18 +67,18 @@ func TestParseSource(t *testing.T) {
 }
 
 func TestMassRemovalPerSource(t *testing.T) {
-	cfg := func(stacks ...string) *Config {
-		c := &Config{}
+	cfg := func(stacks ...string) *spec.Config {
+		c := &spec.Config{}
 		for _, s := range stacks {
 			src, name, _ := strings.Cut(s, "/")
-			c.Stacks = append(c.Stacks, &Stack{Name: name, Source: src})
+			c.Stacks = append(c.Stacks, &spec.Stack{Name: name, Source: src})
 		}
 		return c
 	}
 	cur := cfg("a/1", "a/2", "a/3", "b/4", "b/5", "b/6", "b/7", "b/8", "b/9")
 	tests := []struct {
 		name string
-		next *Config
+		next *spec.Config
 		want string // substring of the refusal; empty: allowed
 	}{
 		{"nothing removed", cfg("a/1", "a/2", "a/3", "b/4", "b/5", "b/6", "b/7", "b/8", "b/9"), ""},
@@ -113,14 +115,14 @@ const sha3, sha4, sha5 = "3333333333333333333333333333333333333333", "4444444444
 
 func newSourceHarness(t *testing.T, store *memStore, fetcher *fakeFetcher, dir string) *harness {
 	t.Helper()
-	src, err := ParseSource("git+" + manifestsURL + "//env/staging?ref=main")
+	src, err := spec.ParseSource("git+" + manifestsURL + "//env/staging?ref=main")
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, store: store, fetcher: fetcher, runner: &fakeRunner{fail: map[string]error{}}, dir: dir}
 	d, err := New(nil, Options{Store: h.store, Fetcher: h.fetcher, Runner: h.runner, DataDir: h.dir,
 		MinResync: 50 * time.Millisecond, BackoffBase: 20 * time.Millisecond, pollEvery: 20 * time.Millisecond,
-		Sources: []Source{src}, SourcePoll: 20 * time.Millisecond})
+		Sources: []spec.Source{src}, SourcePoll: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

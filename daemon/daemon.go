@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // Store keeps stack records, update history and logs; store implements it.
@@ -55,7 +57,7 @@ type Options struct {
 	// (<DataDir>/stacks/<name>).
 	DataDir string
 	// Refs says where Secret, ConfigMap and Env references are read.
-	Refs RefSources
+	Refs spec.RefSources
 	// MaxConcurrent bounds the operations running at once
 	// (DefaultMaxConcurrent).
 	MaxConcurrent int
@@ -74,7 +76,7 @@ type Options struct {
 	PollTimeout time.Duration
 	// Sources are where the config is read (the --config values). With
 	// New's cfg nil, Start reads them; Reload reads them again.
-	Sources []Source
+	Sources []spec.Source
 	// SourceAuth are the credentials of the Git sources; nil is anonymous.
 	SourceAuth *GitAuth
 	// SourcePoll is how often Git sources are polled (DefaultSourcePoll).
@@ -138,7 +140,7 @@ type Daemon struct {
 	log  *slog.Logger
 
 	mu  sync.Mutex
-	cfg *Config // nil until a first config is applied
+	cfg *spec.Config // nil until a first config is applied
 	// sources are the config sources, in Options.Sources order.
 	sources []*sourceState
 	reload  ConfigStatus
@@ -166,7 +168,7 @@ type Daemon struct {
 // stackState is the daemon's in-memory view of one stack. Guarded by
 // Daemon.mu.
 type stackState struct {
-	stack *Stack // nil once the stack left the config
+	stack *spec.Stack // nil once the stack left the config
 	rec   StackRecord
 
 	// commit is the source's current commit (a resolved branch, a pinned
@@ -196,7 +198,7 @@ type stackState struct {
 
 // New makes a daemon for cfg; with cfg nil, Start reads Options.Sources.
 // Start begins the work.
-func New(cfg *Config, opts Options) (*Daemon, error) {
+func New(cfg *spec.Config, opts Options) (*Daemon, error) {
 	if opts.Store == nil || opts.Fetcher == nil || opts.Runner == nil {
 		return nil, errors.New("daemon: Store, Fetcher and Runner are required")
 	}
@@ -306,7 +308,7 @@ func (d *Daemon) recover() error {
 
 // Apply replaces the config in force. cfg must be valid (Load without
 // errors). Stacks that left it are kept until their removal is done.
-func (d *Daemon) Apply(cfg *Config) error {
+func (d *Daemon) Apply(cfg *spec.Config) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.applyLocked(cfg); err != nil {
@@ -316,7 +318,7 @@ func (d *Daemon) Apply(cfg *Config) error {
 	return nil
 }
 
-func (d *Daemon) applyLocked(cfg *Config) error {
+func (d *Daemon) applyLocked(cfg *spec.Config) error {
 	d.cfg = cfg
 	inConfig := map[string]bool{}
 	for _, s := range cfg.Stacks {
@@ -346,7 +348,7 @@ func (d *Daemon) applyLocked(cfg *Config) error {
 
 // observeSpec takes s as st's spec, growing the generation when the
 // spec's hash changed.
-func (d *Daemon) observeSpec(st *stackState, s *Stack) error {
+func (d *Daemon) observeSpec(st *stackState, s *spec.Stack) error {
 	changedSource := st.stack == nil || sourceOf(st.stack) != sourceOf(s)
 	st.stack = s
 	hash := s.SpecHash()
@@ -369,7 +371,7 @@ func (d *Daemon) observeSpec(st *stackState, s *Stack) error {
 }
 
 // sourceOf identifies where a stack's program comes from.
-func sourceOf(s *Stack) string {
+func sourceOf(s *spec.Stack) string {
 	if s.Spec.ProgramRef != nil {
 		return "program:" + s.Spec.ProgramRef.Name
 	}

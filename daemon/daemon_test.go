@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // The daemon's scheduling tests use hand-written fakes of its interfaces;
@@ -306,7 +308,7 @@ func newHarness(t *testing.T, yamlText string, tweak func(*Options)) *harness {
 		runner: &fakeRunner{fail: map[string]error{}}, dir: t.TempDir()}
 	opts := Options{Store: h.store, Fetcher: h.fetcher, Runner: h.runner, DataDir: h.dir,
 		MinResync: 50 * time.Millisecond, BackoffBase: 20 * time.Millisecond, pollEvery: 20 * time.Millisecond,
-		Refs: RefSources{SecretsDir: filepath.Join(h.dir, "secrets")}}
+		Refs: spec.RefSources{SecretsDir: filepath.Join(h.dir, "secrets")}}
 	if tweak != nil {
 		tweak(&opts)
 	}
@@ -318,9 +320,9 @@ func newHarness(t *testing.T, yamlText string, tweak func(*Options)) *harness {
 	return h
 }
 
-func (h *harness) parse(yamlText string) *Config {
+func (h *harness) parse(yamlText string) *spec.Config {
 	h.t.Helper()
-	cfg, diags, err := Parse("stacks.yaml", []byte(yamlText))
+	cfg, diags, err := spec.Parse("stacks.yaml", []byte(yamlText))
 	if err != nil {
 		h.t.Fatalf("parse: %v\n%v", err, diags)
 	}
@@ -658,18 +660,18 @@ func TestScrubber(t *testing.T) {
 func TestRefIsSecret(t *testing.T) {
 	tests := []struct {
 		env  string
-		ref  ResourceRef
+		ref  spec.ResourceRef
 		want bool
 	}{
-		{"REGION", ResourceRef{Type: RefLiteral, Literal: &LiteralRef{Value: "eu"}}, false},
-		{"AWS_SECRET_ACCESS_KEY", ResourceRef{Type: RefLiteral, Literal: &LiteralRef{Value: "x"}}, false},
-		{"ANY", ResourceRef{Type: RefSecret, Secret: &SecretSelector{Name: "a", Key: "b"}}, true},
-		{"ANY", ResourceRef{Type: RefFS, Filesystem: &FSSelector{Path: "/f"}}, true},
-		{"AWS_PROFILE", ResourceRef{Type: RefEnv, Env: &EnvSelector{Name: "AWS_PROFILE"}}, false},
-		{"GITHUB_TOKEN", ResourceRef{Type: RefEnv, Env: &EnvSelector{Name: "X"}}, true},
-		{"X", ResourceRef{Type: RefEnv, Env: &EnvSelector{Name: "DB_PASSWORD"}}, true},
-		{"VPC", ResourceRef{Type: RefStackOutput, StackOutput: &StackOutputSelect{Stack: "net", Output: "vpcId"}}, false},
-		{"X", ResourceRef{Type: RefStackOutput, StackOutput: &StackOutputSelect{Stack: "db", Output: "privateKey"}}, true},
+		{"REGION", spec.ResourceRef{Type: spec.RefLiteral, Literal: &spec.LiteralRef{Value: "eu"}}, false},
+		{"AWS_SECRET_ACCESS_KEY", spec.ResourceRef{Type: spec.RefLiteral, Literal: &spec.LiteralRef{Value: "x"}}, false},
+		{"ANY", spec.ResourceRef{Type: spec.RefSecret, Secret: &spec.SecretSelector{Name: "a", Key: "b"}}, true},
+		{"ANY", spec.ResourceRef{Type: spec.RefFS, Filesystem: &spec.FSSelector{Path: "/f"}}, true},
+		{"AWS_PROFILE", spec.ResourceRef{Type: spec.RefEnv, Env: &spec.EnvSelector{Name: "AWS_PROFILE"}}, false},
+		{"GITHUB_TOKEN", spec.ResourceRef{Type: spec.RefEnv, Env: &spec.EnvSelector{Name: "X"}}, true},
+		{"X", spec.ResourceRef{Type: spec.RefEnv, Env: &spec.EnvSelector{Name: "DB_PASSWORD"}}, true},
+		{"VPC", spec.ResourceRef{Type: spec.RefStackOutput, StackOutput: &spec.StackOutputSelect{Stack: "net", Output: "vpcId"}}, false},
+		{"X", spec.ResourceRef{Type: spec.RefStackOutput, StackOutput: &spec.StackOutputSelect{Stack: "db", Output: "privateKey"}}, true},
 	}
 	for _, tt := range tests {
 		if got := refIsSecret(tt.env, tt.ref); got != tt.want {
@@ -760,7 +762,7 @@ func TestHotReload(t *testing.T) {
 	if err := os.WriteFile(path, []byte(two), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, two, func(o *Options) { o.Sources, o.WatchConfig = []Source{{Path: path}}, true })
+	h := newHarness(t, two, func(o *Options) { o.Sources, o.WatchConfig = []spec.Source{{Path: path}}, true })
 	for _, n := range []string{"a", "b", "c"} {
 		h.fetcher.set("https://git.example/"+n+".git", sha1, nil)
 	}
@@ -801,10 +803,10 @@ func TestHotReload(t *testing.T) {
 }
 
 func TestMassRemoval(t *testing.T) {
-	cfg := func(names ...string) *Config {
-		c := &Config{}
+	cfg := func(names ...string) *spec.Config {
+		c := &spec.Config{}
 		for _, n := range names {
-			c.Stacks = append(c.Stacks, &Stack{Name: n})
+			c.Stacks = append(c.Stacks, &spec.Stack{Name: n})
 		}
 		return c
 	}
@@ -939,16 +941,16 @@ func TestFilterDrift(t *testing.T) {
 		{URN: "urn:a::File::two", Type: "t:File", Op: "delete"},
 	}
 	tests := []struct {
-		rules   []DriftIgnore
+		rules   []spec.DriftIgnore
 		left    int
 		ignored int
 	}{
 		{nil, 2, 0},
-		{[]DriftIgnore{{Type: "t:File"}}, 0, 2},
-		{[]DriftIgnore{{URN: "*::one"}}, 1, 1},
-		{[]DriftIgnore{{URN: "*::one", Properties: []string{"mode"}}}, 2, 0},
-		{[]DriftIgnore{{URN: "*::one", Properties: []string{"mode", "content"}}}, 1, 1},
-		{[]DriftIgnore{{Type: "other"}}, 2, 0},
+		{[]spec.DriftIgnore{{Type: "t:File"}}, 0, 2},
+		{[]spec.DriftIgnore{{URN: "*::one"}}, 1, 1},
+		{[]spec.DriftIgnore{{URN: "*::one", Properties: []string{"mode"}}}, 2, 0},
+		{[]spec.DriftIgnore{{URN: "*::one", Properties: []string{"mode", "content"}}}, 1, 1},
+		{[]spec.DriftIgnore{{Type: "other"}}, 2, 0},
 	}
 	for i, tt := range tests {
 		left, ignored := filterDrift(res, tt.rules)
@@ -956,7 +958,7 @@ func TestFilterDrift(t *testing.T) {
 			t.Errorf("case %d: %d left, %d ignored; want %d, %d", i, len(left), ignored, tt.left, tt.ignored)
 		}
 	}
-	if left, _ := filterDrift(res, []DriftIgnore{{URN: "*::one", Properties: []string{"mode"}}}); strings.Join(left[0].Properties, ",") != "content" {
+	if left, _ := filterDrift(res, []spec.DriftIgnore{{URN: "*::one", Properties: []string{"mode"}}}); strings.Join(left[0].Properties, ",") != "content" {
 		t.Errorf("ignored property kept: %v", left[0].Properties)
 	}
 	if res[0].Properties[1] != "mode" {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // PKO's constants.
@@ -173,7 +175,7 @@ func NextFailures(last *LastUpdate, generation int64, request string) int64 {
 
 // ResyncPeriod is the resync and branch-poll period of spec: its
 // resyncFrequencySeconds (DefaultResync when unset), raised to floor.
-func ResyncPeriod(spec *StackSpec, floor time.Duration) time.Duration {
+func ResyncPeriod(spec *spec.StackSpec, floor time.Duration) time.Duration {
 	period := DefaultResync
 	if spec.ResyncFrequencySeconds > 0 {
 		period = time.Duration(spec.ResyncFrequencySeconds) * time.Second
@@ -182,7 +184,7 @@ func ResyncPeriod(spec *StackSpec, floor time.Duration) time.Duration {
 }
 
 // MaxBackoff is spec's cap on the retry backoff.
-func MaxBackoff(spec *StackSpec) time.Duration {
+func MaxBackoff(spec *spec.StackSpec) time.Duration {
 	if spec.RetryMaxBackoffDurationSeconds > 0 {
 		return time.Duration(spec.RetryMaxBackoffDurationSeconds) * time.Second
 	}

@@ -3,6 +3,8 @@ package daemon
 import (
 	"testing"
 	"time"
+
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 func TestDecide(t *testing.T) {
@@ -137,7 +139,7 @@ func TestResyncPeriod(t *testing.T) {
 		floor   time.Duration
 		want    time.Duration
 	}{{0, time.Minute, time.Minute}, {30, time.Minute, time.Minute}, {300, time.Minute, 5 * time.Minute}, {2, time.Second, 2 * time.Second}, {0, time.Second, time.Minute}} {
-		if got := ResyncPeriod(&StackSpec{ResyncFrequencySeconds: tt.seconds}, tt.floor); got != tt.want {
+		if got := ResyncPeriod(&spec.StackSpec{ResyncFrequencySeconds: tt.seconds}, tt.floor); got != tt.want {
 			t.Errorf("ResyncPeriod(%d, floor %v) = %v, want %v", tt.seconds, tt.floor, got, tt.want)
 		}
 	}

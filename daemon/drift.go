@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // driftInterval is how often st is checked for drift; zero means never.
@@ -25,11 +27,11 @@ func (d *Daemon) driftInterval(st *stackState) time.Duration {
 }
 
 // driftSchedule is st's cron schedule of drift checks, or nil.
-func (d *Daemon) driftSchedule(st *stackState) *cronSchedule {
+func (d *Daemon) driftSchedule(st *stackState) *spec.Cron {
 	if st.stack == nil || st.stack.Spec.Preview || st.stack.Spec.DriftDetection == nil || st.stack.Spec.DriftDetection.Schedule == "" {
 		return nil
 	}
-	sched, err := parseCron(st.stack.Spec.DriftDetection.Schedule) // validated when loaded
+	sched, err := spec.ParseCron(st.stack.Spec.DriftDetection.Schedule) // validated when loaded
 	if err != nil {
 		return nil
 	}
@@ -53,7 +55,7 @@ func (d *Daemon) driftDue(st *stackState, now time.Time) (bool, time.Duration) {
 		if lastCheck.IsZero() {
 			lastCheck = last.LastResyncTime
 		}
-		if due = sched.next(lastCheck.UTC()); due.IsZero() {
+		if due = sched.Next(lastCheck.UTC()); due.IsZero() {
 			return false, 0
 		}
 	} else if every := d.driftInterval(st); every > 0 {
@@ -84,7 +86,7 @@ func (d *Daemon) recordDrift(st *stackState, u Update, res Result, now time.Time
 			dr.Since = prev.Since
 		}
 	} else {
-		var rules []DriftIgnore
+		var rules []spec.DriftIgnore
 		if st.stack != nil && st.stack.Spec.DriftDetection != nil {
 			rules = st.stack.Spec.DriftDetection.Ignore
 		}
@@ -109,13 +111,13 @@ func (d *Daemon) recordDrift(st *stackState, u Update, res Result, now time.Time
 // matching resource's drift; a rule with properties accepts those
 // properties only. It returns what stays drifted and how many resources
 // the rules accepted.
-func filterDrift(drift []DriftedResource, rules []DriftIgnore) ([]DriftedResource, int) {
+func filterDrift(drift []DriftedResource, rules []spec.DriftIgnore) ([]DriftedResource, int) {
 	var out []DriftedResource
 	ignored := 0
 	for _, r := range drift {
 		props, whole := r.Properties, false
 		for _, rule := range rules {
-			if !rule.matches(r) {
+			if !ignores(rule, r) {
 				continue
 			}
 			if len(rule.Properties) == 0 {
@@ -134,7 +136,8 @@ func filterDrift(drift []DriftedResource, rules []DriftIgnore) ([]DriftedResourc
 	return out, ignored
 }
 
-func (rule DriftIgnore) matches(r DriftedResource) bool {
+// ignores says whether rule covers r: its type, and its URN glob.
+func ignores(rule spec.DriftIgnore, r DriftedResource) bool {
 	if rule.Type != "" && rule.Type != r.Type {
 		return false
 	}

@@ -3,9 +3,13 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // Observer is told what happens, for metrics; web implements it with
@@ -52,7 +56,7 @@ type SourceStatus struct {
 	// Source is the --config value, free of credentials.
 	Source string `json:"source"`
 	// Git is set for a Git source.
-	Git *GitDir `json:"git,omitempty"`
+	Git *spec.GitDir `json:"git,omitempty"`
 	// Commit is the commit whose manifests are in force (Git sources).
 	Commit string `json:"commit,omitempty"`
 	// LatestCommit is what Git.Ref pointed at when last polled. It differs
@@ -195,7 +199,7 @@ func (d *Daemon) pushStacks(want map[string]bool, branch string) []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var names []string
-	for _, name := range sortedKeys(d.stacks) {
+	for _, name := range slices.Sorted(maps.Keys(d.stacks)) {
 		st := d.stacks[name]
 		if !tracksBranch(st) || strings.TrimPrefix(st.stack.Spec.Branch, "refs/heads/") != branch {
 			continue

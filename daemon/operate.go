@@ -6,13 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // job is one operation's inputs, captured under d.mu when it starts.
 type job struct {
 	st      *stackState
-	stack   *Stack // nil for a removed stack
-	cfg     *Config
+	stack   *spec.Stack // nil for a removed stack
+	cfg     *spec.Config
 	typ     string
 	reason  string
 	obs     Observation

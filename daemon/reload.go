@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // Reload reads the config again and applies it: Git sources are polled
@@ -42,7 +44,7 @@ func (d *Daemon) reloadConfig(trigger string) error {
 		err = fmt.Errorf("config not applied: %w", err)
 		return d.recordReload(now, err)
 	}
-	cfg, _, err := loadInputs(inputs) // err lists every problem
+	cfg, _, err := spec.LoadInputs(inputs) // err lists every problem
 	if err != nil {
 		err = fmt.Errorf("config not applied: %w", err)
 	} else {
@@ -56,9 +58,9 @@ func (d *Daemon) reloadConfig(trigger string) error {
 
 // swap applies cfg unless it means what the config in force means or
 // removes too many stacks. It records the revision it applied.
-func (d *Daemon) swap(cfg *Config, revs []RevisionSource, trigger string, now time.Time) error {
+func (d *Daemon) swap(cfg *spec.Config, revs []RevisionSource, trigger string, now time.Time) error {
 	d.mu.Lock()
-	sameConfig := d.cfg != nil && fingerprint(cfg) == fingerprint(d.cfg)
+	sameConfig := d.cfg != nil && cfg.Fingerprint() == d.cfg.Fingerprint()
 	rev := ConfigRevision{Time: now, Trigger: trigger, Sources: revs, Applied: true}
 	if !sameConfig {
 		if why := d.guardLocked(cfg); why != "" {
@@ -115,7 +117,7 @@ func (d *Daemon) putRevision(rev ConfigRevision) {
 
 // guardLocked refuses a config that removes too many stacks, unless
 // allowed.
-func (d *Daemon) guardLocked(cfg *Config) string {
+func (d *Daemon) guardLocked(cfg *spec.Config) string {
 	if d.opts.AllowMassRemoval {
 		return ""
 	}
@@ -125,14 +127,14 @@ func (d *Daemon) guardLocked(cfg *Config) string {
 // currentLocked is the config in force; before one was applied, the
 // stacks the store holds stand for it, so that a first config that
 // lacks most of them is refused too.
-func (d *Daemon) currentLocked() *Config {
+func (d *Daemon) currentLocked() *spec.Config {
 	if d.cfg != nil {
 		return d.cfg
 	}
-	cur := &Config{}
-	for _, name := range sortedKeys(d.stacks) {
+	cur := &spec.Config{}
+	for _, name := range slices.Sorted(maps.Keys(d.stacks)) {
 		if !d.stacks[name].rec.Removed {
-			cur.Stacks = append(cur.Stacks, &Stack{Name: name})
+			cur.Stacks = append(cur.Stacks, &spec.Stack{Name: name})
 		}
 	}
 	return cur
@@ -140,7 +142,7 @@ func (d *Daemon) currentLocked() *Config {
 
 // diffLocked names the stacks cfg adds, changes (spec or annotations)
 // and removes, against the stacks the daemon has.
-func (d *Daemon) diffLocked(cfg *Config) (added, changed, removed []string) {
+func (d *Daemon) diffLocked(cfg *spec.Config) (added, changed, removed []string) {
 	in := map[string]bool{}
 	for _, s := range cfg.Stacks {
 		in[s.Name] = true
@@ -152,7 +154,7 @@ func (d *Daemon) diffLocked(cfg *Config) (added, changed, removed []string) {
 			changed = append(changed, s.Name)
 		}
 	}
-	for _, name := range sortedKeys(d.stacks) {
+	for _, name := range slices.Sorted(maps.Keys(d.stacks)) {
 		if !in[name] && !d.stacks[name].rec.Removed {
 			removed = append(removed, name)
 		}
@@ -213,7 +215,7 @@ func (d *Daemon) sourceStatusLocked(s *sourceState) SourceStatus {
 		ss.Error = strings.TrimSpace(s.fetchErr.Error() + "\n" + ss.Error)
 	}
 	worst := Health{Status: HealthHealthy, Message: "every stack is healthy"}
-	for _, name := range sortedKeys(d.stacks) {
+	for _, name := range slices.Sorted(maps.Keys(d.stacks)) {
 		st := d.stacks[name]
 		if st.stack == nil || st.stack.Source != s.name {
 			continue

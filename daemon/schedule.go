@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
+
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // sourceRetry is how soon a stack whose source or references could not be
@@ -298,7 +300,7 @@ func (d *Daemon) gate(st *stackState, now time.Time, pass *passState) string {
 	return ""
 }
 
-func hasPrerequisite(s *Stack, name string) bool {
+func hasPrerequisite(s *spec.Stack, name string) bool {
 	for _, p := range s.Spec.Prerequisites {
 		if p.Name == name {
 			return true
@@ -309,7 +311,7 @@ func hasPrerequisite(s *Stack, name string) bool {
 
 // prerequisite applies PKO's isRequirementSatisfied to one prerequisite,
 // asking a stale one to run again.
-func (d *Daemon) prerequisite(p Prerequisite, now time.Time) string {
+func (d *Daemon) prerequisite(p spec.Prerequisite, now time.Time) string {
 	dep := d.stacks[p.Name]
 	if dep == nil || dep.stack == nil {
 		return fmt.Sprintf("prerequisite %q is not in the config", p.Name)

@@ -3,6 +3,8 @@ package daemon
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // Condition types of a stack's status, as in PKO's StackStatus.
@@ -61,13 +63,13 @@ type StackRecord struct {
 // references except literal values (which may be secrets and are not
 // stored).
 type DestroySpec struct {
-	Stack           string                 `json:"stack"`
-	Backend         string                 `json:"backend,omitempty"`
-	SecretsProvider string                 `json:"secretsProvider,omitempty"`
-	ProjectDir      string                 `json:"projectDir"`
-	EnvRefs         map[string]ResourceRef `json:"envRefs,omitempty"`
-	ConfigDir       string                 `json:"configDir,omitempty"`
-	Remove          bool                   `json:"remove,omitempty"`
+	Stack           string                      `json:"stack"`
+	Backend         string                      `json:"backend,omitempty"`
+	SecretsProvider string                      `json:"secretsProvider,omitempty"`
+	ProjectDir      string                      `json:"projectDir"`
+	EnvRefs         map[string]spec.ResourceRef `json:"envRefs,omitempty"`
+	ConfigDir       string                      `json:"configDir,omitempty"`
+	Remove          bool                        `json:"remove,omitempty"`
 }
 
 // StackStatus mirrors PKO's StackStatus JSON field for field, plus health

@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // reloadDebounce gathers the burst of events one save makes (write temp,
@@ -134,7 +138,7 @@ func configDirs(paths []string) ([]string, error) {
 // stacks: all of them or more than half, in all or in one source (a Git
 // directory emptied by a commit is one source of several). Empty means it
 // may go ahead.
-func massRemoval(cur, next *Config) string {
+func massRemoval(cur, next *spec.Config) string {
 	if cur == nil || len(cur.Stacks) == 0 {
 		return ""
 	}
@@ -152,7 +156,7 @@ func massRemoval(cur, next *Config) string {
 	if tooMany(all, len(cur.Stacks)) {
 		return fmt.Sprintf("the new config removes %d of the %d stacks; refusing it as a safeguard against an emptied or truncated config (start with --allow-mass-removal to allow it)", all, len(cur.Stacks))
 	}
-	for _, src := range sortedKeys(removed) {
+	for _, src := range slices.Sorted(maps.Keys(removed)) {
 		if tooMany(removed[src], total[src]) {
 			return fmt.Sprintf("the new config removes %d of the %d stacks of %s; refusing it as a safeguard against an emptied or truncated config (start with --allow-mass-removal to allow it)", removed[src], total[src], src)
 		}
@@ -162,28 +166,4 @@ func massRemoval(cur, next *Config) string {
 
 func tooMany(removed, of int) bool {
 	return removed > 0 && (removed == of || removed*2 > of)
-}
-
-// fingerprint identifies what a config means: its stacks' specs and
-// annotations, Programs, ConfigMaps and Secrets. Comments, order and
-// formatting do not count, so a save that changes nothing is no reload.
-func fingerprint(c *Config) string {
-	type stackPrint struct {
-		Name, Spec, Dir, Source string
-		Annotations             map[string]string
-	}
-	stacks := make([]stackPrint, len(c.Stacks))
-	for i, s := range c.Stacks {
-		stacks[i] = stackPrint{s.Name, s.SpecHash(), s.Dir, s.Source, s.Annotations}
-	}
-	programs := map[string]string{}
-	for name, p := range c.Programs {
-		programs[name] = p.Revision()
-	}
-	return contentHash(struct {
-		Stacks     []stackPrint
-		Programs   map[string]string
-		ConfigMaps map[string]map[string]string
-		Secrets    map[string]map[string]string
-	}{stacks, programs, c.ConfigMaps, c.Secrets})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,8 @@ import (
 	"sync"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // prepared is a job's workspace, ready for the runner.
@@ -41,7 +44,7 @@ func (d *Daemon) prepare(ctx context.Context, j job) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	ws, secrets, err := j.cfg.workspace(j.stack, dir, refs)
+	ws, secrets, err := stackWorkspace(j.cfg, j.stack, dir, refs)
 	if err != nil {
 		return nil, &prepareError{ReasonSpecInvalid, err}
 	}
@@ -63,11 +66,11 @@ func (d *Daemon) prepareRemoved(j job) (*prepared, error) {
 	if _, err := os.Stat(filepath.Join(ds.ProjectDir, "Pulumi.yaml")); err != nil {
 		return nil, &prepareError{ReasonSourceUnavailable, fmt.Errorf("the stack's last project is gone: %w", err)}
 	}
-	s := &Stack{Name: j.st.rec.Name, Dir: ds.ConfigDir, Spec: StackSpec{Stack: ds.Stack, Backend: ds.Backend,
+	s := &spec.Stack{Name: j.st.rec.Name, Dir: ds.ConfigDir, Spec: spec.StackSpec{Stack: ds.Stack, Backend: ds.Backend,
 		SecretsProvider: ds.SecretsProvider, EnvRefs: ds.EnvRefs}}
-	cfg := &Config{}
+	cfg := &spec.Config{}
 	var outSecrets []string
-	env, secrets, err := cfg.env(s, d.refSources(context.Background(), j, &outSecrets))
+	env, secrets, err := stackEnv(cfg, s, d.refSources(context.Background(), j, &outSecrets))
 	if err != nil {
 		return nil, &prepareError{ReasonSpecInvalid, err}
 	}
@@ -76,18 +79,18 @@ func (d *Daemon) prepareRemoved(j job) (*prepared, error) {
 	return &prepared{ws: ws, secrets: append(secrets, outSecrets...)}, nil
 }
 
-func destroySpec(s *Stack, dir string) *DestroySpec {
+func destroySpec(s *spec.Stack, dir string) *DestroySpec {
 	ds := &DestroySpec{Stack: s.Spec.Stack, Backend: s.Spec.Backend, SecretsProvider: s.Spec.SecretsProvider,
 		ProjectDir: dir, ConfigDir: s.Dir}
 	if t := s.Spec.UpdateTemplate; t != nil && t.Spec != nil {
 		ds.Remove = t.Spec.Remove
 	}
 	for k, r := range s.Spec.EnvRefs {
-		if r.Type == RefLiteral {
+		if r.Type == spec.RefLiteral {
 			continue // may be a secret: not stored
 		}
 		if ds.EnvRefs == nil {
-			ds.EnvRefs = map[string]ResourceRef{}
+			ds.EnvRefs = map[string]spec.ResourceRef{}
 		}
 		ds.EnvRefs[k] = r
 	}
@@ -96,7 +99,7 @@ func destroySpec(s *Stack, dir string) *DestroySpec {
 
 // projectDir puts the job's program in place: a checkout of the commit,
 // or a Program document written as a Pulumi YAML project.
-func (d *Daemon) projectDir(ctx context.Context, j job, refs RefSources, p *prepared) (string, error) {
+func (d *Daemon) projectDir(ctx context.Context, j job, refs spec.RefSources, p *prepared) (string, error) {
 	dir := d.stackDir(j.stack.Name)
 	if ref := j.stack.Spec.ProgramRef; ref != nil {
 		prog := j.cfg.Programs[ref.Name]
@@ -109,7 +112,7 @@ func (d *Daemon) projectDir(ctx context.Context, j job, refs RefSources, p *prep
 		}
 		return out, nil
 	}
-	src, err := j.cfg.gitSource(j.stack, refs)
+	src, err := stackGitSource(j.cfg, j.stack, refs)
 	if err != nil {
 		return "", &prepareError{ReasonSpecInvalid, err}
 	}
@@ -126,7 +129,7 @@ func (d *Daemon) projectDir(ctx context.Context, j job, refs RefSources, p *prep
 // refSources are d's reference sources, with StackOutput answered from
 // the other stack's current outputs (read once per job). Values of outputs
 // that the other stack's status shows as secret are added to *secrets.
-func (d *Daemon) refSources(ctx context.Context, j job, secrets *[]string) RefSources {
+func (d *Daemon) refSources(ctx context.Context, j job, secrets *[]string) spec.RefSources {
 	refs := d.opts.Refs
 	var mu sync.Mutex
 	cache := map[string]map[string]any{}
@@ -172,10 +175,10 @@ func (d *Daemon) secretOutput(stack, output string) bool {
 
 // outputsOf reads another stack's outputs, secrets in clear, through the
 // runner.
-func (d *Daemon) outputsOf(ctx context.Context, name string, cfg *Config) (map[string]any, error) {
+func (d *Daemon) outputsOf(ctx context.Context, name string, cfg *spec.Config) (map[string]any, error) {
 	d.mu.Lock()
 	dep := d.stacks[name]
-	var s *Stack
+	var s *spec.Stack
 	if dep != nil && succeeded(dep) {
 		s = dep.stack
 	}
@@ -189,7 +192,7 @@ func (d *Daemon) outputsOf(ctx context.Context, name string, cfg *Config) (map[s
 	}
 	noOutputs := d.opts.Refs
 	noOutputs.StackOutput = nil
-	env, _, err := cfg.env(s, noOutputs)
+	env, _, err := stackEnv(cfg, s, noOutputs)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +206,7 @@ func (d *Daemon) outputsOf(ctx context.Context, name string, cfg *Config) (map[s
 }
 
 // existingProjectDir is where s's project was last put, without fetching.
-func (d *Daemon) existingProjectDir(s *Stack) (string, error) {
+func (d *Daemon) existingProjectDir(s *spec.Stack) (string, error) {
 	dir := filepath.Join(d.stackDir(s.Name), "src", s.Spec.RepoDir)
 	if s.Spec.ProgramRef != nil {
 		dir = filepath.Join(d.stackDir(s.Name), "program")
@@ -214,19 +217,19 @@ func (d *Daemon) existingProjectDir(s *Stack) (string, error) {
 	return dir, nil
 }
 
-// workspace resolves s's config and environment for the runner. It
+// stackWorkspace resolves s's config and environment for the runner. It
 // returns the values to scrub from logs.
-func (c *Config) workspace(s *Stack, dir string, refs RefSources) (Workspace, []string, error) {
+func stackWorkspace(c *spec.Config, s *spec.Stack, dir string, refs spec.RefSources) (Workspace, []string, error) {
 	spec := &s.Spec
 	ws := Workspace{Name: s.Name, Stack: spec.Stack, ProjectDir: dir, Backend: spec.Backend,
 		SecretsProvider: spec.SecretsProvider, UseLocalStackOnly: spec.UseLocalStackOnly,
 		Environments: spec.Environment}
-	env, secrets, err := c.env(s, refs)
+	env, secrets, err := stackEnv(c, s, refs)
 	if err != nil {
 		return Workspace{}, nil, err
 	}
 	ws.Env = env
-	cfg, more, err := c.stackConfig(s, refs)
+	cfg, more, err := stackConfig(c, s, refs)
 	if err != nil {
 		return Workspace{}, nil, err
 	}
@@ -234,11 +237,11 @@ func (c *Config) workspace(s *Stack, dir string, refs RefSources) (Workspace, []
 	return ws, append(secrets, more...), nil
 }
 
-// env resolves envRefs (and the deprecated envs/envSecrets).
-func (c *Config) env(s *Stack, refs RefSources) (map[string]string, []string, error) {
+// stackEnv resolves envRefs (and the deprecated envs/envSecrets).
+func stackEnv(c *spec.Config, s *spec.Stack, refs spec.RefSources) (map[string]string, []string, error) {
 	env := map[string]string{}
 	var secrets []string
-	for _, k := range sortedKeys(s.Spec.EnvRefs) {
+	for _, k := range slices.Sorted(maps.Keys(s.Spec.EnvRefs)) {
 		r := s.Spec.EnvRefs[k]
 		v, err := c.ResolveRef(s, "envRefs."+k, r, refs)
 		if err != nil {
@@ -249,7 +252,7 @@ func (c *Config) env(s *Stack, refs RefSources) (map[string]string, []string, er
 			secrets = append(secrets, v)
 		}
 	}
-	more, err := c.legacyEnv(s, refs)
+	more, err := legacyEnv(c, s, refs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -273,30 +276,30 @@ type envValue struct {
 // the named ConfigMaps), envSecrets (every key of the named Secrets) and
 // accessTokenSecret (PULUMI_ACCESS_TOKEN from the Secret's key
 // accessToken). envRefs win over them.
-func (c *Config) legacyEnv(s *Stack, refs RefSources) (map[string]envValue, error) {
+func legacyEnv(c *spec.Config, s *spec.Stack, refs spec.RefSources) (map[string]envValue, error) {
 	out := map[string]envValue{}
 	for i, name := range s.Spec.Envs {
-		data, err := dataAll(c.ConfigMaps, refs.ConfigMapsDir, "ConfigMap", name)
+		data, err := c.ConfigMapData(name, refs)
 		if err != nil {
-			return nil, &RefError{Path: fmt.Sprintf("envs[%d]", i), Err: err}
+			return nil, &spec.RefError{Path: fmt.Sprintf("envs[%d]", i), Err: err}
 		}
 		for k, v := range data {
 			out[k] = envValue{v, false}
 		}
 	}
 	for i, name := range s.Spec.EnvSecrets {
-		data, err := dataAll(c.Secrets, refs.SecretsDir, "Secret", name)
+		data, err := c.SecretData(name, refs)
 		if err != nil {
-			return nil, &RefError{Path: fmt.Sprintf("envSecrets[%d]", i), Err: err}
+			return nil, &spec.RefError{Path: fmt.Sprintf("envSecrets[%d]", i), Err: err}
 		}
 		for k, v := range data {
 			out[k] = envValue{v, true}
 		}
 	}
 	if name := s.Spec.AccessTokenSecret; name != "" {
-		tok, err := dataValue(c.Secrets, refs.SecretsDir, "Secret", name, "accessToken")
+		tok, err := c.SecretValue(name, "accessToken", refs)
 		if err != nil {
-			return nil, &RefError{Path: "accessTokenSecret", Err: err}
+			return nil, &spec.RefError{Path: "accessTokenSecret", Err: err}
 		}
 		out["PULUMI_ACCESS_TOKEN"] = envValue{tok, true}
 	}
@@ -309,13 +312,13 @@ func (c *Config) legacyEnv(s *Stack, refs RefSources) (map[string]envValue, erro
 // (a secret output of another stack is scrubbed in any case). Literal
 // values are written in the config in clear. Scrubbing every value would
 // mangle logs wherever a region or profile name appears.
-func refIsSecret(envName string, r ResourceRef) bool {
+func refIsSecret(envName string, r spec.ResourceRef) bool {
 	switch r.Type {
-	case RefSecret, RefFS:
+	case spec.RefSecret, spec.RefFS:
 		return true
-	case RefEnv:
+	case spec.RefEnv:
 		return secretName(envName) || secretName(r.Env.Name)
-	case RefStackOutput:
+	case spec.RefStackOutput:
 		return secretName(envName) || secretName(r.StackOutput.Output)
 	}
 	return false
@@ -335,18 +338,18 @@ func secretName(name string) bool {
 }
 
 // stackConfig resolves config, configRef and secretsRef, in that order.
-func (c *Config) stackConfig(s *Stack, refs RefSources) ([]ConfigValue, []string, error) {
+func stackConfig(c *spec.Config, s *spec.Stack, refs spec.RefSources) ([]ConfigValue, []string, error) {
 	spec := &s.Spec
 	var out []ConfigValue
 	var secrets []string
-	for _, k := range sortedKeys(spec.Config) {
+	for _, k := range slices.Sorted(maps.Keys(spec.Config)) {
 		v, isJSON, err := configText(spec.Config[k])
 		if err != nil {
 			return nil, nil, fmt.Errorf("config.%s: %w", k, err)
 		}
 		out = append(out, ConfigValue{Key: k, Value: v, JSON: isJSON})
 	}
-	for _, k := range sortedKeys(spec.ConfigRef) {
+	for _, k := range slices.Sorted(maps.Keys(spec.ConfigRef)) {
 		r := spec.ConfigRef[k]
 		v, err := c.ResolveConfigRef("configRef."+k, r, refs)
 		if err != nil {
@@ -357,11 +360,11 @@ func (c *Config) stackConfig(s *Stack, refs RefSources) ([]ConfigValue, []string
 		}
 		out = append(out, ConfigValue{Key: k, Value: v, JSON: r.JSON})
 	}
-	for _, k := range sortedKeys(spec.Secrets) {
+	for _, k := range slices.Sorted(maps.Keys(spec.Secrets)) {
 		out = append(out, ConfigValue{Key: k, Value: spec.Secrets[k], Secret: true})
 		secrets = append(secrets, spec.Secrets[k])
 	}
-	for _, k := range sortedKeys(spec.SecretsRef) {
+	for _, k := range slices.Sorted(maps.Keys(spec.SecretsRef)) {
 		v, err := c.ResolveRef(s, "secretsRef."+k, spec.SecretsRef[k], refs)
 		if err != nil {
 			return nil, nil, err
@@ -385,19 +388,18 @@ func configText(v any) (string, bool, error) {
 	return string(data), true, nil
 }
 
-// gitSource builds s's Git source with resolved credentials. A local
+// stackGitSource builds s's Git source with resolved credentials. A local
 // path as projectRepo is taken relative to the config file's directory.
-func (c *Config) gitSource(s *Stack, refs RefSources) (GitSource, error) {
-	spec := &s.Spec
-	src := GitSource{URL: spec.ProjectRepo, Ref: spec.Branch, RepoDir: spec.RepoDir, Shallow: spec.Shallow}
-	if isLocalPath(src.URL) {
+func stackGitSource(c *spec.Config, s *spec.Stack, refs spec.RefSources) (GitSource, error) {
+	src := GitSource{URL: s.Spec.ProjectRepo, Ref: s.Spec.Branch, RepoDir: s.Spec.RepoDir, Shallow: s.Spec.Shallow}
+	if spec.IsLocalPath(src.URL) {
 		p := src.URL
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(s.Dir, p)
 		}
 		src.URL = "file://" + filepath.ToSlash(filepath.Clean(p))
 	}
-	auth, err := c.gitAuth(s, refs)
+	auth, err := stackGitAuth(c, s, refs)
 	if err != nil {
 		return GitSource{}, err
 	}
@@ -405,19 +407,16 @@ func (c *Config) gitSource(s *Stack, refs RefSources) (GitSource, error) {
 	return src, nil
 }
 
-// isLocalPath says whether a projectRepo is a path rather than a URL.
-func isLocalPath(u string) bool {
-	return strings.HasPrefix(u, "/") || strings.HasPrefix(u, "./") || strings.HasPrefix(u, "../")
-}
-
-// gitAuth resolves gitAuth by PKO's precedence: sshAuth, accessToken,
+// stackGitAuth resolves gitAuth by PKO's precedence: sshAuth, accessToken,
 // githubApp, basicAuth.
-func (c *Config) gitAuth(s *Stack, refs RefSources) (*GitAuth, error) {
+func stackGitAuth(c *spec.Config, s *spec.Stack, refs spec.RefSources) (*GitAuth, error) {
 	ga := s.Spec.GitAuth
 	if ga == nil {
-		return c.gitAuthSecret(s, refs)
+		return gitAuthSecret(c, s, refs)
 	}
-	get := func(path string, r ResourceRef) (string, error) { return c.ResolveRef(s, "gitAuth."+path, r, refs) }
+	get := func(path string, r spec.ResourceRef) (string, error) {
+		return c.ResolveRef(s, "gitAuth."+path, r, refs)
+	}
 	switch {
 	case ga.SSHAuth != nil:
 		key, err := get("sshAuth.sshPrivateKey", ga.SSHAuth.SSHPrivateKey)
@@ -454,14 +453,14 @@ func (c *Config) gitAuth(s *Stack, refs RefSources) (*GitAuth, error) {
 }
 
 // gitSource is Config.gitSource with d's reference sources.
-func (d *Daemon) gitSource(s *Stack) (GitSource, error) {
-	return d.cfg.gitSource(s, d.opts.Refs)
+func (d *Daemon) gitSource(s *spec.Stack) (GitSource, error) {
+	return stackGitSource(d.cfg, s, d.opts.Refs)
 }
 
 // writeProgram writes a Program document as a Pulumi YAML project in dir
 // (named after the Program), rewriting Pulumi.yaml only when it changed.
-func writeProgram(dir string, p *Program) (string, error) {
-	body, _ := plain(p.Program).(map[string]any)
+func writeProgram(dir string, p *spec.Program) (string, error) {
+	body, _ := spec.Plain(p.Program).(map[string]any)
 	if body == nil {
 		body = map[string]any{}
 	}
@@ -489,14 +488,14 @@ func writeProgram(dir string, p *Program) (string, error) {
 
 // gitAuthSecret reads PKO's deprecated gitAuthSecret: a Secret with
 // accessToken, or sshPrivateKey (and password), or username and password.
-func (c *Config) gitAuthSecret(s *Stack, refs RefSources) (*GitAuth, error) {
+func gitAuthSecret(c *spec.Config, s *spec.Stack, refs spec.RefSources) (*GitAuth, error) {
 	name := s.Spec.GitAuthSecret
 	if name == "" {
 		return nil, nil
 	}
-	data, err := dataAll(c.Secrets, refs.SecretsDir, "Secret", name)
+	data, err := c.SecretData(name, refs)
 	if err != nil {
-		return nil, &RefError{Path: "gitAuthSecret", Err: err}
+		return nil, &spec.RefError{Path: "gitAuthSecret", Err: err}
 	}
 	switch {
 	case data["accessToken"] != "":
@@ -506,5 +505,5 @@ func (c *Config) gitAuthSecret(s *Stack, refs RefSources) (*GitAuth, error) {
 	case data["username"] != "":
 		return &GitAuth{Username: data["username"], Password: data["password"]}, nil
 	}
-	return nil, &RefError{Path: "gitAuthSecret", Err: fmt.Errorf("Secret %q has none of accessToken, sshPrivateKey, username", name)}
+	return nil, &spec.RefError{Path: "gitAuthSecret", Err: fmt.Errorf("Secret %q has none of accessToken, sshPrivateKey, username", name)}
 }

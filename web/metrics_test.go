@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 const failingCommit = "0123456789abcdef0123456789abcdef01234567"
@@ -150,7 +151,7 @@ func TestMetricsHealth(t *testing.T) {
 	stacks[1].Status.Health = &daemon.Health{Status: daemon.HealthDegraded, Message: "error: permission denied"}
 	gitSource := "git+https://github.com/acme/infra.git//stacks?ref=main"
 	api := &fakeAPI{stacks: stacks, config: daemon.ConfigStatus{Successful: true, Sources: []daemon.SourceStatus{
-		{Source: gitSource, Git: &daemon.GitDir{URL: "https://github.com/acme/infra.git", Path: "stacks", Ref: "main"},
+		{Source: gitSource, Git: &spec.GitDir{URL: "https://github.com/acme/infra.git", Path: "stacks", Ref: "main"},
 			Commit: failingCommit, LatestCommit: strings.Repeat("f", 40), LastPoll: time.Unix(1_700_000_200, 0),
 			AppliedAt: time.Unix(1_700_000_100, 0), Error: "stacks/app.yaml:1:1: refused at " + failingCommit, Stacks: 2,
 			Health: daemon.Health{Status: daemon.HealthDegraded, Message: "refused"}},

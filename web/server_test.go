@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // fakeAPI is a daemon with one stack, "app", unless stacks says
@@ -325,7 +326,7 @@ func TestConfigAPI(t *testing.T) {
 	api := &fakeAPI{config: daemon.ConfigStatus{Successful: true, LastSuccess: applied, LastAttempt: applied,
 		Health: &daemon.Health{Status: daemon.HealthHealthy},
 		Sources: []daemon.SourceStatus{{Source: "git+https://github.com/acme/infra.git//stacks?ref=main",
-			Git:    &daemon.GitDir{URL: "https://github.com/acme/infra.git", Path: "stacks", Ref: "main"},
+			Git:    &spec.GitDir{URL: "https://github.com/acme/infra.git", Path: "stacks", Ref: "main"},
 			Commit: strings.Repeat("a", 40), LatestCommit: strings.Repeat("a", 40), LastPoll: applied, AppliedAt: applied,
 			Stacks: 2, Health: daemon.Health{Status: daemon.HealthHealthy}}}}}
 	url := startServer(t, api)

@@ -21,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // The UI is server-rendered from embedded templates and static files; it
@@ -247,7 +248,7 @@ type sourceRow struct {
 	Source string
 	// Git is set for a Git source; Ref is then the ref it follows, empty
 	// for the repository's default branch.
-	Git *daemon.GitDir
+	Git *spec.GitDir
 	Ref string
 	// Commit is the commit in force; Latest the one the ref points at,
 	// set only when it differs from Commit.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // Literal values in the fake spec; the daemon redacts them, and no page
@@ -63,10 +64,10 @@ func (f *uiFakeAPI) configStatus() daemon.ConfigStatus {
 	return daemon.ConfigStatus{Successful: true, LastSuccess: f.ago(10 * time.Minute), LastAttempt: f.ago(10 * time.Minute),
 		Health: &daemon.Health{Status: daemon.HealthDegraded, Message: "a source is degraded"},
 		Sources: []daemon.SourceStatus{
-			{Source: uiWebSource, Git: &daemon.GitDir{URL: "https://github.com/acme/web.git", Path: "deploy", Ref: "main"},
+			{Source: uiWebSource, Git: &spec.GitDir{URL: "https://github.com/acme/web.git", Path: "deploy", Ref: "main"},
 				Commit: uiCommitA, LatestCommit: uiCommitA, LastPoll: f.ago(30 * time.Second), AppliedAt: f.ago(10 * time.Minute),
 				Stacks: 1, Health: daemon.Health{Status: daemon.HealthProgressing, Message: "New commit detected"}},
-			{Source: uiDBSource, Git: &daemon.GitDir{URL: "git@github.com:acme/db.git"},
+			{Source: uiDBSource, Git: &spec.GitDir{URL: "git@github.com:acme/db.git"},
 				Commit: uiCommitA, LatestCommit: uiCommitB, LastPoll: f.ago(40 * time.Second), AppliedAt: f.ago(2 * time.Hour),
 				Error: "db.yaml:3:5: spec.stack is required\n<script>alert(1)</script>", Stacks: 1,
 				Health: daemon.Health{Status: daemon.HealthDegraded, Message: "config not valid"}},
@@ -91,19 +92,19 @@ func (f *uiFakeAPI) configRevisions() []daemon.ConfigRevision {
 func (f *uiFakeAPI) ago(d time.Duration) time.Time { return f.now.Add(-d) }
 
 func (f *uiFakeAPI) web() daemon.StackView {
-	spec := &daemon.StackSpec{
+	stackSpec := &spec.StackSpec{
 		Stack:       "acme/web/prod",
 		ProjectRepo: "https://github.com/acme/web.git",
 		Branch:      "main",
-		EnvRefs: map[string]daemon.ResourceRef{
-			"API_KEY": {Type: daemon.RefLiteral, Literal: &daemon.LiteralRef{Value: uiSecretEnv}},
+		EnvRefs: map[string]spec.ResourceRef{
+			"API_KEY": {Type: spec.RefLiteral, Literal: &spec.LiteralRef{Value: uiSecretEnv}},
 		},
 		Secrets: map[string]string{"dbPassword": uiSecretConfig},
 		Config:  map[string]any{"aws:region": "eu-west-1"},
 	}
 	return daemon.StackView{
 		Name:         "web",
-		Spec:         daemon.RedactedSpec(spec),
+		Spec:         spec.Redacted(stackSpec),
 		ExternalLink: "https://console.example.com/stacks/web?env=prod&tab=1",
 		LastSuccess:  f.ago(2 * time.Hour),
 		Tracking:     "https://github.com/acme/web.git@main",

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // Commits of the fake daemon's config sources.
@@ -63,9 +64,9 @@ func startFakeDaemon(t *testing.T, config daemon.ConfigStatus) (*fakeDaemon, str
 // clientSources are a healthy Git source, a Git source whose latest
 // commit is refused, and a local file.
 var clientSources = []daemon.SourceStatus{
-	{Source: "git+https://github.com/acme/infra.git//stacks?ref=main", Git: &daemon.GitDir{URL: "https://github.com/acme/infra.git", Path: "stacks", Ref: "main"},
+	{Source: "git+https://github.com/acme/infra.git//stacks?ref=main", Git: &spec.GitDir{URL: "https://github.com/acme/infra.git", Path: "stacks", Ref: "main"},
 		Commit: clientCommitA, LatestCommit: clientCommitA, Stacks: 2, Health: daemon.Health{Status: daemon.HealthHealthy}},
-	{Source: "git+git@github.com:acme/db.git", Git: &daemon.GitDir{URL: "git@github.com:acme/db.git"},
+	{Source: "git+git@github.com:acme/db.git", Git: &spec.GitDir{URL: "git@github.com:acme/db.git"},
 		Commit: clientCommitA, LatestCommit: clientCommitB, Error: "db.yaml:3:5: spec.stack is required\ndb.yaml:9:1: unknown field", Stacks: 1,
 		Health: daemon.Health{Status: daemon.HealthDegraded}},
 	{Source: "/etc/stackd/stacks.yaml", Stacks: 1, Health: daemon.Health{Status: daemon.HealthProgressing}},

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // The end-to-end tests run the daemon with the real pieces: git
@@ -203,7 +204,7 @@ func (in *instance) reload(config string) {
 	if err := os.WriteFile(in.cfgPath, []byte(config), 0o600); err != nil {
 		in.t.Fatal(err)
 	}
-	cfg, diags, err := daemon.Load(in.cfgPath)
+	cfg, diags, err := spec.Load(in.cfgPath)
 	if err != nil {
 		in.t.Fatalf("load: %v %v", err, diags)
 	}

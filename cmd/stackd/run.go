@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/gitwatch"
 	"github.com/stackd/stackd/runner"
 	"github.com/stackd/stackd/store"
@@ -301,7 +302,7 @@ func closeNotifier(wh *daemon.WebhookNotifier, grace time.Duration) {
 	_ = wh.Close(ctx)
 }
 
-func newDaemon(ctx context.Context, f *runFlags, srcs []daemon.Source, auth *daemon.GitAuth, dataDir string, st *store.Store,
+func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemon.GitAuth, dataDir string, st *store.Store,
 	obs daemon.Observer, notifier daemon.Notifier, log *slog.Logger,
 ) (*daemon.Daemon, error) {
 	bin, err := pulumiBin(f.pulumiBin)
@@ -317,7 +318,7 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []daemon.Source, auth *dae
 		Store: st, Runner: run, Logger: log.With("component", "daemon"), DataDir: dataDir,
 		Fetcher: gitwatch.New(gitwatch.Options{Timeout: f.gitTimeout, CacheFor: f.minResync / 2,
 			Logger: log.With("component", "gitwatch")}),
-		Refs:          daemon.RefSources{SecretsDir: f.secretsDir, ConfigMapsDir: f.configMapsDir},
+		Refs:          spec.RefSources{SecretsDir: f.secretsDir, ConfigMapsDir: f.configMapsDir},
 		MaxConcurrent: f.maxConcurrent, MinResync: f.minResync, MaxFailures: f.maxFailures,
 		BackoffBase: f.retryBackoff, OpTimeout: f.opTimeout,
 		Sources: srcs, SourceAuth: auth, SourcePoll: f.pollInterval, Observer: obs, WatchConfig: f.watchConfig, AllowMassRemoval: f.massRemoval,
@@ -329,12 +330,12 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []daemon.Source, auth *dae
 // each problem, so that a broken config stops the start with its
 // file:line:column list. A config with Git sources is checked by the
 // daemon, which starts anyway and waits for a valid commit.
-func checkLocalConfig(srcs []daemon.Source, log *slog.Logger) error {
+func checkLocalConfig(srcs []spec.Source, log *slog.Logger) error {
 	paths := localPaths(srcs)
 	if len(paths) < len(srcs) {
 		return nil
 	}
-	_, diags, err := daemon.Load(paths...)
+	_, diags, err := spec.Load(paths...)
 	if err != nil {
 		for _, d := range diags {
 			log.Error("config", "problem", d.String())

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // sourceFlags are the flags of the config sources: where the config is
@@ -33,10 +34,10 @@ func (f *sourceFlags) define(fs *flag.FlagSet) {
 }
 
 // sources parses the --config values.
-func (f *sourceFlags) sources() ([]daemon.Source, error) {
-	var out []daemon.Source
+func (f *sourceFlags) sources() ([]spec.Source, error) {
+	var out []spec.Source
 	for _, v := range f.config {
-		s, err := daemon.ParseSource(v)
+		s, err := spec.ParseSource(v)
 		if err != nil {
 			return nil, usageErrorf("run: --config: %v", err)
 		}
@@ -82,7 +83,7 @@ func (f *sourceFlags) auth() (*daemon.GitAuth, error) {
 }
 
 // localPaths are the sources that are local files or directories.
-func localPaths(srcs []daemon.Source) []string {
+func localPaths(srcs []spec.Source) []string {
 	var out []string
 	for _, s := range srcs {
 		if s.Git == nil {

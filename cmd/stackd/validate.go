@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // validate checks config files and directories like a compiler: one line
@@ -19,13 +19,13 @@ func validate(args []string, stdout io.Writer) error {
 	if fs.NArg() == 0 {
 		return usageErrorf("validate: name at least one config file or directory")
 	}
-	cfg, diags, err := daemon.Load(fs.Args()...)
+	cfg, diags, err := spec.Load(fs.Args()...)
 	for _, d := range diags {
 		if !d.Note || !*quiet {
 			fmt.Fprintln(stdout, d)
 		}
 	}
-	var cerr *daemon.ConfigError
+	var cerr *spec.ConfigError
 	if errors.As(err, &cerr) {
 		fmt.Fprintf(stdout, "%d error(s)\n", len(cerr.Diags))
 		return errProblemsFound

@@ -1,4 +1,4 @@
-package daemon
+package spec
 
 import (
 	"encoding/json"

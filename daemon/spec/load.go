@@ -1,4 +1,4 @@
-package daemon
+package spec
 
 import (
 	"bytes"
@@ -101,11 +101,11 @@ func (s *Stack) ExternalLink() string {
 // effects. The diagnostics hold every error and note found; when there is
 // an error, Load returns a *ConfigError and no config.
 func Load(paths ...string) (*Config, Diagnostics, error) {
-	inputs := make([]loadInput, len(paths))
+	inputs := make([]Input, len(paths))
 	for i, p := range paths {
-		inputs[i] = loadInput{source: p, path: p}
+		inputs[i] = Input{Source: p, Path: p}
 	}
-	return loadInputs(inputs)
+	return LoadInputs(inputs)
 }
 
 // Parse parses and validates one file's content as a whole config.
@@ -115,26 +115,27 @@ func Parse(name string, data []byte) (*Config, Diagnostics, error) {
 	return l.finish()
 }
 
-// loadInput is one config source as the loader reads it.
-type loadInput struct {
+// Input is one config source as the loader reads it.
+type Input struct {
 	// source is the --config value; it becomes Stack.Source.
-	source string
+	Source string
 	// path is the file or directory to read.
-	path string
+	Path string
 	// shown, when set, names the files of path in diagnostics: shown
 	// followed by the file's path below path. A checkout's files are
 	// named after the repository rather than the data dir.
-	shown string
+	Shown string
 	// emptyOK makes a missing or empty directory an empty source rather
 	// than an error: a Git commit that deletes every manifest says "no
 	// stacks", and the mass-removal guard decides.
-	emptyOK bool
+	EmptyOK bool
 }
 
-func loadInputs(inputs []loadInput) (*Config, Diagnostics, error) {
+// LoadInputs reads the inputs and validates them as one config.
+func LoadInputs(inputs []Input) (*Config, Diagnostics, error) {
 	l := newLoader()
 	for _, in := range inputs {
-		l.source = in.source
+		l.source = in.Source
 		l.addInput(in)
 	}
 	return l.finish()
@@ -159,35 +160,35 @@ func (l *loader) fileError(name, format string, args ...any) {
 	l.diags = append(l.diags, Diagnostic{Pos: Pos{File: name}, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (l *loader) addInput(in loadInput) {
+func (l *loader) addInput(in Input) {
 	shown := func(p string) string {
-		if in.shown == "" {
+		if in.Shown == "" {
 			return p
 		}
-		rel, err := filepath.Rel(in.path, p)
+		rel, err := filepath.Rel(in.Path, p)
 		if err != nil || rel == "." {
-			return in.shown
+			return in.Shown
 		}
-		return strings.TrimSuffix(in.shown, "/") + "/" + filepath.ToSlash(rel)
+		return strings.TrimSuffix(in.Shown, "/") + "/" + filepath.ToSlash(rel)
 	}
-	info, err := os.Stat(in.path)
+	info, err := os.Stat(in.Path)
 	if err != nil {
-		if !in.emptyOK || !errors.Is(err, fs.ErrNotExist) {
-			l.fileError(shown(in.path), "%v", unwrapPathError(err))
+		if !in.EmptyOK || !errors.Is(err, fs.ErrNotExist) {
+			l.fileError(shown(in.Path), "%v", unwrapPathError(err))
 		}
 		return
 	}
 	if !info.IsDir() {
-		l.readFile(in.path, shown(in.path))
+		l.readFile(in.Path, shown(in.Path))
 		return
 	}
-	files, err := configFiles(in.path)
+	files, err := configFiles(in.Path)
 	if err != nil {
-		l.fileError(shown(in.path), "%v", unwrapPathError(err))
+		l.fileError(shown(in.Path), "%v", unwrapPathError(err))
 		return
 	}
-	if len(files) == 0 && !in.emptyOK {
-		l.fileError(shown(in.path), "directory holds no *.yaml or *.yml files")
+	if len(files) == 0 && !in.EmptyOK {
+		l.fileError(shown(in.Path), "directory holds no *.yaml or *.yml files")
 	}
 	for _, f := range files {
 		l.readFile(f, shown(f))

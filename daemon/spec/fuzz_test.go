@@ -1,4 +1,4 @@
-package daemon
+package spec
 
 import (
 	"io/fs"
@@ -13,7 +13,7 @@ import (
 // it reports no error, and must place every diagnostic in the file.
 func FuzzParse(f *testing.F) {
 	seeds := 0
-	err := filepath.WalkDir("../testdata/config", func(p string, e fs.DirEntry, err error) error {
+	err := filepath.WalkDir("../../testdata/config", func(p string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() || (filepath.Ext(p) != ".yaml" && filepath.Ext(p) != ".yml") {
 			return err
 		}

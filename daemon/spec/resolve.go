@@ -1,4 +1,4 @@
-package daemon
+package spec
 
 import (
 	"bytes"
@@ -147,4 +147,22 @@ func dataAll(docs map[string]map[string]string, dir, kind, name string) (map[str
 		out[e.Name()] = v
 	}
 	return out, nil
+}
+
+// ConfigMapData reads every key of the named ConfigMap: a document of the
+// config, else the files of <ConfigMapsDir>/<name>.
+func (c *Config) ConfigMapData(name string, src RefSources) (map[string]string, error) {
+	return dataAll(c.ConfigMaps, src.ConfigMapsDir, "ConfigMap", name)
+}
+
+// SecretData reads every key of the named Secret: a document of the
+// config, else the files of <SecretsDir>/<name>.
+func (c *Config) SecretData(name string, src RefSources) (map[string]string, error) {
+	return dataAll(c.Secrets, src.SecretsDir, "Secret", name)
+}
+
+// SecretValue reads key of the named Secret: a document of the config,
+// else the file <SecretsDir>/<name>/<key>.
+func (c *Config) SecretValue(name, key string, src RefSources) (string, error) {
+	return dataValue(c.Secrets, src.SecretsDir, "Secret", name, key)
 }

@@ -1,4 +1,4 @@
-package daemon
+package spec
 
 import (
 	"bufio"
@@ -36,7 +36,7 @@ func fixtureConfigs(t *testing.T, dir string) []string {
 }
 
 func TestLoadGoodFixtures(t *testing.T) {
-	for _, path := range fixtureConfigs(t, "../testdata/config/good") {
+	for _, path := range fixtureConfigs(t, "../../testdata/config/good") {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			cfg, diags, err := Load(path)
 			if err != nil {
@@ -93,7 +93,7 @@ func (w want) matches(d Diagnostic) bool {
 }
 
 func TestLoadBadFixtures(t *testing.T) {
-	for _, path := range fixtureConfigs(t, "../testdata/config/bad") {
+	for _, path := range fixtureConfigs(t, "../../testdata/config/bad") {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			cfg, diags, err := Load(path)
 			if err == nil {
@@ -140,7 +140,7 @@ func list(diags Diagnostics) string {
 
 // TestShippedConfigs keeps the configs under configs/ valid.
 func TestShippedConfigs(t *testing.T) {
-	files, err := filepath.Glob("../configs/*.yaml")
+	files, err := filepath.Glob("../../configs/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no configs: %v", err)
 	}
@@ -156,7 +156,7 @@ func TestShippedConfigs(t *testing.T) {
 func TestGoodFixtureContent(t *testing.T) {
 	load := func(name string) *Config {
 		t.Helper()
-		cfg, _, err := Load("../testdata/config/good/" + name)
+		cfg, _, err := Load("../../testdata/config/good/" + name)
 		if err != nil {
 			t.Fatal(err)
 		}

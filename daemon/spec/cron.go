@@ -1,4 +1,4 @@
-package daemon
+package spec
 
 import (
 	"fmt"
@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// cronSchedule is a parsed 5-field cron expression: minute, hour, day of
+// Cron is a parsed 5-field cron expression: minute, hour, day of
 // month, month, day of week (0 or 7 is Sunday). Each field takes "*",
 // numbers, ranges "a-b", lists "a,b" and steps "*/n" or "a-b/n".
-type cronSchedule struct {
+type Cron struct {
 	minute, hour, dom, month, dow uint64 // bit sets
 	domAny, dowAny                bool
 }
@@ -20,8 +20,8 @@ var cronFields = []struct {
 	min, max int
 }{{"minute", 0, 59}, {"hour", 0, 23}, {"day of month", 1, 31}, {"month", 1, 12}, {"day of week", 0, 7}}
 
-// parseCron parses a 5-field cron expression.
-func parseCron(expr string) (*cronSchedule, error) {
+// ParseCron parses a 5-field cron expression.
+func ParseCron(expr string) (*Cron, error) {
 	fields := strings.Fields(expr)
 	if len(fields) != 5 {
 		return nil, fmt.Errorf("want 5 fields (minute hour day-of-month month day-of-week), got %d", len(fields))
@@ -37,7 +37,7 @@ func parseCron(expr string) (*cronSchedule, error) {
 	if sets[4]&(1<<7) != 0 {
 		sets[4] |= 1 // 7 is Sunday too
 	}
-	return &cronSchedule{minute: sets[0], hour: sets[1], dom: sets[2], month: sets[3], dow: sets[4],
+	return &Cron{minute: sets[0], hour: sets[1], dom: sets[2], month: sets[3], dow: sets[4],
 		domAny: fields[2] == "*", dowAny: fields[4] == "*"}, nil
 }
 
@@ -87,9 +87,9 @@ func cronNumber(s string, lo, hi int) (int, error) {
 	return n, nil
 }
 
-// next is the first minute strictly after t that the schedule matches, in
+// Next is the first minute strictly after t that the schedule matches, in
 // t's location; zero if none within five years (e.g. February 30).
-func (c *cronSchedule) next(t time.Time) time.Time {
+func (c *Cron) Next(t time.Time) time.Time {
 	t = t.Truncate(time.Minute).Add(time.Minute)
 	limit := t.AddDate(5, 0, 0)
 	for t.Before(limit) {
@@ -111,7 +111,7 @@ func (c *cronSchedule) next(t time.Time) time.Time {
 
 // dayMatches applies cron's rule: when both day fields are restricted, a
 // day matching either one counts.
-func (c *cronSchedule) dayMatches(t time.Time) bool {
+func (c *Cron) dayMatches(t time.Time) bool {
 	dom := c.dom&(1<<uint(t.Day())) != 0
 	dow := c.dow&(1<<uint(t.Weekday())) != 0
 	switch {

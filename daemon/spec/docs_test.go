@@ -1,4 +1,4 @@
-package daemon
+package spec
 
 import (
 	"os"
@@ -13,7 +13,7 @@ import (
 // parser together: each documented type's table lists exactly the fields
 // the parser knows.
 func TestConfigReferenceMatchesParser(t *testing.T) {
-	data, err := os.ReadFile("../docs/configuration.md")
+	data, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package daemon
+package spec
 
 import (
 	"fmt"
@@ -133,7 +133,7 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 			v.Set(reflect.ValueOf(val))
 		}
 	default:
-		panic(fmt.Sprintf("daemon: cannot decode into %s", v.Type()))
+		panic(fmt.Sprintf("spec: cannot decode into %s", v.Type()))
 	}
 }
 

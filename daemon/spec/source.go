@@ -1,4 +1,4 @@
-package daemon
+package spec
 
 import (
 	"errors"
@@ -54,7 +54,7 @@ func (g GitDir) String() string {
 }
 
 // Pinned says whether Ref is a commit rather than a branch or tag.
-func (g GitDir) Pinned() bool { return fullSHA.MatchString(g.Ref) }
+func (g GitDir) Pinned() bool { return IsFullSHA(g.Ref) }
 
 // ParseSource reads one --config value: a local path, or a Git source
 // git+<repository URL>[//<path>][?ref=<branch|tag|commit>].
@@ -150,4 +150,9 @@ func redactUserinfo(s string) string {
 		return s
 	}
 	return s[:i+3] + "***" + rest[at:]
+}
+
+// IsLocalPath says whether a projectRepo is a path rather than a URL.
+func IsLocalPath(u string) bool {
+	return strings.HasPrefix(u, "/") || strings.HasPrefix(u, "./") || strings.HasPrefix(u, "../")
 }

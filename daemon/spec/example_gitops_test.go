@@ -1,4 +1,4 @@
-package daemon
+package spec
 
 import (
 	"os"
@@ -11,7 +11,7 @@ import (
 
 // gitopsExample is the manifests repository of the trunk-based workflow
 // shipped under configs/gitops.
-const gitopsExample = "../configs/gitops/environments"
+const gitopsExample = "../../configs/gitops/environments"
 
 // exampleStack is what the example promises about one of its stacks.
 type exampleStack struct {
@@ -117,8 +117,8 @@ func checkExampleStacks(t *testing.T, cfg *Config, want map[string]exampleStack)
 // TestExampleGitopsDocumentedSources parses every Git config source the GitOps
 // documentation and example show, placeholders aside.
 func TestExampleGitopsDocumentedSources(t *testing.T) {
-	files := []string{"../docs/gitops.md", "../docs/configuration.md", "../docs/migrating-from-pko.md",
-		"../README.md", "../configs/gitops/README.md"}
+	files := []string{"../../docs/gitops.md", "../../docs/configuration.md", "../../docs/migrating-from-pko.md",
+		"../../README.md", "../../configs/gitops/README.md"}
 	value := regexp.MustCompile("git\\+[^\\s'\"`)]+")
 	found := 0
 	for _, name := range files {

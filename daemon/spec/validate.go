@@ -1,4 +1,4 @@
-package daemon
+package spec
 
 import (
 	"fmt"
@@ -198,7 +198,7 @@ func (v *validator) gitSource(spec *StackSpec) {
 		v.errorf("", "set either branch or commit, not both")
 	case spec.Branch == "" && spec.Commit == "":
 		v.errorf("", "projectRepo needs a branch to track or a commit to pin")
-	case spec.Commit != "" && !fullSHA.MatchString(spec.Commit):
+	case spec.Commit != "" && !IsFullSHA(spec.Commit):
 		v.errorf("commit", "commit must be a full 40-character SHA (to follow a branch or tag, use branch)")
 	case spec.Branch != "" && !validRefName(spec.Branch):
 		v.errorf("branch", "not a valid Git branch or tag name")
@@ -233,7 +233,7 @@ func (v *validator) programSource(spec *StackSpec) {
 // repoURLProblem returns why u cannot be fetched safely, or "". The
 // message never quotes u: it may hold credentials.
 func repoURLProblem(u string) string {
-	if isLocalPath(u) {
+	if IsLocalPath(u) {
 		return ""
 	}
 	if !strings.Contains(u, "://") {
@@ -595,7 +595,7 @@ func (v *validator) driftDetection(dd *DriftDetection) {
 	if dd.Schedule != "" {
 		if dd.Interval.Duration > 0 {
 			v.errorf("driftDetection", "set interval or schedule, not both")
-		} else if _, err := parseCron(dd.Schedule); err != nil {
+		} else if _, err := ParseCron(dd.Schedule); err != nil {
 			v.errorf("driftDetection.schedule", "%v", err)
 		}
 	}
@@ -607,3 +607,6 @@ func (v *validator) driftDetection(dd *DriftDetection) {
 		v.nonEmpty(rel+".properties", rule.Properties)
 	}
 }
+
+// IsFullSHA says whether s is a full SHA-1 or SHA-256 commit name.
+func IsFullSHA(s string) bool { return fullSHA.MatchString(s) }

@@ -1,4 +1,4 @@
-package daemon
+package spec
 
 import (
 	"testing"
@@ -23,19 +23,19 @@ func TestCronNext(t *testing.T) {
 		{"0 12 13 * 5", "2026-11-27 12:00"}, // Friday or the 13th, whichever first
 	}
 	for _, tt := range tests {
-		c, err := parseCron(tt.expr)
+		c, err := ParseCron(tt.expr)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.expr, err)
 		}
-		if got := c.next(base).Format("2006-01-02 15:04"); got != tt.want {
+		if got := c.Next(base).Format("2006-01-02 15:04"); got != tt.want {
 			t.Errorf("%s: next = %s, want %s", tt.expr, got, tt.want)
 		}
 	}
-	if c, _ := parseCron("0 0 30 2 *"); !c.next(base).IsZero() {
+	if c, _ := ParseCron("0 0 30 2 *"); !c.Next(base).IsZero() {
 		t.Error("February 30 has a next time")
 	}
 	for _, bad := range []string{"", "* * * *", "60 * * * *", "* 24 * * *", "* * 0 * *", "* * * 13 *", "* * * * 8", "*/0 * * * *", "5-1 * * * *", "a * * * *"} {
-		if _, err := parseCron(bad); err == nil {
+		if _, err := ParseCron(bad); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
 	}
