@@ -232,8 +232,8 @@ type fakeRunner struct {
 	fail    map[string]error // by stack name
 	running int
 	peak    int
-	gate    chan struct{}     // when set, each Run waits for a receive
-	drift   []DriftedResource // what drift checks find
+	gate    chan struct{}          // when set, each Run waits for a receive
+	drift   []spec.DriftedResource // what drift checks find
 }
 
 func (r *fakeRunner) Run(ctx context.Context, op Operation) (Result, error) {
@@ -872,7 +872,7 @@ spec:
 }
 
 func TestDriftChecks(t *testing.T) {
-	const spec = `
+	const manifest = `
 stacks:
   - name: app
     stack: dev
@@ -887,20 +887,20 @@ stacks:
 `
 	for _, remediate := range []bool{false, true} {
 		t.Run(fmt.Sprint("remediate=", remediate), func(t *testing.T) {
-			h := newHarness(t, fmt.Sprintf(spec, remediate), nil)
+			h := newHarness(t, fmt.Sprintf(manifest, remediate), nil)
 			h.fetcher.set("https://git.example/app.git", sha1, nil)
 			h.start()
-			drift := func() *DriftStatus { v, _ := h.d.Stack("app"); return v.Status.Drift }
-			h.eventually("in sync", func() bool { d := drift(); return d != nil && d.State == DriftInSync })
+			drift := func() *spec.DriftStatus { v, _ := h.d.Stack("app"); return v.Status.Drift }
+			h.eventually("in sync", func() bool { d := drift(); return d != nil && d.State == spec.DriftInSync })
 			h.runner.mu.Lock()
-			h.runner.drift = []DriftedResource{
+			h.runner.drift = []spec.DriftedResource{
 				{URN: "urn:pulumi:dev::p::stackdtest:index:File::note", Type: "stackdtest:index:File", Op: "update", Properties: []string{"content"}},
 				{URN: "urn:pulumi:dev::p::aws:s3/bucket:Bucket::b", Type: "aws:s3/bucket:Bucket", Op: "delete"},
 				{URN: "urn:pulumi:dev::p::x:y:Z::tagged", Type: "x:y:Z", Op: "update", Properties: []string{"tags"}},
 			}
 			h.runner.mu.Unlock()
 			if !remediate {
-				h.eventually("drifted", func() bool { d := drift(); return d != nil && d.State == DriftDrifted })
+				h.eventually("drifted", func() bool { d := drift(); return d != nil && d.State == spec.DriftDrifted })
 				d := drift()
 				if len(d.Resources) != 1 || d.Resources[0].Type != "stackdtest:index:File" || d.Ignored != 2 {
 					t.Fatalf("drift = %+v", d)
@@ -923,7 +923,7 @@ stacks:
 				}
 				return false
 			})
-			h.eventually("in sync again", func() bool { d := drift(); return d != nil && d.State == DriftInSync })
+			h.eventually("in sync again", func() bool { d := drift(); return d != nil && d.State == spec.DriftInSync })
 			var reasons []string
 			for _, u := range h.store.updatesOf("app") {
 				reasons = append(reasons, u.Reason)
@@ -936,7 +936,7 @@ stacks:
 }
 
 func TestFilterDrift(t *testing.T) {
-	res := []DriftedResource{
+	res := []spec.DriftedResource{
 		{URN: "urn:a::File::one", Type: "t:File", Op: "update", Properties: []string{"content", "mode"}},
 		{URN: "urn:a::File::two", Type: "t:File", Op: "delete"},
 	}

@@ -79,9 +79,9 @@ func (d *Daemon) startDrift(st *stackState, obs Observation) {
 // asks for a remediation when the spec says so.
 func (d *Daemon) recordDrift(st *stackState, u Update, res Result, now time.Time) {
 	prev := st.rec.Status.Drift
-	dr := &DriftStatus{State: DriftInSync, LastCheck: now, Check: u.ID}
+	dr := &spec.DriftStatus{State: spec.DriftInSync, LastCheck: now, Check: u.ID}
 	if u.State != UpdateSucceeded {
-		dr.State, dr.Message = DriftCheckFailed, u.Message
+		dr.State, dr.Message = spec.DriftCheckFailed, u.Message
 		if prev != nil {
 			dr.Since = prev.Since
 		}
@@ -92,8 +92,8 @@ func (d *Daemon) recordDrift(st *stackState, u Update, res Result, now time.Time
 		}
 		dr.Resources, dr.Ignored = filterDrift(res.Drift, rules)
 		if len(dr.Resources) > 0 {
-			dr.State, dr.Since = DriftDrifted, now
-			if prev != nil && prev.State == DriftDrifted {
+			dr.State, dr.Since = spec.DriftDrifted, now
+			if prev != nil && prev.State == spec.DriftDrifted {
 				dr.Since = prev.Since
 			}
 		}
@@ -101,7 +101,7 @@ func (d *Daemon) recordDrift(st *stackState, u Update, res Result, now time.Time
 	st.rec.Status.Drift = dr
 	d.opts.Observer.DriftChecked(dr.State)
 	d.driftEvent(st.rec.Name, prev, dr, now)
-	if dr.State == DriftDrifted && st.stack != nil && st.stack.Spec.DriftDetection != nil && st.stack.Spec.DriftDetection.Remediate {
+	if dr.State == spec.DriftDrifted && st.stack != nil && st.stack.Spec.DriftDetection != nil && st.stack.Spec.DriftDetection.Remediate {
 		st.remediate = u.ID
 		d.poke(st, "drift-"+u.ID)
 	}
@@ -111,8 +111,8 @@ func (d *Daemon) recordDrift(st *stackState, u Update, res Result, now time.Time
 // matching resource's drift; a rule with properties accepts those
 // properties only. It returns what stays drifted and how many resources
 // the rules accepted.
-func filterDrift(drift []DriftedResource, rules []spec.DriftIgnore) ([]DriftedResource, int) {
-	var out []DriftedResource
+func filterDrift(drift []spec.DriftedResource, rules []spec.DriftIgnore) ([]spec.DriftedResource, int) {
+	var out []spec.DriftedResource
 	ignored := 0
 	for _, r := range drift {
 		props, whole := r.Properties, false
@@ -137,7 +137,7 @@ func filterDrift(drift []DriftedResource, rules []spec.DriftIgnore) ([]DriftedRe
 }
 
 // ignores says whether rule covers r: its type, and its URN glob.
-func ignores(rule spec.DriftIgnore, r DriftedResource) bool {
+func ignores(rule spec.DriftIgnore, r spec.DriftedResource) bool {
 	if rule.Type != "" && rule.Type != r.Type {
 		return false
 	}
@@ -154,13 +154,13 @@ func globMatch(pattern, s string) bool {
 }
 
 // driftEvent tells the notifier when a stack starts or stops drifting.
-func (d *Daemon) driftEvent(stack string, prev, cur *DriftStatus, now time.Time) {
-	was := prev != nil && prev.State == DriftDrifted
+func (d *Daemon) driftEvent(stack string, prev, cur *spec.DriftStatus, now time.Time) {
+	was := prev != nil && prev.State == spec.DriftDrifted
 	switch {
-	case cur.State == DriftDrifted && !was:
+	case cur.State == spec.DriftDrifted && !was:
 		d.opts.Notifier.Notify(Event{Kind: EventDriftDetected, Stack: stack, Time: now, Update: cur.Check, Drift: cur,
 			Message: fmt.Sprintf("%d resource(s) of stack %s changed outside Pulumi", len(cur.Resources), stack)})
-	case cur.State == DriftInSync && was:
+	case cur.State == spec.DriftInSync && was:
 		d.opts.Notifier.Notify(Event{Kind: EventDriftResolved, Stack: stack, Time: now, Update: cur.Check, Drift: cur,
 			Message: fmt.Sprintf("stack %s matches its state again", stack)})
 	}

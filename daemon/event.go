@@ -1,6 +1,10 @@
 package daemon
 
-import "time"
+import (
+	"time"
+
+	"github.com/stackd/stackd/daemon/spec"
+)
 
 // Event kinds a Notifier hears about.
 const (
@@ -14,13 +18,13 @@ const (
 // Event is a change of a stack that people want to hear about. It holds
 // no secret: messages are scrubbed, drift names properties, not values.
 type Event struct {
-	Kind    string       `json:"event"`
-	Stack   string       `json:"stack"`
-	Time    time.Time    `json:"time"`
-	Message string       `json:"message"`
-	Update  string       `json:"update,omitempty"`
-	Commit  string       `json:"commit,omitempty"`
-	Drift   *DriftStatus `json:"drift,omitempty"`
+	Kind    string            `json:"event"`
+	Stack   string            `json:"stack"`
+	Time    time.Time         `json:"time"`
+	Message string            `json:"message"`
+	Update  string            `json:"update,omitempty"`
+	Commit  string            `json:"commit,omitempty"`
+	Drift   *spec.DriftStatus `json:"drift,omitempty"`
 }
 
 // Notifier delivers events (webhooks, chat). Notify must not block: the

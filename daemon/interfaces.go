@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"io"
 	"time"
+
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // GitSource is a repository to resolve and check out, with its resolved
@@ -151,17 +153,7 @@ type Result struct {
 	Permalink string
 	// Drift lists, for an UpdateDrift check, the resources whose real
 	// state differs from the stack's state.
-	Drift []DriftedResource
-}
-
-// DriftedResource is a resource that changed outside Pulumi. It names the
-// properties that differ, never their values.
-type DriftedResource struct {
-	URN  string `json:"urn"`
-	Type string `json:"type"`
-	// Op is what a refresh would do: "update" (changed) or "delete" (gone).
-	Op         string   `json:"op"`
-	Properties []string `json:"properties,omitempty"`
+	Drift []spec.DriftedResource
 }
 
 // Runner runs Pulumi operations; runner implements it. Its methods are

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // Defaults of NotifyOptions.
@@ -163,7 +165,7 @@ func (n *WebhookNotifier) addTargets(urls []string, slack bool) {
 // Notify queues e for delivery and returns at once. When the queue is
 // full the oldest event is dropped; after Close, e is dropped.
 func (n *WebhookNotifier) Notify(e Event) {
-	e.Drift = cloneDrift(e.Drift) // the daemon may change it once unlocked
+	e.Drift = e.Drift.Clone() // the daemon may change it once unlocked
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
@@ -415,7 +417,7 @@ func eventTitle(kind string) (emoji, title string) {
 // driftSummary counts the drifted resources of d and names the first few,
 // e.g. "1 resource(s) changed outside Pulumi (update pkg:index:File note:
 // content)".
-func driftSummary(d *DriftStatus) string {
+func driftSummary(d *spec.DriftStatus) string {
 	s := fmt.Sprintf("%d resource(s) changed outside Pulumi", len(d.Resources))
 	if len(d.Resources) == 0 {
 		return s
@@ -432,7 +434,7 @@ func driftSummary(d *DriftStatus) string {
 }
 
 // describeResource is "op type name: prop, prop" for one drifted resource.
-func describeResource(r DriftedResource) string {
+func describeResource(r spec.DriftedResource) string {
 	typ, name := r.Type, r.URN
 	if i := strings.LastIndex(r.URN, "::"); i >= 0 {
 		name = r.URN[i+2:]
@@ -488,20 +490,6 @@ func stripURL(err error) error {
 		return ue.Err
 	}
 	return err
-}
-
-// cloneDrift returns a deep copy of d.
-func cloneDrift(d *DriftStatus) *DriftStatus {
-	if d == nil {
-		return nil
-	}
-	c := *d
-	c.Resources = nil
-	for _, r := range d.Resources {
-		r.Properties = append([]string(nil), r.Properties...)
-		c.Resources = append(c.Resources, r)
-	}
-	return &c
 }
 
 // sleepCtx waits for d; false when ctx ended first.

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // hookRequest is one request a test receiver got.
@@ -96,7 +98,7 @@ func closeNotifier(t *testing.T, n *WebhookNotifier, d time.Duration) error {
 func driftEventFor(stack string) Event {
 	return Event{Kind: EventDriftDetected, Stack: stack, Time: time.Unix(1700000000, 0).UTC(), Update: stack + "-7",
 		Message: "1 resource(s) of stack " + stack + " changed outside Pulumi",
-		Drift: &DriftStatus{State: DriftDrifted, Resources: []DriftedResource{{
+		Drift: &spec.DriftStatus{State: spec.DriftDrifted, Resources: []spec.DriftedResource{{
 			URN:  "urn:pulumi:dev::proj::stackdtest:index:File::note",
 			Type: "stackdtest:index:File", Op: "update", Properties: []string{"content"},
 		}}}}
@@ -186,7 +188,7 @@ func TestNotifierSlackText(t *testing.T) {
 	many := driftEventFor("web")
 	many.Update = ""
 	r := many.Drift.Resources[0]
-	many.Drift.Resources = []DriftedResource{r, {URN: "urn:pulumi:dev::proj::a:b:Parent$aws:s3:Bucket::logs", Op: "delete"}, r, r, r}
+	many.Drift.Resources = []spec.DriftedResource{r, {URN: "urn:pulumi:dev::proj::a:b:Parent$aws:s3:Bucket::logs", Op: "delete"}, r, r, r}
 	tests := []struct {
 		e    Event
 		want string

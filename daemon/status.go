@@ -84,30 +84,7 @@ type StackStatus struct {
 	Health                   *Health                    `json:"health,omitempty"`
 	// Drift is stackd's own: the outcome of the last drift check. Drift is
 	// an axis of its own: it does not make a stack un-Ready.
-	Drift *DriftStatus `json:"drift,omitempty"`
-}
-
-// Drift states.
-const (
-	DriftInSync      = "InSync"
-	DriftDrifted     = "Drifted"
-	DriftCheckFailed = "CheckFailed"
-	DriftUnknown     = "Unknown"
-)
-
-// DriftStatus is the outcome of a stack's last drift check.
-type DriftStatus struct {
-	State     string    `json:"state"`
-	LastCheck time.Time `json:"lastCheck,omitzero"`
-	// Since is when the stack was first seen drifted, while it is.
-	Since time.Time `json:"since,omitzero"`
-	// Resources are the drifted resources, ignored ones left out.
-	Resources []DriftedResource `json:"resources,omitempty"`
-	// Ignored counts drifted resources that ignore rules accept.
-	Ignored int `json:"ignored,omitempty"`
-	// Check is the id of the check's update; Message its error.
-	Check   string `json:"check,omitempty"`
-	Message string `json:"message,omitempty"`
+	Drift *spec.DriftStatus `json:"drift,omitempty"`
 }
 
 // Condition is a Kubernetes-style status condition.
@@ -195,10 +172,6 @@ func (s StackStatus) Clone() StackStatus {
 		h := *s.Health
 		c.Health = &h
 	}
-	if s.Drift != nil {
-		d := *s.Drift
-		d.Resources = append([]DriftedResource(nil), s.Drift.Resources...)
-		c.Drift = &d
-	}
+	c.Drift = s.Drift.Clone()
 	return c
 }

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // Secret values in engine events are objects holding this signature key
@@ -53,7 +53,7 @@ type events struct {
 	errors     []string
 	programErr []string
 	// drift lists the resources a refresh would change.
-	drift []daemon.DriftedResource
+	drift []spec.DriftedResource
 }
 
 // readEvents reads the event log at path. A log cut short (the process
@@ -92,7 +92,7 @@ func (ev *events) add(e engineEvent) error {
 	case e.ResOutputsEvent != nil:
 		md := e.ResOutputsEvent.Metadata
 		if drifted(md.Op, md.Type) {
-			ev.drift = append(ev.drift, daemon.DriftedResource{URN: md.URN, Type: md.Type, Op: md.Op, Properties: md.Diffs})
+			ev.drift = append(ev.drift, spec.DriftedResource{URN: md.URN, Type: md.Type, Op: md.Op, Properties: md.Diffs})
 		}
 		if md.Type != "pulumi:pulumi:Stack" || md.New == nil {
 			return nil

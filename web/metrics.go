@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // Metrics are stackd's Prometheus metrics. It is the daemon's
@@ -89,7 +90,7 @@ func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
 	}
 	m.polls.WithLabelValues(pollSuccess)
 	m.polls.WithLabelValues(pollError)
-	for _, res := range []string{daemon.DriftInSync, daemon.DriftDrifted, daemon.DriftCheckFailed} {
+	for _, res := range []string{spec.DriftInSync, spec.DriftDrifted, spec.DriftCheckFailed} {
 		m.driftChecks.WithLabelValues(res)
 	}
 	m.SetAPI(api)
@@ -298,8 +299,8 @@ func collectStack(ch chan<- prometheus.Metric, v *daemon.StackView) {
 }
 
 // collectDrift emits a stack's drift gauges.
-func collectDrift(ch chan<- prometheus.Metric, name string, dr *daemon.DriftStatus) {
-	gauge(ch, descDrifted, boolValue(dr.State == daemon.DriftDrifted), name)
+func collectDrift(ch chan<- prometheus.Metric, name string, dr *spec.DriftStatus) {
+	gauge(ch, descDrifted, boolValue(dr.State == spec.DriftDrifted), name)
 	gauge(ch, descDriftCheck, unixSeconds(dr.LastCheck), name)
 	ops := map[string]float64{"update": 0, "delete": 0, "ignored": float64(dr.Ignored)}
 	for _, r := range dr.Resources {

@@ -126,7 +126,7 @@ type stackRow struct {
 	// Applied is the last commit an update succeeded with.
 	Applied string
 	// Drift is the last drift check's outcome; nil before any.
-	Drift *daemon.DriftStatus
+	Drift *spec.DriftStatus
 }
 
 func summarize(v daemon.StackView) stackRow {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 func driftState(state string) func(v daemon.StackView) bool {
@@ -43,13 +44,13 @@ func TestE2EDrift(t *testing.T) {
 				"    driftDetection:\n      interval: 1s\n"+tc.extra), "", func(f *runFlags) {
 				_ = f.notifyURLs.Set(receiver.URL)
 			})
-			in.waitStack("app", "in sync", time.Minute, driftState(daemon.DriftInSync))
+			in.waitStack("app", "in sync", time.Minute, driftState(spec.DriftInSync))
 			if err := os.WriteFile(out, []byte("edited by hand"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			switch tc.name {
 			case "detect":
-				v := in.waitStack("app", "drifted", time.Minute, driftState(daemon.DriftDrifted))
+				v := in.waitStack("app", "drifted", time.Minute, driftState(spec.DriftDrifted))
 				d := v.Status.Drift
 				if len(d.Resources) != 1 || !strings.HasSuffix(d.Resources[0].URN, "File::note") ||
 					d.Resources[0].Op != "update" || strings.Join(d.Resources[0].Properties, ",") != "content" {
@@ -76,7 +77,7 @@ func TestE2EDrift(t *testing.T) {
 				if err := os.WriteFile(out, []byte("hello v1"), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				in.waitStack("app", "in sync after the fix", time.Minute, driftState(daemon.DriftInSync))
+				in.waitStack("app", "in sync after the fix", time.Minute, driftState(spec.DriftInSync))
 				prom.waitFor(`stackd_stack_drifted{stack="app"}`, "0")
 				waitEvent(t, events, daemon.EventDriftResolved)
 			case "remediate":
@@ -98,7 +99,7 @@ func TestE2EDrift(t *testing.T) {
 				v := in.waitStack("app", "the drift ignored", time.Minute, func(v daemon.StackView) bool {
 					return v.Status.Drift != nil && v.Status.Drift.Ignored == 1
 				})
-				if v.Status.Drift.State != daemon.DriftInSync {
+				if v.Status.Drift.State != spec.DriftInSync {
 					t.Fatalf("ignored drift reported: %+v", v.Status.Drift)
 				}
 				_, body := in.get("/metrics", nil)
@@ -120,12 +121,12 @@ func TestE2EDriftCheckFailed(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "note.txt")
 	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+"    driftDetection:\n      interval: 1s\n"), filepath.Join(dir, "data"))
-	in.waitStack("app", "in sync", time.Minute, driftState(daemon.DriftInSync))
+	in.waitStack("app", "in sync", time.Minute, driftState(spec.DriftInSync))
 	// The backend's state disappears: checks fail.
 	if err := os.RemoveAll(filepath.Join(dir, "data", "backend", ".pulumi")); err != nil {
 		t.Fatal(err)
 	}
-	v := in.waitStack("app", "check failed", time.Minute, driftState(daemon.DriftCheckFailed))
+	v := in.waitStack("app", "check failed", time.Minute, driftState(spec.DriftCheckFailed))
 	if v.Status.Drift.Message == "" {
 		t.Fatal("a failed check without a message")
 	}
