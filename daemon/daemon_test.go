@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
+
+	"github.com/stackd/stackd/daemon/notify"
 )
 
 // The daemon's scheduling tests use hand-written fakes of its interfaces;
@@ -968,10 +970,10 @@ func TestFilterDrift(t *testing.T) {
 
 type recordingNotifier struct {
 	mu     sync.Mutex
-	events []Event
+	events []notify.Event
 }
 
-func (n *recordingNotifier) Notify(e Event) {
+func (n *recordingNotifier) Notify(e notify.Event) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.events = append(n.events, e)
@@ -993,13 +995,13 @@ func TestNotifications(t *testing.T) {
 	h.fetcher.set("https://git.example/app.git", sha1, nil)
 	h.runner.setFail("app", errors.New("boom"))
 	h.start()
-	h.eventually("stalled", func() bool { return strings.HasSuffix(n.kinds(), EventStackStalled) })
+	h.eventually("stalled", func() bool { return strings.HasSuffix(n.kinds(), notify.StackStalled) })
 	if got := n.kinds(); got != "update_failed,stack_stalled" {
 		t.Fatalf("events %s", got)
 	}
 	h.runner.setFail("app", nil)
 	h.fetcher.set("https://git.example/app.git", sha2, nil)
-	h.eventually("recovered", func() bool { return strings.HasSuffix(n.kinds(), EventStackRecovered) })
+	h.eventually("recovered", func() bool { return strings.HasSuffix(n.kinds(), notify.StackRecovered) })
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if e := n.events[1]; e.Stack != "app" || !strings.Contains(e.Message, "boom") || e.Update == "" {

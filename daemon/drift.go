@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
+
+	"github.com/stackd/stackd/daemon/notify"
 )
 
 // driftInterval is how often st is checked for drift; zero means never.
@@ -158,10 +160,10 @@ func (d *Daemon) driftEvent(stack string, prev, cur *spec.DriftStatus, now time.
 	was := prev != nil && prev.State == spec.DriftDrifted
 	switch {
 	case cur.State == spec.DriftDrifted && !was:
-		d.opts.Notifier.Notify(Event{Kind: EventDriftDetected, Stack: stack, Time: now, Update: cur.Check, Drift: cur,
+		d.opts.Notifier.Notify(notify.Event{Kind: notify.DriftDetected, Stack: stack, Time: now, Update: cur.Check, Drift: cur,
 			Message: fmt.Sprintf("%d resource(s) of stack %s changed outside Pulumi", len(cur.Resources), stack)})
 	case cur.State == spec.DriftInSync && was:
-		d.opts.Notifier.Notify(Event{Kind: EventDriftResolved, Stack: stack, Time: now, Update: cur.Check, Drift: cur,
+		d.opts.Notifier.Notify(notify.Event{Kind: notify.DriftResolved, Stack: stack, Time: now, Update: cur.Check, Drift: cur,
 			Message: fmt.Sprintf("stack %s matches its state again", stack)})
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
+
+	"github.com/stackd/stackd/daemon/notify"
 )
 
 // job is one operation's inputs, captured under d.mu when it starts.
@@ -230,7 +232,7 @@ func (d *Daemon) recordOutcome(st *stackState, j job, u Update, res Result, now 
 		wasStalled := s.Condition(ConditionStalled) != nil
 		s.MarkReady(st.rec.Generation, now)
 		if wasStalled || (last != nil && last.State == UpdateFailed) {
-			d.opts.Notifier.Notify(Event{Kind: EventStackRecovered, Stack: st.rec.Name, Time: now, Update: u.ID, Commit: u.Commit,
+			d.opts.Notifier.Notify(notify.Event{Kind: notify.StackRecovered, Stack: st.rec.Name, Time: now, Update: u.ID, Commit: u.Commit,
 				Message: fmt.Sprintf("stack %s: %s succeeded after failing", st.rec.Name, u.Type)})
 		}
 		return
@@ -241,10 +243,10 @@ func (d *Daemon) recordOutcome(st *stackState, j job, u Update, res Result, now 
 	}
 	lu.Failures = NextFailures(last, j.obs.Generation, j.obs.ReconcileRequest)
 	s.LastUpdate = lu
-	event := Event{Kind: EventUpdateFailed, Stack: st.rec.Name, Time: now, Update: u.ID, Commit: u.Commit, Message: u.Message}
+	event := notify.Event{Kind: notify.UpdateFailed, Stack: st.rec.Name, Time: now, Update: u.ID, Commit: u.Commit, Message: u.Message}
 	if lu.Failures >= d.opts.MaxFailures {
 		s.MarkStalled(ReasonUpdateFailed, failureMessage(u.Type, lu.Failures+1)+": "+u.Message, st.rec.Generation, now)
-		event.Kind, event.Message = EventStackStalled, s.Condition(ConditionStalled).Message
+		event.Kind, event.Message = notify.StackStalled, s.Condition(ConditionStalled).Message
 		d.opts.Notifier.Notify(event)
 		return
 	}

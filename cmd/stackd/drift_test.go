@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/notify"
 	"github.com/stackd/stackd/daemon/spec"
 )
 
@@ -32,9 +33,9 @@ func TestE2EDrift(t *testing.T) {
 			r := newRepo(t)
 			r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 			out := filepath.Join(t.TempDir(), "note.txt")
-			events := make(chan daemon.Event, 16)
+			events := make(chan notify.Event, 16)
 			receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				var e daemon.Event
+				var e notify.Event
 				if json.NewDecoder(r.Body).Decode(&e) == nil {
 					events <- e
 				}
@@ -61,7 +62,7 @@ func TestE2EDrift(t *testing.T) {
 				}
 				prom := startPrometheus(t, tool(t, "prometheus"), in)
 				prom.waitFor(`stackd_stack_drifted{stack="app"}`, "1")
-				waitEvent(t, events, daemon.EventDriftDetected)
+				waitEvent(t, events, notify.DriftDetected)
 				_, page := in.get("/stacks/app", nil)
 				for _, want := range []string{"Drifted resources", "File::note", "<code>content</code>"} {
 					if !strings.Contains(string(page), want) {
@@ -79,7 +80,7 @@ func TestE2EDrift(t *testing.T) {
 				}
 				in.waitStack("app", "in sync after the fix", time.Minute, driftState(spec.DriftInSync))
 				prom.waitFor(`stackd_stack_drifted{stack="app"}`, "0")
-				waitEvent(t, events, daemon.EventDriftResolved)
+				waitEvent(t, events, notify.DriftResolved)
 			case "remediate":
 				deadline := time.Now().Add(time.Minute)
 				for readFile(t, out) != "hello v1" {
@@ -136,7 +137,7 @@ func TestE2EDriftCheckFailed(t *testing.T) {
 }
 
 // waitEvent waits for a notification of kind at the loopback receiver.
-func waitEvent(t *testing.T, events <-chan daemon.Event, kind string) daemon.Event {
+func waitEvent(t *testing.T, events <-chan notify.Event, kind string) notify.Event {
 	t.Helper()
 	deadline := time.After(time.Minute)
 	for {

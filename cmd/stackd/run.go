@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/notify"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/gitwatch"
 	"github.com/stackd/stackd/runner"
@@ -134,28 +135,28 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 
 // serve runs the daemon until ctx ends, then stops it.
 func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
-	notify := newNotifier()
+	sd := newNotifier()
 	a, err := start(ctx, f, log)
 	if err != nil {
 		return err
 	}
-	if err := notify.send("READY=1\nSTATUS=reconciling"); err != nil {
+	if err := sd.send("READY=1\nSTATUS=reconciling"); err != nil {
 		log.Warn("cannot notify systemd", "err", err)
 	}
 	watchCtx, stopWatchdog := context.WithCancel(context.Background())
 	defer stopWatchdog()
-	go notify.watchdog(watchCtx)
+	go sd.watchdog(watchCtx)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	for {
 		select {
 		case <-hup:
-			_ = notify.send(reloading())
+			_ = sd.send(reloading())
 			_ = a.d.Reload() // logged; the config in force stays on error
-			_ = notify.send("READY=1")
+			_ = sd.send("READY=1")
 		case <-ctx.Done():
-			_ = notify.send("STOPPING=1")
+			_ = sd.send("STOPPING=1")
 			return a.stop(graceUntilSecondSignal(f.shutdownGrace, log))
 		}
 	}
@@ -189,7 +190,7 @@ type app struct {
 	d     *daemon.Daemon
 	store *store.Store
 	// notifier delivers stack events; nil without --notify-* URLs.
-	notifier *daemon.WebhookNotifier
+	notifier *notify.Webhook
 }
 
 // start wires the packages together and starts them.
@@ -260,17 +261,17 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 
 // newWebhookNotifier returns the notifier of the --notify-* flags; nil
 // when no URL is given.
-func newWebhookNotifier(f *runFlags, log *slog.Logger) (*daemon.WebhookNotifier, error) {
+func newWebhookNotifier(f *runFlags, log *slog.Logger) (*notify.Webhook, error) {
 	if len(f.notifyURLs) == 0 && len(f.notifySlack) == 0 {
 		return nil, nil
 	}
 	for _, u := range f.notifyURLs {
-		if err := daemon.CheckWebhookURL(u); err != nil {
+		if err := notify.CheckWebhookURL(u); err != nil {
 			return nil, fmt.Errorf("--notify-url: %w", err)
 		}
 	}
 	for _, u := range f.notifySlack {
-		if err := daemon.CheckWebhookURL(u); err != nil {
+		if err := notify.CheckWebhookURL(u); err != nil {
 			return nil, fmt.Errorf("--notify-slack-url: %w", err)
 		}
 	}
@@ -278,13 +279,13 @@ func newWebhookNotifier(f *runFlags, log *slog.Logger) (*daemon.WebhookNotifier,
 	if err != nil {
 		return nil, err
 	}
-	return daemon.NewWebhookNotifier(daemon.NotifyOptions{URLs: f.notifyURLs, SlackURLs: f.notifySlack,
+	return notify.NewWebhook(notify.Options{URLs: f.notifyURLs, SlackURLs: f.notifySlack,
 		Secret: secret, Logger: log.With("component", "notify")}), nil
 }
 
 // asNotifier is wh as a daemon.Notifier; nil, not a nil pointer, when
 // there is none.
-func asNotifier(wh *daemon.WebhookNotifier) daemon.Notifier {
+func asNotifier(wh *notify.Webhook) daemon.Notifier {
 	if wh == nil {
 		return nil
 	}
@@ -293,7 +294,7 @@ func asNotifier(wh *daemon.WebhookNotifier) daemon.Notifier {
 
 // closeNotifier flushes wh's queued events for at most grace, then stops
 // it. Undelivered events are logged by wh itself.
-func closeNotifier(wh *daemon.WebhookNotifier, grace time.Duration) {
+func closeNotifier(wh *notify.Webhook, grace time.Duration) {
 	if wh == nil {
 		return
 	}

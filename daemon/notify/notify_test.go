@@ -1,4 +1,4 @@
-package daemon
+package notify
 
 import (
 	"bytes"
@@ -74,7 +74,7 @@ func (b *lockedBuffer) String() string {
 
 // startNotifier starts a notifier with fast retries logging to the
 // returned buffer.
-func startNotifier(t *testing.T, opts NotifyOptions) (*WebhookNotifier, *lockedBuffer) {
+func startNotifier(t *testing.T, opts Options) (*Webhook, *lockedBuffer) {
 	t.Helper()
 	logs := &lockedBuffer{}
 	opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -82,13 +82,13 @@ func startNotifier(t *testing.T, opts NotifyOptions) (*WebhookNotifier, *lockedB
 	if opts.Timeout == 0 {
 		opts.Timeout = 5 * time.Second
 	}
-	n := NewWebhookNotifier(opts)
+	n := NewWebhook(opts)
 	t.Cleanup(func() { closeNotifier(t, n, time.Second) })
 	return n, logs
 }
 
 // closeNotifier closes n within d and returns Close's error.
-func closeNotifier(t *testing.T, n *WebhookNotifier, d time.Duration) error {
+func closeNotifier(t *testing.T, n *Webhook, d time.Duration) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
@@ -96,7 +96,7 @@ func closeNotifier(t *testing.T, n *WebhookNotifier, d time.Duration) error {
 }
 
 func driftEventFor(stack string) Event {
-	return Event{Kind: EventDriftDetected, Stack: stack, Time: time.Unix(1700000000, 0).UTC(), Update: stack + "-7",
+	return Event{Kind: DriftDetected, Stack: stack, Time: time.Unix(1700000000, 0).UTC(), Update: stack + "-7",
 		Message: "1 resource(s) of stack " + stack + " changed outside Pulumi",
 		Drift: &spec.DriftStatus{State: spec.DriftDrifted, Resources: []spec.DriftedResource{{
 			URN:  "urn:pulumi:dev::proj::stackdtest:index:File::note",
@@ -107,8 +107,8 @@ func driftEventFor(stack string) Event {
 func TestWebhookNotifierDeliversSignedEvents(t *testing.T) {
 	const secret = "s3cret"
 	h := newHookReceiver(t, always(http.StatusNoContent))
-	n, logs := startNotifier(t, NotifyOptions{URLs: []string{h.srv.URL + "/hook"}, Secret: secret})
-	kinds := []string{EventDriftDetected, EventDriftResolved, EventUpdateFailed, EventStackStalled, EventStackRecovered}
+	n, logs := startNotifier(t, Options{URLs: []string{h.srv.URL + "/hook"}, Secret: secret})
+	kinds := []string{DriftDetected, DriftResolved, UpdateFailed, StackStalled, StackRecovered}
 	for _, k := range kinds {
 		e := driftEventFor("app")
 		e.Kind = k
@@ -144,20 +144,20 @@ func TestWebhookNotifierDeliversSignedEvents(t *testing.T) {
 
 func TestWebhookNotifierUnsignedWithoutSecret(t *testing.T) {
 	h := newHookReceiver(t, always(http.StatusOK))
-	n, _ := startNotifier(t, NotifyOptions{URLs: []string{h.srv.URL}})
+	n, _ := startNotifier(t, Options{URLs: []string{h.srv.URL}})
 	n.Notify(driftEventFor("app"))
 	if err := closeNotifier(t, n, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	got := h.requests()
-	if len(got) != 1 || got[0].header.Get(SignatureHeader) != "" || got[0].header.Get(EventHeader) != EventDriftDetected {
+	if len(got) != 1 || got[0].header.Get(SignatureHeader) != "" || got[0].header.Get(EventHeader) != DriftDetected {
 		t.Fatalf("requests: %+v", got)
 	}
 }
 
 func TestWebhookNotifierSlackPayload(t *testing.T) {
 	h := newHookReceiver(t, always(http.StatusOK))
-	n, logs := startNotifier(t, NotifyOptions{SlackURLs: []string{h.srv.URL + "/services/T0/B0/x"}, Secret: "s"})
+	n, logs := startNotifier(t, Options{SlackURLs: []string{h.srv.URL + "/services/T0/B0/x"}, Secret: "s"})
 	n.Notify(driftEventFor("app"))
 	if err := closeNotifier(t, n, 5*time.Second); err != nil {
 		t.Fatalf("close: %v\n%s", err, logs)
@@ -195,9 +195,9 @@ func TestNotifierSlackText(t *testing.T) {
 	}{
 		{many, ":warning: stackd: drift detected on stack *web*: 5 resource(s) changed outside Pulumi (update " +
 			"stackdtest:index:File note: content; delete aws:s3:Bucket logs; update stackdtest:index:File note: content; and 2 more)"},
-		{Event{Kind: EventUpdateFailed, Stack: "db", Update: "db-3", Message: "exit <1> & more"},
+		{Event{Kind: UpdateFailed, Stack: "db", Update: "db-3", Message: "exit <1> & more"},
 			":x: stackd: update failed on stack *db*: exit &lt;1&gt; &amp; more (update db-3)"},
-		{Event{Kind: EventStackRecovered, Stack: "db"}, ":white_check_mark: stackd: stack recovered on stack *db*"},
+		{Event{Kind: StackRecovered, Stack: "db"}, ":white_check_mark: stackd: stack recovered on stack *db*"},
 		{Event{Kind: "something_new", Stack: "db", Message: "m"}, ":information_source: stackd: something new on stack *db*: m"},
 	}
 	for _, tt := range tests {
@@ -214,7 +214,7 @@ func TestWebhookNotifierRetriesServerErrors(t *testing.T) {
 		}
 		return http.StatusOK
 	})
-	n, logs := startNotifier(t, NotifyOptions{URLs: []string{h.srv.URL}, Retries: 3})
+	n, logs := startNotifier(t, Options{URLs: []string{h.srv.URL}, Retries: 3})
 	n.Notify(driftEventFor("app"))
 	if err := closeNotifier(t, n, 5*time.Second); err != nil {
 		t.Fatal(err)
@@ -230,7 +230,7 @@ func TestWebhookNotifierRetriesServerErrors(t *testing.T) {
 func TestWebhookNotifierGivesUpAfterRetries(t *testing.T) {
 	for _, code := range []int{http.StatusServiceUnavailable, http.StatusTooManyRequests, http.StatusRequestTimeout} {
 		h := newHookReceiver(t, always(code))
-		n, logs := startNotifier(t, NotifyOptions{URLs: []string{h.srv.URL}, Retries: 2})
+		n, logs := startNotifier(t, Options{URLs: []string{h.srv.URL}, Retries: 2})
 		n.Notify(driftEventFor("app"))
 		if err := closeNotifier(t, n, 5*time.Second); err != nil {
 			t.Fatal(err)
@@ -246,7 +246,7 @@ func TestWebhookNotifierGivesUpAfterRetries(t *testing.T) {
 
 func TestWebhookNotifierNoRetryOnClientError(t *testing.T) {
 	h := newHookReceiver(t, always(http.StatusBadRequest))
-	n, logs := startNotifier(t, NotifyOptions{URLs: []string{h.srv.URL}, Retries: 3})
+	n, logs := startNotifier(t, Options{URLs: []string{h.srv.URL}, Retries: 3})
 	n.Notify(driftEventFor("app"))
 	if err := closeNotifier(t, n, 5*time.Second); err != nil {
 		t.Fatal(err)
@@ -273,13 +273,13 @@ func TestWebhookNotifierNeverBlocks(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) }) // runs before srv.Close
-	n, _ := startNotifier(t, NotifyOptions{URLs: []string{srv.URL}, QueueSize: 10, Timeout: time.Minute})
+	n, _ := startNotifier(t, Options{URLs: []string{srv.URL}, QueueSize: 10, Timeout: time.Minute})
 
-	n.Notify(Event{Kind: EventUpdateFailed, Stack: "s0"})
+	n.Notify(Event{Kind: UpdateFailed, Stack: "s0"})
 	hits.Wait() // the sender now hangs on the first event
 	start := time.Now()
 	for i := 1; i < 1000; i++ {
-		n.Notify(Event{Kind: EventUpdateFailed, Stack: "s"})
+		n.Notify(Event{Kind: UpdateFailed, Stack: "s"})
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("1000 Notify calls took %v", d)
@@ -302,7 +302,7 @@ func TestWebhookNotifierNeverBlocks(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("Close took %v", d)
 	}
-	n.Notify(Event{Kind: EventUpdateFailed, Stack: "late"}) // after Close: dropped, no panic
+	n.Notify(Event{Kind: UpdateFailed, Stack: "late"}) // after Close: dropped, no panic
 }
 
 func TestWebhookNotifierDropsOldest(t *testing.T) {
@@ -313,11 +313,11 @@ func TestWebhookNotifierDropsOldest(t *testing.T) {
 		}
 		return http.StatusOK
 	})
-	n, logs := startNotifier(t, NotifyOptions{URLs: []string{h.srv.URL}, QueueSize: 2})
-	n.Notify(Event{Kind: EventUpdateFailed, Stack: "first"})
+	n, logs := startNotifier(t, Options{URLs: []string{h.srv.URL}, QueueSize: 2})
+	n.Notify(Event{Kind: UpdateFailed, Stack: "first"})
 	waitFor(t, func() bool { return len(h.requests()) == 1 })
 	for _, s := range []string{"a", "b", "c", "d"} {
-		n.Notify(Event{Kind: EventUpdateFailed, Stack: s})
+		n.Notify(Event{Kind: UpdateFailed, Stack: s})
 	}
 	close(release)
 	if err := closeNotifier(t, n, 5*time.Second); err != nil {
@@ -349,7 +349,7 @@ func TestWebhookNotifierLogsNoURLSecrets(t *testing.T) {
 		gone.URL + "/hook?token=SECRET",
 	}
 	slack := []string{h.srv.URL + "/services/T0/B0/SECRET", "http://%zz/SECRET", "ftp://SECRET"}
-	n, logs := startNotifier(t, NotifyOptions{URLs: urls, SlackURLs: slack, Retries: 1})
+	n, logs := startNotifier(t, Options{URLs: urls, SlackURLs: slack, Retries: 1})
 	n.Notify(driftEventFor("app"))
 	if err := closeNotifier(t, n, 5*time.Second); err != nil {
 		t.Fatal(err)
@@ -388,9 +388,9 @@ func TestNotifierCheckWebhookURL(t *testing.T) {
 func TestNotifierCopiesDrift(t *testing.T) {
 	release := make(chan struct{})
 	h := newHookReceiver(t, func(int) int { <-release; return http.StatusOK })
-	n, _ := startNotifier(t, NotifyOptions{URLs: []string{h.srv.URL}})
+	n, _ := startNotifier(t, Options{URLs: []string{h.srv.URL}})
 	e := driftEventFor("app")
-	n.Notify(Event{Kind: EventUpdateFailed, Stack: "busy"})
+	n.Notify(Event{Kind: UpdateFailed, Stack: "busy"})
 	n.Notify(e)
 	e.Drift.Resources[0].Properties[0] = "changed" // the daemon's copy moves on
 	close(release)

@@ -1,4 +1,4 @@
-package daemon
+package notify
 
 import (
 	"bytes"
@@ -20,12 +20,12 @@ import (
 	"github.com/stackd/stackd/daemon/spec"
 )
 
-// Defaults of NotifyOptions.
+// Defaults of Options.
 const (
-	DefaultNotifyTimeout   = 10 * time.Second
-	DefaultNotifyRetries   = 3
-	DefaultNotifyQueueSize = 256
-	defaultNotifyBackoff   = time.Second
+	DefaultTimeout   = 10 * time.Second
+	DefaultRetries   = 3
+	DefaultQueueSize = 256
+	defaultBackoff   = time.Second
 )
 
 // Headers of a JSON webhook request.
@@ -37,8 +37,8 @@ const (
 // slackResources is how many drifted resources a chat message names.
 const slackResources = 3
 
-// NotifyOptions configure a WebhookNotifier.
-type NotifyOptions struct {
+// Options configure a Webhook notifier.
+type Options struct {
 	// URLs receive each event as JSON: the Event plus "source": "stackd".
 	URLs []string
 	// SlackURLs are Slack-compatible incoming webhooks (Slack, Mattermost,
@@ -47,14 +47,14 @@ type NotifyOptions struct {
 	// Secret, when set, signs JSON requests: X-Stackd-Signature carries
 	// "sha256=" and the hex HMAC-SHA256 of the body under Secret.
 	Secret string
-	// Timeout bounds one request (DefaultNotifyTimeout).
+	// Timeout bounds one request (DefaultTimeout).
 	Timeout time.Duration
 	// Retries is how many times a failed request is tried again, with
-	// exponential backoff from one second (DefaultNotifyRetries when 0;
+	// exponential backoff from one second (DefaultRetries when 0;
 	// negative: never).
 	Retries int
 	// QueueSize bounds the events waiting for delivery
-	// (DefaultNotifyQueueSize); when it is full the oldest is dropped.
+	// (DefaultQueueSize); when it is full the oldest is dropped.
 	QueueSize int
 	// Logger hears about undelivered and dropped events; nil discards.
 	Logger *slog.Logger
@@ -65,18 +65,18 @@ type NotifyOptions struct {
 	backoffBase time.Duration
 }
 
-func (o NotifyOptions) withDefaults() NotifyOptions {
+func (o Options) withDefaults() Options {
 	if o.Timeout <= 0 {
-		o.Timeout = DefaultNotifyTimeout
+		o.Timeout = DefaultTimeout
 	}
 	switch {
 	case o.Retries == 0:
-		o.Retries = DefaultNotifyRetries
+		o.Retries = DefaultRetries
 	case o.Retries < 0:
 		o.Retries = 0
 	}
 	if o.QueueSize <= 0 {
-		o.QueueSize = DefaultNotifyQueueSize
+		o.QueueSize = DefaultQueueSize
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -85,7 +85,7 @@ func (o NotifyOptions) withDefaults() NotifyOptions {
 		o.Client = &http.Client{Timeout: o.Timeout}
 	}
 	if o.backoffBase <= 0 {
-		o.backoffBase = defaultNotifyBackoff
+		o.backoffBase = defaultBackoff
 	}
 	return o
 }
@@ -117,11 +117,11 @@ type webhookTarget struct {
 	label string
 }
 
-// WebhookNotifier is a Notifier that posts events to webhooks. Notify
+// Webhook is a notifier that posts events to webhooks. Notify
 // only queues; one goroutine delivers the queue in order, each event to
 // every URL in turn.
-type WebhookNotifier struct {
-	opts    NotifyOptions
+type Webhook struct {
+	opts    Options
 	log     *slog.Logger
 	targets []webhookTarget
 
@@ -138,13 +138,13 @@ type WebhookNotifier struct {
 	reported uint64
 }
 
-// NewWebhookNotifier returns a notifier delivering to opts' URLs, its
+// NewWebhook returns a notifier delivering to opts' URLs, its
 // sender started; Close stops it. URLs that CheckWebhookURL refuses are
 // logged and skipped.
-func NewWebhookNotifier(opts NotifyOptions) *WebhookNotifier {
+func NewWebhook(opts Options) *Webhook {
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &WebhookNotifier{opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel,
+	n := &Webhook{opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	n.addTargets(opts.URLs, false)
 	n.addTargets(opts.SlackURLs, true)
@@ -152,7 +152,7 @@ func NewWebhookNotifier(opts NotifyOptions) *WebhookNotifier {
 	return n
 }
 
-func (n *WebhookNotifier) addTargets(urls []string, slack bool) {
+func (n *Webhook) addTargets(urls []string, slack bool) {
 	for i, raw := range urls {
 		if err := CheckWebhookURL(raw); err != nil {
 			n.log.Warn("skipping webhook", "index", i, "slack", slack, "err", err)
@@ -164,7 +164,7 @@ func (n *WebhookNotifier) addTargets(urls []string, slack bool) {
 
 // Notify queues e for delivery and returns at once. When the queue is
 // full the oldest event is dropped; after Close, e is dropped.
-func (n *WebhookNotifier) Notify(e Event) {
+func (n *Webhook) Notify(e Event) {
 	e.Drift = e.Drift.Clone() // the daemon may change it once unlocked
 	n.mu.Lock()
 	if n.closed {
@@ -185,7 +185,7 @@ func (n *WebhookNotifier) Notify(e Event) {
 }
 
 // Dropped counts the events dropped because the queue was full.
-func (n *WebhookNotifier) Dropped() uint64 {
+func (n *Webhook) Dropped() uint64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.dropped
@@ -194,7 +194,7 @@ func (n *WebhookNotifier) Dropped() uint64 {
 // Close stops taking events and waits for the queued ones to be
 // delivered until ctx ends; then it abandons the rest, stops the sender
 // and returns an error counting them. Close may be called more than once.
-func (n *WebhookNotifier) Close(ctx context.Context) error {
+func (n *Webhook) Close(ctx context.Context) error {
 	n.once.Do(func() {
 		n.mu.Lock()
 		n.closed = true
@@ -222,7 +222,7 @@ func (n *WebhookNotifier) Close(ctx context.Context) error {
 }
 
 // run delivers queued events until Close.
-func (n *WebhookNotifier) run() {
+func (n *Webhook) run() {
 	defer close(n.done)
 	defer n.cancel()
 	for {
@@ -236,7 +236,7 @@ func (n *WebhookNotifier) run() {
 
 // next waits for an event; false once the notifier is closed and the
 // queue empty, or Close gave up.
-func (n *WebhookNotifier) next() (Event, bool) {
+func (n *Webhook) next() (Event, bool) {
 	for {
 		if n.ctx.Err() != nil {
 			return Event{}, false
@@ -267,7 +267,7 @@ func (n *WebhookNotifier) next() (Event, bool) {
 }
 
 // deliver sends e to every target, logging those that failed for good.
-func (n *WebhookNotifier) deliver(e Event) {
+func (n *Webhook) deliver(e Event) {
 	var jsonBody, slackBody []byte
 	for _, t := range n.targets {
 		body, err := n.body(e, t.slack, &jsonBody, &slackBody)
@@ -285,7 +285,7 @@ func (n *WebhookNotifier) deliver(e Event) {
 
 // body returns the payload of e for a JSON or a chat target, encoding
 // each at most once per event through the caches.
-func (n *WebhookNotifier) body(e Event, slack bool, jsonBody, slackBody *[]byte) ([]byte, error) {
+func (n *Webhook) body(e Event, slack bool, jsonBody, slackBody *[]byte) ([]byte, error) {
 	cache, encode := jsonBody, jsonPayload
 	if slack {
 		cache, encode = slackBody, slackPayload
@@ -303,7 +303,7 @@ func (n *WebhookNotifier) body(e Event, slack bool, jsonBody, slackBody *[]byte)
 
 // post sends body to t, trying again after network errors, 5xx, 408 and
 // 429 with exponential backoff.
-func (n *WebhookNotifier) post(t webhookTarget, kind string, body []byte) error {
+func (n *Webhook) post(t webhookTarget, kind string, body []byte) error {
 	delay := n.opts.backoffBase
 	for attempt := 0; ; attempt++ {
 		retry, err := n.postOnce(t, kind, body)
@@ -323,7 +323,7 @@ func (n *WebhookNotifier) post(t webhookTarget, kind string, body []byte) error 
 
 // postOnce makes one request; retry tells whether a failure is worth
 // another. Its error never holds the URL.
-func (n *WebhookNotifier) postOnce(t webhookTarget, kind string, body []byte) (retry bool, err error) {
+func (n *Webhook) postOnce(t webhookTarget, kind string, body []byte) (retry bool, err error) {
 	ctx, cancel := context.WithTimeout(n.ctx, n.opts.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
@@ -385,7 +385,7 @@ func slackText(e Event) string {
 	emoji, title := eventTitle(e.Kind)
 	text := fmt.Sprintf("%s stackd: %s on stack *%s*", emoji, title, slackEscape(e.Stack))
 	detail := e.Message
-	if e.Kind == EventDriftDetected && e.Drift != nil {
+	if e.Kind == DriftDetected && e.Drift != nil {
 		detail = driftSummary(e.Drift)
 	}
 	if detail != "" {
@@ -400,15 +400,15 @@ func slackText(e Event) string {
 // eventTitle returns the emoji and words that head a message of kind.
 func eventTitle(kind string) (emoji, title string) {
 	switch kind {
-	case EventDriftDetected:
+	case DriftDetected:
 		return ":warning:", "drift detected"
-	case EventDriftResolved:
+	case DriftResolved:
 		return ":white_check_mark:", "drift resolved"
-	case EventUpdateFailed:
+	case UpdateFailed:
 		return ":x:", "update failed"
-	case EventStackStalled:
+	case StackStalled:
 		return ":rotating_light:", "stack stalled"
-	case EventStackRecovered:
+	case StackRecovered:
 		return ":white_check_mark:", "stack recovered"
 	}
 	return ":information_source:", strings.ReplaceAll(kind, "_", " ")

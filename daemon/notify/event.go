@@ -1,0 +1,28 @@
+package notify
+
+import (
+	"time"
+
+	"github.com/stackd/stackd/daemon/spec"
+)
+
+// Event kinds a Notifier hears about.
+const (
+	DriftDetected  = "drift_detected"
+	DriftResolved  = "drift_resolved"
+	UpdateFailed   = "update_failed"
+	StackStalled   = "stack_stalled"
+	StackRecovered = "stack_recovered"
+)
+
+// Event is a change of a stack that people want to hear about. It holds
+// no secret: messages are scrubbed, drift names properties, not values.
+type Event struct {
+	Kind    string            `json:"event"`
+	Stack   string            `json:"stack"`
+	Time    time.Time         `json:"time"`
+	Message string            `json:"message"`
+	Update  string            `json:"update,omitempty"`
+	Commit  string            `json:"commit,omitempty"`
+	Drift   *spec.DriftStatus `json:"drift,omitempty"`
+}
