@@ -1,0 +1,44 @@
+package daemon
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestImportRules keeps the package layout the README describes: the
+// spec is pure, notifications and the loop import no sibling of stackd's,
+// and the leaves (gitwatch, runner, store, web) never import each other.
+func TestImportRules(t *testing.T) {
+	const mod = "github.com/stackd/stackd/"
+	deps := func(pkg string) []string {
+		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		return strings.Fields(string(out))
+	}
+	forbid := func(pkg string, bad func(dep string) bool) {
+		for _, dep := range deps(pkg) {
+			if dep != mod+pkg && bad(dep) {
+				t.Errorf("%s depends on %s", pkg, dep)
+			}
+		}
+	}
+	heavy := []string{"go.etcd.io/bbolt", "github.com/go-git/", "github.com/pulumi/", "net/http"}
+	isHeavy := func(dep string) bool {
+		return slices.ContainsFunc(heavy, func(h string) bool { return strings.HasPrefix(dep, h) })
+	}
+	forbid("daemon/spec", func(dep string) bool { return strings.HasPrefix(dep, mod) || isHeavy(dep) })
+	forbid("daemon/notify", func(dep string) bool { return strings.HasPrefix(dep, mod) && dep != mod+"daemon/spec" })
+	forbid("daemon", func(dep string) bool {
+		return strings.HasPrefix(dep, mod) && !strings.HasPrefix(dep, mod+"daemon/")
+	})
+	leaves := []string{"gitwatch", "runner", "store", "web"}
+	for _, leaf := range leaves {
+		forbid(leaf, func(dep string) bool {
+			return slices.ContainsFunc(leaves, func(l string) bool { return dep == mod+l || strings.HasPrefix(dep, mod+l+"/") })
+		})
+	}
+}
