@@ -18,6 +18,9 @@ import (
 // Store keeps stack records, update history and logs; store implements it.
 type Store interface {
 	PutStack(rec StackRecord) error
+	// Stack reads one record; the error wraps ErrNotFound when there is
+	// none.
+	Stack(name string) (StackRecord, error)
 	Stacks() ([]StackRecord, error)
 	DeleteStack(name string) error
 	BeginUpdate(u Update) (Update, error)
@@ -36,7 +39,7 @@ type Store interface {
 	Revisions(before uint64, limit int) ([]ConfigRevision, error)
 	// Meta and PutMeta keep small values across restarts (the commits of
 	// the Git config sources in force). Meta's error for a missing key
-	// is ErrNotFound-like: any error reads as "no value".
+	// wraps ErrNotFound; any error reads as "no value".
 	Meta(key string) ([]byte, error)
 	PutMeta(key string, value []byte) error
 }

@@ -83,6 +83,16 @@ func (m *memStore) PutStack(r StackRecord) error {
 	return nil
 }
 
+func (m *memStore) Stack(name string) (StackRecord, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.stacks[name]
+	if !ok {
+		return StackRecord{}, ErrNotFound
+	}
+	return r, nil
+}
+
 func (m *memStore) Stacks() ([]StackRecord, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/stackd/stackd/daemon"
 	"go.etcd.io/bbolt"
 )
 
@@ -43,8 +44,9 @@ const (
 var ErrLocked = errors.New("another stackd is using the data dir")
 
 // ErrNotFound is returned (wrapped, test with errors.Is) when a stack,
-// update or metadata key does not exist.
-var ErrNotFound = errors.New("not found")
+// update or metadata key does not exist. It is daemon.ErrNotFound, which
+// every Store returns.
+var ErrNotFound = daemon.ErrNotFound
 
 // Options tune Open. Zero values mean the defaults in parentheses.
 type Options struct {

@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/stackd/stackd/daemon"
 	"go.etcd.io/bbolt"
@@ -36,7 +33,7 @@ func (s *Store) BeginUpdate(u daemon.Update) (daemon.Update, error) {
 		if u.Seq, err = b.NextSequence(); err != nil {
 			return err
 		}
-		u.ID = updateID(u.Stack, u.Seq)
+		u.ID = daemon.UpdateID(u.Stack, u.Seq)
 		v, err := json.Marshal(u)
 		if err != nil {
 			return err
@@ -94,7 +91,7 @@ func staleKeys(b *bbolt.Bucket, limit int) [][]byte {
 // set from them. The error wraps ErrNotFound when that update was never
 // begun or has been pruned. It writes.
 func (s *Store) PutUpdate(u daemon.Update) error {
-	u.ID = updateID(u.Stack, u.Seq)
+	u.ID = daemon.UpdateID(u.Stack, u.Seq)
 	v, err := json.Marshal(u)
 	if err != nil {
 		return fmt.Errorf("store: put update %s: %w", u.ID, err)
@@ -117,11 +114,11 @@ func (s *Store) PutUpdate(u daemon.Update) error {
 // UTF-8 character), after a line "[… N bytes truncated …]\n". The error
 // wraps ErrNotFound when the update does not exist. It writes.
 func (s *Store) PutLog(id string, log []byte) error {
-	stack, seq, err := parseID(id)
+	stack, seq, err := daemon.ParseUpdateID(id)
 	if err != nil {
 		return fmt.Errorf("store: put log %s: %w", id, err)
 	}
-	log = truncateLog(log, s.opts.LogLimit)
+	log = daemon.TruncateLog(log, s.opts.LogLimit)
 	err = s.update(func(tx *bbolt.Tx) error {
 		if b := history(tx, stack); b == nil || b.Get(seqKey(seq)) == nil {
 			return ErrNotFound
@@ -138,24 +135,10 @@ func (s *Store) PutLog(id string, log []byte) error {
 	return nil
 }
 
-// truncateLog keeps the tail of log within limit bytes, as PutLog says.
-func truncateLog(log []byte, limit int) []byte {
-	if len(log) <= limit {
-		return log
-	}
-	tail := log[len(log)-limit:]
-	for i := 1; i < utf8.UTFMax && len(tail) > 0 && !utf8.RuneStart(tail[0]); i++ {
-		tail = tail[1:]
-	}
-	head := fmt.Sprintf("[… %d bytes truncated …]\n", len(log)-len(tail))
-	out := make([]byte, 0, len(head)+len(tail))
-	return append(append(out, head...), tail...)
-}
-
 // Update reads update id; the error wraps ErrNotFound when it does not
 // exist (or id is not an update ID).
 func (s *Store) Update(id string) (daemon.Update, error) {
-	stack, seq, err := parseID(id)
+	stack, seq, err := daemon.ParseUpdateID(id)
 	if err != nil {
 		return daemon.Update{}, fmt.Errorf("store: update %s: %w", id, err)
 	}
@@ -181,7 +164,7 @@ func (s *Store) Update(id string) (daemon.Update, error) {
 // but has no log yet; the error wraps ErrNotFound when the update does
 // not exist.
 func (s *Store) Log(id string) ([]byte, error) {
-	stack, seq, err := parseID(id)
+	stack, seq, err := daemon.ParseUpdateID(id)
 	if err != nil {
 		return nil, fmt.Errorf("store: log %s: %w", id, err)
 	}
@@ -278,22 +261,4 @@ func history(tx *bbolt.Tx, stack string) *bbolt.Bucket {
 
 func seqKey(seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(nil, seq)
-}
-
-func updateID(stack string, seq uint64) string {
-	return fmt.Sprintf("%s-%d", stack, seq)
-}
-
-// parseID splits an update ID into stack (everything before the last '-')
-// and seq (the decimal after it). A malformed ID names no update: the
-// error wraps ErrNotFound.
-func parseID(id string) (string, uint64, error) {
-	i := strings.LastIndexByte(id, '-')
-	if i > 0 {
-		seq, err := strconv.ParseUint(id[i+1:], 10, 64)
-		if err == nil && seq > 0 && updateID(id[:i], seq) == id {
-			return id[:i], seq, nil
-		}
-	}
-	return "", 0, fmt.Errorf("malformed update id: %w", ErrNotFound)
 }

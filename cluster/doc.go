@@ -1,0 +1,32 @@
+// Package cluster lets several stackd replicas share the stacks of one
+// config through etcd. It is the only package of stackd that imports the
+// etcd client.
+//
+// Each replica holds one etcd session (a lease kept alive) and registers
+// itself under the prefix. Every stack is meant for one live member,
+// picked by rendezvous hashing over the member names (Owner); a replica
+// holds a stack while it holds the stack's ownership key, a key bound to
+// its lease and created in a transaction only when absent. A replica
+// asked to hand a stack over releases the key between operations; a
+// replica whose session ends loses every key with its lease.
+//
+// Cluster also implements the daemon's Store on etcd. Every write about a
+// stack (its record, updates and logs) is a transaction conditional on
+// the ownership key still being the one this replica created (fencing):
+// a replica that was paused or cut off and comes back cannot overwrite
+// what the new holder wrote.
+//
+// Layout under the prefix (default /stackd/<cluster-name>/):
+//
+//	members/<node>             JSON member, bound to the node's lease
+//	owners/<stack>             the holder's node name, bound to its lease
+//	leader/                    the election of the member that records revisions
+//	stacks/<stack>             JSON daemon.StackRecord
+//	seq/<stack>                the stack's last update sequence number
+//	updates/<stack>/<seq>      JSON daemon.Update (seq as 20 digits)
+//	logs/<stack>/<seq>         the update's log, gzip
+//	revseq, revisions/<seq>    config revisions
+//	meta/<key>                 small values (config commits in force)
+//	requests/<stack>           the last sync request sent to the holder
+//	push                       the last push event, for every replica
+package cluster

@@ -1,0 +1,444 @@
+package cluster
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// The store keeps the same contract as the BoltDB store (the contract
+// tests in daemon/storetest run against both). Writes about a stack are
+// fenced: each is a transaction that also compares the create revision of
+// the stack's ownership key with the one this replica holds.
+
+const defaultPageSize = 50
+
+// maxLogBytes bounds a stored (compressed) log well below etcd's default
+// request limit of 1.5 MiB.
+const maxLogBytes = 1 << 20
+
+// heldRev is the create revision of stack's ownership key, as this
+// replica created it: the fence of every write about stack.
+func (c *Cluster) heldRev(stack string) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rev, ok := c.held[stack]
+	if !ok {
+		return 0, fmt.Errorf("%s: %w", stack, daemon.ErrNotOwner)
+	}
+	return rev, nil
+}
+
+// fencedTxn commits ops about stack if this replica still holds it (its
+// ownership key is the one it created) and every cmp holds. It reports
+// whether the cmps held; a lost fence is ErrNotOwner.
+func (c *Cluster) fencedTxn(stack string, cmps []clientv3.Cmp, ops ...clientv3.Op) (bool, error) {
+	rev, err := c.heldRev(stack)
+	if err != nil {
+		return false, err
+	}
+	owner := c.key("owners/", stack)
+	fence := clientv3.Compare(clientv3.CreateRevision(owner), "=", rev)
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := c.cli.Txn(ctx).If(append([]clientv3.Cmp{fence}, cmps...)...).Then(ops...).
+		Else(clientv3.OpGet(owner)).Commit()
+	if err != nil {
+		return false, err
+	}
+	if resp.Succeeded {
+		return true, nil
+	}
+	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 0 || kvs[0].CreateRevision != rev {
+		return false, fmt.Errorf("%s: %w", stack, daemon.ErrNotOwner)
+	}
+	return false, nil
+}
+
+func (c *Cluster) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), requestTimeout)
+}
+
+func seqPart(seq uint64) string { return fmt.Sprintf("%020d", seq) }
+
+func (c *Cluster) updateKey(stack string, seq uint64) string {
+	return c.key("updates/", stack+"/"+seqPart(seq))
+}
+
+func (c *Cluster) logKey(stack string, seq uint64) string {
+	return c.key("logs/", stack+"/"+seqPart(seq))
+}
+
+// PutStack writes the record of rec.Name, if this replica holds it.
+func (c *Cluster) PutStack(rec daemon.StackRecord) error {
+	if rec.Name == "" {
+		return errors.New("cluster: put stack: empty name")
+	}
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("cluster: put stack %s: %w", rec.Name, err)
+	}
+	if _, err := c.fencedTxn(rec.Name, nil, clientv3.OpPut(c.key("stacks/", rec.Name), string(v))); err != nil {
+		return fmt.Errorf("cluster: put stack %s: %w", rec.Name, err)
+	}
+	return nil
+}
+
+// Stack reads one record.
+func (c *Cluster) Stack(name string) (daemon.StackRecord, error) {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := c.cli.Get(ctx, c.key("stacks/", name))
+	if err != nil {
+		return daemon.StackRecord{}, fmt.Errorf("cluster: stack %s: %w", name, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return daemon.StackRecord{}, fmt.Errorf("cluster: stack %s: %w", name, daemon.ErrNotFound)
+	}
+	var rec daemon.StackRecord
+	if err := json.Unmarshal(resp.Kvs[0].Value, &rec); err != nil {
+		return daemon.StackRecord{}, fmt.Errorf("cluster: stack %s: %w", name, err)
+	}
+	return rec, nil
+}
+
+// Stacks reads every record, by name.
+func (c *Cluster) Stacks() ([]daemon.StackRecord, error) {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := c.cli.Get(ctx, c.opts.Prefix+"stacks/", clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("cluster: stacks: %w", err)
+	}
+	out := make([]daemon.StackRecord, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		var rec daemon.StackRecord
+		if err := json.Unmarshal(kv.Value, &rec); err != nil {
+			return nil, fmt.Errorf("cluster: stack %s: %w", c.name("stacks/", kv.Key), err)
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// DeleteStack deletes a stack's record, history and logs, if this replica
+// holds it. Its sequence counter stays: IDs are never reused.
+func (c *Cluster) DeleteStack(name string) error {
+	_, err := c.fencedTxn(name, nil,
+		clientv3.OpDelete(c.key("stacks/", name)),
+		clientv3.OpDelete(c.key("updates/", name+"/"), clientv3.WithPrefix()),
+		clientv3.OpDelete(c.key("logs/", name+"/"), clientv3.WithPrefix()))
+	if err != nil {
+		return fmt.Errorf("cluster: delete stack %s: %w", name, err)
+	}
+	return nil
+}
+
+// BeginUpdate records the start of an update with the stack's next
+// sequence number, pruning the history beyond HistoryLimit in the same
+// transaction.
+func (c *Cluster) BeginUpdate(u daemon.Update) (daemon.Update, error) {
+	if u.Stack == "" {
+		return daemon.Update{}, errors.New("cluster: begin update: empty stack name")
+	}
+	seqKey := c.key("seq/", u.Stack)
+	for {
+		last, modRev, err := c.counter(seqKey)
+		if err != nil {
+			return daemon.Update{}, fmt.Errorf("cluster: begin update of %s: %w", u.Stack, err)
+		}
+		u.Seq = last + 1
+		u.ID = daemon.UpdateID(u.Stack, u.Seq)
+		v, err := json.Marshal(u)
+		if err != nil {
+			return daemon.Update{}, fmt.Errorf("cluster: begin update of %s: %w", u.Stack, err)
+		}
+		ops := []clientv3.Op{
+			clientv3.OpPut(seqKey, strconv.FormatUint(u.Seq, 10)),
+			clientv3.OpPut(c.updateKey(u.Stack, u.Seq), string(v)),
+		}
+		if keep := uint64(c.opts.HistoryLimit); u.Seq > keep {
+			first := u.Seq - keep + 1 // the oldest kept
+			ops = append(ops,
+				clientv3.OpDelete(c.updateKey(u.Stack, 0), clientv3.WithRange(c.updateKey(u.Stack, first))),
+				clientv3.OpDelete(c.logKey(u.Stack, 0), clientv3.WithRange(c.logKey(u.Stack, first))))
+		}
+		ok, err := c.fencedTxn(u.Stack, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(seqKey), "=", modRev)}, ops...)
+		if err != nil {
+			return daemon.Update{}, fmt.Errorf("cluster: begin update of %s: %w", u.Stack, err)
+		}
+		if ok {
+			return u, nil
+		}
+		// The counter moved under us: read it again.
+	}
+}
+
+// counter reads a decimal counter and its mod revision (0, 0 if absent).
+func (c *Cluster) counter(key string) (uint64, int64, error) {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := c.cli.Get(ctx, key)
+	if err != nil || len(resp.Kvs) == 0 {
+		return 0, 0, err
+	}
+	n, err := strconv.ParseUint(string(resp.Kvs[0].Value), 10, 64)
+	return n, resp.Kvs[0].ModRevision, err
+}
+
+// PutUpdate overwrites a stored update; ErrNotFound when it was never
+// begun or has been pruned.
+func (c *Cluster) PutUpdate(u daemon.Update) error {
+	u.ID = daemon.UpdateID(u.Stack, u.Seq)
+	v, err := json.Marshal(u)
+	if err != nil {
+		return fmt.Errorf("cluster: put update %s: %w", u.ID, err)
+	}
+	if err := c.putExisting(u.Stack, c.updateKey(u.Stack, u.Seq), c.updateKey(u.Stack, u.Seq), v); err != nil {
+		return fmt.Errorf("cluster: put update %s: %w", u.ID, err)
+	}
+	return nil
+}
+
+// putExisting writes value at key about stack, if the update at ukey
+// exists.
+func (c *Cluster) putExisting(stack, ukey, key string, value []byte) error {
+	ok, err := c.fencedTxn(stack, []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(ukey), ">", 0)},
+		clientv3.OpPut(key, string(value)))
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return daemon.ErrNotFound
+	}
+	return nil
+}
+
+// PutLog stores the log of update id, its tail kept within LogLimit
+// bytes as the BoltDB store keeps it, compressed.
+func (c *Cluster) PutLog(id string, log []byte) error {
+	stack, seq, err := daemon.ParseUpdateID(id)
+	if err != nil {
+		return fmt.Errorf("cluster: put log %s: %w", id, err)
+	}
+	z, err := compress(daemon.TruncateLog(log, c.opts.LogLimit))
+	if err != nil {
+		return fmt.Errorf("cluster: put log %s: %w", id, err)
+	}
+	if err := c.putExisting(stack, c.updateKey(stack, seq), c.logKey(stack, seq), z); err != nil {
+		return fmt.Errorf("cluster: put log %s: %w", id, err)
+	}
+	return nil
+}
+
+func compress(b []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	if _, err := w.Write(b); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	if buf.Len() > maxLogBytes {
+		return nil, fmt.Errorf("the log compresses to %d bytes, more than etcd takes (%d)", buf.Len(), maxLogBytes)
+	}
+	return buf.Bytes(), nil
+}
+
+// Update reads update id.
+func (c *Cluster) Update(id string) (daemon.Update, error) {
+	stack, seq, err := daemon.ParseUpdateID(id)
+	if err != nil {
+		return daemon.Update{}, fmt.Errorf("cluster: update %s: %w", id, err)
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := c.cli.Get(ctx, c.updateKey(stack, seq))
+	if err != nil {
+		return daemon.Update{}, fmt.Errorf("cluster: update %s: %w", id, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return daemon.Update{}, fmt.Errorf("cluster: update %s: %w", id, daemon.ErrNotFound)
+	}
+	var u daemon.Update
+	if err := json.Unmarshal(resp.Kvs[0].Value, &u); err != nil {
+		return daemon.Update{}, fmt.Errorf("cluster: update %s: %w", id, err)
+	}
+	return u, nil
+}
+
+// Log reads the log of update id: empty when it has none yet.
+func (c *Cluster) Log(id string) ([]byte, error) {
+	stack, seq, err := daemon.ParseUpdateID(id)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: log %s: %w", id, err)
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := c.cli.Txn(ctx).Then(clientv3.OpGet(c.updateKey(stack, seq), clientv3.WithCountOnly()),
+		clientv3.OpGet(c.logKey(stack, seq))).Commit()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: log %s: %w", id, err)
+	}
+	if resp.Responses[0].GetResponseRange().Count == 0 {
+		return nil, fmt.Errorf("cluster: log %s: %w", id, daemon.ErrNotFound)
+	}
+	kvs := resp.Responses[1].GetResponseRange().Kvs
+	if len(kvs) == 0 {
+		return []byte{}, nil
+	}
+	r, err := gzip.NewReader(bytes.NewReader(kvs[0].Value))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: log %s: %w", id, err)
+	}
+	log, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: log %s: %w", id, err)
+	}
+	return log, nil
+}
+
+// Updates reads a stack's updates newest first, those with Seq < before
+// when before > 0, at most limit (50 when limit <= 0).
+func (c *Cluster) Updates(stack string, before uint64, limit int) ([]daemon.Update, error) {
+	if limit <= 0 {
+		limit = defaultPageSize
+	}
+	end := clientv3.GetPrefixRangeEnd(c.key("updates/", stack+"/"))
+	if before > 0 {
+		end = c.updateKey(stack, before)
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := c.cli.Get(ctx, c.updateKey(stack, 0), clientv3.WithRange(end),
+		clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(int64(limit)))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: updates of %s: %w", stack, err)
+	}
+	return decodeUpdates(resp.Kvs, stack)
+}
+
+// RunningUpdates reads every update whose state is running.
+func (c *Cluster) RunningUpdates() ([]daemon.Update, error) {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := c.cli.Get(ctx, c.opts.Prefix+"updates/", clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("cluster: running updates: %w", err)
+	}
+	all, err := decodeUpdates(resp.Kvs, "")
+	if err != nil {
+		return nil, err
+	}
+	out := []daemon.Update{}
+	for _, u := range all {
+		if u.State == daemon.UpdateRunning {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+func decodeUpdates(kvs []*mvccpb.KeyValue, stack string) ([]daemon.Update, error) {
+	out := make([]daemon.Update, 0, len(kvs))
+	for _, kv := range kvs {
+		var u daemon.Update
+		if err := json.Unmarshal(kv.Value, &u); err != nil {
+			return nil, fmt.Errorf("cluster: updates %s: %s: %w", stack, kv.Key, err)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// PutRevision appends a config revision, assigning its Seq.
+func (c *Cluster) PutRevision(r daemon.ConfigRevision) (daemon.ConfigRevision, error) {
+	seqKey := c.opts.Prefix + "revseq"
+	for {
+		last, modRev, err := c.counter(seqKey)
+		if err != nil {
+			return r, fmt.Errorf("cluster: put revision: %w", err)
+		}
+		r.Seq = last + 1
+		v, err := json.Marshal(r)
+		if err != nil {
+			return r, fmt.Errorf("cluster: put revision: %w", err)
+		}
+		ops := []clientv3.Op{clientv3.OpPut(seqKey, strconv.FormatUint(r.Seq, 10)), clientv3.OpPut(c.key("revisions/", seqPart(r.Seq)), string(v))}
+		if keep := uint64(c.opts.HistoryLimit); r.Seq > keep {
+			ops = append(ops, clientv3.OpDelete(c.key("revisions/", seqPart(0)), clientv3.WithRange(c.key("revisions/", seqPart(r.Seq-keep+1)))))
+		}
+		ctx, cancel := c.ctx()
+		resp, err := c.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(seqKey), "=", modRev)).Then(ops...).Commit()
+		cancel()
+		if err != nil {
+			return r, fmt.Errorf("cluster: put revision: %w", err)
+		}
+		if resp.Succeeded {
+			return r, nil
+		}
+	}
+}
+
+// Revisions lists config revisions newest first, those with Seq < before
+// when before > 0, at most limit (50 when limit <= 0).
+func (c *Cluster) Revisions(before uint64, limit int) ([]daemon.ConfigRevision, error) {
+	if limit <= 0 {
+		limit = defaultPageSize
+	}
+	end := clientv3.GetPrefixRangeEnd(c.opts.Prefix + "revisions/")
+	if before > 0 {
+		end = c.key("revisions/", seqPart(before))
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := c.cli.Get(ctx, c.key("revisions/", seqPart(0)), clientv3.WithRange(end),
+		clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(int64(limit)))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: revisions: %w", err)
+	}
+	out := make([]daemon.ConfigRevision, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		var r daemon.ConfigRevision
+		if err := json.Unmarshal(kv.Value, &r); err != nil {
+			return nil, fmt.Errorf("cluster: revision %s: %w", kv.Key, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Meta reads a small value; ErrNotFound when it is not set.
+func (c *Cluster) Meta(key string) ([]byte, error) {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := c.cli.Get(ctx, c.key("meta/", key))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: meta %s: %w", key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, fmt.Errorf("cluster: meta %s: %w", key, daemon.ErrNotFound)
+	}
+	return resp.Kvs[0].Value, nil
+}
+
+// PutMeta sets a small value.
+func (c *Cluster) PutMeta(key string, value []byte) error {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	if _, err := c.cli.Put(ctx, c.key("meta/", key), string(value)); err != nil {
+		return fmt.Errorf("cluster: put meta %s: %w", key, err)
+	}
+	return nil
+}
