@@ -48,6 +48,7 @@ type Store interface {
 const (
 	DefaultMaxConcurrent = 2
 	DefaultPollTimeout   = 30 * time.Second
+	DefaultHandoverGrace = 30 * time.Second
 )
 
 // Options configure a Daemon. Store, Fetcher and Runner are required.
@@ -98,6 +99,16 @@ type Options struct {
 	// Observer is told about updates, polls and reloads, for metrics;
 	// nil tells nobody.
 	Observer Observer
+	// Ownership shares the stacks with other replicas (cluster mode); nil
+	// holds every stack.
+	Ownership Ownership
+	// Node names this replica in update records (cluster mode).
+	Node string
+	// HandoverGrace bounds how long a stack's running operation may go on
+	// once another replica should hold it, and how long a new holder waits
+	// before breaking a Pulumi lock that a dead holder left
+	// (DefaultHandoverGrace).
+	HandoverGrace time.Duration
 
 	// pollEvery replaces every stack's poll period; unit tests use it to
 	// poll faster than resyncFrequencySeconds can say.
@@ -132,6 +143,9 @@ func (o Options) withDefaults() Options {
 	if o.Notifier == nil {
 		o.Notifier = nopNotifier{}
 	}
+	if o.HandoverGrace <= 0 {
+		o.HandoverGrace = DefaultHandoverGrace
+	}
 	return o
 }
 
@@ -141,6 +155,10 @@ func (o Options) withDefaults() Options {
 type Daemon struct {
 	opts Options
 	log  *slog.Logger
+	// own says which stacks this replica acts on; clustered is set when
+	// Options gave one.
+	own       Ownership
+	clustered bool
 
 	mu  sync.Mutex
 	cfg *spec.Config // nil until a first config is applied
@@ -197,6 +215,17 @@ type stackState struct {
 	// remediate names the drift check whose drift the next update
 	// repairs (with a refresh).
 	remediate string
+	// releasing is set once another replica should hold the stack: it is
+	// released when idle, and a running operation is interrupted at
+	// releaseBy.
+	releasing bool
+	releaseBy time.Time
+	// breakLockAt is set when this replica took the stack from a holder
+	// that died during an update: its Pulumi lock may be left, and is
+	// broken by the next operation, which waits until then.
+	breakLockAt time.Time
+	// requested is the last sync request passed to the stack's holder.
+	requested string
 }
 
 // New makes a daemon for cfg; with cfg nil, Start reads Options.Sources.
@@ -210,13 +239,18 @@ func New(cfg *spec.Config, opts Options) (*Daemon, error) {
 	}
 	opts = opts.withDefaults()
 	d := &Daemon{
-		opts:    opts,
-		log:     opts.Logger,
-		cfg:     cfg,
-		sources: newSourceStates(opts.Sources),
-		stacks:  map[string]*stackState{},
-		wake:    make(chan struct{}, 1),
-		srcWake: make(chan struct{}, 1),
+		opts:      opts,
+		log:       opts.Logger,
+		own:       opts.Ownership,
+		clustered: opts.Ownership != nil,
+		cfg:       cfg,
+		sources:   newSourceStates(opts.Sources),
+		stacks:    map[string]*stackState{},
+		wake:      make(chan struct{}, 1),
+		srcWake:   make(chan struct{}, 1),
+	}
+	if d.own == nil {
+		d.own = allStacks{}
 	}
 	if cfg != nil {
 		now := time.Now()
@@ -228,8 +262,11 @@ func New(cfg *spec.Config, opts Options) (*Daemon, error) {
 // Start loads the records, turns updates left running by a previous
 // process into aborted ones, applies the config and starts reconciling.
 func (d *Daemon) Start(ctx context.Context) error {
-	if err := d.recover(); err != nil {
-		return err
+	if !d.clustered {
+		// In a cluster, a stack's new holder does this (see gained).
+		if err := d.recover(); err != nil {
+			return err
+		}
 	}
 	recs, err := d.opts.Store.Stacks()
 	if err != nil {
@@ -238,7 +275,7 @@ func (d *Daemon) Start(ctx context.Context) error {
 	d.mu.Lock()
 	for _, rec := range recs {
 		st := &stackState{rec: rec}
-		if rec.Status.CurrentUpdate != nil {
+		if rec.Status.CurrentUpdate != nil && !d.clustered {
 			st.rec.Status.CurrentUpdate = nil // marked aborted by recover
 			d.putStack(st)
 		}
@@ -261,6 +298,10 @@ func (d *Daemon) Start(ctx context.Context) error {
 	d.opCtx, d.opStop = context.WithCancel(context.WithoutCancel(ctx))
 	d.loopWG.Add(1)
 	go d.loop()
+	if d.clustered {
+		d.loopWG.Add(1)
+		go d.followOwnership(d.loopCtx)
+	}
 	if d.hasGitSources() {
 		d.loopWG.Add(1)
 		go d.watchSources(d.loopCtx)
@@ -339,14 +380,24 @@ func (d *Daemon) applyLocked(cfg *spec.Config) error {
 		if inConfig[name] || st.rec.Removed {
 			continue
 		}
-		st.stack, st.rec.Removed = nil, true
+		st.stack = nil
 		st.nextPoll = time.Time{}
+		if !d.own.Holds(name) {
+			continue // its holder records the removal
+		}
+		st.rec.Removed = true
 		if err := d.opts.Store.PutStack(st.rec); err != nil {
 			return fmt.Errorf("daemon: record removal of %s: %w", name, err)
 		}
 		d.log.Info("stack left the config", "stack", name)
 	}
+	d.declareStacksLocked()
 	return nil
+}
+
+// declareStacksLocked tells the ownership layer which stacks there are.
+func (d *Daemon) declareStacksLocked() {
+	d.own.SetStacks(slices.Collect(maps.Keys(d.stacks)))
 }
 
 // observeSpec takes s as st's spec, growing the generation when the
@@ -354,6 +405,9 @@ func (d *Daemon) applyLocked(cfg *spec.Config) error {
 func (d *Daemon) observeSpec(st *stackState, s *spec.Stack) error {
 	changedSource := st.stack == nil || sourceOf(st.stack) != sourceOf(s)
 	st.stack = s
+	if !d.own.Holds(s.Name) {
+		return nil // its holder counts the generations
+	}
 	hash := s.SpecHash()
 	if st.rec.SpecHash == hash && !st.rec.Removed {
 		return nil

@@ -135,6 +135,10 @@ type Operation struct {
 	ContinueOnError  bool
 	// Remove deletes the stack itself after a successful destroy.
 	Remove bool
+	// BreakLock breaks a lock on the stack whoever holds it: the daemon
+	// sets it only when the lock's holder is known to be gone (a replica
+	// whose lease expired, after the handover grace).
+	BreakLock bool
 	// Timeout bounds the whole operation; zero means the runner's default.
 	Timeout time.Duration
 	// Log receives the operation's output while it runs; nil discards it.

@@ -184,11 +184,11 @@ func (d *Daemon) Log(id string) ([]byte, *LiveLog, error) {
 // repository poll it now. urls are the repository's URLs as the forge
 // names them (clone, SSH, web).
 func (d *Daemon) Push(urls []string, branch string) PushResult {
-	want := map[string]bool{}
-	for _, u := range urls {
-		want[repoKey(u)] = true
-	}
+	want := repoKeys(urls)
 	res := PushResult{Stacks: d.pushStacks(want, branch), Sources: d.pushSources(want, branch)}
+	if err := d.own.Push(urls, branch); err != nil {
+		d.log.Warn("cannot pass the push on to the other replicas", "err", err)
+	}
 	if res.Stacks == nil {
 		res.Stacks = []string{}
 	}
@@ -216,6 +216,15 @@ func (d *Daemon) pushStacks(want map[string]bool, branch string) []string {
 		d.kick()
 	}
 	return names
+}
+
+// repoKeys are the repoKey of each URL.
+func repoKeys(urls []string) map[string]bool {
+	want := map[string]bool{}
+	for _, u := range urls {
+		want[repoKey(u)] = true
+	}
+	return want
 }
 
 // repoKey identifies a repository across the ways of writing its URL:

@@ -23,6 +23,8 @@ type job struct {
 	destroy *DestroySpec
 	// remediate repairs drift: the up refreshes first.
 	remediate bool
+	// breakLock breaks a Pulumi lock that a dead holder left.
+	breakLock bool
 }
 
 // startOperation marks st running and runs its operation in the
@@ -34,6 +36,9 @@ func (d *Daemon) startOperation(st *stackState, dec Decision, obs Observation) {
 	st.cancel = cancel
 	st.live = NewLiveLog()
 	j := job{st: st, stack: st.stack, cfg: d.cfg, typ: dec.Type, reason: dec.Reason, obs: obs, destroy: st.rec.Destroy}
+	if !st.breakLockAt.IsZero() {
+		j.breakLock, st.breakLockAt = true, time.Time{}
+	}
 	if st.remediate != "" && dec.Type == UpdateUp {
 		j.reason, j.remediate = "Drift remediation after check "+st.remediate, true
 		st.remediate = ""
@@ -121,6 +126,7 @@ func (d *Daemon) begin(j job, p *prepared) (Update, error) {
 		Commit:           p.commit,
 		StartTime:        now,
 		State:            UpdateRunning,
+		Node:             d.opts.Node,
 	})
 	if err != nil {
 		return Update{}, fmt.Errorf("record the update: %w", err)
@@ -144,7 +150,7 @@ func (d *Daemon) begin(j job, p *prepared) (Update, error) {
 
 // operation builds the runner's operation for a prepared job.
 func (d *Daemon) operation(j job, p *prepared) Operation {
-	op := Operation{Workspace: p.ws, Type: j.typ, Timeout: d.opts.OpTimeout}
+	op := Operation{Workspace: p.ws, Type: j.typ, Timeout: d.opts.OpTimeout, BreakLock: j.breakLock}
 	if j.stack == nil {
 		op.Remove = j.destroy != nil && j.destroy.Remove
 		return op
@@ -184,10 +190,10 @@ func (d *Daemon) finish(ctx context.Context, j job, u Update, res Result, runErr
 		}
 	}
 	if err := d.opts.Store.PutUpdate(u); err != nil {
-		d.log.Error("cannot record the update's outcome", "update", u.ID, "err", err)
+		d.storeError("cannot record the update's outcome", u.Stack, err, "update", u.ID)
 	}
 	if err := d.opts.Store.PutLog(u.ID, j.st.live.Bytes()); err != nil {
-		d.log.Error("cannot record the update's log", "update", u.ID, "err", err)
+		d.storeError("cannot record the update's log", u.Stack, err, "update", u.ID)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

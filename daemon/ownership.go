@@ -20,6 +20,8 @@ type Ownership interface {
 	SetStacks(names []string)
 	// Holds says whether this replica holds name now.
 	Holds(name string) bool
+	// Holder is the replica that holds name, empty when none does.
+	Holder(name string) string
 	// Release gives name up after a Handover event, once nothing runs on
 	// it (or the handover grace ended and the operation was interrupted).
 	Release(name string)
@@ -116,8 +118,9 @@ func (d *Duration) UnmarshalText(b []byte) error {
 // allStacks holds every stack: the single-node mode.
 type allStacks struct{}
 
-func (allStacks) SetStacks([]string)               { /* every stack is ours */ }
+func (allStacks) SetStacks([]string)               {}
 func (allStacks) Holds(string) bool                { return true }
+func (allStacks) Holder(string) string             { return "" }
 func (allStacks) Release(string)                   {}
 func (allStacks) Events() <-chan OwnershipEvent    { return nil }
 func (allStacks) RequestSync(string, string) error { return nil }

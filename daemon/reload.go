@@ -110,6 +110,9 @@ func (d *Daemon) refused(revs []RevisionSource, trigger string, now time.Time, e
 }
 
 func (d *Daemon) putRevision(rev ConfigRevision) {
+	if !d.leads() {
+		return // the cluster's leader records it
+	}
 	if _, err := d.opts.Store.PutRevision(rev); err != nil {
 		d.log.Error("cannot record a config revision", "err", err)
 	}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -20,6 +21,13 @@ const sourceRetry = 30 * time.Second
 func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) time.Duration {
 	if !healthy(st) {
 		pass.busy(st) // a lower wave must be Ready before a higher one starts
+	}
+	if !d.own.Holds(st.rec.Name) {
+		return 0 // another replica acts on it; its records keep st up to date
+	}
+	if held, wait := d.handingOver(st, now); held {
+		pass.busy(st)
+		return wait
 	}
 	if st.running {
 		pass.busy(st)
@@ -68,6 +76,10 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 	if why := d.gate(st, now, pass); why != "" {
 		d.waiting(st, why, now)
 		return 0
+	}
+	if now.Before(st.breakLockAt) {
+		d.waiting(st, "waiting for the handover grace before breaking the lock the stack's last holder left", now)
+		return st.breakLockAt.Sub(now)
 	}
 	if d.running >= d.opts.MaxConcurrent {
 		return 0 // an operation's end kicks the loop
@@ -318,7 +330,7 @@ func (d *Daemon) prerequisite(p spec.Prerequisite, now time.Time) string {
 	}
 	last := dep.rec.Status.LastUpdate
 	switch {
-	case dep.running || last == nil || last.Generation != dep.rec.Generation || last.ReconcileRequest != d.request(dep):
+	case dep.running || busyElsewhere(dep) || last == nil || last.Generation != dep.rec.Generation || last.ReconcileRequest != d.request(dep):
 		return fmt.Sprintf("prerequisite %q has not run to completion", p.Name)
 	case last.State != UpdateSucceeded:
 		return fmt.Sprintf("prerequisite %q failed", p.Name)
@@ -343,9 +355,7 @@ func (d *Daemon) poke(st *stackState, token string) {
 	if st.rec.SyncRequest == token {
 		return
 	}
-	st.rec.SyncRequest = token
-	d.putStack(st)
-	d.kick()
+	d.requestSync(st, token)
 }
 
 // waiting records that st wants to run but is gated.
@@ -375,10 +385,11 @@ func (d *Daemon) blockLocked(st *stackState, reason string, err error, now time.
 func (d *Daemon) finalize(st *stackState) {
 	name := st.rec.Name
 	if err := d.opts.Store.DeleteStack(name); err != nil {
-		d.log.Error("cannot delete the record of a removed stack", "stack", name, "err", err)
+		d.storeError("cannot delete the record of a removed stack", name, err)
 		return
 	}
 	delete(d.stacks, name)
+	d.declareStacksLocked()
 	d.removeStackDir(name)
 	d.log.Info("stack removed", "stack", name)
 }
@@ -387,9 +398,24 @@ func (d *Daemon) finalize(st *stackState) {
 // stays authoritative and the next transition writes again.
 func (d *Daemon) putStack(st *stackState) {
 	st.rec.Status.Health = healthPtr(HealthOf(&st.rec.Status, st.rec.Generation))
-	if err := d.opts.Store.PutStack(st.rec); err != nil {
-		d.log.Error("cannot record the stack's status", "stack", st.rec.Name, "err", err)
+	if !d.own.Holds(st.rec.Name) {
+		return // its holder writes it
 	}
+	if err := d.opts.Store.PutStack(st.rec); err != nil {
+		d.storeError("cannot record the stack's status", st.rec.Name, err)
+	}
+}
+
+// storeError logs a failed write about stack. A write refused because
+// another replica now holds the stack is expected after a lost session:
+// it says so without alarm.
+func (d *Daemon) storeError(msg, stack string, err error, args ...any) {
+	args = append([]any{"stack", stack, "err", err}, args...)
+	if errors.Is(err, ErrNotOwner) {
+		d.log.Info(msg+": another replica holds the stack now", args...)
+		return
+	}
+	d.log.Error(msg, args...)
 }
 
 func healthPtr(h Health) *Health { return &h }

@@ -148,6 +148,8 @@ type Update struct {
 	// Changes counts resources by operation (create, update, delete, same, …).
 	Changes   map[string]int `json:"changes,omitempty"`
 	Permalink string         `json:"permalink,omitempty"`
+	// Node is the replica that ran the update (cluster mode).
+	Node string `json:"node,omitempty"`
 }
 
 // Clone returns a deep copy of s, safe to hand out while s changes.

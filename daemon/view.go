@@ -30,6 +30,8 @@ type StackView struct {
 	// Source is the config source that defines the stack (a --config
 	// value); empty once the stack left the config.
 	Source string `json:"source,omitempty"`
+	// Holder is the replica that acts on the stack (cluster mode).
+	Holder string `json:"holder,omitempty"`
 }
 
 // Stacks lists every stack, by name.
@@ -63,6 +65,9 @@ func (d *Daemon) viewLocked(st *stackState) StackView {
 		v.Tracking = tracking(&st.stack.Spec)
 		v.Source = st.stack.Source
 	}
+	if d.clustered {
+		v.Holder = d.own.Holder(st.rec.Name)
+	}
 	return v
 }
 
@@ -77,6 +82,13 @@ func (d *Daemon) Sync(name string) (string, error) {
 		return "", ErrUnknownStack
 	}
 	token := time.Now().UTC().Format(time.RFC3339Nano)
+	d.requestSync(st, token)
+	return token, nil
+}
+
+// syncLocked asks for a run of st, which this replica holds. Called with
+// d.mu held.
+func (d *Daemon) syncLocked(st *stackState, token string) {
 	st.rec.SyncRequest = token
 	st.blocked = false
 	if tracksBranch(st) {
@@ -87,7 +99,6 @@ func (d *Daemon) Sync(name string) (string, error) {
 	}
 	d.putStack(st)
 	d.kick()
-	return token, nil
 }
 
 // Ready is nil once the daemon has started.
@@ -99,6 +110,8 @@ func (d *Daemon) Ready() error {
 		return errors.New("starting")
 	case d.cfg == nil:
 		return errors.New("no config applied yet: " + d.reload.Error)
+	case d.clustered && !d.own.Status().Session:
+		return errors.New("no cluster session: acting on no stack")
 	}
 	return nil
 }

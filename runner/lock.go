@@ -60,6 +60,18 @@ func (r *Runner) breakStaleLock(ctx context.Context, w *workspace) (bool, error)
 		r.log.Warn("breaking a stale lock of the stack", "stack", w.Name, "pid", l.Pid,
 			"host", l.Hostname, "since", l.Timestamp)
 	}
+	return r.cancel(ctx, w)
+}
+
+// breakLock breaks w's lock whoever holds it, on any backend: the caller
+// knows its holder is gone (a replica whose lease expired).
+func (r *Runner) breakLock(ctx context.Context, w *workspace) (bool, error) {
+	r.log.Warn("breaking the lock a stopped replica left on the stack", "stack", w.Name)
+	return r.cancel(ctx, w)
+}
+
+// cancel runs `pulumi cancel`, which removes the stack's lock.
+func (r *Runner) cancel(ctx context.Context, w *workspace) (bool, error) {
 	if _, err := r.pulumi(ctx, w, call{what: "cancel the stale update"}, "cancel", "--yes", "--stack", w.Stack); err != nil {
 		return false, fmt.Errorf("stack %s: %w", w.Name, err)
 	}

@@ -149,7 +149,8 @@ func (r *Runner) daemonEnv() []string {
 // Run performs op: it creates the stack when needed, brings its config up
 // to date and runs the operation in one CLI process. A stale lock left on
 // a file backend by a dead process of this host is broken, and the
-// operation tried once more.
+// operation tried once more; so is any lock when op.BreakLock says its
+// holder is gone.
 func (r *Runner) Run(ctx context.Context, op daemon.Operation) (daemon.Result, error) {
 	timeout := op.Timeout
 	if timeout <= 0 {
@@ -173,6 +174,9 @@ func (r *Runner) Run(ctx context.Context, op daemon.Operation) (daemon.Result, e
 	res, err := r.operate(ctx, w, op)
 	if isLockError(err) {
 		broken, lockErr := r.breakStaleLock(ctx, w)
+		if !broken && op.BreakLock {
+			broken, lockErr = r.breakLock(ctx, w)
+		}
 		if broken {
 			res, err = r.operate(ctx, w, op)
 		} else if lockErr != nil {

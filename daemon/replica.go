@@ -1,0 +1,224 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// This file is the daemon's side of cluster mode: what it does when it
+// gains, loses or must hand over a stack, and how it follows the records
+// and requests of stacks other replicas hold. Scheduling skips stacks
+// this replica does not hold (evaluateStack), and putStack writes only
+// those it holds.
+
+// followOwnership handles ownership events until ctx ends.
+func (d *Daemon) followOwnership(ctx context.Context) {
+	defer d.loopWG.Done()
+	events := d.own.Events()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-events:
+			if !ok {
+				return
+			}
+			d.ownershipChanged(e)
+		}
+	}
+}
+
+func (d *Daemon) ownershipChanged(e OwnershipEvent) {
+	switch e.Kind {
+	case OwnerGained:
+		d.gained(e.Stack)
+	case OwnerLost:
+		d.lost(e.Stack)
+	case OwnerHandover:
+		d.handover(e.Stack)
+	case OwnerRecord:
+		d.recordFrom(e.Stack, e.Record)
+	case OwnerSync:
+		d.syncRequested(e.Stack, e.Token)
+	case OwnerPush:
+		d.pushStacks(repoKeys(e.URLs), e.Branch)
+	}
+}
+
+// gained takes a stack over: its record as the last holder wrote it,
+// updates that holder left running marked aborted, and a fresh look at
+// its source. A lock the dead holder may have left on the backend is
+// broken only after the handover grace, by the next operation.
+func (d *Daemon) gained(name string) {
+	rec, recErr := d.opts.Store.Stack(name)
+	recent, _ := d.opts.Store.Updates(name, 0, 3)
+	now := time.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := d.stacks[name]
+	if st == nil {
+		d.own.Release(name) // no longer known here
+		return
+	}
+	st.releasing = false
+	if st.running {
+		return // it stayed here: members came back before the handover
+	}
+	switch {
+	case recErr == nil:
+		st.rec = rec
+	case !errors.Is(recErr, ErrNotFound):
+		d.log.Error("cannot read the record of a stack taken over", "stack", name, "err", recErr)
+	}
+	st.commit, st.sourceErr, st.nextPoll, st.blocked = "", nil, time.Time{}, false
+	for _, u := range recent {
+		if u.State != UpdateRunning {
+			continue
+		}
+		u.State, u.EndTime = UpdateAborted, now
+		u.Message = "the replica running the update stopped holding the stack"
+		if u.Node != "" {
+			u.Message = fmt.Sprintf("replica %s stopped holding the stack during the update", u.Node)
+		}
+		if err := d.opts.Store.PutUpdate(u); err != nil {
+			d.log.Error("cannot mark an update of a stack taken over aborted", "update", u.ID, "err", err)
+		}
+		st.breakLockAt = now.Add(d.opts.HandoverGrace)
+		d.log.Warn("update left running by the stack's last holder; marked aborted", "stack", name, "update", u.ID, "node", u.Node)
+	}
+	st.rec.Status.CurrentUpdate = nil
+	if st.stack != nil {
+		if err := d.observeSpec(st, st.stack); err != nil {
+			d.log.Error("cannot record the spec of a stack taken over", "stack", name, "err", err)
+		}
+	} else {
+		st.rec.Removed = true
+	}
+	d.putStack(st)
+	d.log.Info("now acting on the stack", "stack", name)
+	d.kick()
+}
+
+// lost stops acting on a stack at once: its running operation is
+// interrupted, and nothing more is written about it.
+func (d *Daemon) lost(name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := d.stacks[name]
+	if st == nil {
+		return
+	}
+	st.releasing = false
+	if st.running && st.cancel != nil {
+		d.log.Warn("lost the stack during an operation; interrupting it", "stack", name)
+		st.cancel()
+	}
+}
+
+// handover makes a stack go to another replica once idle.
+func (d *Daemon) handover(name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := d.stacks[name]
+	if st == nil {
+		d.own.Release(name)
+		return
+	}
+	st.releasing, st.releaseBy = true, time.Now().Add(d.opts.HandoverGrace)
+	d.kick()
+}
+
+// handingOver releases st once no operation runs on it, interrupting one
+// that outlasts the grace; it reports whether st is still being handed
+// over (and so must not start anything). Called with d.mu held.
+func (d *Daemon) handingOver(st *stackState, now time.Time) (bool, time.Duration) {
+	if !st.releasing {
+		return false, 0
+	}
+	if !st.running {
+		st.releasing = false
+		d.own.Release(st.rec.Name)
+		d.log.Info("handed the stack over", "stack", st.rec.Name)
+		return true, 0
+	}
+	if now.Before(st.releaseBy) {
+		return true, st.releaseBy.Sub(now)
+	}
+	if st.cancel != nil {
+		d.log.Warn("the handover grace ended during an operation; interrupting it", "stack", st.rec.Name)
+		st.cancel()
+	}
+	return true, 0
+}
+
+// recordFrom takes the record another replica wrote of a stack it holds;
+// nil when it deleted the stack.
+func (d *Daemon) recordFrom(name string, rec *StackRecord) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.own.Holds(name) {
+		return
+	}
+	st := d.stacks[name]
+	switch {
+	case rec == nil && st != nil && st.stack == nil:
+		delete(d.stacks, name) // removed and finalized by its holder
+		d.declareStacksLocked()
+	case rec == nil:
+	case st == nil:
+		d.stacks[name] = &stackState{rec: *rec}
+		d.declareStacksLocked()
+	default:
+		st.rec = *rec
+	}
+}
+
+// syncRequested applies a sync request another replica received.
+func (d *Daemon) syncRequested(name, token string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if st := d.stacks[name]; st != nil && st.rec.SyncRequest != token {
+		d.syncLocked(st, token)
+	}
+}
+
+// requestSync asks for a run of st with token: directly when this
+// replica holds it, else through its holder. Called with d.mu held.
+func (d *Daemon) requestSync(st *stackState, token string) {
+	if d.own.Holds(st.rec.Name) {
+		d.syncLocked(st, token)
+		return
+	}
+	if st.requested == token {
+		return
+	}
+	st.requested = token
+	if err := d.own.RequestSync(st.rec.Name, token); err != nil {
+		d.log.Warn("cannot pass a sync request to the stack's holder", "stack", st.rec.Name, "err", err)
+	}
+}
+
+// busyElsewhere says whether a stack held by another replica is running
+// an operation, as its record says.
+func busyElsewhere(st *stackState) bool { return st.rec.Status.CurrentUpdate != nil }
+
+// ClusterStatus is the cluster as this replica sees it; ok is false
+// outside cluster mode.
+func (d *Daemon) ClusterStatus() (ClusterStatus, bool) {
+	if !d.clustered {
+		return ClusterStatus{}, false
+	}
+	return d.own.Status(), true
+}
+
+// leads says whether this replica records what is recorded once for the
+// cluster (config revisions): always outside cluster mode.
+func (d *Daemon) leads() bool {
+	if !d.clustered {
+		return true
+	}
+	st := d.own.Status()
+	return st.Leader == st.Node
+}
