@@ -203,6 +203,16 @@ var (
 		"Unix time the config source's content in force was applied; absent until it is.", sourceLabel, nil)
 )
 
+// Descriptions of the cluster's gauges and counters (cluster mode only).
+var (
+	descClusterMembers = prometheus.NewDesc("stackd_cluster_members", "Live replicas of the cluster, as this replica sees them.", nil, nil)
+	descClusterOwned   = prometheus.NewDesc("stackd_cluster_owned_stacks", "Stacks this replica holds.", nil, nil)
+	descClusterMoves   = prometheus.NewDesc("stackd_cluster_ownership_moves_total", "Stacks this replica took over or gave up.", nil, nil)
+	descClusterLost    = prometheus.NewDesc("stackd_cluster_session_lost_total", "Times this replica's etcd session ended without it leaving.", nil, nil)
+	descClusterLeader  = prometheus.NewDesc("stackd_cluster_leader", "1 when this replica is the cluster's leader (it records config revisions).", nil, nil)
+	descClusterSession = prometheus.NewDesc("stackd_cluster_session", "1 while this replica holds an etcd session; without one it acts on no stack.", nil, nil)
+)
+
 // healthValues are the values of the "health" label, each reported for
 // every stack and source so that a change of health moves a 1 rather
 // than ending one series and starting another.
@@ -214,7 +224,8 @@ type stateCollector struct{ m *Metrics }
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descStacks, descReady, descReconcile, descStalled, descFailing,
 		descFailures, descLastOK, descDrifted, descDriftRes, descDriftCheck, descQueue, descRunning, descReload, descReloadOK,
-		descStackHealth, descSourceHealth, descSourceFailing, descSourceStacks, descSourcePoll, descSourceApplied} {
+		descStackHealth, descSourceHealth, descSourceFailing, descSourceStacks, descSourcePoll, descSourceApplied,
+		descClusterMembers, descClusterOwned, descClusterMoves, descClusterLost, descClusterLeader, descClusterSession} {
 		ch <- d
 	}
 }
@@ -226,6 +237,10 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	stacks, stats, cfg := ref.Stacks(), ref.Stats(), ref.ConfigStatus()
+	if cs, ok := ref.ClusterStatus(); ok {
+		stacks = held(stacks, cs.Node)
+		collectCluster(ch, cs, len(stacks))
+	}
 	gauge(ch, descStacks, float64(len(stacks)))
 	for i := range stacks {
 		collectStack(ch, &stacks[i])
@@ -237,6 +252,28 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(ch, descReloadOK, unixSeconds(cfg.LastSuccess))
 	}
 	collectSources(ch, cfg.Sources)
+}
+
+// held are the stacks node holds: in a cluster each replica reports
+// only those, so that a sum over replicas counts each stack once.
+func held(stacks []daemon.StackView, node string) []daemon.StackView {
+	out := stacks[:0:0]
+	for _, v := range stacks {
+		if v.Holder == node {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// collectCluster emits the cluster's metrics as this replica sees it.
+func collectCluster(ch chan<- prometheus.Metric, cs daemon.ClusterStatus, owned int) {
+	gauge(ch, descClusterMembers, float64(len(cs.Members)))
+	gauge(ch, descClusterOwned, float64(owned))
+	ch <- prometheus.MustNewConstMetric(descClusterMoves, prometheus.CounterValue, float64(cs.Moves))
+	ch <- prometheus.MustNewConstMetric(descClusterLost, prometheus.CounterValue, float64(cs.SessionsLost))
+	gauge(ch, descClusterLeader, boolValue(cs.Leader != "" && cs.Leader == cs.Node))
+	gauge(ch, descClusterSession, boolValue(cs.Session))
 }
 
 // collectSources emits the config sources' gauges. A source named twice

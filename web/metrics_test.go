@@ -1,8 +1,10 @@
 package web
 
 import (
+	"encoding/json"
 	"errors"
 	"os/exec"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -202,5 +204,48 @@ func TestMetricsHealth(t *testing.T) {
 	api.mu.Unlock()
 	if body = scrape(t, url); strings.Contains(body, gitSource) {
 		t.Fatalf("a removed source is still reported:\n%s", body)
+	}
+}
+
+// TestMetricsCluster: a replica reports the per-stack series of the
+// stacks it holds only, so that a sum over replicas counts each stack
+// once, and the cluster's own metrics; /api/v1/cluster serves the
+// cluster's status, and a single node has none.
+func TestMetricsCluster(t *testing.T) {
+	stacks := metricStacks()
+	stacks[0].Holder, stacks[1].Holder, stacks[2].Holder = "node-1", "node-2", "node-1"
+	cluster := daemon.ClusterStatus{Node: "node-1", Session: true, Leader: "node-2", Moves: 4, SessionsLost: 1,
+		Members: []daemon.ClusterMember{{Name: "node-1", Stacks: 2}, {Name: "node-2", Stacks: 1}}}
+	api := &fakeAPI{stacks: stacks, cluster: cluster}
+	reg := prometheus.NewRegistry()
+	NewMetrics(reg, api, "test")
+	_, url := startWith(t, Options{API: api, Registry: reg})
+	body := scrape(t, url)
+	for _, want := range []string{
+		`stackd_stack_ready{stack="app"} 1`, `stackd_stack_ready{stack="new"} 0`, "stackd_stacks 2",
+		"stackd_cluster_members 2", "stackd_cluster_owned_stacks 2", "stackd_cluster_ownership_moves_total 4",
+		"stackd_cluster_session_lost_total 1", "stackd_cluster_leader 0", "stackd_cluster_session 1",
+	} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if strings.Contains(body, `stack="db"`) {
+		t.Error("/metrics reports db, which node-2 holds")
+	}
+	resp, got := send(t, "GET", url+"/api/v1/cluster", nil, "")
+	var st daemon.ClusterStatus
+	if err := json.Unmarshal(got, &st); resp.StatusCode != 200 || err != nil || !reflect.DeepEqual(st, cluster) {
+		t.Errorf("/api/v1/cluster = %d %s (%v), want %+v", resp.StatusCode, got, err, cluster)
+	}
+
+	reg = prometheus.NewRegistry()
+	NewMetrics(reg, &fakeAPI{stacks: metricStacks()}, "test")
+	_, single := startWith(t, Options{API: &fakeAPI{stacks: metricStacks()}, Registry: reg})
+	if resp, _ := send(t, "GET", single+"/api/v1/cluster", nil, ""); resp.StatusCode != 404 {
+		t.Errorf("/api/v1/cluster of a single node = %d, want 404", resp.StatusCode)
+	}
+	if body := scrape(t, single); strings.Contains(body, "stackd_cluster_") || !strings.Contains(body, "stackd_stacks 3\n") {
+		t.Errorf("a single node's /metrics:\n%s", body)
 	}
 }

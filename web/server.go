@@ -42,6 +42,9 @@ type API interface {
 	// Seq below before when before > 0, at most limit.
 	ConfigRevisions(before uint64, limit int) ([]daemon.ConfigRevision, error)
 	Stats() daemon.Stats
+	// ClusterStatus is the cluster as this replica sees it; ok is false
+	// for a single node.
+	ClusterStatus() (status daemon.ClusterStatus, ok bool)
 }
 
 // DefaultAddr is loopback: exposing the API is an explicit choice.
@@ -133,6 +136,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/reload", s.reload)
 	mux.HandleFunc("GET /api/v1/config", s.getConfig)
 	mux.HandleFunc("GET /api/v1/config/revisions", s.listRevisions)
+	mux.HandleFunc("GET /api/v1/cluster", s.getCluster)
 	mux.HandleFunc("POST "+webhookPath, s.webhook)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint")
@@ -252,6 +256,15 @@ func (s *Server) reload(w http.ResponseWriter, _ *http.Request) {
 // source's state (daemon.ConfigStatus).
 func (s *Server) getConfig(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, s.api.ConfigStatus())
+}
+
+func (s *Server) getCluster(w http.ResponseWriter, _ *http.Request) {
+	st, ok := s.api.ClusterStatus()
+	if !ok {
+		writeError(w, http.StatusNotFound, "stackd runs as a single node (no --cluster-etcd)")
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
 }
 
 // writeAPIError maps the daemon's errors to statuses.

@@ -67,6 +67,10 @@ func (r *recordingAPI) ConfigRevisions(before uint64, limit int) ([]daemon.Confi
 	return r.API.ConfigRevisions(before, limit)
 }
 func (r *recordingAPI) Stats() daemon.Stats { defer r.enter()(); return r.API.Stats() }
+func (r *recordingAPI) ClusterStatus() (daemon.ClusterStatus, bool) {
+	defer r.enter()()
+	return r.API.ClusterStatus()
+}
 
 // checkWriter counts the writes made while an API call is in flight.
 type checkWriter struct {

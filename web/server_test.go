@@ -34,6 +34,7 @@ type fakeAPI struct {
 	stats     daemon.Stats
 	config    daemon.ConfigStatus
 	revisions []daemon.ConfigRevision // newest first
+	cluster   daemon.ClusterStatus    // a single node while Node is empty
 }
 
 type pushCall struct {
@@ -140,6 +141,12 @@ func (f *fakeAPI) ConfigRevisions(before uint64, limit int) ([]daemon.ConfigRevi
 		}
 	}
 	return out, nil
+}
+
+func (f *fakeAPI) ClusterStatus() (daemon.ClusterStatus, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cluster, f.cluster.Node != ""
 }
 
 func (f *fakeAPI) Stats() daemon.Stats {

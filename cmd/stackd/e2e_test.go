@@ -256,7 +256,7 @@ func TestE2EUnreachableRepoAndMissingSecret(t *testing.T) {
 // updates lists a stack's updates, oldest first.
 func (in *instance) updates(name string) []daemon.Update {
 	in.t.Helper()
-	recs, err := in.app.store.Updates(name, 0, 1000)
+	recs, err := in.app.d.Updates(name, 0, 1000)
 	if err != nil {
 		in.t.Fatal(err)
 	}

@@ -27,30 +27,34 @@ import (
 // runFlags are the flags of "stackd run".
 type runFlags struct {
 	sourceFlags
-	dataDir       string
-	listen        string
-	pulumiBin     string
-	backend       string
-	secretsDir    string
-	configMapsDir string
-	maxConcurrent int
-	maxFailures   int64
-	minResync     time.Duration
-	retryBackoff  time.Duration
-	opTimeout     time.Duration
-	gitTimeout    time.Duration
-	shutdownGrace time.Duration
-	watchConfig   bool
-	massRemoval   bool
-	driftInterval time.Duration
-	logLevel      string
-	logFormat     string
-	tokenFile     string
-	readToken     bool
-	webhookFile   string
-	notifyURLs    stringsFlag
-	notifySlack   stringsFlag
-	notifySecret  string
+	clusterFlags
+	dataDir   string
+	listen    string
+	pulumiBin string
+	backend   string
+	// secretsPassphraseFile holds the passphrase of the default secrets
+	// provider.
+	secretsPassphraseFile string
+	secretsDir            string
+	configMapsDir         string
+	maxConcurrent         int
+	maxFailures           int64
+	minResync             time.Duration
+	retryBackoff          time.Duration
+	opTimeout             time.Duration
+	gitTimeout            time.Duration
+	shutdownGrace         time.Duration
+	watchConfig           bool
+	massRemoval           bool
+	driftInterval         time.Duration
+	logLevel              string
+	logFormat             string
+	tokenFile             string
+	readToken             bool
+	webhookFile           string
+	notifyURLs            stringsFlag
+	notifySlack           stringsFlag
+	notifySecret          string
 }
 
 // stringsFlag is a repeatable string flag: each use adds one value. Its
@@ -71,10 +75,12 @@ func (s *stringsFlag) Set(v string) error {
 
 func (f *runFlags) define(fs *flag.FlagSet) {
 	f.sourceFlags.define(fs)
+	f.clusterFlags.define(fs)
 	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir, "directory for state, checkouts and the default backend")
 	fs.StringVar(&f.listen, "listen", web.DefaultAddr, "HTTP listen address")
 	fs.StringVar(&f.pulumiBin, "pulumi-bin", "", "directory holding the pulumi CLI (default: beside stackd, else on PATH)")
 	fs.StringVar(&f.backend, "default-backend", "", "backend URL of stacks without spec.backend (default: a file backend in the data dir)")
+	fs.StringVar(&f.secretsPassphraseFile, "passphrase-file", "", "file holding the passphrase of the default secrets provider (default: generated once into the data dir)")
 	fs.StringVar(&f.secretsDir, "secrets-dir", "", "directory of Secret references, as <name>/<key> files")
 	fs.StringVar(&f.configMapsDir, "configmaps-dir", "", "directory of configRef values, as <name>/<key> files")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent", daemon.DefaultMaxConcurrent, "operations running at once")
@@ -186,9 +192,10 @@ const notifyGrace = 10 * time.Second
 
 // app is a running daemon: its HTTP server, reconcile loop and store.
 type app struct {
-	srv   *web.Server
-	d     *daemon.Daemon
-	store *store.Store
+	srv *web.Server
+	d   *daemon.Daemon
+	// closeStore closes the BoltDB store, or leaves the cluster.
+	closeStore func() error
 	// notifier delivers stack events; nil without --notify-* URLs.
 	notifier *notify.Webhook
 }
@@ -206,6 +213,9 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	if err := checkLocalConfig(srcs, log); err != nil {
 		return nil, err
 	}
+	if err := f.clusterFlags.check(f.backend, f.secretsPassphraseFile); err != nil {
+		return nil, err
+	}
 	dataDir, err := filepath.Abs(f.dataDir)
 	if err != nil {
 		return nil, err
@@ -213,13 +223,13 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	st, err := store.Open(filepath.Join(dataDir, store.FileName), store.Options{})
+	st, own, closeStore, err := openStore(ctx, f, dataDir, log)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			st.Close()
+			closeStore()
 		}
 	}()
 	token, err := readSecretFile(f.tokenFile, "--api-token-file")
@@ -241,7 +251,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	}()
 	reg := prometheus.NewRegistry()
 	metrics := web.NewMetrics(reg, nil, version)
-	d, err := newDaemon(ctx, f, srcs, auth, dataDir, st, metrics, asNotifier(wh), log)
+	d, err := newDaemon(ctx, f, srcs, auth, dataDir, st, own, metrics, asNotifier(wh), log)
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +266,25 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 		return nil, err
 	}
 	log.Info("stackd started", "version", version, "config", f.config.String(), "data_dir", dataDir, "stacks", len(d.Stacks()))
-	return &app{srv: srv, d: d, store: st, notifier: wh}, nil
+	return &app{srv: srv, d: d, closeStore: closeStore, notifier: wh}, nil
+}
+
+// openStore opens the BoltDB store in the data dir, or in cluster mode
+// joins the cluster, whose etcd keeps the state and says which stacks
+// this replica holds (own is nil for a single node).
+func openStore(ctx context.Context, f *runFlags, dataDir string, log *slog.Logger) (daemon.Store, daemon.Ownership, func() error, error) {
+	if f.clusterFlags.enabled() {
+		c, err := f.clusterFlags.open(ctx, log)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return c, c, c.Close, nil
+	}
+	st, err := store.Open(filepath.Join(dataDir, store.FileName), store.Options{})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return st, nil, st.Close, nil
 }
 
 // newWebhookNotifier returns the notifier of the --notify-* flags; nil
@@ -303,15 +331,15 @@ func closeNotifier(wh *notify.Webhook, grace time.Duration) {
 	_ = wh.Close(ctx)
 }
 
-func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemon.GitAuth, dataDir string, st *store.Store,
-	obs daemon.Observer, notifier daemon.Notifier, log *slog.Logger,
+func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemon.GitAuth, dataDir string, st daemon.Store,
+	own daemon.Ownership, obs daemon.Observer, notifier daemon.Notifier, log *slog.Logger,
 ) (*daemon.Daemon, error) {
 	bin, err := pulumiBin(f.pulumiBin)
 	if err != nil {
 		return nil, err
 	}
 	run, err := runner.New(ctx, runner.Options{Bin: bin, DataDir: dataDir, DefaultBackend: f.backend,
-		Timeout: f.opTimeout, Logger: log.With("component", "runner")})
+		PassphraseFile: f.secretsPassphraseFile, Timeout: f.opTimeout, Logger: log.With("component", "runner")})
 	if err != nil {
 		return nil, err
 	}
@@ -324,6 +352,7 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemo
 		BackoffBase: f.retryBackoff, OpTimeout: f.opTimeout,
 		Sources: srcs, SourceAuth: auth, SourcePoll: f.pollInterval, Observer: obs, WatchConfig: f.watchConfig, AllowMassRemoval: f.massRemoval,
 		DriftInterval: f.driftInterval, Notifier: notifier,
+		Ownership: own, Node: nodeName(own), HandoverGrace: f.handover,
 	})
 }
 
@@ -366,14 +395,15 @@ func readSecretFile(path, flagName string) (string, error) {
 
 // stop stops the daemon in order: HTTP, then operations (drained until
 // grace ends, then interrupted and recorded), then the notifier (its
-// queue flushed for up to notifyGrace), then the store.
+// queue flushed for up to notifyGrace), then the store (in a cluster:
+// this replica leaves it, and the others take its stacks at once).
 func (a *app) stop(grace context.Context) error {
 	httpCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	errHTTP := a.srv.Stop(httpCtx)
 	errDaemon := a.d.Stop(grace)
 	closeNotifier(a.notifier, notifyGrace)
-	return errors.Join(errHTTP, errDaemon, a.store.Close())
+	return errors.Join(errHTTP, errDaemon, a.closeStore())
 }
 
 // pulumiBin finds the directory of the pulumi CLI: the flag, else beside

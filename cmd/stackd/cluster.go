@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/stackd/stackd/cluster"
+	"github.com/stackd/stackd/daemon"
+)
+
+// clusterFlags are the flags of cluster mode: several replicas sharing
+// the stacks through etcd.
+type clusterFlags struct {
+	etcd          string
+	caFile        string
+	certFile      string
+	keyFile       string
+	name          string
+	prefix        string
+	node          string
+	advertise     string
+	leaseTTL      time.Duration
+	handover      time.Duration
+	sharedBackend bool
+}
+
+func (f *clusterFlags) define(fs *flag.FlagSet) {
+	fs.StringVar(&f.etcd, "cluster-etcd", "", "etcd client `URLs`, comma-separated: run as one replica of a cluster (unset: a single node)")
+	fs.StringVar(&f.caFile, "cluster-etcd-ca-file", "", "CA certificate that signed etcd's certificate")
+	fs.StringVar(&f.certFile, "cluster-etcd-cert-file", "", "client certificate for etcd")
+	fs.StringVar(&f.keyFile, "cluster-etcd-key-file", "", "key of --cluster-etcd-cert-file")
+	fs.StringVar(&f.name, "cluster-name", "default", "name of the cluster; its keys live under /stackd/<name>/")
+	fs.StringVar(&f.prefix, "cluster-prefix", "", "etcd key prefix of the cluster (default /stackd/<cluster-name>/)")
+	fs.StringVar(&f.node, "node-name", "", "this replica's name, unique in the cluster (default: the host name)")
+	fs.StringVar(&f.advertise, "advertise-url", "", "URL at which the other replicas reach this replica's API")
+	fs.DurationVar(&f.leaseTTL, "cluster-lease-ttl", cluster.DefaultTTL, "time to live of this replica's etcd session: how long its stacks wait after it died")
+	fs.DurationVar(&f.handover, "handover-grace", daemon.DefaultHandoverGrace, "how long a running operation may go on once its stack moves to another replica")
+	fs.BoolVar(&f.sharedBackend, "shared-backend", false, "in a cluster, accept a file:// --default-backend: the operator declares it shared by every replica")
+}
+
+// enabled says whether cluster mode is on.
+func (f *clusterFlags) enabled() bool { return f.etcd != "" }
+
+// check refuses a cluster setup that cannot work: a default backend or
+// secrets passphrase that only this replica can reach.
+func (f *clusterFlags) check(backend, passphraseFile string) error {
+	if !f.enabled() {
+		return nil
+	}
+	switch {
+	case backend == "":
+		return usageErrorf("run: in a cluster the default file backend in the data dir is refused: set --default-backend to a backend every replica reaches (s3://, gs://, azblob://, postgres://, https://api.pulumi.com, or a shared file:// path with --shared-backend)")
+	case strings.HasPrefix(backend, "file://") && !f.sharedBackend:
+		return usageErrorf("run: in a cluster --default-backend %s must be reachable by every replica: if it is a shared file system, say so with --shared-backend", redactBackend(backend))
+	case passphraseFile == "" && !strings.HasPrefix(backend, "https://"):
+		return usageErrorf("run: in a cluster the secrets passphrase must be the same on every replica: give each one --passphrase-file")
+	}
+	return nil
+}
+
+// redactBackend drops user info and query from a backend URL.
+func redactBackend(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(invalid URL)"
+	}
+	u.User, u.RawQuery = nil, ""
+	return u.String()
+}
+
+// open joins the cluster; the returned Cluster is the daemon's Store and
+// Ownership.
+func (f *clusterFlags) open(ctx context.Context, log *slog.Logger) (*cluster.Cluster, error) {
+	node := f.node
+	if node == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("--node-name: %w", err)
+		}
+		node = h
+	}
+	prefix := f.prefix
+	if prefix == "" {
+		if f.name == "" || strings.Contains(f.name, "/") {
+			return nil, usageErrorf("run: --cluster-name must be a non-empty name without /")
+		}
+		prefix = "/stackd/" + f.name + "/"
+	}
+	var endpoints []string
+	for _, e := range strings.Split(f.etcd, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			endpoints = append(endpoints, e)
+		}
+	}
+	if len(endpoints) == 0 {
+		return nil, usageErrorf("run: --cluster-etcd names no URL")
+	}
+	c, err := cluster.Open(ctx, cluster.Options{Endpoints: endpoints, CAFile: f.caFile, CertFile: f.certFile, KeyFile: f.keyFile,
+		Prefix: prefix, Node: node, AdvertiseURL: f.advertise, TTL: f.leaseTTL, Logger: log.With("component", "cluster")})
+	if err != nil {
+		return nil, err
+	}
+	c.Start()
+	return c, nil
+}
+
+// nodeName is the replica's name in update records; empty for a single
+// node.
+func nodeName(own daemon.Ownership) string {
+	if own == nil {
+		return ""
+	}
+	return own.Status().Node
+}
