@@ -624,7 +624,9 @@ type uiScriptAPI struct {
 }
 
 func (f *uiScriptAPI) Stats() daemon.Stats { return daemon.Stats{Queued: int(f.renders.Add(1))} }
-func (f *uiScriptAPI) ClusterStatus() (daemon.ClusterStatus, bool) { return daemon.ClusterStatus{}, false }
+func (f *uiScriptAPI) ClusterStatus() (daemon.ClusterStatus, bool) {
+	return daemon.ClusterStatus{}, false
+}
 
 // Log answers the page's first call as uiFakeAPI does, and later calls
 // (the script's) with the stream.

@@ -3,6 +3,10 @@
 // stackdtest:index:File, a file on the local disk. Because Read looks at the
 // disk, a hand edit of the file is real drift that `pulumi refresh` sees.
 //
+// stackdtest:index:Sleep is a resource whose create and update take the
+// time its input duration says (and nothing else): operations that wait on
+// I/O, for tests and benchmarks of concurrency.
+//
 // It also serves the function stackdtest:index:getEnv, which returns an
 // environment variable of the provider process, so that a program can show
 // what its stack's envRefs resolved to.
@@ -49,7 +53,7 @@ func main() {
 // calls are derived from the File type below.
 func provider() p.Provider {
 	return infer.Provider(infer.Options{
-		Resources: []infer.InferredResource{infer.Resource(&File{})},
+		Resources: []infer.InferredResource{infer.Resource(&File{}), infer.Resource(&Sleep{})},
 		Functions: []infer.InferredFunction{infer.Function(&GetEnv{})},
 	})
 }
@@ -204,6 +208,59 @@ func delay(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("STACKDTEST_DELAY: %w", err)
 	}
+	return wait(ctx, d)
+}
+
+// Sleep is a resource that only takes time: its create and update wait
+// for Duration (or until the operation is cancelled).
+type Sleep struct{}
+
+// SleepArgs are the inputs of a Sleep; a change of any of them is an
+// update, which waits again.
+type SleepArgs struct {
+	// Duration is a Go duration ("2s").
+	Duration string `pulumi:"duration"`
+	// Trigger is free text: changing it makes an update.
+	Trigger string `pulumi:"trigger,optional"`
+}
+
+// Annotate describes the resource in the schema and gives it its token.
+func (s *Sleep) Annotate(a infer.Annotator) {
+	a.Describe(&s, "A resource whose create and update take the given time, for stackd's tests.")
+	a.SetToken("index", "Sleep")
+}
+
+// Create waits, then reports the inputs as the state.
+func (*Sleep) Create(ctx context.Context, req infer.CreateRequest[SleepArgs]) (infer.CreateResponse[SleepArgs], error) {
+	if !req.DryRun {
+		if err := sleep(ctx, req.Inputs.Duration); err != nil {
+			return infer.CreateResponse[SleepArgs]{}, err
+		}
+	}
+	return infer.CreateResponse[SleepArgs]{ID: "sleep", Output: req.Inputs}, nil
+}
+
+// Update waits again.
+func (*Sleep) Update(ctx context.Context, req infer.UpdateRequest[SleepArgs, SleepArgs]) (infer.UpdateResponse[SleepArgs], error) {
+	if !req.DryRun {
+		if err := sleep(ctx, req.Inputs.Duration); err != nil {
+			return infer.UpdateResponse[SleepArgs]{}, err
+		}
+	}
+	return infer.UpdateResponse[SleepArgs]{Output: req.Inputs}, nil
+}
+
+// sleep waits for the Go duration d, or until ctx ends.
+func sleep(ctx context.Context, d string) error {
+	v, err := time.ParseDuration(d)
+	if err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	return wait(ctx, v)
+}
+
+// wait waits for d, or until ctx ends.
+func wait(ctx context.Context, d time.Duration) error {
 	select {
 	case <-time.After(d):
 		return nil
