@@ -226,6 +226,10 @@ type stackState struct {
 	breakLockAt time.Time
 	// requested is the last sync request passed to the stack's holder.
 	requested string
+	// held is set while this replica acts on the stack (cluster mode):
+	// from the moment it took the stack over (gained) until it lost or
+	// released it.
+	held bool
 }
 
 // New makes a daemon for cfg; with cfg nil, Start reads Options.Sources.
@@ -382,7 +386,7 @@ func (d *Daemon) applyLocked(cfg *spec.Config) error {
 		}
 		st.stack = nil
 		st.nextPoll = time.Time{}
-		if !d.own.Holds(name) {
+		if !d.acts(st) {
 			continue // its holder records the removal
 		}
 		st.rec.Removed = true
@@ -405,7 +409,7 @@ func (d *Daemon) declareStacksLocked() {
 func (d *Daemon) observeSpec(st *stackState, s *spec.Stack) error {
 	changedSource := st.stack == nil || sourceOf(st.stack) != sourceOf(s)
 	st.stack = s
-	if !d.own.Holds(s.Name) {
+	if !d.acts(st) {
 		return nil // its holder counts the generations
 	}
 	hash := s.SpecHash()

@@ -63,9 +63,10 @@ func (d *Daemon) gained(name string) {
 		return
 	}
 	st.releasing = false
-	if st.running {
+	if st.held {
 		return // it stayed here: members came back before the handover
 	}
+	st.held = true
 	switch {
 	case recErr == nil:
 		st.rec = rec
@@ -110,7 +111,7 @@ func (d *Daemon) lost(name string) {
 	if st == nil {
 		return
 	}
-	st.releasing = false
+	st.releasing, st.held = false, false
 	if st.running && st.cancel != nil {
 		d.log.Warn("lost the stack during an operation; interrupting it", "stack", name)
 		st.cancel()
@@ -138,7 +139,7 @@ func (d *Daemon) handingOver(st *stackState, now time.Time) (bool, time.Duration
 		return false, 0
 	}
 	if !st.running {
-		st.releasing = false
+		st.releasing, st.held = false, false
 		d.own.Release(st.rec.Name)
 		d.log.Info("handed the stack over", "stack", st.rec.Name)
 		return true, 0
@@ -158,10 +159,10 @@ func (d *Daemon) handingOver(st *stackState, now time.Time) (bool, time.Duration
 func (d *Daemon) recordFrom(name string, rec *StackRecord) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.own.Holds(name) {
+	st := d.stacks[name]
+	if st != nil && d.acts(st) {
 		return
 	}
-	st := d.stacks[name]
 	switch {
 	case rec == nil && st != nil && st.stack == nil:
 		delete(d.stacks, name) // removed and finalized by its holder
@@ -187,7 +188,7 @@ func (d *Daemon) syncRequested(name, token string) {
 // requestSync asks for a run of st with token: directly when this
 // replica holds it, else through its holder. Called with d.mu held.
 func (d *Daemon) requestSync(st *stackState, token string) {
-	if d.own.Holds(st.rec.Name) {
+	if d.acts(st) {
 		d.syncLocked(st, token)
 		return
 	}
@@ -199,6 +200,10 @@ func (d *Daemon) requestSync(st *stackState, token string) {
 		d.log.Warn("cannot pass a sync request to the stack's holder", "stack", st.rec.Name, "err", err)
 	}
 }
+
+// acts says whether this replica acts on st: always for a single node;
+// in a cluster, while it holds st and has taken it over.
+func (d *Daemon) acts(st *stackState) bool { return !d.clustered || st.held }
 
 // busyElsewhere says whether a stack held by another replica is running
 // an operation, as its record says.

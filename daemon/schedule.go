@@ -22,7 +22,7 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 	if !healthy(st) {
 		pass.busy(st) // a lower wave must be Ready before a higher one starts
 	}
-	if !d.own.Holds(st.rec.Name) {
+	if !d.acts(st) {
 		return 0 // another replica acts on it; its records keep st up to date
 	}
 	if held, wait := d.handingOver(st, now); held {
@@ -398,7 +398,7 @@ func (d *Daemon) finalize(st *stackState) {
 // stays authoritative and the next transition writes again.
 func (d *Daemon) putStack(st *stackState) {
 	st.rec.Status.Health = healthPtr(HealthOf(&st.rec.Status, st.rec.Generation))
-	if !d.own.Holds(st.rec.Name) {
+	if !d.acts(st) {
 		return // its holder writes it
 	}
 	if err := d.opts.Store.PutStack(st.rec); err != nil {

@@ -122,7 +122,7 @@ func (c *Command) Run(ctx context.Context, workdir string, stdin io.Reader,
 	stderr := &tailBuffer{limit: c.opts.OutputLimit}
 	cmd.Stdout = io.MultiWriter(append(additionalOutput, stdout)...)
 	cmd.Stderr = io.MultiWriter(append(additionalErrorOutput, stderr)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 
 	err := c.runGroup(ctx, cmd)
 	code := -2 // the Automation API's "unknown"

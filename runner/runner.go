@@ -149,8 +149,8 @@ func (r *Runner) daemonEnv() []string {
 // Run performs op: it creates the stack when needed, brings its config up
 // to date and runs the operation in one CLI process. A stale lock left on
 // a file backend by a dead process of this host is broken, and the
-// operation tried once more; so is any lock when op.BreakLock says its
-// holder is gone.
+// operation tried once more. With op.BreakLock, whatever lock the stack
+// has is broken first: the daemon knows its holder is gone.
 func (r *Runner) Run(ctx context.Context, op daemon.Operation) (daemon.Result, error) {
 	timeout := op.Timeout
 	if timeout <= 0 {
@@ -165,6 +165,13 @@ func (r *Runner) Run(ctx context.Context, op daemon.Operation) (daemon.Result, e
 	if err := w.mkdir(); err != nil {
 		return daemon.Result{}, err
 	}
+	if op.BreakLock {
+		// Before anything: creating the stack here fails too while the
+		// lock is held. A stack that does not exist has no lock.
+		if _, err := r.breakLock(ctx, w); err != nil {
+			r.log.Warn("cannot break the stack's lock", "stack", w.Name, "err", err)
+		}
+	}
 	if err := r.ensureStack(ctx, w); err != nil {
 		return daemon.Result{}, err
 	}
@@ -174,9 +181,6 @@ func (r *Runner) Run(ctx context.Context, op daemon.Operation) (daemon.Result, e
 	res, err := r.operate(ctx, w, op)
 	if isLockError(err) {
 		broken, lockErr := r.breakStaleLock(ctx, w)
-		if !broken && op.BreakLock {
-			broken, lockErr = r.breakLock(ctx, w)
-		}
 		if broken {
 			res, err = r.operate(ctx, w, op)
 		} else if lockErr != nil {

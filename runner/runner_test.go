@@ -366,3 +366,24 @@ func TestRunTimeout(t *testing.T) {
 	}
 	t.Logf("error after the timeout: %v", err)
 }
+
+// TestRunBreakLock: with BreakLock, a lock of another host (a replica
+// whose lease expired) is broken before anything else, also for a stack
+// this runner has never seen, whose creation the lock would block.
+func TestRunBreakLock(t *testing.T) {
+	h := newHarness(t, testProgram)
+	ws := h.workspace("one", secretOne)
+	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
+	foreign := writeLock(t, h, deadPid(t), "another-host")
+	if err := os.RemoveAll(filepath.Join(h.dataDir, "workspaces")); err != nil { // as on another replica
+		t.Fatal(err)
+	}
+	h.processes()
+	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, BreakLock: true})
+	if _, err := os.Stat(foreign); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the other host's lock is still there (%v)", err)
+	}
+	if calls := h.processes(); len(calls) == 0 || !strings.Contains(calls[0], "cancel --yes --stack dev") {
+		t.Errorf("with BreakLock up ran %q, want cancel first", calls)
+	}
+}

@@ -1,0 +1,229 @@
+package daemon
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeOwnership is a cluster as one replica ("me") sees it, driven by the
+// test. The real one is tested with etcd in cluster and cmd/stackd.
+type fakeOwnership struct {
+	mu       sync.Mutex
+	held     map[string]bool
+	released []string
+	requests map[string]string
+	events   chan OwnershipEvent
+}
+
+func newFakeOwnership() *fakeOwnership {
+	return &fakeOwnership{held: map[string]bool{}, requests: map[string]string{}, events: make(chan OwnershipEvent, 16)}
+}
+
+func (o *fakeOwnership) SetStacks([]string) {}
+
+func (o *fakeOwnership) Holds(name string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.held[name]
+}
+
+func (o *fakeOwnership) Holder(name string) string {
+	if o.Holds(name) {
+		return "me"
+	}
+	return "other"
+}
+
+func (o *fakeOwnership) Release(name string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.held, name)
+	o.released = append(o.released, name)
+}
+
+func (o *fakeOwnership) Events() <-chan OwnershipEvent { return o.events }
+
+func (o *fakeOwnership) RequestSync(name, token string) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.requests[name] = token
+	return nil
+}
+
+func (o *fakeOwnership) Push([]string, string) error { return nil }
+
+func (o *fakeOwnership) Status() ClusterStatus {
+	return ClusterStatus{Node: "me", Leader: "me", Session: true}
+}
+
+func (o *fakeOwnership) set(name string, held bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.held[name] = held
+}
+
+// gain makes this replica hold name, as the cluster does: the key first,
+// then the event.
+func (o *fakeOwnership) gain(name string) {
+	o.set(name, true)
+	o.events <- OwnershipEvent{Kind: OwnerGained, Stack: name}
+}
+
+func (o *fakeOwnership) wasReleased(name string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Contains(o.released, name)
+}
+
+const twoStacks = oneStack + `  - name: db
+    stack: db
+    projectRepo: https://git.example/app.git
+    branch: main
+`
+
+func clusterHarness(t *testing.T, o *fakeOwnership) *harness {
+	h := newHarness(t, twoStacks, func(opts *Options) {
+		opts.Ownership, opts.Node, opts.HandoverGrace = o, "me", 300*time.Millisecond
+	})
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	return h
+}
+
+// TestClusterActsOnHeldStacksOnly: a stack held elsewhere is neither run
+// nor written; once gained, it is.
+func TestClusterActsOnHeldStacksOnly(t *testing.T) {
+	o := newFakeOwnership()
+	h := clusterHarness(t, o)
+	h.start()
+	o.gain("app")
+	h.eventually("app deployed", func() bool { return h.ready("app") })
+	time.Sleep(100 * time.Millisecond)
+	if ops := h.runner.opsOf("db"); len(ops) != 0 {
+		t.Fatalf("db, held elsewhere, ran %d operations", len(ops))
+	}
+	h.store.mu.Lock()
+	_, written := h.store.stacks["db"]
+	h.store.mu.Unlock()
+	if written {
+		t.Fatal("db, held elsewhere, was written")
+	}
+	if u := h.store.updatesOf("app"); len(u) != 1 || u[0].Node != "me" {
+		t.Fatalf("app's updates = %+v", u)
+	}
+	o.gain("db")
+	h.eventually("db deployed once gained", func() bool { return h.ready("db") })
+}
+
+// TestClusterHandoverWaitsForTheOperation: a stack to hand over is
+// released only once its running operation ended, and starts nothing
+// more.
+func TestClusterHandoverWaitsForTheOperation(t *testing.T) {
+	o := newFakeOwnership()
+	h := clusterHarness(t, o)
+	h.runner.gate = make(chan struct{})
+	h.start()
+	o.gain("app")
+	h.eventually("app running", func() bool { return len(h.runner.opsOf("app")) == 1 })
+	o.events <- OwnershipEvent{Kind: OwnerHandover, Stack: "app"}
+	time.Sleep(100 * time.Millisecond)
+	if o.wasReleased("app") {
+		t.Fatal("released while its operation runs")
+	}
+	h.runner.gate <- struct{}{}
+	h.eventually("released once idle", func() bool { return o.wasReleased("app") })
+	time.Sleep(100 * time.Millisecond)
+	if n := len(h.runner.opsOf("app")); n != 1 {
+		t.Fatalf("%d operations after the handover", n)
+	}
+}
+
+// TestClusterHandoverGraceInterrupts: an operation that outlasts the
+// handover grace is interrupted, then the stack released.
+func TestClusterHandoverGraceInterrupts(t *testing.T) {
+	o := newFakeOwnership()
+	h := clusterHarness(t, o)
+	h.runner.gate = make(chan struct{})
+	h.start()
+	o.gain("app")
+	h.eventually("app running", func() bool { return len(h.runner.opsOf("app")) == 1 })
+	o.events <- OwnershipEvent{Kind: OwnerHandover, Stack: "app"}
+	h.eventually("released after the grace", func() bool { return o.wasReleased("app") })
+	if u := h.store.updatesOf("app"); len(u) != 1 || u[0].State != UpdateAborted {
+		t.Fatalf("updates = %+v", u)
+	}
+}
+
+// TestClusterLostInterrupts: a lost stack's operation is interrupted at
+// once, and its outcome is not written by this replica.
+func TestClusterLostInterrupts(t *testing.T) {
+	o := newFakeOwnership()
+	h := clusterHarness(t, o)
+	h.runner.gate = make(chan struct{})
+	h.start()
+	o.gain("app")
+	h.eventually("app running", func() bool { return len(h.runner.opsOf("app")) == 1 })
+	o.set("app", false)
+	o.events <- OwnershipEvent{Kind: OwnerLost, Stack: "app"}
+	h.eventually("operation interrupted", func() bool {
+		h.runner.mu.Lock()
+		defer h.runner.mu.Unlock()
+		return h.runner.running == 0
+	})
+	time.Sleep(100 * time.Millisecond)
+	if n := len(h.runner.opsOf("app")); n != 1 {
+		t.Fatalf("%d operations after losing the stack", n)
+	}
+}
+
+// TestClusterGainedFromDeadHolder: a stack gained from a holder that died
+// during an update has that update marked aborted, and its next
+// operation waits for the grace and breaks the lock.
+func TestClusterGainedFromDeadHolder(t *testing.T) {
+	o := newFakeOwnership()
+	h := clusterHarness(t, o)
+	left, err := h.store.BeginUpdate(Update{Stack: "app", Type: UpdateUp, State: UpdateRunning, Node: "node-9", StartTime: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	gained := time.Now()
+	o.gain("app")
+	h.eventually("app deployed", func() bool { return h.ready("app") })
+	u, _ := h.store.Update(left.ID)
+	if u.State != UpdateAborted || !strings.Contains(u.Message, "node-9") {
+		t.Fatalf("update left running = %+v", u)
+	}
+	ops := h.runner.opsOf("app")
+	if len(ops) != 1 || !ops[0].BreakLock {
+		t.Fatalf("operations = %+v, want one that breaks the lock", ops)
+	}
+	next := h.store.updatesOf("app")[1]
+	if wait := next.StartTime.Sub(gained); wait < 300*time.Millisecond {
+		t.Fatalf("the next update started %s after the stack was gained, within the grace", wait)
+	}
+}
+
+// TestClusterSyncGoesToTheHolder: a sync request for a stack held
+// elsewhere is passed to its holder, not applied here.
+func TestClusterSyncGoesToTheHolder(t *testing.T) {
+	o := newFakeOwnership()
+	h := clusterHarness(t, o)
+	h.start()
+	o.gain("app")
+	token, err := h.d.Sync("db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.mu.Lock()
+	got := o.requests["db"]
+	o.mu.Unlock()
+	if got != token {
+		t.Fatalf("request passed on = %q, want %q", got, token)
+	}
+	if v, _ := h.d.Stack("db"); v.Holder != "other" {
+		t.Fatalf("db's holder = %q", v.Holder)
+	}
+}
