@@ -49,8 +49,9 @@ func (d *Daemon) ownershipChanged(e OwnershipEvent) {
 
 // gained takes a stack over: its record as the last holder wrote it,
 // updates that holder left running marked aborted, and a fresh look at
-// its source. A lock the dead holder may have left on the backend is
-// broken only after the handover grace, by the next operation.
+// its source. When the last update was left running (its holder died)
+// or was interrupted, the lock it may have left on the backend is broken
+// by the next operation, which waits for the handover grace first.
 func (d *Daemon) gained(name string) {
 	rec, recErr := d.opts.Store.Stack(name)
 	recent, _ := d.opts.Store.Updates(name, 0, 3)
@@ -74,6 +75,11 @@ func (d *Daemon) gained(name string) {
 		d.log.Error("cannot read the record of a stack taken over", "stack", name, "err", recErr)
 	}
 	st.commit, st.sourceErr, st.nextPoll, st.blocked = "", nil, time.Time{}, false
+	if len(recent) > 0 && recent[0].State == UpdateAborted {
+		// Interrupted by the last holder (a handover after its grace): its
+		// CLI has ended, but may not have released the lock.
+		st.breakLockAt = now.Add(d.opts.HandoverGrace)
+	}
 	for _, u := range recent {
 		if u.State != UpdateRunning {
 			continue
@@ -150,6 +156,7 @@ func (d *Daemon) handingOver(st *stackState, now time.Time) (bool, time.Duration
 	if st.cancel != nil {
 		d.log.Warn("the handover grace ended during an operation; interrupting it", "stack", st.rec.Name)
 		st.cancel()
+		st.cancel = nil
 	}
 	return true, 0
 }

@@ -206,6 +206,28 @@ func TestClusterGainedFromDeadHolder(t *testing.T) {
 	}
 }
 
+// TestClusterGainedAfterInterruption: a stack whose last holder
+// interrupted its update at the end of a handover grace may still be
+// locked: the new holder breaks the lock, after the grace.
+func TestClusterGainedAfterInterruption(t *testing.T) {
+	o := newFakeOwnership()
+	h := clusterHarness(t, o)
+	u, err := h.store.BeginUpdate(Update{Stack: "app", Type: UpdateUp, State: UpdateRunning, Node: "node-9", StartTime: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.State, u.EndTime = UpdateAborted, time.Now()
+	if err := h.store.PutUpdate(u); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	o.gain("app")
+	h.eventually("app deployed", func() bool { return h.ready("app") })
+	if ops := h.runner.opsOf("app"); len(ops) != 1 || !ops[0].BreakLock {
+		t.Fatalf("operations = %+v, want one that breaks the lock", ops)
+	}
+}
+
 // TestClusterSyncGoesToTheHolder: a sync request for a stack held
 // elsewhere is passed to its holder, not applied here.
 func TestClusterSyncGoesToTheHolder(t *testing.T) {

@@ -99,6 +99,9 @@ func (s *Server) newPage(r *http.Request, title string) page {
 type listPage struct {
 	page
 	Stacks []stackRow
+	// Cluster is the cluster as this replica sees it; nil for a single
+	// node.
+	Cluster *daemon.ClusterStatus
 }
 
 func (s *Server) uiList(w http.ResponseWriter, r *http.Request) {
@@ -107,6 +110,9 @@ func (s *Server) uiList(w http.ResponseWriter, r *http.Request) {
 	p.Live, p.Section = true, sectionStacks
 	for _, v := range views {
 		p.Stacks = append(p.Stacks, summarize(v))
+	}
+	if cs, ok := s.api.ClusterStatus(); ok {
+		p.Cluster = &cs
 	}
 	s.render(w, http.StatusOK, "list.html", p)
 }
@@ -127,10 +133,13 @@ type stackRow struct {
 	Applied string
 	// Drift is the last drift check's outcome; nil before any.
 	Drift *spec.DriftStatus
+	// Holder is the replica acting on the stack (cluster mode).
+	Holder string
 }
 
 func summarize(v daemon.StackView) stackRow {
-	row := stackRow{Name: v.Name, Removed: v.Removed, Health: "Unknown", Last: v.Status.LastUpdate, Tracking: v.Tracking, Drift: v.Status.Drift}
+	row := stackRow{Name: v.Name, Removed: v.Removed, Health: "Unknown", Last: v.Status.LastUpdate, Tracking: v.Tracking,
+		Drift: v.Status.Drift, Holder: v.Holder}
 	if h := v.Status.Health; h != nil {
 		row.Health, row.HealthMessage = h.Status, h.Message
 	}

@@ -656,3 +656,22 @@ func TestUIChromiumScript(t *testing.T) {
 	wantContains(t, dom, `data-follow="/api/v1/updates/web-3/log?follow=1">streamed by the script`, "0 running · 2 queued")
 	wantLacks(t, dom, "aws:s3:Bucket assets creating")
 }
+
+// TestUIListCluster: in a cluster the list names the replica, its
+// session, the leader and the members, and each stack's replica; a
+// single node shows none of it.
+func TestUIListCluster(t *testing.T) {
+	stacks := []daemon.StackView{{Name: "app", Holder: "node-2"}}
+	api := &fakeAPI{stacks: stacks, cluster: daemon.ClusterStatus{Node: "node-1", Leader: "node-2", Session: true,
+		Members: []daemon.ClusterMember{{Name: "node-1"}, {Name: "node-2", Stacks: 1}}}}
+	_, body := send(t, "GET", startServer(t, api)+"/", nil, "")
+	for _, want := range []string{"replica <strong>node-1</strong>", "session ok", "leader node-2", "node-2 (1)", "<td>node-2</td>"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("the list lacks %q", want)
+		}
+	}
+	_, body = send(t, "GET", startServer(t, &fakeAPI{stacks: stacks})+"/", nil, "")
+	if strings.Contains(string(body), "cluster-summary") || strings.Contains(string(body), "Replica") {
+		t.Error("a single node's list shows a cluster")
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -66,8 +67,16 @@ func (c *client) do(method, path string) (*http.Response, error) {
 	if json.Unmarshal(body, &e) != nil || e.Error == "" {
 		e.Error = strings.TrimSpace(string(body))
 	}
-	return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, e.Error)
+	return nil, &apiError{fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, e.Error), resp.StatusCode}
 }
+
+// apiError is an answer of the API that is not 2xx.
+type apiError struct {
+	msg  string
+	code int
+}
+
+func (e *apiError) Error() string { return e.msg }
 
 func (c *client) getJSON(path string, v any) error {
 	resp, err := c.do(http.MethodGet, path)
@@ -117,15 +126,49 @@ func statusCommand(args []string, stdout io.Writer) error {
 		}
 		return enc.Encode(stacks)
 	}
+	var cs daemon.ClusterStatus // a single node answers 404: no Node
+	var ae *apiError
+	if err := c.getJSON("/api/v1/cluster", &cs); err != nil && !(errors.As(err, &ae) && ae.code == http.StatusNotFound) {
+		return err
+	}
 	if fs.NArg() == 0 {
 		var cfg daemon.ConfigStatus
 		if err := c.getJSON("/api/v1/config", &cfg); err != nil {
 			return err
 		}
+		printCluster(stdout, cs)
 		printSources(stdout, cfg.Sources)
 	}
-	printStacks(stdout, stacks, time.Now())
+	printStacks(stdout, stacks, time.Now(), cs.Node != "")
 	return nil
+}
+
+// printCluster prints the cluster as the replica sees it, then a blank
+// line; nothing for a single node.
+func printCluster(w io.Writer, cs daemon.ClusterStatus) {
+	if cs.Node == "" {
+		return
+	}
+	session := "session ok"
+	if !cs.Session {
+		session = "NO SESSION: acting on no stack"
+	}
+	leader := cs.Leader
+	if leader == "" {
+		leader = "-"
+	}
+	fmt.Fprintf(w, "cluster: this replica %s, leader %s, %s, lease %s\n", cs.Node, leader, session, time.Duration(cs.LeaseTTL))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEMBER\tSTACKS\tURL\tUP")
+	for _, m := range cs.Members {
+		url := m.URL
+		if url == "" {
+			url = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", m.Name, m.Stacks, url, since(time.Now(), m.Started))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
 }
 
 // printSources prints one line per config source: its health, the
@@ -157,9 +200,13 @@ func printSources(w io.Writer, sources []daemon.SourceStatus) {
 }
 
 // printStacks prints a table like kubectl get.
-func printStacks(w io.Writer, stacks []daemon.StackView, now time.Time) {
+func printStacks(w io.Writer, stacks []daemon.StackView, now time.Time, holders bool) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tHEALTH\tREADY\tLAST UPDATE\tSTATE\tAGE\tCOMMIT\tDRIFT\tREASON")
+	head := "NAME\tHEALTH\tREADY\tLAST UPDATE\tSTATE\tAGE\tCOMMIT\tDRIFT\tREASON"
+	if holders {
+		head += "\tHOLDER"
+	}
+	fmt.Fprintln(tw, head)
 	for _, v := range stacks {
 		health, ready, reason := "-", "-", ""
 		if h := v.Status.Health; h != nil {
@@ -185,7 +232,11 @@ func printStacks(w io.Writer, stacks []daemon.StackView, now time.Time) {
 		if d := v.Status.Drift; d != nil {
 			drift = d.State
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, health, ready, last, state, age, commit, drift, reason)
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", v.Name, health, ready, last, state, age, commit, drift, reason)
+		if holders {
+			line += "\t" + cmp.Or(v.Holder, "-")
+		}
+		fmt.Fprintln(tw, line)
 	}
 	tw.Flush()
 }

@@ -106,7 +106,7 @@ func TestClientStatusSources(t *testing.T) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if strings.Join(f.paths, " ") != "/api/v1/stacks /api/v1/config" {
+	if strings.Join(f.paths, " ") != "/api/v1/stacks /api/v1/cluster /api/v1/config" {
 		t.Errorf("asked for %v", f.paths)
 	}
 }
@@ -143,5 +143,32 @@ func TestClientStatusOneStack(t *testing.T) {
 		if p == "/api/v1/config" {
 			t.Errorf("asked for the config: %v", f.paths)
 		}
+	}
+}
+
+// TestPrintCluster: in a cluster, status heads its output with the
+// replica, the leader and the members, and names each stack's holder.
+func TestPrintCluster(t *testing.T) {
+	var sb strings.Builder
+	cs := daemon.ClusterStatus{Node: "node-1", Leader: "node-2", Session: true, LeaseTTL: daemon.Duration(15 * time.Second),
+		Members: []daemon.ClusterMember{{Name: "node-1", Stacks: 2, URL: "http://10.0.0.1:8080"}, {Name: "node-2", Stacks: 1}}}
+	printCluster(&sb, cs)
+	printStacks(&sb, []daemon.StackView{{Name: "app", Holder: "node-2"}}, time.Now(), true)
+	out := sb.String()
+	for _, want := range []string{"cluster: this replica node-1, leader node-2, session ok, lease 15s",
+		"node-1  2       http://10.0.0.1:8080", "node-2  1       -", "HOLDER", "node-2\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	sb.Reset()
+	printCluster(&sb, daemon.ClusterStatus{})
+	if sb.Len() != 0 {
+		t.Errorf("a single node printed %q", sb.String())
+	}
+	cs.Session = false
+	printCluster(&sb, cs)
+	if !strings.Contains(sb.String(), "NO SESSION") {
+		t.Errorf("a replica without a session: %q", sb.String())
 	}
 }
