@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/stackd/stackd/daemon"
 	"go.etcd.io/bbolt"
@@ -128,6 +129,22 @@ func (s *Store) Meta(key string) ([]byte, error) {
 		return nil, fmt.Errorf("store: meta %s: %w", key, err)
 	}
 	return value, nil
+}
+
+// MetaKeys lists the keys of the metadata values, sorted.
+func (s *Store) MetaKeys() ([]string, error) {
+	keys := []string{}
+	err := s.view(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucketMeta).Cursor()
+		for k, _ := c.Seek([]byte(metaPrefix)); k != nil && strings.HasPrefix(string(k), metaPrefix); k, _ = c.Next() {
+			keys = append(keys, strings.TrimPrefix(string(k), metaPrefix))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: meta keys: %w", err)
+	}
+	return keys, nil
 }
 
 // PutMeta writes (creates or replaces) the metadata value of key. Keys

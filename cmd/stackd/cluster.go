@@ -77,6 +77,16 @@ func redactBackend(s string) string {
 // open joins the cluster; the returned Cluster is the daemon's Store and
 // Ownership.
 func (f *clusterFlags) open(ctx context.Context, log *slog.Logger) (*cluster.Cluster, error) {
+	c, err := f.connect(ctx, log)
+	if err != nil {
+		return nil, err
+	}
+	c.Start()
+	return c, nil
+}
+
+// connect connects to the cluster's etcd without joining.
+func (f *clusterFlags) connect(ctx context.Context, log *slog.Logger) (*cluster.Cluster, error) {
 	node := f.node
 	if node == "" {
 		h, err := os.Hostname()
@@ -101,13 +111,8 @@ func (f *clusterFlags) open(ctx context.Context, log *slog.Logger) (*cluster.Clu
 	if len(endpoints) == 0 {
 		return nil, usageErrorf("run: --cluster-etcd names no URL")
 	}
-	c, err := cluster.Open(ctx, cluster.Options{Endpoints: endpoints, CAFile: f.caFile, CertFile: f.certFile, KeyFile: f.keyFile,
+	return cluster.Open(ctx, cluster.Options{Endpoints: endpoints, CAFile: f.caFile, CertFile: f.certFile, KeyFile: f.keyFile,
 		Prefix: prefix, Node: node, AdvertiseURL: f.advertise, TTL: f.leaseTTL, Logger: log.With("component", "cluster")})
-	if err != nil {
-		return nil, err
-	}
-	c.Start()
-	return c, nil
 }
 
 // nodeName is the replica's name in update records; empty for a single

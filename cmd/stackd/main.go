@@ -30,6 +30,7 @@ Usage:
   stackd run [flags]                       run the daemon
   stackd validate PATH...                  check config files and directories
   stackd store check --data-dir DIR        check the state file's consistency
+  stackd store migrate --to-etcd URLS      copy a stopped node's state into a cluster
   stackd backup --data-dir DIR FILE        write a consistent copy of the state file
   stackd status [NAME] [--json]            show the stacks of a running daemon
   stackd sync NAME                         ask a running daemon to run a stack

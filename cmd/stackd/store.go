@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -14,8 +16,11 @@ const defaultDataDir = ".data"
 
 // storeCommand runs "stackd store SUBCOMMAND".
 func storeCommand(args []string, stdout io.Writer) error {
+	if len(args) > 0 && args[0] == "migrate" {
+		return migrateCommand(args[1:], stdout)
+	}
 	if len(args) == 0 || args[0] != "check" {
-		return usageErrorf("store: the only subcommand is check")
+		return usageErrorf("store: the subcommands are check and migrate")
 	}
 	fs := newFlagSet("store check")
 	dataDir := fs.String("data-dir", defaultDataDir, "data directory holding "+store.FileName)
@@ -72,4 +77,49 @@ func backup(args []string, stdout io.Writer) error {
 
 func openReadOnly(dataDir string) (*store.Store, error) {
 	return store.Open(filepath.Join(dataDir, store.FileName), store.Options{ReadOnly: true, Timeout: 2 * time.Second})
+}
+
+// migrateCommand runs "stackd store migrate --to-etcd URLS": it copies a
+// stopped single node's state into an empty cluster.
+func migrateCommand(args []string, stdout io.Writer) error {
+	fs := newFlagSet("store migrate")
+	dataDir := fs.String("data-dir", defaultDataDir, "data directory holding "+store.FileName)
+	var cf clusterFlags
+	fs.StringVar(&cf.etcd, "to-etcd", "", "etcd client `URLs` of the cluster, comma-separated")
+	fs.StringVar(&cf.caFile, "cluster-etcd-ca-file", "", "CA certificate that signed etcd's certificate")
+	fs.StringVar(&cf.certFile, "cluster-etcd-cert-file", "", "client certificate for etcd")
+	fs.StringVar(&cf.keyFile, "cluster-etcd-key-file", "", "key of --cluster-etcd-cert-file")
+	fs.StringVar(&cf.name, "cluster-name", "default", "name of the cluster")
+	fs.StringVar(&cf.prefix, "cluster-prefix", "", "etcd key prefix of the cluster (default /stackd/<cluster-name>/)")
+	if err := parseFlags(fs, "store migrate --to-etcd URLS [--data-dir DIR] [flags]", args, stdout); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usageErrorf("store migrate: unexpected argument %q", fs.Arg(0))
+	}
+	if cf.etcd == "" {
+		return usageErrorf("store migrate: --to-etcd is required")
+	}
+	s, err := openReadOnly(*dataDir)
+	if errors.Is(err, store.ErrLocked) {
+		return fmt.Errorf("%w\nstop stackd before migrating its state", err)
+	}
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	cf.node = "migrate"
+	ctx := context.Background()
+	c, err := cf.connect(ctx, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	n, err := c.Import(ctx, s)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "imported %d stack(s), %d update(s), %d log(s), %d config revision(s), %d metadata value(s) into %s\n",
+		n.Stacks, n.Updates, n.Logs, n.Revisions, n.Meta, cf.etcd)
+	return nil
 }

@@ -1,0 +1,173 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// Exporter is a store Import reads whole: the BoltDB store of a single
+// node.
+type Exporter interface {
+	Stacks() ([]daemon.StackRecord, error)
+	Updates(stack string, before uint64, limit int) ([]daemon.Update, error)
+	Log(id string) ([]byte, error)
+	Revisions(before uint64, limit int) ([]daemon.ConfigRevision, error)
+	MetaKeys() ([]string, error)
+	Meta(key string) ([]byte, error)
+}
+
+// Imported counts what Import wrote.
+type Imported struct {
+	Stacks, Updates, Logs, Revisions, Meta int
+}
+
+// maxOps is how many writes one etcd transaction carries (etcd's default
+// limit is 128).
+const maxOps = 100
+
+// Import copies a single node's state into the cluster, which must hold no
+// stack yet: records, update history with logs, config revisions and
+// metadata. Sequence numbers carry over, so update IDs stay the same and
+// are never reused. The cluster need not be started.
+func (c *Cluster) Import(ctx context.Context, src Exporter) (Imported, error) {
+	var n Imported
+	resp, err := c.cli.Get(ctx, c.opts.Prefix+"stacks/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return n, fmt.Errorf("cluster: import: %w", err)
+	}
+	if resp.Count > 0 {
+		return n, fmt.Errorf("cluster: import: the cluster under %s already holds %d stack(s); import into an empty one", c.opts.Prefix, resp.Count)
+	}
+	w := &batch{ctx: ctx, cli: c.cli}
+	recs, err := src.Stacks()
+	if err != nil {
+		return n, fmt.Errorf("cluster: import: %w", err)
+	}
+	for _, rec := range recs {
+		if err := c.importStack(w, src, rec, &n); err != nil {
+			return n, err
+		}
+	}
+	if err := c.importRevisions(w, src, &n); err != nil {
+		return n, err
+	}
+	keys, err := src.MetaKeys()
+	if err != nil {
+		return n, fmt.Errorf("cluster: import: %w", err)
+	}
+	for _, k := range keys {
+		v, err := src.Meta(k)
+		if err != nil {
+			return n, fmt.Errorf("cluster: import: meta %s: %w", k, err)
+		}
+		w.put(c.key("meta/", k), v)
+		n.Meta++
+	}
+	return n, w.flush()
+}
+
+func (c *Cluster) importStack(w *batch, src Exporter, rec daemon.StackRecord, n *Imported) error {
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	w.put(c.key("stacks/", rec.Name), v)
+	n.Stacks++
+	var last uint64
+	for before := uint64(0); ; {
+		us, err := src.Updates(rec.Name, before, 100)
+		if err != nil {
+			return fmt.Errorf("cluster: import: updates of %s: %w", rec.Name, err)
+		}
+		if len(us) == 0 {
+			break
+		}
+		for _, u := range us {
+			last = max(last, u.Seq)
+			uv, err := json.Marshal(u)
+			if err != nil {
+				return err
+			}
+			w.put(c.updateKey(rec.Name, u.Seq), uv)
+			n.Updates++
+			log, err := src.Log(u.ID)
+			if err != nil && !errors.Is(err, daemon.ErrNotFound) {
+				return fmt.Errorf("cluster: import: log of %s: %w", u.ID, err)
+			}
+			if len(log) > 0 {
+				z, err := compress(daemon.TruncateLog(log, c.opts.LogLimit))
+				if err != nil {
+					return fmt.Errorf("cluster: import: log of %s: %w", u.ID, err)
+				}
+				w.put(c.logKey(rec.Name, u.Seq), z)
+				n.Logs++
+			}
+			before = u.Seq
+		}
+	}
+	if last > 0 {
+		w.put(c.key("seq/", rec.Name), []byte(strconv.FormatUint(last, 10)))
+	}
+	return w.err
+}
+
+func (c *Cluster) importRevisions(w *batch, src Exporter, n *Imported) error {
+	var last uint64
+	for before := uint64(0); ; {
+		revs, err := src.Revisions(before, 100)
+		if err != nil {
+			return fmt.Errorf("cluster: import: revisions: %w", err)
+		}
+		if len(revs) == 0 {
+			break
+		}
+		for _, r := range revs {
+			last = max(last, r.Seq)
+			v, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			w.put(c.key("revisions/", seqPart(r.Seq)), v)
+			n.Revisions++
+			before = r.Seq
+		}
+	}
+	if last > 0 {
+		w.put(c.opts.Prefix+"revseq", []byte(strconv.FormatUint(last, 10)))
+	}
+	return w.err
+}
+
+// batch groups puts into transactions of at most maxOps.
+type batch struct {
+	ctx context.Context
+	cli *clientv3.Client
+	ops []clientv3.Op
+	err error
+}
+
+func (b *batch) put(key string, value []byte) {
+	b.ops = append(b.ops, clientv3.OpPut(key, string(value)))
+	if len(b.ops) >= maxOps {
+		b.err = errors.Join(b.err, b.flush())
+	}
+}
+
+func (b *batch) flush() error {
+	if len(b.ops) == 0 || b.err != nil {
+		return b.err
+	}
+	ops := b.ops
+	b.ops = nil
+	if _, err := b.cli.Txn(b.ctx).Then(ops...).Commit(); err != nil {
+		return fmt.Errorf("cluster: import: write: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/stackd/stackd/cluster"
+	"github.com/stackd/stackd/cluster/etcdtest"
+	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/storetest"
+	"github.com/stackd/stackd/store"
+)
+
+// TestStoreMigrate: stackd store migrate copies a single node's records,
+// history, logs, revisions and metadata into an empty cluster, keeping
+// update IDs; a second migration into the same cluster is refused.
+func TestStoreMigrate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd member")
+	}
+	dataDir := t.TempDir()
+	st, err := store.Open(filepath.Join(dataDir, store.FileName), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutStack(storetest.Record("app", 2)); err != nil {
+		t.Fatal(err)
+	}
+	var last daemon.Update
+	for range 3 {
+		u, err := st.BeginUpdate(daemon.Update{Stack: "app", Type: daemon.UpdateUp, State: daemon.UpdateSucceeded})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.PutLog(u.ID, []byte("log of "+u.ID)); err != nil {
+			t.Fatal(err)
+		}
+		last = u
+	}
+	if _, err := st.PutRevision(daemon.ConfigRevision{Trigger: "start", Applied: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutMeta("source:abc", []byte(`{"commit":"x"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	etcd := etcdtest.Start(t, 1)
+	eps := strings.Join(etcd.Endpoints(), ",")
+	var out strings.Builder
+	if err := storeCommand([]string{"migrate", "--data-dir", dataDir, "--to-etcd", eps, "--cluster-name", "prod"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := "imported 1 stack(s), 3 update(s), 3 log(s), 1 config revision(s), 1 metadata value(s)"; !strings.Contains(out.String(), want) {
+		t.Errorf("output %q lacks %q", out.String(), want)
+	}
+	if err := storeCommand([]string{"migrate", "--data-dir", dataDir, "--to-etcd", eps, "--cluster-name", "prod"}, &out); err == nil ||
+		!strings.Contains(err.Error(), "already holds 1 stack") {
+		t.Errorf("second migration: %v", err)
+	}
+
+	c, err := cluster.Open(context.Background(), cluster.Options{Endpoints: etcd.Endpoints(), Prefix: "/stackd/prod/", Node: "check"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if rec, err := c.Stack("app"); err != nil || !reflect.DeepEqual(rec, storetest.Record("app", 2)) {
+		t.Errorf("record = %+v, %v", rec, err)
+	}
+	if got, err := c.Update(last.ID); err != nil || !reflect.DeepEqual(got, last) {
+		t.Errorf("update %s = %+v, %v", last.ID, got, err)
+	}
+	if log, err := c.Log(last.ID); err != nil || string(log) != "log of "+last.ID {
+		t.Errorf("log = %q, %v", log, err)
+	}
+	if revs, err := c.Revisions(0, 0); err != nil || len(revs) != 1 || revs[0].Trigger != "start" {
+		t.Errorf("revisions = %+v, %v", revs, err)
+	}
+	if v, err := c.Meta("source:abc"); err != nil || string(v) != `{"commit":"x"}` {
+		t.Errorf("meta = %q, %v", v, err)
+	}
+}
