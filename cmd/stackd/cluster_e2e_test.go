@@ -478,3 +478,94 @@ func rollingRestart(t *testing.T, e *clusterEnv, names, nodes []string) {
 		}
 	}
 }
+
+// TestE2EClusterQuorum: with a 3-member etcd, losing one member changes
+// nothing; losing the quorum makes the replicas stop acting and say so
+// (/readyz, stackd_cluster_session, the log), destroying nothing; when the
+// quorum is back they go on.
+func TestE2EClusterQuorum(t *testing.T) {
+	toolchainBin(t)
+	etcd := etcdtest.Start(t, 3)
+	e := newClusterEnv(t, etcd.Endpoints())
+	src := newRepo(t)
+	src.commit(map[string]string{"Pulumi.yaml": clusterProgram})
+	e.writeConfig(src, 6, nil)
+	for _, n := range []string{"node-1", "node-2"} {
+		e.start(n)
+	}
+	r := e.replicas["node-1"]
+	e.waitAll(r, 6, "deployed", 3*time.Minute, readyWith("1s"))
+
+	etcd.Stop(2) // one of three: the quorum stays
+	e.writeConfig(src, 6, map[string]string{"c00": "2s", "c01": "2s"})
+	e.waitAll(r, 6, "a change applied with two etcd members", 2*time.Minute, func(v daemon.StackView) bool {
+		return isReady(v) && (v.Name > "c01" || output(v, "duration") == "2s")
+	})
+
+	etcd.Stop(1) // two of three: no quorum
+	lost := time.Now()
+	for _, rep := range e.replicas {
+		waitFor(t, rep.name+" not ready", time.Minute, func() bool {
+			code, _ := getJSON(rep.url+"/readyz", nil)
+			return code == http.StatusServiceUnavailable
+		})
+	}
+	t.Logf("replicas stopped acting %s after etcd lost its quorum", time.Since(lost).Round(time.Millisecond))
+	body := scrapeMetrics(t, r.url)
+	if !strings.Contains(body, "stackd_cluster_session 0\n") {
+		t.Errorf("/metrics without a quorum lacks stackd_cluster_session 0")
+	}
+	logs, _ := os.ReadFile(r.log.Name())
+	if !strings.Contains(string(logs), "lost the cluster session") {
+		t.Errorf("node-1's log does not say it lost its session")
+	}
+
+	restarted := make(chan error, 1)
+	go func() { restarted <- etcd.Restart(1) }()
+	if err := <-restarted; err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	for _, rep := range e.replicas {
+		waitFor(t, rep.name+" ready again", 2*time.Minute, func() bool {
+			code, _ := getJSON(rep.url+"/readyz", nil)
+			return code == http.StatusOK
+		})
+	}
+	t.Logf("replicas acting again %s after the quorum came back", time.Since(back).Round(time.Millisecond))
+	vs := e.waitAll(r, 6, "Ready after the quorum came back", 2*time.Minute, func(v daemon.StackView) bool { return isReady(v) && v.Holder != "" })
+	for _, v := range vs {
+		for _, u := range e.updatesOf(r, v.Name) {
+			if u.Type == daemon.UpdateDestroy {
+				t.Errorf("%s was destroyed: %+v", v.Name, u)
+			}
+		}
+		if want := map[bool]string{true: "2s", false: "1s"}[v.Name <= "c01"]; output(v, "duration") != want {
+			t.Errorf("%s: output %q, want %q", v.Name, output(v, "duration"), want)
+		}
+	}
+}
+
+// waitFor polls cond until it holds, for up to timeout.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// scrapeMetrics returns the text of url's /metrics.
+func scrapeMetrics(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return string(body)
+}
