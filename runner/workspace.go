@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -300,7 +301,7 @@ func (r *Runner) createStack(ctx context.Context, w *workspace) ([]*yaml.Node, e
 	}
 	_, err := r.pulumi(ctx, w, call{what: "create stack " + w.Stack, dir: scratch}, args...)
 	switch {
-	case err != nil && strings.Contains(err.Error(), "already exists"):
+	case err != nil && stackExists.MatchString(err.Error()):
 		return nil, nil
 	case err != nil:
 		return nil, err
@@ -308,6 +309,11 @@ func (r *Runner) createStack(ctx context.Context, w *workspace) ([]*yaml.Node, e
 	r.log.Info("created the Pulumi stack", "stack", w.Name, "pulumiStack", w.Stack, "backend", redactURL(w.backend))
 	return fileHeader(filepath.Join(scratch, w.stackFile)), nil
 }
+
+// stackExists matches the CLI's error for a stack that exists already,
+// and not other errors that say "already exists" (a backend's table
+// created by two CLIs at once on a new PostgreSQL database).
+var stackExists = regexp.MustCompile(`stack '[^']+' already exists`)
 
 // copyProjectFiles copies the project file and the repository's stack
 // config file (when there is one) into dir.
