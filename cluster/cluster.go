@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -214,8 +215,13 @@ func (c *Cluster) Close() error {
 func (c *Cluster) run(ctx context.Context) {
 	backoff := time.Second
 	for ctx.Err() == nil {
-		s, err := concurrency.NewSession(c.cli, concurrency.WithTTL(ttlSeconds(c.opts.TTL)), concurrency.WithContext(ctx))
+		// The session's lease is kept alive while sctx lasts: ending it
+		// lets the lease expire, so that keys of a session this replica
+		// gave up are never renewed again.
+		sctx, end := context.WithCancel(ctx)
+		s, err := concurrency.NewSession(c.cli, concurrency.WithTTL(ttlSeconds(c.opts.TTL)), concurrency.WithContext(sctx))
 		if err != nil {
+			end()
 			c.log.Warn("cannot open a cluster session; retrying", "err", err, "in", backoff)
 			if !sleep(ctx, backoff) {
 				return
@@ -224,16 +230,18 @@ func (c *Cluster) run(ctx context.Context) {
 			continue
 		}
 		backoff = time.Second
-		c.serve(ctx, s)
+		c.serve(ctx, sctx, s)
+		end()
 	}
 }
 
 func ttlSeconds(d time.Duration) int { return max(1, int((d+time.Second-1)/time.Second)) }
 
 // serve runs one session: registration, watches, the leader election and
-// the ownership loop, until the session or ctx ends.
-func (c *Cluster) serve(ctx context.Context, s *concurrency.Session) {
-	sctx, stop := context.WithCancel(ctx)
+// the ownership loop, until the session ends, its lease was not renewed
+// in time, or ctx ends.
+func (c *Cluster) serve(ctx, leaseCtx context.Context, s *concurrency.Session) {
+	sctx, stop := context.WithCancel(leaseCtx)
 	var wg sync.WaitGroup
 	defer func() {
 		stop()
@@ -254,8 +262,11 @@ func (c *Cluster) serve(ctx context.Context, s *concurrency.Session) {
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); c.campaign(sctx, s) }()
+	renewed := c.followRenewals(sctx, s)
 	tick := time.NewTicker(max(c.opts.TTL/3, 100*time.Millisecond))
 	defer tick.Stop()
+	watchdog := time.NewTicker(100 * time.Millisecond)
+	defer watchdog.Stop()
 	for {
 		c.reconcile(sctx)
 		select {
@@ -265,8 +276,33 @@ func (c *Cluster) serve(ctx context.Context, s *concurrency.Session) {
 			return
 		case <-c.kick:
 		case <-tick.C:
+		case <-watchdog.C:
+			if since := time.Since(time.Unix(0, renewed.Load())); since > c.opts.TTL*2/3 {
+				c.log.Warn("etcd has not renewed this replica's lease in time; giving its stacks up before it expires",
+					"since", since.Round(time.Millisecond), "ttl", c.opts.TTL)
+				return
+			}
 		}
 	}
+}
+
+// followRenewals records when etcd last renewed the session's lease.
+// etcd expires the lease a TTL after its last renewal; a replica that
+// heard of none for two thirds of that stops acting before it could, so
+// that it never acts on a stack whose key may already be another's.
+func (c *Cluster) followRenewals(ctx context.Context, s *concurrency.Session) *atomic.Int64 {
+	var renewed atomic.Int64
+	renewed.Store(time.Now().UnixNano())
+	ch, err := c.cli.KeepAlive(ctx, s.Lease())
+	if err != nil {
+		return &renewed // the session's own keepalive reports the end
+	}
+	go func() {
+		for range ch {
+			renewed.Store(time.Now().UnixNano())
+		}
+	}()
+	return &renewed
 }
 
 // join registers this replica under the session's lease and reads the
@@ -324,11 +360,13 @@ func (c *Cluster) endSession(s *concurrency.Session, closing bool) {
 	for _, name := range lost {
 		c.events.push(daemon.OwnershipEvent{Kind: daemon.OwnerLost, Stack: name})
 	}
+	// Revoke the lease: the others then take the stacks at once, rather
+	// than when it expires. Without etcd this fails, and the lease
+	// expires.
+	rctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, _ = s.Client().Revoke(rctx, s.Lease())
 	if closing {
-		// Leave at once: the others need not wait for the lease to expire.
-		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
-		defer cancel()
-		_, _ = s.Client().Revoke(ctx, s.Lease())
 		c.log.Info("left the cluster", "node", c.opts.Node, "released", len(lost))
 		return
 	}
