@@ -260,8 +260,10 @@ func (c *Cluster) serve(ctx, leaseCtx context.Context, s *concurrency.Session) {
 		wg.Add(1)
 		go func() { defer wg.Done(); w(sctx, rev+1) }()
 	}
-	wg.Add(1)
-	go func() { defer wg.Done(); c.campaign(sctx, s) }()
+	// Not waited for: a campaign cancelled without a quorum resigns, and
+	// that waits for etcd (concurrency.Election uses the client's own
+	// context); it ends once etcd answers.
+	go c.campaign(sctx, s)
 	renewed := c.followRenewals(sctx, s)
 	tick := time.NewTicker(max(c.opts.TTL/3, 100*time.Millisecond))
 	defer tick.Stop()
@@ -390,6 +392,10 @@ func (c *Cluster) campaign(ctx context.Context, s *concurrency.Session) {
 		return // the session or the cluster ended
 	}
 	c.mu.Lock()
+	if c.session != s {
+		c.mu.Unlock()
+		return // won with a session that has ended meanwhile
+	}
 	c.leader = c.opts.Node
 	c.mu.Unlock()
 	c.log.Info("this replica leads the cluster", "node", c.opts.Node)
