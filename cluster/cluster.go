@@ -242,19 +242,22 @@ func ttlSeconds(d time.Duration) int { return max(1, int((d+time.Second-1)/time.
 // in time, or ctx ends.
 func (c *Cluster) serve(ctx, leaseCtx context.Context, s *concurrency.Session) {
 	sctx, stop := context.WithCancel(leaseCtx)
+	rev, err := c.join(sctx, s)
+	if err != nil {
+		stop()
+		c.log.Warn("cannot join the cluster; retrying", "err", err)
+		rctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, _ = s.Client().Revoke(rctx, s.Lease())
+		cancel()
+		sleep(ctx, time.Second)
+		return
+	}
 	var wg sync.WaitGroup
 	defer func() {
 		stop()
 		wg.Wait()
 		c.endSession(s, ctx.Err() != nil)
 	}()
-	rev, err := c.join(sctx, s)
-	if err != nil {
-		c.log.Warn("cannot join the cluster; retrying", "err", err)
-		s.Close()
-		sleep(ctx, time.Second)
-		return
-	}
 	c.log.Info("joined the cluster", "node", c.opts.Node, "lease", fmt.Sprintf("%x", s.Lease()))
 	for _, w := range []func(context.Context, int64){c.watchMembers, c.watchOwners, c.watchStacks, c.watchRequests, c.watchPush} {
 		wg.Add(1)
@@ -314,10 +317,13 @@ func (c *Cluster) join(ctx context.Context, s *concurrency.Session) (int64, erro
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	key := c.key("members/", c.opts.Node)
-	resp, err := c.cli.Txn(rctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(m), clientv3.WithLease(s.Lease()))).
-		Else(clientv3.OpGet(key)).Commit()
+	put := clientv3.OpPut(key, string(m), clientv3.WithLease(s.Lease()))
+	resp, err := c.cli.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(put).Commit()
+	if err == nil && !resp.Succeeded {
+		// The key of this very process's last session (same name and
+		// start) may outlive it until its lease expires: take it over.
+		resp, err = c.cli.Txn(rctx).If(clientv3.Compare(clientv3.Value(key), "=", string(m))).Then(put).Commit()
+	}
 	if err != nil {
 		return 0, fmt.Errorf("register: %w", err)
 	}
@@ -362,17 +368,17 @@ func (c *Cluster) endSession(s *concurrency.Session, closing bool) {
 	for _, name := range lost {
 		c.events.push(daemon.OwnershipEvent{Kind: daemon.OwnerLost, Stack: name})
 	}
+	if closing {
+		c.log.Info("leaving the cluster", "node", c.opts.Node, "released", len(lost))
+	} else {
+		c.log.Error("lost the cluster session: acting on no stack until a new one is open", "node", c.opts.Node, "stacks", len(lost))
+	}
 	// Revoke the lease: the others then take the stacks at once, rather
 	// than when it expires. Without etcd this fails, and the lease
 	// expires.
 	rctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_, _ = s.Client().Revoke(rctx, s.Lease())
-	if closing {
-		c.log.Info("left the cluster", "node", c.opts.Node, "released", len(lost))
-		return
-	}
-	c.log.Error("lost the cluster session: acting on no stack until a new one is open", "node", c.opts.Node, "stacks", len(lost))
 }
 
 // campaign makes this replica the leader when no other member is, and
