@@ -216,6 +216,32 @@ func (d *Daemon) acts(st *stackState) bool { return !d.clustered || st.held }
 // an operation, as its record says.
 func busyElsewhere(st *stackState) bool { return st.rec.Status.CurrentUpdate != nil }
 
+// RemoteLog is the API URL of the replica that runs update id now, when
+// it is not this one: that replica has its live log. Empty otherwise.
+func (d *Daemon) RemoteLog(id string) string {
+	if !d.clustered {
+		return ""
+	}
+	u, err := d.opts.Store.Update(id)
+	if err != nil || u.State != UpdateRunning {
+		return ""
+	}
+	d.mu.Lock()
+	st := d.stacks[u.Stack]
+	here := st == nil || d.acts(st)
+	d.mu.Unlock()
+	if here {
+		return ""
+	}
+	holder := d.own.Holder(u.Stack)
+	for _, m := range d.own.Status().Members {
+		if m.Name == holder && holder != d.opts.Node {
+			return m.URL
+		}
+	}
+	return ""
+}
+
 // ClusterStatus is the cluster as this replica sees it; ok is false
 // outside cluster mode.
 func (d *Daemon) ClusterStatus() (ClusterStatus, bool) {

@@ -3,6 +3,8 @@ package web
 import (
 	"errors"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -96,6 +98,12 @@ func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, err)
 		return
 	}
+	if live == nil && r.Header.Get(forwardedHeader) == "" {
+		if url := s.api.RemoteLog(r.PathValue("id")); url != "" {
+			s.proxyLog(w, r, url)
+			return
+		}
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -108,6 +116,50 @@ func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(live.Bytes())
 	}
 }
+
+// forwardedHeader marks a log request one replica passed to another: it
+// is never passed on again.
+const forwardedHeader = "X-Stackd-Forwarded"
+
+// proxyLog serves the log of an update that another replica runs, from
+// that replica (base is its API URL), streaming as it comes. The
+// client's credentials go along: every replica has the same token.
+func (s *Server) proxyLog(w http.ResponseWriter, r *http.Request, base string) {
+	target, err := url.Parse(base)
+	if err != nil || (target.Scheme != "http" && target.Scheme != "https") {
+		writeError(w, http.StatusBadGateway, "the replica running the update advertises no usable URL")
+		return
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Header.Set(forwardedHeader, "1")
+		},
+		FlushInterval: -1, // a followed log streams
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			s.log.Warn("cannot reach the replica running the update", "replica", target.Host, "err", err)
+			writeError(w, http.StatusBadGateway, "cannot reach the replica running the update")
+		},
+	}
+	rp.ServeHTTP(deadlineWriter{w, func() { s.extendWrite(rc) }}, r)
+}
+
+// deadlineWriter moves the write deadline before each write, as follow
+// does, so that only a client that stops reading is dropped.
+type deadlineWriter struct {
+	http.ResponseWriter
+	extend func()
+}
+
+func (d deadlineWriter) Write(p []byte) (int, error) {
+	d.extend()
+	return d.ResponseWriter.Write(p)
+}
+
+// Unwrap lets the proxy flush the underlying writer.
+func (d deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
 
 // follows reports whether the client asked to follow the log (a HEAD
 // request gets the headers and no stream).

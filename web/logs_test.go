@@ -154,3 +154,47 @@ func TestLogFollowEndsOnStop(t *testing.T) {
 	}
 	f.end()
 }
+
+// TestLogFollowOnAnotherReplica: the log of an update that another
+// replica runs is streamed from that replica, with the client's token;
+// a request one replica forwarded is never forwarded again.
+func TestLogFollowOnAnotherReplica(t *testing.T) {
+	live := daemon.NewLiveLog()
+	_, _ = live.Write([]byte("step 1\n"))
+	_, holder := startWith(t, Options{API: &fakeAPI{live: map[string]*daemon.LiveLog{"app-2": live}}, Token: "tok", ReadRequiresToken: true})
+	here := &fakeAPI{logs: map[string][]byte{"app-2": nil}, remote: map[string]string{"app-2": holder}}
+	_, url := startWith(t, Options{API: here, Token: "tok", ReadRequiresToken: true})
+
+	req, _ := http.NewRequest("GET", url+"/api/v1/updates/app-2/log?follow=1", nil)
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	if line, err := r.ReadString('\n'); err != nil || line != "step 1\n" {
+		t.Fatalf("first line %q, %v (status %d)", line, err, resp.StatusCode)
+	}
+	_, _ = live.Write([]byte("step 2\n"))
+	if line, err := r.ReadString('\n'); err != nil || line != "step 2\n" {
+		t.Fatalf("second line %q, %v", line, err)
+	}
+	live.Close()
+	if rest, _ := io.ReadAll(r); len(rest) != 0 {
+		t.Fatalf("rest %q", rest)
+	}
+
+	req, _ = http.NewRequest("GET", url+"/api/v1/updates/app-2/log", nil)
+	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set(forwardedHeader, "1")
+	resp2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp2.Body)
+	resp2.Body.Close()
+	if resp2.StatusCode != 200 || len(body) != 0 {
+		t.Fatalf("a forwarded request was forwarded again: %d %q", resp2.StatusCode, body)
+	}
+}

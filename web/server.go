@@ -45,6 +45,9 @@ type API interface {
 	// ClusterStatus is the cluster as this replica sees it; ok is false
 	// for a single node.
 	ClusterStatus() (status daemon.ClusterStatus, ok bool)
+	// RemoteLog is the API URL of the replica running update id, when
+	// another replica runs it: its live log is there.
+	RemoteLog(id string) string
 }
 
 // DefaultAddr is loopback: exposing the API is an explicit choice.

@@ -66,7 +66,8 @@ func (r *recordingAPI) ConfigRevisions(before uint64, limit int) ([]daemon.Confi
 	defer r.enter()()
 	return r.API.ConfigRevisions(before, limit)
 }
-func (r *recordingAPI) Stats() daemon.Stats { defer r.enter()(); return r.API.Stats() }
+func (r *recordingAPI) Stats() daemon.Stats        { defer r.enter()(); return r.API.Stats() }
+func (r *recordingAPI) RemoteLog(id string) string { defer r.enter()(); return r.API.RemoteLog(id) }
 func (r *recordingAPI) ClusterStatus() (daemon.ClusterStatus, bool) {
 	defer r.enter()()
 	return r.API.ClusterStatus()

@@ -35,6 +35,7 @@ type fakeAPI struct {
 	config    daemon.ConfigStatus
 	revisions []daemon.ConfigRevision // newest first
 	cluster   daemon.ClusterStatus    // a single node while Node is empty
+	remote    map[string]string       // update id → URL of the replica running it
 }
 
 type pushCall struct {
@@ -141,6 +142,12 @@ func (f *fakeAPI) ConfigRevisions(before uint64, limit int) ([]daemon.ConfigRevi
 		}
 	}
 	return out, nil
+}
+
+func (f *fakeAPI) RemoteLog(id string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.remote[id]
 }
 
 func (f *fakeAPI) ClusterStatus() (daemon.ClusterStatus, bool) {

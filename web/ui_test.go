@@ -627,6 +627,7 @@ func (f *uiScriptAPI) Stats() daemon.Stats { return daemon.Stats{Queued: int(f.r
 func (f *uiScriptAPI) ClusterStatus() (daemon.ClusterStatus, bool) {
 	return daemon.ClusterStatus{}, false
 }
+func (f *uiScriptAPI) RemoteLog(string) string { return "" }
 
 // Log answers the page's first call as uiFakeAPI does, and later calls
 // (the script's) with the stream.
