@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -46,7 +47,7 @@ outputs:
 
 // clusterEnv is what the replicas of one test share.
 type clusterEnv struct {
-	t          *testing.T
+	t          testing.TB
 	exe, bin   string
 	config     string
 	endpoints  []string
@@ -54,6 +55,8 @@ type clusterEnv struct {
 	passphrase string
 	dir        string
 	replicas   map[string]*replica
+	// maxConcurrent is each replica's --max-concurrent.
+	maxConcurrent int
 }
 
 // replica is one stackd process of the cluster.
@@ -65,10 +68,10 @@ type replica struct {
 	log       *os.File
 }
 
-func newClusterEnv(t *testing.T, endpoints []string) *clusterEnv {
+func newClusterEnv(t testing.TB, endpoints []string) *clusterEnv {
 	t.Helper()
 	e := &clusterEnv{t: t, bin: toolchainBin(t), exe: buildStackd(t), endpoints: endpoints,
-		backend: startPostgres(t), dir: t.TempDir(), replicas: map[string]*replica{}}
+		backend: startPostgres(t), dir: t.TempDir(), replicas: map[string]*replica{}, maxConcurrent: 3}
 	e.config = filepath.Join(e.dir, "stackd.yaml")
 	e.passphrase = filepath.Join(e.dir, "passphrase")
 	if err := os.WriteFile(e.passphrase, []byte("shared by every replica\n"), 0o600); err != nil {
@@ -131,7 +134,7 @@ func (e *clusterEnv) start(name string) *replica {
 	r.cmd = startProcess(e.t, e.exe, e.bin, e.config, r.dataDir, r.addr, r.log,
 		"--cluster-etcd", strings.Join(e.endpoints, ","), "--node-name", name, "--advertise-url", r.url,
 		"--cluster-lease-ttl", clusterTTL.String(), "--handover-grace", clusterGrace.String(),
-		"--default-backend", e.backend, "--passphrase-file", e.passphrase, "--max-concurrent", "3")
+		"--default-backend", e.backend, "--passphrase-file", e.passphrase, "--max-concurrent", strconv.Itoa(e.maxConcurrent))
 	return r
 }
 

@@ -16,7 +16,7 @@ import (
 
 // buildStackd builds the daemon binary for tests that need a process of
 // its own.
-func buildStackd(t *testing.T) string {
+func buildStackd(t testing.TB) string {
 	t.Helper()
 	exe := filepath.Join(t.TempDir(), "stackd")
 	out, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput()
@@ -28,7 +28,7 @@ func buildStackd(t *testing.T) string {
 
 // freeAddr returns a loopback address with a port that was free a moment
 // ago.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -39,7 +39,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // startProcess runs the stackd binary; its output goes to log.
-func startProcess(t *testing.T, exe, bin, config, dataDir, addr string, log *os.File, extra ...string) *exec.Cmd {
+func startProcess(t testing.TB, exe, bin, config, dataDir, addr string, log *os.File, extra ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(exe, append([]string{"run", "--config", config, "--data-dir", dataDir, "--listen", addr,
 		"--pulumi-bin", bin, "--min-resync-interval", "1s", "--retry-backoff", "300ms"}, extra...)...)

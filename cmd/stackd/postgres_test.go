@@ -16,7 +16,7 @@ import (
 // on a loopback port for the test, and returns a backend URL for the
 // pulumi CLI (postgres://, supported since v3.189). PostgreSQL refuses to
 // run as root: as root the server runs as the package's user postgres.
-func startPostgres(t *testing.T) string {
+func startPostgres(t testing.TB) string {
 	t.Helper()
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
 	if len(bins) == 0 {
