@@ -25,7 +25,7 @@ import (
 // real pulumi CLI with the test provider.
 
 const (
-	clusterTTL   = 3 * time.Second
+	clusterTTL   = 4 * time.Second
 	clusterGrace = 2 * time.Second
 )
 
