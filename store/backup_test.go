@@ -10,12 +10,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/stackd/stackd/daemon/storetest"
 )
 
 func TestBackupWhileWriting(t *testing.T) {
 	s := openTest(t, Options{HistoryLimit: 10})
 	for i := range 100 {
-		if err := s.PutStack(stackRecord(fmt.Sprintf("s%03d", i), 1)); err != nil {
+		if err := s.PutStack(storetest.Record(fmt.Sprintf("s%03d", i), 1)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -38,7 +40,7 @@ func TestBackupWhileWriting(t *testing.T) {
 				err = s.PutLog(u.ID, bytes.Repeat([]byte("x"), 5000))
 			}
 			if err == nil {
-				err = s.PutStack(stackRecord(name, int64(i)))
+				err = s.PutStack(storetest.Record(name, int64(i)))
 			}
 			if err != nil {
 				t.Error(err)
@@ -102,7 +104,7 @@ func TestBackupToItself(t *testing.T) {
 
 func TestBackupWriter(t *testing.T) {
 	s := openTest(t, Options{})
-	if err := s.PutStack(stackRecord("a", 1)); err != nil {
+	if err := s.PutStack(storetest.Record("a", 1)); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer

@@ -6,11 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/stackd/stackd/daemon/storetest"
 )
 
 func BenchmarkPutStack(b *testing.B) {
 	s := openTest(b, Options{})
-	rec := stackRecord("bench", 1)
+	rec := storetest.Record("bench", 1)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		rec.Name = fmt.Sprintf("stack-%d", i%100)
@@ -89,7 +91,7 @@ func fillStore(b *testing.B, path string, stacks, updates, logBytes int) {
 	log := bytes.Repeat([]byte("a log line of some length\n"), logBytes/26+1)[:logBytes]
 	for i := range stacks {
 		name := fmt.Sprintf("stack-%d", i)
-		if err := s.PutStack(stackRecord(name, 1)); err != nil {
+		if err := s.PutStack(storetest.Record(name, 1)); err != nil {
 			b.Fatal(err)
 		}
 		for range updates {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/daemon/storetest"
 	"go.etcd.io/bbolt"
 )
 
@@ -25,7 +26,7 @@ func validStoreFile(t *testing.T) string {
 	s := openAt(t, path, Options{})
 	for i := range 20 {
 		name := fmt.Sprintf("stack-%02d", i)
-		if err := s.PutStack(stackRecord(name, 1)); err != nil {
+		if err := s.PutStack(storetest.Record(name, 1)); err != nil {
 			t.Fatal(err)
 		}
 		for range 5 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/storetest"
 	"go.etcd.io/bbolt"
 )
 
@@ -92,7 +93,7 @@ func storeV1(t *testing.T) string {
 	atVersion(1, func() {
 		s := openAt(t, path, Options{})
 		for _, name := range []string{"a", "b"} {
-			if err := s.PutStack(stackRecord(name, 1)); err != nil {
+			if err := s.PutStack(storetest.Record(name, 1)); err != nil {
 				t.Fatal(err)
 			}
 			u := begin(t, s, name)

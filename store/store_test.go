@@ -1,8 +1,6 @@
 package store
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/storetest"
 	"go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 )
@@ -81,24 +80,6 @@ func mustClose(t testing.TB, s *Store) {
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func stackRecord(name string, gen int64) daemon.StackRecord {
-	return daemon.StackRecord{
-		Name:       name,
-		Generation: gen,
-		SpecHash:   "sha256:" + name,
-		Status: daemon.StackStatus{
-			ObservedGeneration: gen,
-			Conditions: []daemon.Condition{{
-				Type: daemon.ConditionReady, Status: "True", Reason: "ProcessingCompleted",
-				ObservedGeneration: gen, LastTransitionTime: t0,
-			}},
-			Outputs:    map[string]json.RawMessage{"url": json.RawMessage(`"https://example.com"`)},
-			LastUpdate: &daemon.LastUpdate{Name: name + "-1", State: daemon.UpdateSucceeded, LastResyncTime: t0},
-			Health:     &daemon.Health{Status: "Healthy"},
-		},
-	}
-}
-
 func newUpdate(stack string) daemon.Update {
 	return daemon.Update{
 		Stack: stack, Type: daemon.UpdateUp, Reason: "New commit detected",
@@ -135,7 +116,7 @@ func TestPersistence(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
 	s := openAt(t, path, Options{})
 	for _, name := range []string{"web.prod", "api", "db-eu-1"} {
-		if err := s.PutStack(stackRecord(name, 3)); err != nil {
+		if err := s.PutStack(storetest.Record(name, 3)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -175,7 +156,7 @@ func checkPersisted(t *testing.T, s *Store, dbUpdate daemon.Update) {
 	if want := []string{"api", "db-eu-1", "web.prod"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("Stacks names = %v, want %v", names, want)
 	}
-	if rec, err := s.Stack("web.prod"); err != nil || !reflect.DeepEqual(rec, stackRecord("web.prod", 3)) {
+	if rec, err := s.Stack("web.prod"); err != nil || !reflect.DeepEqual(rec, storetest.Record("web.prod", 3)) {
 		t.Errorf("Stack(web.prod) = %+v, %v", rec, err)
 	}
 	if got, err := s.Update("db-eu-1-1"); err != nil || !reflect.DeepEqual(got, dbUpdate) {
@@ -302,80 +283,10 @@ func checkRetained(t *testing.T, s *Store) {
 	}
 }
 
-func TestLogLimit(t *testing.T) {
-	s := openTest(t, Options{LogLimit: 100})
-	id := begin(t, s, "a").ID
-	long := make([]byte, 1000)
-	for i := range long {
-		long[i] = 'a' + byte(i%26)
-	}
-	if err := s.PutLog(id, long); err != nil {
-		t.Fatal(err)
-	}
-	got, _ := s.Log(id)
-	want := "[… 900 bytes truncated …]\n" + string(long[900:])
-	if string(got) != want {
-		t.Errorf("long log stored as %q, want %q", got, want)
-	}
-
-	short := []byte(strings.Repeat("x", 100))
-	if err := s.PutLog(id, short); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := s.Log(id); !bytes.Equal(got, short) {
-		t.Errorf("short log stored as %q", got)
-	}
-
-	// A cut inside a UTF-8 character drops the character's remaining bytes.
-	utf := []byte(strings.Repeat("€", 40)) // 120 bytes, 3 per rune: byte 20 is inside one
-	if err := s.PutLog(id, utf); err != nil {
-		t.Fatal(err)
-	}
-	got, _ = s.Log(id)
-	want = "[… 21 bytes truncated …]\n" + strings.Repeat("€", 33)
-	if string(got) != want {
-		t.Errorf("utf-8 log stored as %q, want %q", got, want)
-	}
-}
-
-func TestRunningUpdates(t *testing.T) {
-	s := openTest(t, Options{})
-	var want []string
-	for _, stack := range []string{"b", "a"} {
-		for i := range 3 {
-			u := begin(t, s, stack)
-			if i == 1 {
-				u.State = daemon.UpdateSucceeded
-				if err := s.PutUpdate(u); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
-			want = append(want, u.ID)
-		}
-	}
-	u := begin(t, s, "c")
-	u.State = daemon.UpdateFailed
-	if err := s.PutUpdate(u); err != nil {
-		t.Fatal(err)
-	}
-	running, err := s.RunningUpdates()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, u := range running {
-		got = append(got, u.ID)
-	}
-	if want := []string{"a-1", "a-3", "b-1", "b-3"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("RunningUpdates = %v, want %v", got, want)
-	}
-}
-
 func TestDeleteStack(t *testing.T) {
 	s := openTest(t, Options{})
 	for _, name := range []string{"a", "a-1", "b"} {
-		if err := s.PutStack(stackRecord(name, 1)); err != nil {
+		if err := s.PutStack(storetest.Record(name, 1)); err != nil {
 			t.Fatal(err)
 		}
 		for range 2 {
@@ -440,7 +351,7 @@ func TestReadOnly(t *testing.T) {
 
 	path := filepath.Join(dir, "rw.db")
 	s := openAt(t, path, Options{})
-	if err := s.PutStack(stackRecord("a", 1)); err != nil {
+	if err := s.PutStack(storetest.Record("a", 1)); err != nil {
 		t.Fatal(err)
 	}
 	mustClose(t, s)
@@ -448,7 +359,7 @@ func TestReadOnly(t *testing.T) {
 	if _, err := ro.Stack("a"); err != nil {
 		t.Error(err)
 	}
-	if err := ro.PutStack(stackRecord("b", 1)); !errors.Is(err, bolterrors.ErrDatabaseReadOnly) {
+	if err := ro.PutStack(storetest.Record("b", 1)); !errors.Is(err, bolterrors.ErrDatabaseReadOnly) {
 		t.Errorf("PutStack on a read-only store: %v", err)
 	}
 	// Readers share the lock.

@@ -31,17 +31,23 @@ type clusterFlags struct {
 }
 
 func (f *clusterFlags) define(fs *flag.FlagSet) {
-	fs.StringVar(&f.etcd, "cluster-etcd", "", "etcd client `URLs`, comma-separated: run as one replica of a cluster (unset: a single node)")
-	fs.StringVar(&f.caFile, "cluster-etcd-ca-file", "", "CA certificate that signed etcd's certificate")
-	fs.StringVar(&f.certFile, "cluster-etcd-cert-file", "", "client certificate for etcd")
-	fs.StringVar(&f.keyFile, "cluster-etcd-key-file", "", "key of --cluster-etcd-cert-file")
-	fs.StringVar(&f.name, "cluster-name", "default", "name of the cluster; its keys live under /stackd/<name>/")
-	fs.StringVar(&f.prefix, "cluster-prefix", "", "etcd key prefix of the cluster (default /stackd/<cluster-name>/)")
+	f.defineEtcd(fs, "cluster-etcd", "etcd client `URLs`, comma-separated: run as one replica of a cluster (unset: a single node)")
 	fs.StringVar(&f.node, "node-name", "", "this replica's name, unique in the cluster (default: the host name)")
 	fs.StringVar(&f.advertise, "advertise-url", "", "URL at which the other replicas reach this replica's API")
 	fs.DurationVar(&f.leaseTTL, "cluster-lease-ttl", cluster.DefaultTTL, "time to live of this replica's etcd session: how long its stacks wait after it died")
 	fs.DurationVar(&f.handover, "handover-grace", daemon.DefaultHandoverGrace, "how long a running operation may go on once its stack moves to another replica")
 	fs.BoolVar(&f.sharedBackend, "shared-backend", false, "in a cluster, accept a file:// --default-backend: the operator declares it shared by every replica")
+}
+
+// defineEtcd defines the flags that reach the cluster's etcd: its URLs
+// (as urlFlag), TLS, and the cluster's name or prefix.
+func (f *clusterFlags) defineEtcd(fs *flag.FlagSet, urlFlag, urlUsage string) {
+	fs.StringVar(&f.etcd, urlFlag, "", urlUsage)
+	fs.StringVar(&f.caFile, "cluster-etcd-ca-file", "", "CA certificate that signed etcd's certificate")
+	fs.StringVar(&f.certFile, "cluster-etcd-cert-file", "", "client certificate for etcd")
+	fs.StringVar(&f.keyFile, "cluster-etcd-key-file", "", "key of --cluster-etcd-cert-file")
+	fs.StringVar(&f.name, "cluster-name", "default", "name of the cluster; its keys live under /stackd/<name>/")
+	fs.StringVar(&f.prefix, "cluster-prefix", "", "etcd key prefix of the cluster (default /stackd/<cluster-name>/)")
 }
 
 // enabled says whether cluster mode is on.

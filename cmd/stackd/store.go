@@ -85,12 +85,7 @@ func migrateCommand(args []string, stdout io.Writer) error {
 	fs := newFlagSet("store migrate")
 	dataDir := fs.String("data-dir", defaultDataDir, "data directory holding "+store.FileName)
 	var cf clusterFlags
-	fs.StringVar(&cf.etcd, "to-etcd", "", "etcd client `URLs` of the cluster, comma-separated")
-	fs.StringVar(&cf.caFile, "cluster-etcd-ca-file", "", "CA certificate that signed etcd's certificate")
-	fs.StringVar(&cf.certFile, "cluster-etcd-cert-file", "", "client certificate for etcd")
-	fs.StringVar(&cf.keyFile, "cluster-etcd-key-file", "", "key of --cluster-etcd-cert-file")
-	fs.StringVar(&cf.name, "cluster-name", "default", "name of the cluster")
-	fs.StringVar(&cf.prefix, "cluster-prefix", "", "etcd key prefix of the cluster (default /stackd/<cluster-name>/)")
+	cf.defineEtcd(fs, "to-etcd", "etcd client `URLs` of the cluster, comma-separated")
 	if err := parseFlags(fs, "store migrate --to-etcd URLS [--data-dir DIR] [flags]", args, stdout); err != nil {
 		return err
 	}
