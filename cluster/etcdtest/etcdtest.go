@@ -17,7 +17,9 @@ import (
 
 // Cluster is a running etcd cluster of real members.
 type Cluster struct {
-	dir     string
+	// configure, when set, changes each member's config before it starts.
+	configure func(*embed.Config)
+	dir       string
 	names   []string
 	clients []url.URL
 	peers   []url.URL
@@ -28,7 +30,14 @@ type Cluster struct {
 // waits until it serves. The members stop when the test ends.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
-	c, err := start(t.TempDir(), n)
+	return StartWith(t, n, nil)
+}
+
+// StartWith is Start with each member's config changed by configure (TLS,
+// say) before it starts.
+func StartWith(t testing.TB, n int, configure func(*embed.Config)) *Cluster {
+	t.Helper()
+	c, err := start(t.TempDir(), n, configure)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,10 +47,10 @@ func Start(t testing.TB, n int) *Cluster {
 
 // StartIn starts an n-member cluster with its data in dir, for a test
 // binary's TestMain; StopAll stops it.
-func StartIn(dir string, n int) (*Cluster, error) { return start(dir, n) }
+func StartIn(dir string, n int) (*Cluster, error) { return start(dir, n, nil) }
 
-func start(dir string, n int) (*Cluster, error) {
-	c := &Cluster{dir: dir, members: make([]*embed.Etcd, n)}
+func start(dir string, n int, configure func(*embed.Config)) (*Cluster, error) {
+	c := &Cluster{dir: dir, members: make([]*embed.Etcd, n), configure: configure}
 	for i := range n {
 		c.names = append(c.names, fmt.Sprintf("etcd-%d", i+1))
 		c.clients = append(c.clients, freeURL())
@@ -112,6 +121,13 @@ func (c *Cluster) start(i int, state string) error {
 	// Tests need a real etcd, not a durable one: skipping fsync keeps
 	// them fast on a shared disk.
 	cfg.UnsafeNoFsync = true
+	if c.configure != nil {
+		c.configure(cfg)
+		if !cfg.ClientTLSInfo.Empty() {
+			c.clients[i].Scheme = "https"
+			cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{c.clients[i]}, []url.URL{c.clients[i]}
+		}
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return fmt.Errorf("start etcd member %s: %w", cfg.Name, err)
