@@ -20,10 +20,10 @@ type Cluster struct {
 	// configure, when set, changes each member's config before it starts.
 	configure func(*embed.Config)
 	dir       string
-	names   []string
-	clients []url.URL
-	peers   []url.URL
-	members []*embed.Etcd
+	names     []string
+	clients   []url.URL
+	peers     []url.URL
+	members   []*embed.Etcd
 }
 
 // Start starts an n-member cluster in a temporary directory of t's and
