@@ -186,6 +186,9 @@ func tlsConfig(opts Options) (*tls.Config, error) {
 
 // Start joins the cluster in the background: it keeps a session, and
 // claims and releases stacks as members come and go, until Close.
+// It returns once this replica joined and knows the leader, or after a
+// lease period: the daemon then starts knowing whether it records the
+// first config revision.
 func (c *Cluster) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
@@ -194,6 +197,17 @@ func (c *Cluster) Start() {
 		defer close(c.done)
 		c.run(ctx)
 	}()
+	deadline := time.Now().Add(c.opts.TTL)
+	for time.Now().Before(deadline) {
+		c.mu.Lock()
+		known := c.session != nil && c.leader != ""
+		c.mu.Unlock()
+		if known {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.log.Warn("joined no cluster session with a leader yet; going on", "waited", c.opts.TTL)
 }
 
 // Close leaves the cluster: it gives up its stacks and its session (so

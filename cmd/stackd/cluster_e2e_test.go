@@ -290,6 +290,20 @@ func TestE2ECluster(t *testing.T) {
 	pauseLongerThanLease(t, e, names)
 	rollingRestart(t, e, names, nodes)
 	e.checkNoOverlap(e.replicas["node-1"], names)
+
+	// The config changed twice after the start: the leader recorded each
+	// revision once for the cluster.
+	var revs struct{ Revisions []daemon.ConfigRevision }
+	if code, err := getJSON(e.replicas["node-3"].url+"/api/v1/config/revisions", &revs); err != nil || code != 200 {
+		t.Fatalf("revisions: %d %v", code, err)
+	}
+	var triggers []string
+	for _, r := range revs.Revisions {
+		triggers = append(triggers, r.Trigger)
+	}
+	if want := []string{"watch", "watch", "start"}; !slices.Equal(triggers, want) {
+		t.Errorf("config revisions (newest first) %v, want %v", triggers, want)
+	}
 }
 
 // slowDown makes some stacks' next update take d, as a config change.
