@@ -83,7 +83,11 @@ type Options struct {
 	// WebhookSecret verifies push webhooks (GitHub and Gitea signatures,
 	// GitLab's token); empty disables the webhook endpoint.
 	WebhookSecret string
-	Logger        *slog.Logger
+	// AllowedHosts are the host names (globs such as "*.example.com") the
+	// server answers for, besides IP addresses, localhost and the listen
+	// address: the names clients, forges and other replicas use.
+	AllowedHosts []string
+	Logger       *slog.Logger
 }
 
 // Server serves the HTTP API.
@@ -145,7 +149,7 @@ func (s *Server) Handler() http.Handler {
 		writeError(w, http.StatusNotFound, "no such endpoint")
 	})
 	s.routeUI(mux)
-	return limitBody(crossOrigin(s.requireToken(mux)))
+	return s.checkHost(limitBody(crossOrigin(s.requireToken(mux))))
 }
 
 // crossOrigin refuses (403) unsafe requests a browser sends from another
@@ -212,9 +216,13 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := s.api.Ready(); err != nil {
-		writeError(w, http.StatusServiceUnavailable, err.Error())
+		msg := "not ready"
+		if s.opts.Token == "" || s.authorized(r) {
+			msg = err.Error() // the detail stays behind the token
+		}
+		writeError(w, http.StatusServiceUnavailable, msg)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
@@ -258,7 +266,33 @@ func (s *Server) reload(w http.ResponseWriter, _ *http.Request) {
 // getConfig serves the config's status: the last (re)load and each
 // source's state (daemon.ConfigStatus).
 func (s *Server) getConfig(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, s.api.ConfigStatus())
+	writeJSON(w, http.StatusOK, struct {
+		daemon.ConfigStatus
+		// Warnings are settings that leave the daemon open.
+		Warnings []string `json:"warnings,omitempty"`
+	}{s.api.ConfigStatus(), s.Warnings()})
+}
+
+// Warnings lists the server's settings that leave it open: a listen
+// address other hosts reach, with no token.
+func (s *Server) Warnings() []string {
+	if s.opts.Token != "" || isLoopback(s.opts.Addr) {
+		return nil
+	}
+	return []string{"the API listens on " + s.opts.Addr + " with no --api-token-file: anyone who reaches it can sync stacks and reload the config"}
+}
+
+// isLoopback says whether a listen address reaches this host only.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func (s *Server) getCluster(w http.ResponseWriter, _ *http.Request) {

@@ -138,7 +138,7 @@ func TestHandlersGatherBeforeWriting(t *testing.T) {
 	api := &recordingAPI{API: &fakeAPI{stacks: manyStacks(50), logs: map[string][]byte{"stack-0001-1": []byte("log\n")}}}
 	reg := prometheus.NewRegistry()
 	NewMetrics(reg, api, "test")
-	gatherCheck(t, New(Options{API: api, Registry: reg}), api, gatherRequests("stack-0001"))
+	gatherCheck(t, New(Options{API: api, Registry: reg, AllowedHosts: []string{"example.com"}}), api, gatherRequests("stack-0001")) // httptest's host
 
 	// The check itself catches a write during a call.
 	var violations atomic.Int64

@@ -139,3 +139,12 @@ func TestParseInterspersed(t *testing.T) {
 		}
 	}
 }
+
+// TestFailOpenFlags: asking for the token on reads without a token is a
+// usage error, not an open API.
+func TestFailOpenFlags(t *testing.T) {
+	code, _, stderr := stackd(t, "run", "--config", "x.yaml", "--api-read-requires-token")
+	if code != exitUsage || !strings.Contains(stderr, "--api-read-requires-token needs --api-token-file") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -55,6 +57,7 @@ type runFlags struct {
 	notifyURLs            stringsFlag
 	notifySlack           stringsFlag
 	notifySecret          string
+	allowedHosts          stringsFlag
 }
 
 // stringsFlag is a repeatable string flag: each use adds one value. Its
@@ -97,6 +100,7 @@ func (f *runFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.StringVar(&f.tokenFile, "api-token-file", "", "file holding the bearer token that mutating API requests need")
 	fs.BoolVar(&f.readToken, "api-read-requires-token", false, "require the token for reads too (the web UI then needs it as well)")
+	fs.Var(&f.allowedHosts, "allowed-host", "host `NAME` (glob) the API answers for besides IP addresses, localhost and the listen address (repeatable)")
 	fs.StringVar(&f.webhookFile, "webhook-secret-file", "", "file holding the secret that signs Git push webhooks (unset: no webhooks)")
 	fs.Var(&f.notifyURLs, "notify-url", "webhook `URL` that receives stack events as JSON (repeatable)")
 	fs.Var(&f.notifySlack, "notify-slack-url", "Slack-compatible incoming webhook `URL` that receives stack events (repeatable)")
@@ -116,6 +120,8 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer) error {
 		return usageErrorf("run: unexpected argument %q", fs.Arg(0))
 	case len(f.config) == 0:
 		return usageErrorf("run: --config is required")
+	case f.readToken && f.tokenFile == "":
+		return usageErrorf("run: --api-read-requires-token needs --api-token-file")
 	}
 	log, err := newLogger(stderr, f.logLevel, f.logFormat)
 	if err != nil {
@@ -260,13 +266,27 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 		return nil, err
 	}
 	srv := web.New(web.Options{Addr: f.listen, API: d, Logger: log.With("component", "web"), Registry: reg,
-		Version: version, Token: token, ReadRequiresToken: f.readToken, WebhookSecret: hookSecret})
+		Version: version, Token: token, ReadRequiresToken: f.readToken, WebhookSecret: hookSecret,
+		AllowedHosts: allowedHosts(f)})
+	for _, w := range srv.Warnings() {
+		log.Warn(w)
+	}
 	if err := srv.Start(); err != nil {
 		_ = d.Stop(context.Background())
 		return nil, err
 	}
 	log.Info("stackd started", "version", version, "config", f.config.String(), "data_dir", dataDir, "stacks", len(d.Stacks()))
 	return &app{srv: srv, d: d, closeStore: closeStore, notifier: wh}, nil
+}
+
+// allowedHosts are the --allowed-host names, and the host of this
+// replica's --advertise-url, which the other replicas use.
+func allowedHosts(f *runFlags) []string {
+	hosts := slices.Clone([]string(f.allowedHosts))
+	if u, err := url.Parse(f.advertise); err == nil && u.Hostname() != "" {
+		hosts = append(hosts, u.Hostname())
+	}
+	return hosts
 }
 
 // openStore opens the BoltDB store in the data dir, or in cluster mode
