@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -31,5 +32,29 @@ func TestSpecHash(t *testing.T) {
 	}
 	if len(base) != 64 {
 		t.Errorf("hash %q", base)
+	}
+}
+
+// TestRedactedHidesURLCredentials: the spec view never shows the user
+// info or query of a backend, secrets provider or repository URL.
+func TestRedactedHidesURLCredentials(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://stackd:CANARY@db.internal:5432/pulumi?sslmode=disable": "postgres://[redacted]@db.internal:5432/pulumi?[redacted]",
+		"hashivault://key?token=CANARY":                                    "hashivault://key?[redacted]",
+		"s3://bucket/prefix":                                               "s3://bucket/prefix",
+		"file:///var/lib/stackd/backend":                                   "file:///var/lib/stackd/backend",
+		"https://user:CANARY@git.example/x.git":                            "https://[redacted]@git.example/x.git",
+		"postgres://u:CAN ARY%zz@host/db":                                  "postgres://[redacted]",
+		"git@github.com:acme/infra.git":                                    "git@github.com:acme/infra.git",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+	m := Redacted(&StackSpec{Backend: "postgres://u:CANARY@h/db", SecretsProvider: "awskms://alias/x?region=CANARY", ProjectRepo: "https://git.example/x.git"})
+	for k, v := range m {
+		if strings.Contains(fmt.Sprint(v), "CANARY") {
+			t.Errorf("%s shows the credential: %v", k, v)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"net/url"
 	"reflect"
 	"strings"
 	"unicode"
@@ -9,11 +10,21 @@ import (
 // secretFields are the spec fields whose literal values may be secrets.
 var secretFields = []string{"secretsRef", "envRefs", "gitAuth"}
 
+// urlFields are the spec fields that hold URLs, whose user info and query
+// may hold credentials (postgres://user:password@host/db,
+// hashivault://key?token=…).
+var urlFields = []string{"projectRepo", "backend", "secretsProvider"}
+
 // Redacted renders spec with PKO's field names, leaving out unset
 // fields, with every literal value that may be a secret replaced by
-// "[secret]".
+// "[secret]", and the user info and query of every URL by "[redacted]".
 func Redacted(spec *StackSpec) map[string]any {
 	m, _ := Plain(*spec).(map[string]any)
+	for _, f := range urlFields {
+		if v, ok := m[f].(string); ok {
+			m[f] = RedactURL(v)
+		}
+	}
 	for _, f := range secretFields {
 		if v, ok := m[f]; ok {
 			m[f] = redactLiterals(v)
@@ -25,6 +36,36 @@ func Redacted(spec *StackSpec) map[string]any {
 		}
 	}
 	return m
+}
+
+// RedactURL hides what in a URL may be a credential: its user info and
+// its query. A value that does not parse as a URL but looks like one
+// with user info is hidden whole; scp-like Git addresses (git@host:path)
+// name a user, not a secret, and stay.
+func RedactURL(s string) string {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		if strings.ContainsAny(rest, "@?") {
+			return scheme + "://[redacted]"
+		}
+		return s
+	}
+	out := u.Scheme + "://"
+	if u.User != nil {
+		out += "[redacted]@"
+	}
+	out += u.Host + u.EscapedPath()
+	if u.RawQuery != "" || u.ForceQuery {
+		out += "?[redacted]"
+	}
+	if u.Fragment != "" {
+		out += "#" + u.EscapedFragment()
+	}
+	return out
 }
 
 // redactLiterals replaces the value of every literal reference below v.
