@@ -298,3 +298,26 @@ func TestLoadMissing(t *testing.T) {
 		t.Fatalf("got %v\n%s", err, list(diags))
 	}
 }
+
+// TestParseSourceNeverEchoesUserinfo: a refused git+ URL's error never
+// repeats what stands before "@", whatever the password holds.
+func TestParseSourceNeverEchoesUserinfo(t *testing.T) {
+	for _, in := range []string{
+		"git+https://user:CANARY@git.example/x.git",
+		"git+https://user:CAN/ARY@git.example/x.git",
+		"git+https://user:CAN?ARY@git.example/x.git//dir?ref=main",
+		"git+https://user:CAN#ARY@git.example/x.git",
+		"git+https://CANARY@git.example/x.git",
+		"git+https://user:CAN%zzARY@git.example/x.git",
+		"git+https://us er:CAN ARY@git.example/x.git",
+	} {
+		_, err := ParseSource(in)
+		if err == nil {
+			t.Errorf("%s: accepted", in)
+			continue
+		}
+		if strings.Contains(err.Error(), "CAN") {
+			t.Errorf("%s: error repeats the credential: %v", in, err)
+		}
+	}
+}

@@ -126,6 +126,11 @@ func checkSourceURL(u string) error {
 	}
 	p, err := url.Parse(u)
 	if err != nil {
+		if strings.Contains(u, "@") {
+			// The parser's errors quote parts of the URL, which may be
+			// parts of a password.
+			return errors.New("the repository URL does not parse, and seems to hold credentials; give them with the --config-git-* flags")
+		}
 		return fmt.Errorf("repository URL: %w", err)
 	}
 	if _, hasPassword := p.User.Password(); hasPassword {
@@ -137,16 +142,17 @@ func checkSourceURL(u string) error {
 	return nil
 }
 
-// redactUserinfo hides what stands between "://" and "@" in s, so that
-// an error about a URL holding credentials does not repeat them.
+// redactUserinfo hides what stands between "://" and the last "@" in s,
+// so that an error about a URL holding credentials never repeats them,
+// whatever characters a password holds.
 func redactUserinfo(s string) string {
 	i := strings.Index(s, "://")
 	if i < 0 {
 		return s
 	}
 	rest := s[i+3:]
-	at := strings.Index(rest, "@")
-	if at < 0 || strings.ContainsAny(rest[:at], "/?#") {
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
 		return s
 	}
 	return s[:i+3] + "***" + rest[at:]
