@@ -100,6 +100,8 @@ type Server struct {
 	done    chan struct{}
 	stopped context.Context // done once Stop is called; ends followers
 	stop    context.CancelFunc
+	// deliveries de-duplicates webhook deliveries.
+	deliveries recentDeliveries
 }
 
 // New makes a server; Start listens.

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 )
 
 // webhookPath receives push events from GitHub, GitLab and Gitea/Forgejo.
@@ -74,11 +76,60 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "bad or missing webhook signature")
 		return
 	}
+	if id := deliveryID(r.Header); id != "" && s.deliveries.seen(ev.forge+"/"+id, time.Now()) {
+		writeJSON(w, http.StatusAccepted, map[string]string{"ignored": "delivery " + id + " seen already"})
+		return
+	}
 	if !ev.push {
 		writeJSON(w, http.StatusAccepted, map[string]string{"ignored": ev.forge + " event " + ev.event})
 		return
 	}
 	s.push(w, ev.forge, body)
+}
+
+// deliveryID is the forge's id of a webhook delivery, which a redelivery
+// (or a replay of a captured request) repeats.
+func deliveryID(h http.Header) string {
+	for _, k := range []string{"X-GitHub-Delivery", "X-Gitea-Delivery", "X-Forgejo-Delivery", "X-Gitlab-Event-UUID", "Idempotency-Key"} {
+		if v := h.Get(k); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// deliveryWindow is how long a delivery id is remembered;
+// maxDeliveries bounds how many.
+const (
+	deliveryWindow = 10 * time.Minute
+	maxDeliveries  = 4096
+)
+
+// recentDeliveries remembers the delivery ids of the last deliveryWindow.
+type recentDeliveries struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+// seen reports whether id came within the window, and remembers it.
+func (d *recentDeliveries) seen(id string, now time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if at, ok := d.at[id]; ok && now.Sub(at) < deliveryWindow {
+		return true
+	}
+	if d.at == nil || len(d.at) >= maxDeliveries {
+		for k, at := range d.at {
+			if now.Sub(at) >= deliveryWindow {
+				delete(d.at, k)
+			}
+		}
+		if d.at == nil || len(d.at) >= maxDeliveries {
+			d.at = map[string]time.Time{} // a flood: start over rather than grow
+		}
+	}
+	d.at[id] = now
+	return false
 }
 
 // push handles a verified push payload.

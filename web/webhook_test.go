@@ -4,10 +4,12 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stackd/stackd/daemon"
 )
@@ -173,5 +175,41 @@ func TestWebhookIgnored(t *testing.T) {
 	big := strings.Repeat(" ", maxBody+1)
 	if code, v := callWith(t, "POST", url+webhookPath, githubHeaders("push", sign(hookSecret, big)), big); code != 413 {
 		t.Errorf("oversized body = %d %v, want 413", code, v)
+	}
+}
+
+// TestWebhookDeliveryOnce: a delivery the forge sends again (or a
+// captured request replayed) with the same delivery id is acknowledged
+// and not acted on twice; another id is.
+func TestWebhookDeliveryOnce(t *testing.T) {
+	api := &fakeAPI{}
+	_, url := startWith(t, Options{API: api, WebhookSecret: hookSecret})
+	h := githubHeaders("push", sign(hookSecret, githubPush))
+	h.Set("X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958")
+	for range 2 {
+		if code, v := callWith(t, "POST", url+webhookPath, h, githubPush); code != 202 {
+			t.Fatalf("push = %d %v", code, v)
+		}
+	}
+	h.Set("X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0959")
+	callWith(t, "POST", url+webhookPath, h, githubPush)
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if len(api.pushes) != 2 {
+		t.Fatalf("%d pushes acted on, want 2", len(api.pushes))
+	}
+}
+
+func TestRecentDeliveriesForget(t *testing.T) {
+	var d recentDeliveries
+	now := time.Now()
+	if d.seen("a", now) || !d.seen("a", now.Add(time.Minute)) || d.seen("a", now.Add(deliveryWindow+time.Minute)) {
+		t.Fatal("a delivery id is remembered for the window only")
+	}
+	for i := range maxDeliveries + 10 {
+		d.seen(fmt.Sprint(i), now)
+	}
+	if len(d.at) > maxDeliveries {
+		t.Fatalf("%d ids remembered", len(d.at))
 	}
 }

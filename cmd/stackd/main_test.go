@@ -148,3 +148,28 @@ func TestFailOpenFlags(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestWebhookURLFiles: --notify-url-file reads a webhook URL from a file,
+// so that it is not in argv; a bad one is refused like a flag's.
+func TestWebhookURLFiles(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "hook")
+	bad := filepath.Join(dir, "bad")
+	if err := os.WriteFile(good, []byte("https://hooks.example/T0/B0/CANARY\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("ftp://x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	urls, err := webhookURLs([]string{"https://a.example/hook"}, []string{good}, "--notify-url")
+	if err != nil || len(urls) != 2 || urls[1] != "https://hooks.example/T0/B0/CANARY" {
+		t.Fatalf("urls = %v, %v", urls, err)
+	}
+	if _, err := webhookURLs(nil, []string{bad}, "--notify-url"); err == nil {
+		t.Fatal("a bad URL from a file was accepted")
+	}
+	if _, err := webhookURLs(nil, []string{filepath.Join(dir, "missing")}, "--notify-url"); err == nil ||
+		!strings.Contains(err.Error(), "--notify-url-file") {
+		t.Fatalf("a missing file: %v", err)
+	}
+}

@@ -57,6 +57,8 @@ type runFlags struct {
 	notifyURLs            stringsFlag
 	notifySlack           stringsFlag
 	notifySecret          string
+	notifyURLFiles        stringsFlag
+	notifySlackFiles      stringsFlag
 	allowedHosts          stringsFlag
 }
 
@@ -104,6 +106,8 @@ func (f *runFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&f.webhookFile, "webhook-secret-file", "", "file holding the secret that signs Git push webhooks (unset: no webhooks)")
 	fs.Var(&f.notifyURLs, "notify-url", "webhook `URL` that receives stack events as JSON (repeatable)")
 	fs.Var(&f.notifySlack, "notify-slack-url", "Slack-compatible incoming webhook `URL` that receives stack events (repeatable)")
+	fs.Var(&f.notifyURLFiles, "notify-url-file", "`FILE` holding a --notify-url, kept out of argv (repeatable)")
+	fs.Var(&f.notifySlackFiles, "notify-slack-url-file", "`FILE` holding a --notify-slack-url, kept out of argv (repeatable)")
 	fs.StringVar(&f.notifySecret, "notify-secret-file", "", "file holding the secret that signs --notify-url requests (X-Stackd-Signature)")
 }
 
@@ -310,25 +314,42 @@ func openStore(ctx context.Context, f *runFlags, dataDir string, log *slog.Logge
 // newWebhookNotifier returns the notifier of the --notify-* flags; nil
 // when no URL is given.
 func newWebhookNotifier(f *runFlags, log *slog.Logger) (*notify.Webhook, error) {
-	if len(f.notifyURLs) == 0 && len(f.notifySlack) == 0 {
+	urls, err := webhookURLs(f.notifyURLs, f.notifyURLFiles, "--notify-url")
+	if err != nil {
+		return nil, err
+	}
+	slack, err := webhookURLs(f.notifySlack, f.notifySlackFiles, "--notify-slack-url")
+	if err != nil {
+		return nil, err
+	}
+	if len(urls) == 0 && len(slack) == 0 {
 		return nil, nil
-	}
-	for _, u := range f.notifyURLs {
-		if err := notify.CheckWebhookURL(u); err != nil {
-			return nil, fmt.Errorf("--notify-url: %w", err)
-		}
-	}
-	for _, u := range f.notifySlack {
-		if err := notify.CheckWebhookURL(u); err != nil {
-			return nil, fmt.Errorf("--notify-slack-url: %w", err)
-		}
 	}
 	secret, err := readSecretFile(f.notifySecret, "--notify-secret-file")
 	if err != nil {
 		return nil, err
 	}
-	return notify.NewWebhook(notify.Options{URLs: f.notifyURLs, SlackURLs: f.notifySlack,
+	return notify.NewWebhook(notify.Options{URLs: urls, SlackURLs: slack,
 		Secret: secret, Logger: log.With("component", "notify")}), nil
+}
+
+// webhookURLs are the URLs given as flags and those read from files (a
+// webhook URL is a secret: a file keeps it out of argv), each checked.
+func webhookURLs(urls, files []string, flagName string) ([]string, error) {
+	out := slices.Clone(urls)
+	for _, file := range files {
+		u, err := readSecretFile(file, flagName+"-file")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	for _, u := range out {
+		if err := notify.CheckWebhookURL(u); err != nil {
+			return nil, fmt.Errorf("%s: %w", flagName, err)
+		}
+	}
+	return out, nil
 }
 
 // asNotifier is wh as a daemon.Notifier; nil, not a nil pointer, when
