@@ -12,8 +12,9 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// maxNodes bounds how many YAML nodes one document may expand to, so that
-// aliases cannot make a small file decode into an enormous value.
+// maxNodes bounds how many YAML nodes one load (every document of every
+// file) may expand to, so that aliases cannot make small files decode
+// into enormous values, one document or twenty.
 const maxNodes = 1 << 20
 
 // decoder turns YAML nodes into typed values strictly: unknown fields,
@@ -26,12 +27,15 @@ type decoder struct {
 	// it to place problems it finds after decoding.
 	src map[string]Pos
 	// keys records where each mapping key is written, by path.
-	keys  map[string]Pos
-	nodes int
+	keys map[string]Pos
+	// nodes counts the nodes decoded in the whole load; shared by the
+	// load's decoders.
+	nodes *int
 }
 
-func newDecoder(file string) *decoder {
-	return &decoder{file: file, src: map[string]Pos{}, keys: map[string]Pos{}}
+// newDecoder decodes one document of file, counting nodes in *nodes.
+func newDecoder(file string, nodes *int) *decoder {
+	return &decoder{file: file, src: map[string]Pos{}, keys: map[string]Pos{}, nodes: nodes}
 }
 
 // nodeDecoder is implemented by types that decode themselves.
@@ -76,11 +80,11 @@ func (d *decoder) resolve(n *yaml.Node, path string) *yaml.Node {
 	for n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
-	d.nodes++
-	if d.nodes == maxNodes {
-		d.errorf(n, path, "document expands to more than %d nodes", maxNodes)
+	*d.nodes++
+	if *d.nodes == maxNodes {
+		d.errorf(n, path, "document expands to more than %d nodes (counted over the whole config)", maxNodes)
 	}
-	if d.nodes >= maxNodes {
+	if *d.nodes >= maxNodes {
 		return nil
 	}
 	return n

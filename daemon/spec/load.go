@@ -146,6 +146,8 @@ type loader struct {
 	diags  Diagnostics
 	files  int
 	source string // of the stacks being read
+	// nodes counts the YAML nodes decoded so far, against maxNodes.
+	nodes int
 }
 
 func newLoader() *loader {
@@ -409,7 +411,10 @@ func tabIndent(data []byte, near int) (int, int) {
 
 // addDocument dispatches one document by its shape.
 func (l *loader) addDocument(file, dir string, n *yaml.Node) {
-	d := newDecoder(file)
+	if l.nodes >= maxNodes {
+		return // reported once, at the document that went over
+	}
+	d := newDecoder(file, &l.nodes)
 	defer func() { l.diags = append(l.diags, d.diags...) }()
 	if n.Kind != yaml.MappingNode {
 		d.errorf(n, "", "expected a mapping (a manifest or a stacks: list), got %s", describe(n))

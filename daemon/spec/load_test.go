@@ -2,6 +2,7 @@ package spec
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -319,5 +320,25 @@ func TestParseSourceNeverEchoesUserinfo(t *testing.T) {
 		if strings.Contains(err.Error(), "CAN") {
 			t.Errorf("%s: error repeats the credential: %v", in, err)
 		}
+	}
+}
+
+// TestAliasBombAcrossDocuments: documents that each stay under the node
+// budget cannot add up past it: the budget is the whole load's.
+func TestAliasBombAcrossDocuments(t *testing.T) {
+	var b strings.Builder
+	for doc := range 20 {
+		fmt.Fprintf(&b, "---\nstacks:\n  - name: s%d\n    stack: s%d\n    programRef: {name: p}\n    config:\n      l0: &l0 [x, x, x, x, x, x, x, x, x]\n", doc, doc)
+		for i := 1; i < 7; i++ { // 9^6 = 531,441 nodes: under the budget alone
+			fmt.Fprintf(&b, "      l%d: &l%d [%s]\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*l%d, ", i-1), 9), ", "))
+		}
+	}
+	_, diags, err := Parse("bomb.yaml", []byte(b.String()))
+	text := fmt.Sprint(diags)
+	if err == nil || !strings.Contains(text, "expands to more than") {
+		t.Fatalf("20 documents of half a million nodes each: %v\n%v", err, diags)
+	}
+	if n := strings.Count(text, "expands to more than"); n != 1 {
+		t.Errorf("the budget is reported %d times, want once", n)
 	}
 }
