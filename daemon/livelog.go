@@ -110,12 +110,30 @@ func sortLongestFirst(s []string) {
 	}
 }
 
+// maxPartial bounds the unfinished line a scrubber holds: output without
+// newlines cannot grow the daemon's memory.
+const maxPartial = 64 << 10
+
 func (s *scrubber) Write(p []byte) (int, error) {
 	s.partial = append(s.partial, p...)
 	if i := bytes.LastIndexByte(s.partial, '\n'); i >= 0 {
 		line := s.clean(string(s.partial[:i+1]))
 		s.partial = append(s.partial[:0], s.partial[i+1:]...)
 		if _, err := s.w.Write([]byte(line)); err != nil {
+			return 0, err
+		}
+	}
+	if len(s.partial) > maxPartial {
+		// Cut the line: scrub it whole, and keep the tail that may hold
+		// the start of a secret still to come.
+		text := s.clean(string(s.partial))
+		keep := 0
+		if len(s.secrets) > 0 {
+			keep = len(s.secrets[0]) - 1 // the longest
+		}
+		cut := max(0, len(text)-keep)
+		s.partial = append(s.partial[:0], text[cut:]...)
+		if _, err := s.w.Write([]byte(text[:cut])); err != nil {
 			return 0, err
 		}
 	}

@@ -24,7 +24,7 @@ const (
 // config values, its environment's values, the passphrase and the
 // backend URL's userinfo. Each is masked as written, JSON-escaped and in
 // base64.
-func (r *Runner) redactor(w *workspace) *strings.Replacer {
+func (r *Runner) redactor(w *workspace) *redactor {
 	var secrets []string
 	for _, v := range w.Config {
 		if v.Secret && len(v.Value) >= minRedactSecret {
@@ -48,8 +48,15 @@ func (r *Runner) redactor(w *workspace) *strings.Replacer {
 	return newRedactor(secrets)
 }
 
+// redactor masks secrets; longest is the length of the longest form it
+// masks, which a writer that cuts a long line keeps back.
+type redactor struct {
+	*strings.Replacer
+	longest int
+}
+
 // newRedactor masks each secret, longest first, with "[redacted]".
-func newRedactor(secrets []string) *strings.Replacer {
+func newRedactor(secrets []string) *redactor {
 	var forms []string
 	for _, s := range secrets {
 		quoted, _ := json.Marshal(s)
@@ -61,7 +68,11 @@ func newRedactor(secrets []string) *strings.Replacer {
 	for _, f := range forms {
 		pairs = append(pairs, f, "[redacted]")
 	}
-	return strings.NewReplacer(pairs...)
+	r := &redactor{Replacer: strings.NewReplacer(pairs...)}
+	if len(forms) > 0 {
+		r.longest = len(forms[0])
+	}
+	return r
 }
 
 // maxLogLine bounds what a logWriter holds back waiting for a newline.
@@ -73,7 +84,7 @@ const maxLogLine = 64 << 10
 type logWriter struct {
 	mu     sync.Mutex
 	w      io.Writer
-	redact *strings.Replacer
+	redact *redactor
 	stdout *lineWriter
 	stderr *lineWriter
 }
@@ -85,7 +96,7 @@ type lineWriter struct {
 }
 
 // newLogWriter writes to w; a nil w discards.
-func newLogWriter(w io.Writer, redact *strings.Replacer) *logWriter {
+func newLogWriter(w io.Writer, redact *redactor) *logWriter {
 	lw := &logWriter{w: w, redact: redact}
 	lw.stdout, lw.stderr = &lineWriter{lw: lw}, &lineWriter{lw: lw}
 	return lw
@@ -98,13 +109,17 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 	l.lw.mu.Lock()
 	defer l.lw.mu.Unlock()
 	l.buf = append(l.buf, p...)
-	n := bytes.LastIndexByte(l.buf, '\n') + 1
-	if len(l.buf) > maxLogLine {
-		n = len(l.buf)
-	}
-	if n > 0 {
+	if n := bytes.LastIndexByte(l.buf, '\n') + 1; n > 0 {
 		l.lw.emit(l.buf[:n])
 		l.buf = slices.Delete(l.buf, 0, n)
+	}
+	if len(l.buf) > maxLogLine {
+		// A line this long is cut. It is redacted whole first, and the
+		// tail that may hold the start of a secret still to come is kept.
+		text := l.lw.redact.Replace(string(l.buf))
+		cut := max(0, len(text)-max(0, l.lw.redact.longest-1))
+		_, _ = io.WriteString(l.lw.w, text[:cut])
+		l.buf = append(l.buf[:0], text[cut:]...)
 	}
 	return len(p), nil
 }

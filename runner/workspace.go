@@ -34,7 +34,7 @@ type workspace struct {
 	stackFile  string   // Pulumi.<last element of Stack>.yaml
 	configFile string   // dir/stackFile, passed as --config-file
 	env        []string // the environment added to its processes
-	redact     *strings.Replacer
+	redact     *redactor
 }
 
 // workspace validates ws and derives the runner's view of it. It creates
