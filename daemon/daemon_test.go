@@ -675,8 +675,10 @@ func TestRefIsSecret(t *testing.T) {
 		ref  spec.ResourceRef
 		want bool
 	}{
-		{"REGION", spec.ResourceRef{Type: spec.RefLiteral, Literal: &spec.LiteralRef{Value: "eu"}}, false},
-		{"AWS_SECRET_ACCESS_KEY", spec.ResourceRef{Type: spec.RefLiteral, Literal: &spec.LiteralRef{Value: "x"}}, false},
+		// A literal is written in the config, which may be the only place
+		// a secret is kept: every one is treated as a secret.
+		{"REGION", spec.ResourceRef{Type: spec.RefLiteral, Literal: &spec.LiteralRef{Value: "eu"}}, true},
+		{"AWS_SECRET_ACCESS_KEY", spec.ResourceRef{Type: spec.RefLiteral, Literal: &spec.LiteralRef{Value: "x"}}, true},
 		{"ANY", spec.ResourceRef{Type: spec.RefSecret, Secret: &spec.SecretSelector{Name: "a", Key: "b"}}, true},
 		{"ANY", spec.ResourceRef{Type: spec.RefFS, Filesystem: &spec.FSSelector{Path: "/f"}}, true},
 		{"AWS_PROFILE", spec.ResourceRef{Type: spec.RefEnv, Env: &spec.EnvSelector{Name: "AWS_PROFILE"}}, false},

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -74,7 +73,7 @@ func (d *Daemon) operate(ctx context.Context, j job) {
 		runErr = errors.New(scrub.clean(runErr.Error()))
 	}
 	for k, v := range res.Outputs {
-		res.Outputs[k] = json.RawMessage(scrub.clean(string(v)))
+		res.Outputs[k] = ScrubJSON(v, scrub.clean)
 	}
 	d.finish(ctx, j, u, res, runErr)
 }

@@ -314,7 +314,7 @@ func legacyEnv(c *spec.Config, s *spec.Stack, refs spec.RefSources) (map[string]
 // mangle logs wherever a region or profile name appears.
 func refIsSecret(envName string, r spec.ResourceRef) bool {
 	switch r.Type {
-	case spec.RefSecret, spec.RefFS:
+	case spec.RefSecret, spec.RefFS, spec.RefLiteral:
 		return true
 	case spec.RefEnv:
 		return secretName(envName) || secretName(r.Env.Name)

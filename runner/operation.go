@@ -115,6 +115,11 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation)
 		if res.Outputs = ev.outputs; res.Outputs == nil {
 			res.Outputs, err = r.maskedOutputs(ctx, w)
 		}
+		// An output may echo what the runner keeps secret (the
+		// passphrase, an environment value): masked as in the log.
+		for k, v := range res.Outputs {
+			res.Outputs[k] = daemon.ScrubJSON(v, w.redact.Replace)
+		}
 	}
 	return res, err
 }

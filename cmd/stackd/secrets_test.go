@@ -202,3 +202,69 @@ func TestE2ESecretsStaySecret(t *testing.T) {
 	}
 	t.Logf("checked %d process command lines, %d of them pulumi's", len(cmdlines), pulumis)
 }
+
+// TestE2EOutputsScrubbed: outputs are scrubbed like logs. A program that
+// copies a Literal envRef, an Env value or the backend's passphrase into
+// plain outputs finds them masked in the API, the UI and stackd.db.
+func TestE2EOutputsScrubbed(t *testing.T) {
+	const literal, fromEnv = "lit-CANARY-51c2", "env-CANARY-0b7e"
+	t.Setenv("STACKD_TEST_CANARY", fromEnv)
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": `name: outputs
+runtime: yaml
+configuration:
+  passphraseFile:
+    type: String
+variables:
+  lit:
+    fn::invoke:
+      function: stackdtest:index:getEnv
+      arguments: {name: LIT}
+      return: value
+  env:
+    fn::invoke:
+      function: stackdtest:index:getEnv
+      arguments: {name: FROM_ENV}
+      return: value
+outputs:
+  literal: ${lit}
+  nested:
+    list: ["x ${env} y"]
+  passphrase:
+    fn::readFile: ${passphraseFile}
+`})
+	dataDir := filepath.Join(t.TempDir(), "data")
+	config := "stacks:\n" + stackYAML("app", r, `    config:
+      passphraseFile: `+filepath.Join(dataDir, "passphrase")+`
+    envRefs:
+      LIT: {type: Literal, literal: {value: `+literal+`}}
+      FROM_ENV: {type: Env, env: {name: STACKD_TEST_CANARY}}
+`)
+	in := startDaemon(t, config, dataDir)
+	v := in.waitStack("app", "deployed", time.Minute, isReady)
+	passphrase, err := os.ReadFile(filepath.Join(dataDir, "passphrase"))
+	if err != nil || len(bytes.TrimSpace(passphrase)) < 8 {
+		t.Fatalf("passphrase: %q %v", passphrase, err)
+	}
+	if len(v.Status.Outputs) != 3 {
+		t.Fatalf("outputs = %s", v.Status.Outputs)
+	}
+	var bodies []string
+	for _, path := range []string{"/api/v1/stacks", "/api/v1/stacks/app", "/stacks/app"} {
+		_, body := in.get(path, nil)
+		bodies = append(bodies, string(body))
+	}
+	in.stop()
+	db, err := os.ReadFile(filepath.Join(dataDir, "stackd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies = append(bodies, string(db))
+	for _, secret := range []string{literal, fromEnv, string(bytes.TrimSpace(passphrase))} {
+		for i, b := range bodies {
+			if strings.Contains(b, secret) {
+				t.Errorf("body %d (API, UI or stackd.db) holds a canary output", i)
+			}
+		}
+	}
+}
