@@ -47,6 +47,11 @@ func (r *Runner) workspace(ws daemon.Workspace) (*workspace, error) {
 		return nil, fmt.Errorf("stack %s: %w", ws.Name, err)
 	}
 	w := &workspace{Workspace: ws, dir: filepath.Join(r.opts.DataDir, "workspaces", ws.Name)}
+	base := stackBase(ws.Stack)
+	if err := checkLinks(ws.ProjectDir, "Pulumi.yaml", "Pulumi.yml", "Main.yaml",
+		"Pulumi."+base+".yaml", "Pulumi."+base+".yml"); err != nil {
+		return nil, fmt.Errorf("stack %s: %w", ws.Name, err)
+	}
 	w.backend = cmpOr(ws.Backend, ws.Env["PULUMI_BACKEND_URL"], r.opts.DefaultBackend)
 	if len(ws.Environments) > 0 && !isCloudBackend(w.backend) {
 		return nil, fmt.Errorf("spec.environment needs a Pulumi Cloud backend; this stack's backend is %s", redactURL(w.backend))
@@ -61,6 +66,30 @@ func (r *Runner) workspace(ws daemon.Workspace) (*workspace, error) {
 	w.env = r.workspaceEnv(w)
 	w.redact = r.redactor(w)
 	return w, nil
+}
+
+// checkLinks refuses project files of dir that are symbolic links
+// leading outside dir: the CLI would run a project, or apply a stack
+// config, from elsewhere on the host, and echo what it read in its
+// errors. Links that stay inside dir are fine.
+func checkLinks(dir string, names ...string) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("project directory: %w", err)
+	}
+	defer root.Close()
+	for _, name := range names {
+		fi, err := os.Lstat(filepath.Join(dir, name))
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		f, err := root.Open(name)
+		if err != nil {
+			return fmt.Errorf("%s is a symbolic link that leads outside the project directory; refusing to use it", name)
+		}
+		f.Close()
+	}
+	return nil
 }
 
 // validateNames checks the names the runner turns into paths and

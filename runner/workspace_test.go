@@ -161,3 +161,47 @@ func TestFileBackendDir(t *testing.T) {
 		t.Errorf("redactURL = %q", got)
 	}
 }
+
+// TestSymlinkedProjectFilesStayInside: a project file that is a symbolic
+// link leading outside the project is refused before any pulumi process
+// reads it; a link inside the project is fine.
+func TestSymlinkedProjectFilesStayInside(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "outside.yaml")
+	if err := os.WriteFile(outside, []byte("name: elsewhere\nruntime: yaml\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, link, target string
+		ok                 bool
+	}{
+		{"project outside", "Pulumi.yaml", outside, false},
+		{"stack file outside", "Pulumi.dev.yaml", "/etc/passwd", false},
+		{"relative escape", "Pulumi.dev.yaml", "../../outside.yaml", false},
+		{"inside", "Pulumi.dev.yaml", "config/dev.yaml", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(dir, "config"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if tc.link != "Pulumi.yaml" {
+				if err := os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), []byte("name: p\nruntime: yaml\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.WriteFile(filepath.Join(dir, "config", "dev.yaml"), []byte("config: {}\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(tc.target, filepath.Join(dir, tc.link)); err != nil {
+				t.Fatal(err)
+			}
+			err := checkLinks(dir, "Pulumi.yaml", "Pulumi.dev.yaml")
+			if tc.ok != (err == nil) {
+				t.Fatalf("checkLinks = %v", err)
+			}
+			if err != nil && (!strings.Contains(err.Error(), tc.link) || strings.Contains(err.Error(), "root:")) {
+				t.Errorf("error %q does not name the file plainly", err)
+			}
+		})
+	}
+}

@@ -268,3 +268,23 @@ outputs:
 		}
 	}
 }
+
+// TestE2ESymlinkedProjectRefused: a repository whose Pulumi.yaml links
+// outside its checkout is refused with a plain message, and nothing of
+// the linked file shows.
+func TestE2ESymlinkedProjectRefused(t *testing.T) {
+	r := newRepo(t)
+	r.commit(map[string]string{"README": "x"})
+	if err := os.Symlink("/etc/passwd", filepath.Join(r.dir, "Pulumi.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	r.git("add", "-A")
+	r.git("commit", "-q", "-m", "link")
+	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, ""), "")
+	v := in.waitStack("app", "refused", time.Minute, func(v daemon.StackView) bool {
+		return v.Status.LastUpdate != nil && v.Status.LastUpdate.State == daemon.UpdateFailed
+	})
+	if msg := v.Status.LastUpdate.Message; !strings.Contains(msg, "Pulumi.yaml is a symbolic link that leads outside") || strings.Contains(msg, "root:") {
+		t.Fatalf("message %q", msg)
+	}
+}
