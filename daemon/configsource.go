@@ -309,7 +309,8 @@ func (d *Daemon) inputsLocked() ([]spec.Input, []RevisionSource, error) {
 			}
 			return nil, nil, fmt.Errorf("config source %s: %s", s.name, why)
 		}
-		inputs = append(inputs, spec.Input{Source: s.name, Path: dir, Shown: s.shown(), EmptyOK: true})
+		inputs = append(inputs, spec.Input{Source: s.name, Path: dir, Shown: s.shown(), EmptyOK: true,
+			Root: filepath.Join(d.sourceDir(s), commit[:12])})
 		revs = append(revs, RevisionSource{Source: s.name, Commit: commit})
 	}
 	return inputs, revs, nil

@@ -60,6 +60,7 @@ type runFlags struct {
 	notifyURLFiles        stringsFlag
 	notifySlackFiles      stringsFlag
 	allowedHosts          stringsFlag
+	envRefAllow           stringsFlag
 }
 
 // stringsFlag is a repeatable string flag: each use adds one value. Its
@@ -86,6 +87,7 @@ func (f *runFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&f.pulumiBin, "pulumi-bin", "", "directory holding the pulumi CLI (default: beside stackd, else on PATH)")
 	fs.StringVar(&f.backend, "default-backend", "", "backend URL of stacks without spec.backend (default: a file backend in the data dir)")
 	fs.StringVar(&f.secretsPassphraseFile, "passphrase-file", "", "file holding the passphrase of the default secrets provider (default: generated once into the data dir)")
+	fs.Var(&f.envRefAllow, "env-ref-allow", "environment variable `NAME` (glob) that Env references of a config from Git may read (repeatable; default: none)")
 	fs.StringVar(&f.secretsDir, "secrets-dir", "", "directory of Secret references, as <name>/<key> files")
 	fs.StringVar(&f.configMapsDir, "configmaps-dir", "", "directory of configRef values, as <name>/<key> files")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent", daemon.DefaultMaxConcurrent, "operations running at once")
@@ -388,7 +390,7 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemo
 		Store: st, Runner: run, Logger: log.With("component", "daemon"), DataDir: dataDir,
 		Fetcher: gitwatch.New(gitwatch.Options{Timeout: f.gitTimeout, CacheFor: f.minResync / 2,
 			Logger: log.With("component", "gitwatch")}),
-		Refs:          spec.RefSources{SecretsDir: f.secretsDir, ConfigMapsDir: f.configMapsDir},
+		Refs:          spec.RefSources{SecretsDir: f.secretsDir, ConfigMapsDir: f.configMapsDir, EnvAllow: f.envRefAllow},
 		MaxConcurrent: f.maxConcurrent, MinResync: f.minResync, MaxFailures: f.maxFailures,
 		BackoffBase: f.retryBackoff, OpTimeout: f.opTimeout,
 		Sources: srcs, SourceAuth: auth, SourcePoll: f.pollInterval, Observer: obs, WatchConfig: f.watchConfig, AllowMassRemoval: f.massRemoval,

@@ -58,6 +58,11 @@ type Stack struct {
 	// Source is the config source (a --config value) that defines the
 	// stack; sync waves and health roll up per source.
 	Source string
+	// Root is the Git checkout the stack's manifest comes from; empty
+	// for local files. Whoever commits to that repository wrote the
+	// spec: its FS references stay inside Root and its Env references
+	// read only allowed names (RefSources.EnvAllow).
+	Root string
 
 	src  map[string]Pos // positions of values in the defining document
 	keys map[string]Pos // positions of mapping keys in it
@@ -129,13 +134,17 @@ type Input struct {
 	// than an error: a Git commit that deletes every manifest says "no
 	// stacks", and the mass-removal guard decides.
 	EmptyOK bool
+	// Root, set for a Git source, is the checkout Path lies in. Its
+	// files are read through it (a symbolic link cannot lead out), and
+	// its stacks' FS references are confined to it (Stack.Root).
+	Root string
 }
 
 // LoadInputs reads the inputs and validates them as one config.
 func LoadInputs(inputs []Input) (*Config, Diagnostics, error) {
 	l := newLoader()
 	for _, in := range inputs {
-		l.source = in.Source
+		l.source, l.root = in.Source, in.Root
 		l.addInput(in)
 	}
 	return l.finish()
@@ -146,6 +155,7 @@ type loader struct {
 	diags  Diagnostics
 	files  int
 	source string // of the stacks being read
+	root   string // of the input being read; see Input.Root
 	// nodes counts the YAML nodes decoded so far, against maxNodes.
 	nodes int
 }
@@ -239,7 +249,7 @@ func unwrapPathError(err error) error {
 
 // readFile reads the file at path, naming it name in diagnostics.
 func (l *loader) readFile(path, name string) {
-	f, err := os.Open(path)
+	f, err := l.open(path)
 	if err != nil {
 		l.fileError(name, "%v", unwrapPathError(err))
 		return
@@ -251,6 +261,31 @@ func (l *loader) readFile(path, name string) {
 		return
 	}
 	l.addFile(name, absDir(path), data)
+}
+
+// open opens a config file; inside a Git checkout, through it, so that a
+// symbolic link cannot make the loader read a file of the host.
+func (l *loader) open(path string) (*os.File, error) {
+	if l.root == "" {
+		return os.Open(path)
+	}
+	rel, err := filepath.Rel(l.root, path)
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(l.root)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := root.Open(rel)
+	if err != nil {
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, errors.New("a symbolic link that leads outside the repository; not read")
+		}
+		return nil, err
+	}
+	return f, nil
 }
 
 // addFile parses one file's documents into the config under construction;
@@ -593,6 +628,7 @@ func (l *loader) addStack(d *decoder, dir, name string, ann map[string]string, s
 		Pos:         d.src[namePath],
 		Dir:         dir,
 		Source:      l.source,
+		Root:        l.root,
 		src:         d.src,
 		keys:        d.keys,
 		base:        base,

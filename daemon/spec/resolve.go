@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 )
 
 // maxRefFile bounds a file read for a reference.
@@ -23,6 +25,9 @@ type RefSources struct {
 	LookupEnv func(string) (string, bool)
 	// StackOutput returns an output of another stack, secret or not.
 	StackOutput func(stack, output string) (string, error)
+	// EnvAllow are the environment variable names (globs) that Env
+	// references of configs from Git may read; local configs read any.
+	EnvAllow []string
 }
 
 // RefError is a reference that could not be read. It names what was
@@ -56,6 +61,9 @@ func (c *Config) resolveRef(s *Stack, r ResourceRef, src RefSources) (string, er
 		if lookup == nil {
 			lookup = os.LookupEnv
 		}
+		if s != nil && s.Root != "" && !envAllowed(src.EnvAllow, r.Env.Name) {
+			return "", fmt.Errorf("a config from Git may not read the daemon's environment variable %s (allow it with --env-ref-allow)", r.Env.Name)
+		}
 		if v, ok := lookup(r.Env.Name); ok {
 			return v, nil
 		}
@@ -64,6 +72,9 @@ func (c *Config) resolveRef(s *Stack, r ResourceRef, src RefSources) (string, er
 		p := r.Filesystem.Path
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(s.Dir, p)
+		}
+		if s.Root != "" {
+			return readRootFile(s.Root, p)
 		}
 		return readRefFile(p)
 	case RefSecret:
@@ -109,6 +120,11 @@ func readRefFile(path string) (string, error) {
 		return "", err // *PathError: names the file
 	}
 	defer f.Close()
+	return readRef(f, path)
+}
+
+// readRef reads an opened reference file, named name in errors.
+func readRef(f *os.File, path string) (string, error) {
 	data, err := io.ReadAll(io.LimitReader(f, maxRefFile+1))
 	switch {
 	case err != nil:
@@ -119,6 +135,36 @@ func readRefFile(path string) (string, error) {
 	data = bytes.TrimSuffix(data, []byte("\n"))
 	data = bytes.TrimSuffix(data, []byte("\r"))
 	return string(data), nil
+}
+
+// readRootFile reads path, which must lie below root, through root: a
+// symbolic link cannot lead out of it.
+func readRootFile(root, path string) (string, error) {
+	rel, err := filepath.Rel(root, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", errors.New("the file is outside the config's repository")
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	f, err := r.Open(rel)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", filepath.ToSlash(rel), unwrapPathError(err))
+	}
+	defer f.Close()
+	return readRef(f, filepath.ToSlash(rel))
+}
+
+// envAllowed says whether name matches one of the globs.
+func envAllowed(globs []string, name string) bool {
+	for _, g := range globs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // dataAll reads every key of the named Secret or ConfigMap: a document of

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -384,8 +385,11 @@ func (v *validator) ref(rel string, r ResourceRef, allowStackOutput bool) {
 			v.errorf(rel+".env.name", "not a valid environment variable name")
 		}
 	case RefFS:
-		if r.Filesystem.Path == "" {
+		switch p := r.Filesystem.Path; {
+		case p == "":
 			v.errorf(rel+".filesystem.path", "missing path")
+		case v.s != nil && v.s.Root != "" && !insideRoot(v.s.Root, v.s.Dir, p):
+			v.errorf(rel+".filesystem.path", "a config from Git may read only files of its own repository: use a relative path that stays inside it")
 		}
 	case RefSecret:
 		v.refName(rel+".secret.name", r.Secret.Name)
@@ -606,6 +610,16 @@ func (v *validator) driftDetection(dd *DriftDetection) {
 		}
 		v.nonEmpty(rel+".properties", rule.Properties)
 	}
+}
+
+// insideRoot says whether path, relative to dir, names a file below root;
+// an absolute path never does.
+func insideRoot(root, dir, path string) bool {
+	if filepath.IsAbs(path) {
+		return false
+	}
+	rel, err := filepath.Rel(root, filepath.Join(dir, path))
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // IsFullSHA says whether s is a full SHA-1 or SHA-256 commit name.
