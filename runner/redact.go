@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -38,6 +39,11 @@ func (r *Runner) redactor(w *workspace) *redactor {
 	}
 	if len(r.passphrase) >= minRedactSecret {
 		secrets = append(secrets, r.passphrase)
+	}
+	if w.ownPassphrase {
+		if data, err := os.ReadFile(w.passphraseFile); err == nil && len(bytes.TrimSpace(data)) >= minRedactSecret {
+			secrets = append(secrets, string(bytes.TrimSpace(data)))
+		}
 	}
 	if u, err := url.Parse(w.backend); err == nil && u.User != nil && len(u.User.String()) >= minRedactSecret {
 		secrets = append(secrets, u.User.String())

@@ -32,7 +32,9 @@ type Options struct {
 	DefaultBackend string
 	// PassphraseFile holds the passphrase of the passphrase secrets
 	// provider. Empty means <DataDir>/passphrase, generated on first use;
-	// a file named here must exist.
+	// a file named here must exist. Without it, stacks created on the
+	// data dir's own backend get a passphrase each, in
+	// <DataDir>/passphrases/<digest of the stack's identity>.
 	PassphraseFile string
 	// Timeout bounds an operation without its own (DefaultTimeout).
 	Timeout time.Duration
@@ -57,6 +59,9 @@ type Runner struct {
 	hostname   string
 	digestKey  []byte
 	passphrase string // for redaction; empty when the file is not readable
+	// ownPassphrases gives stacks of the data dir's backend a passphrase
+	// each (no PassphraseFile was given).
+	ownPassphrases bool
 }
 
 var _ daemon.Runner = (*Runner)(nil)
@@ -110,12 +115,13 @@ func (r *Runner) prepareDataDir() error {
 			return err
 		}
 	}
-	if r.opts.DefaultBackend == "file://"+filepath.Join(r.opts.DataDir, "backend") {
+	if r.opts.DefaultBackend == r.localBackend() {
 		if err := os.MkdirAll(filepath.Join(r.opts.DataDir, "backend"), 0o700); err != nil {
 			return err
 		}
 	}
 	if r.opts.PassphraseFile == "" {
+		r.ownPassphrases = r.opts.DefaultBackend == r.localBackend()
 		r.opts.PassphraseFile = filepath.Join(r.opts.DataDir, "passphrase")
 		if _, err := ensureSecretFile(r.opts.PassphraseFile); err != nil {
 			return fmt.Errorf("passphrase: %w", err)
@@ -133,6 +139,9 @@ func (r *Runner) prepareDataDir() error {
 	r.digestKey = key
 	return nil
 }
+
+// localBackend is the file backend in the data dir.
+func (r *Runner) localBackend() string { return "file://" + filepath.Join(r.opts.DataDir, "backend") }
 
 // daemonEnv is the environment every pulumi process gets on top of the
 // Command's allowlist. PULUMI_DEBUG_COMMANDS enables --event-log.

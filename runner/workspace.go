@@ -35,6 +35,11 @@ type workspace struct {
 	configFile string   // dir/stackFile, passed as --config-file
 	env        []string // the environment added to its processes
 	redact     *redactor
+	// passphraseFile is the passphrase of its secrets, when the
+	// passphrase provider encrypts them; ownPassphrase says it is the
+	// stack's own.
+	passphraseFile string
+	ownPassphrase  bool
 }
 
 // workspace validates ws and derives the runner's view of it. It creates
@@ -63,6 +68,9 @@ func (r *Runner) workspace(ws daemon.Workspace) (*workspace, error) {
 	w.project = project
 	w.stackFile = "Pulumi." + stackBase(ws.Stack) + ".yaml"
 	w.configFile = filepath.Join(w.dir, w.stackFile)
+	if err := r.choosePassphrase(w); err != nil {
+		return nil, fmt.Errorf("stack %s: passphrase: %w", ws.Name, err)
+	}
 	w.env = r.workspaceEnv(w)
 	w.redact = r.redactor(w)
 	return w, nil
@@ -144,9 +152,49 @@ func (r *Runner) workspaceEnv(w *workspace) []string {
 	_, ok1 := w.Env["PULUMI_CONFIG_PASSPHRASE"]
 	_, ok2 := w.Env["PULUMI_CONFIG_PASSPHRASE_FILE"]
 	if !ok1 && !ok2 {
-		env = append(env, "PULUMI_CONFIG_PASSPHRASE_FILE="+r.opts.PassphraseFile)
+		env = append(env, "PULUMI_CONFIG_PASSPHRASE_FILE="+w.passphraseFile)
 	}
 	return append(env, "PULUMI_BACKEND_URL="+w.backend, "PULUMI_DEBUG_COMMANDS=true")
+}
+
+// choosePassphrase picks w's passphrase file. A Pulumi stack created on
+// the data dir's own backend gets a passphrase of its own, kept under the
+// digest of its identity (so that renaming the stackd stack keeps it), so
+// that a passphrase that leaks opens one stack's secrets only; a stack
+// that exists already with the shared passphrase keeps that one.
+func (r *Runner) choosePassphrase(w *workspace) error {
+	w.passphraseFile = r.opts.PassphraseFile
+	if !r.ownPassphrases || w.backend != r.localBackend() || w.SecretsProvider != "" {
+		return nil
+	}
+	own := filepath.Join(r.opts.DataDir, "passphrases", r.identity(w))
+	if _, err := os.Stat(own); err != nil {
+		if r.inLocalBackend(w) {
+			return nil // created with the shared passphrase
+		}
+		if _, err := ensureSecretFile(own); err != nil {
+			return err
+		}
+	}
+	w.passphraseFile, w.ownPassphrase = own, true
+	return nil
+}
+
+// inLocalBackend says whether w's stack exists in the data dir's backend.
+func (r *Runner) inLocalBackend(w *workspace) bool {
+	org, project := "organization", w.project
+	if parts := strings.Split(w.Stack, "/"); len(parts) == 3 {
+		org, project = parts[0], parts[1]
+	}
+	for _, p := range []string{
+		filepath.Join(r.opts.DataDir, "backend", ".pulumi", "stacks", project, stackBase(w.Stack)+".json"),
+		filepath.Join(r.opts.DataDir, "backend", ".pulumi", "stacks", org, project, stackBase(w.Stack)+".json"),
+	} {
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // cmpOr is the first non-empty string.

@@ -41,18 +41,21 @@ func TestWorkspaceEnv(t *testing.T) {
 	env := childEnv(t, r, ws)
 	data := r.opts.DataDir
 	for k, want := range map[string]string{
-		"PULUMI_HOME":                   filepath.Join(data, "pulumi-home"),
-		"TMPDIR":                        filepath.Join(data, "tmp"),
-		"PULUMI_SKIP_UPDATE_CHECK":      "true",
-		"PULUMI_DEBUG_COMMANDS":         "true",
-		"PULUMI_BACKEND_URL":            "file://" + filepath.Join(data, "backend"),
-		"PULUMI_CONFIG_PASSPHRASE_FILE": filepath.Join(data, "passphrase"),
-		"TOKEN":                         "abc",
-		"DAEMON_WIDE":                   "1",
+		"PULUMI_HOME":              filepath.Join(data, "pulumi-home"),
+		"TMPDIR":                   filepath.Join(data, "tmp"),
+		"PULUMI_SKIP_UPDATE_CHECK": "true",
+		"PULUMI_DEBUG_COMMANDS":    "true",
+		"PULUMI_BACKEND_URL":       "file://" + filepath.Join(data, "backend"),
+		"TOKEN":                    "abc",
+		"DAEMON_WIDE":              "1",
 	} {
 		if env[k] != want {
 			t.Errorf("%s = %q, want %q", k, env[k], want)
 		}
+	}
+	// A stack new to the data dir's backend gets a passphrase of its own.
+	if p := env["PULUMI_CONFIG_PASSPHRASE_FILE"]; filepath.Dir(p) != filepath.Join(data, "passphrases") {
+		t.Errorf("PULUMI_CONFIG_PASSPHRASE_FILE = %q, want one of %s", p, filepath.Join(data, "passphrases"))
 	}
 	ws.Env = map[string]string{"PULUMI_CONFIG_PASSPHRASE": "mine", "PULUMI_BACKEND_URL": "s3://bucket"}
 	env = childEnv(t, r, ws)
@@ -203,5 +206,26 @@ func TestSymlinkedProjectFilesStayInside(t *testing.T) {
 				t.Errorf("error %q does not name the file plainly", err)
 			}
 		})
+	}
+}
+
+// TestOwnPassphrases: two stacks new to the data dir's backend get
+// passphrases of their own; with --passphrase-file, or another backend,
+// the one given is used.
+func TestOwnPassphrases(t *testing.T) {
+	r := fakeRunner(t, "env\n")
+	a := childEnv(t, r, daemon.Workspace{Name: "a", Stack: "a", ProjectDir: project(t)})["PULUMI_CONFIG_PASSPHRASE_FILE"]
+	b := childEnv(t, r, daemon.Workspace{Name: "b", Stack: "b", ProjectDir: project(t)})["PULUMI_CONFIG_PASSPHRASE_FILE"]
+	pa, _ := os.ReadFile(a)
+	pb, _ := os.ReadFile(b)
+	if a == b || len(pa) == 0 || string(pa) == string(pb) {
+		t.Fatalf("two stacks share a passphrase: %s %s", a, b)
+	}
+	if fi, err := os.Stat(a); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("passphrase file %s: %v %v", a, fi.Mode(), err)
+	}
+	other := childEnv(t, r, daemon.Workspace{Name: "c", Stack: "c", ProjectDir: project(t), Backend: "file:///elsewhere"})
+	if other["PULUMI_CONFIG_PASSPHRASE_FILE"] != r.opts.PassphraseFile {
+		t.Errorf("another backend: %q, want the shared %q", other["PULUMI_CONFIG_PASSPHRASE_FILE"], r.opts.PassphraseFile)
 	}
 }
