@@ -60,6 +60,9 @@ type Command struct {
 	version semver.Version
 	env     []string
 	opts    CommandOptions
+	// live are the CLI processes started and not waited for yet: the
+	// orphan reaper of PID 1 must never take them.
+	live liveSet
 }
 
 var _ auto.PulumiCommand = (*Command)(nil)
@@ -144,9 +147,10 @@ func (c *Command) Run(ctx context.Context, workdir string, stdin io.Reader,
 // the CLI exits, whatever it left in its group (a plugin that ignored its
 // parent's exit) is killed.
 func (c *Command) runGroup(ctx context.Context, cmd *exec.Cmd) error {
-	if err := cmd.Start(); err != nil {
+	if err := c.live.start(cmd); err != nil {
 		return err
 	}
+	defer c.live.done(cmd.Process.Pid)
 	pgid := cmd.Process.Pid
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -169,10 +173,33 @@ func (c *Command) runGroup(ctx context.Context, cmd *exec.Cmd) error {
 	close(done)
 	wg.Wait()
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	reapGroup(pgid)
 	if ctxErr := ctx.Err(); ctxErr != nil && err != nil {
 		err = fmt.Errorf("%w (%w)", ctxErr, err)
 	}
 	return err
+}
+
+// reapGroup waits for what is left of process group pgid once its leader
+// ended: the plugins pulumi leaves behind. They are this process's
+// children only when stackd is PID 1 (a container without an init),
+// where nothing else would reap them; otherwise there is nothing to wait
+// for. It gives up after a second.
+func reapGroup(pgid int) {
+	deadline := time.Now().Add(time.Second)
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-pgid, &ws, syscall.WNOHANG, nil)
+		switch {
+		case err != nil: // ECHILD: none left that are this process's
+			return
+		case pid == 0: // one still ends
+			if time.Now().After(deadline) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }
 
 // headBuffer keeps the first limit bytes written and counts the rest.

@@ -104,6 +104,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
+	go r.cmd.reapOrphans(ctx)
 	return r, nil
 }
 

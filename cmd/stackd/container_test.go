@@ -79,12 +79,13 @@ func (p *podman) run(args ...string) string {
 	return strings.TrimSpace(out)
 }
 
-// start runs the test image detached, with an init process, in a
-// container named name with podman's options. The container is removed
+// start runs the test image detached, without an init process (stackd is
+// PID 1 and reaps what pulumi leaves behind), in a container named name
+// with podman's options. The container is removed
 // when the test ends; its log is shown when the test failed.
 func (p *podman) start(name string, options ...string) {
 	p.t.Helper()
-	p.run(append([]string{"run", "-d", "--name", name, "--init"}, append(options, testImage+":"+testTag)...)...)
+	p.run(append([]string{"run", "-d", "--name", name}, append(options, testImage+":"+testTag)...)...)
 	p.t.Cleanup(func() {
 		if p.t.Failed() {
 			logs, _ := p.logs(name)
@@ -207,8 +208,8 @@ func TestContainerImage(t *testing.T) {
 	}
 	t.Logf("container started and deployed the stack in %v", time.Since(began).Round(time.Millisecond))
 
-	// stackd runs as stackd (65532), below the init process, which reaps
-	// the plugins pulumi leaves behind.
+	// stackd runs as stackd (65532), as PID 1, and reaps the plugins
+	// pulumi leaves behind: no zombie is left.
 	top := p.run("top", name, "huser", "user", "comm")
 	if !hasLine(top, fmt.Sprintf("%d stackd stackd", imageUID)) {
 		t.Fatalf("podman top: stackd does not run as the user stackd (%d):\n%s", imageUID, top)

@@ -254,16 +254,17 @@ outputs:
 		_, body := in.get(path, nil)
 		bodies = append(bodies, string(body))
 	}
+	logs := in.logs.String()
 	in.stop()
 	db, err := os.ReadFile(filepath.Join(dataDir, "stackd.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	bodies = append(bodies, string(db))
+	bodies = append(bodies, string(db), logs)
 	for _, secret := range []string{literal, fromEnv, string(bytes.TrimSpace(passphrase))} {
 		for i, b := range bodies {
 			if strings.Contains(b, secret) {
-				t.Errorf("body %d (API, UI or stackd.db) holds a canary output", i)
+				t.Errorf("body %d (API, UI, stackd.db or the daemon's log) holds a canary output", i)
 			}
 		}
 	}
