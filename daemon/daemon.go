@@ -172,6 +172,8 @@ type Daemon struct {
 	// running counts operations in flight, for MaxConcurrent.
 	running int
 	started bool
+	// paused stops operations from starting (Pause); polls go on.
+	paused bool
 
 	wake chan struct{}
 	// srcWake makes the Git sources poll now (a push webhook).

@@ -116,6 +116,8 @@ type Stats struct {
 	// Queued counts stacks that want to run but wait for a worker, a
 	// prerequisite or a sync wave.
 	Queued int
+	// Paused is set while no operation may start (Pause).
+	Paused bool
 }
 
 // ErrUnknownUpdate is returned for an update id that does not exist.
@@ -125,7 +127,7 @@ var ErrUnknownUpdate = errors.New("unknown update")
 func (d *Daemon) Stats() Stats {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	s := Stats{Running: d.running}
+	s := Stats{Running: d.running, Paused: d.paused}
 	for _, st := range d.stacks {
 		if !st.running && st.waiting {
 			s.Queued++

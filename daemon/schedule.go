@@ -66,7 +66,7 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 		if !due {
 			return minPositive(wait, until)
 		}
-		if d.running < d.opts.MaxConcurrent {
+		if d.running < d.opts.MaxConcurrent && !d.paused {
 			d.startDrift(st, obs)
 		}
 		return wait
@@ -81,8 +81,8 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 		d.waiting(st, "waiting for the handover grace before breaking the lock the stack's last holder left", now)
 		return st.breakLockAt.Sub(now)
 	}
-	if d.running >= d.opts.MaxConcurrent {
-		return 0 // an operation's end kicks the loop
+	if d.running >= d.opts.MaxConcurrent || d.paused {
+		return 0 // an operation's end, or Resume, kicks the loop
 	}
 	d.startOperation(st, dec, obs)
 	return 0

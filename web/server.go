@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -48,6 +49,13 @@ type API interface {
 	// RemoteLog is the API URL of the replica running update id, when
 	// another replica runs it: its live log is there.
 	RemoteLog(id string) string
+	// Backup writes a consistent copy of the state; daemon.ErrNoBackup
+	// when the state is not the daemon's to copy.
+	Backup(w io.Writer) (int64, error)
+	// Pause stops operations from starting and returns how many run;
+	// Resume lets them start again.
+	Pause() int
+	Resume()
 }
 
 // DefaultAddr is loopback: exposing the API is an explicit choice.
@@ -146,6 +154,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/config", s.getConfig)
 	mux.HandleFunc("GET /api/v1/config/revisions", s.listRevisions)
 	mux.HandleFunc("GET /api/v1/cluster", s.getCluster)
+	mux.HandleFunc("GET /api/v1/backup", s.backup)
+	mux.HandleFunc("POST /api/v1/pause", s.pause)
+	mux.HandleFunc("POST /api/v1/resume", s.resume)
 	mux.HandleFunc("POST "+webhookPath, s.webhook)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint")

@@ -68,6 +68,12 @@ func (r *recordingAPI) ConfigRevisions(before uint64, limit int) ([]daemon.Confi
 }
 func (r *recordingAPI) Stats() daemon.Stats        { defer r.enter()(); return r.API.Stats() }
 func (r *recordingAPI) RemoteLog(id string) string { defer r.enter()(); return r.API.RemoteLog(id) }
+func (r *recordingAPI) Backup(w io.Writer) (int64, error) {
+	defer r.enter()()
+	return r.API.Backup(w)
+}
+func (r *recordingAPI) Pause() int { defer r.enter()(); return r.API.Pause() }
+func (r *recordingAPI) Resume()    { defer r.enter()(); r.API.Resume() }
 func (r *recordingAPI) ClusterStatus() (daemon.ClusterStatus, bool) {
 	defer r.enter()()
 	return r.API.ClusterStatus()

@@ -144,6 +144,24 @@ func (f *fakeAPI) ConfigRevisions(before uint64, limit int) ([]daemon.ConfigRevi
 	return out, nil
 }
 
+func (f *fakeAPI) Backup(w io.Writer) (int64, error) {
+	n, err := w.Write([]byte("bolt file"))
+	return int64(n), err
+}
+
+func (f *fakeAPI) Pause() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stats.Paused = true
+	return f.stats.Running
+}
+
+func (f *fakeAPI) Resume() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stats.Paused = false
+}
+
 func (f *fakeAPI) RemoteLog(id string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -627,7 +627,10 @@ func (f *uiScriptAPI) Stats() daemon.Stats { return daemon.Stats{Queued: int(f.r
 func (f *uiScriptAPI) ClusterStatus() (daemon.ClusterStatus, bool) {
 	return daemon.ClusterStatus{}, false
 }
-func (f *uiScriptAPI) RemoteLog(string) string { return "" }
+func (f *uiScriptAPI) RemoteLog(string) string         { return "" }
+func (f *uiScriptAPI) Backup(io.Writer) (int64, error) { return 0, daemon.ErrNoBackup }
+func (f *uiScriptAPI) Pause() int                      { return 0 }
+func (f *uiScriptAPI) Resume()                         {}
 
 // Log answers the page's first call as uiFakeAPI does, and later calls
 // (the script's) with the stream.

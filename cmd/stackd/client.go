@@ -301,6 +301,50 @@ func syncCommand(args []string, stdout io.Writer) error {
 	return nil
 }
 
+// pauseCommand runs "stackd pause [--wait D]" and "stackd resume": no
+// operation starts while paused; pause returns once none runs (or the
+// wait ended), so that the backend can be copied.
+func pauseCommand(name string, args []string, stdout io.Writer) error {
+	fs := newFlagSet(name)
+	server, tokenFile := clientFlags(fs)
+	wait := fs.Duration("wait", 5*time.Minute, "how long pause waits for running operations to end")
+	if err := parseFlags(fs, name+" [flags]", args, stdout); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usageErrorf("%s: unexpected argument %q", name, fs.Arg(0))
+	}
+	c, err := newClient(*server, *tokenFile)
+	if err != nil {
+		return err
+	}
+	path := "/api/v1/resume"
+	if name == "pause" {
+		path = "/api/v1/pause?wait=" + url.QueryEscape(wait.String())
+	}
+	resp, err := c.do(http.MethodPost, path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Paused  bool
+		Running int
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return fmt.Errorf("%s: decode: %w", name, err)
+	}
+	switch {
+	case !out.Paused:
+		fmt.Fprintln(stdout, "resumed: operations start again")
+	case out.Running > 0:
+		return fmt.Errorf("paused, but %d operation(s) still run after %s", out.Running, *wait)
+	default:
+		fmt.Fprintln(stdout, "paused: no operation runs or starts until stackd resume")
+	}
+	return nil
+}
+
 // logsCommand runs "stackd logs NAME [--follow]": the log of the running
 // update, else of the last one.
 func logsCommand(args []string, stdout io.Writer) error {

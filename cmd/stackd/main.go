@@ -32,9 +32,11 @@ Usage:
   stackd store check --data-dir DIR        check the state file's consistency
   stackd store migrate --to-etcd URLS      copy a stopped node's state into a cluster
   stackd backup --data-dir DIR FILE        write a consistent copy of the state file
+  stackd backup --server URL FILE          the same, from a running daemon
   stackd status [NAME] [--json]            show the stacks of a running daemon
   stackd sync NAME                         ask a running daemon to run a stack
   stackd logs NAME [--follow]              print a stack's last (or running) update log
+  stackd pause [--wait D] / stackd resume  stop operations from starting (to copy the backend)
   stackd version                           print the version
 
 Every flag may also be given as an environment variable STACKD_<FLAG>,
@@ -71,6 +73,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = syncCommand(rest, stdout)
 	case "logs":
 		err = logsCommand(rest, stdout)
+	case "pause", "resume":
+		err = pauseCommand(cmd, rest, stdout)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "stackd %s (%s %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	case "help", "-h", "-help", "--help":

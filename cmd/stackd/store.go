@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -54,15 +56,20 @@ func storeCommand(args []string, stdout io.Writer) error {
 func backup(args []string, stdout io.Writer) error {
 	fs := newFlagSet("backup")
 	dataDir := fs.String("data-dir", defaultDataDir, "data directory holding "+store.FileName)
-	if err := parseFlags(fs, "backup [--data-dir DIR] FILE", args, stdout); err != nil {
+	server := fs.String("server", "", "URL of a running daemon's HTTP API to back up through (instead of --data-dir)")
+	tokenFile := fs.String("api-token-file", "", "file holding the API token, when the daemon requires one")
+	if err := parseFlags(fs, "backup [--data-dir DIR | --server URL] FILE", args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usageErrorf("backup: name the file to write")
 	}
+	if *server != "" {
+		return backupFromServer(*server, *tokenFile, fs.Arg(0), stdout)
+	}
 	s, err := openReadOnly(*dataDir)
 	if errors.Is(err, store.ErrLocked) {
-		return fmt.Errorf("%w\nwhile stackd runs, back up through its API instead", err)
+		return fmt.Errorf("%w\nwhile stackd runs, back up through its API: stackd backup --server URL FILE", err)
 	}
 	if err != nil {
 		return err
@@ -72,6 +79,57 @@ func backup(args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", fs.Arg(0))
+	return nil
+}
+
+// backupFromServer writes the copy a running daemon streams to dst, and
+// checks it before it replaces dst.
+func backupFromServer(server, tokenFile, dst string, stdout io.Writer) error {
+	c, err := newClient(server, tokenFile)
+	if err != nil {
+		return err
+	}
+	resp, err := c.do(http.MethodGet, "/api/v1/backup")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	tmp := dst + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	n, err := io.Copy(f, resp.Body)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = checkBackup(tmp)
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("backup: %w", err)
+	}
+	fmt.Fprintf(stdout, "wrote %s (%d bytes) from %s\n", dst, n, server)
+	return nil
+}
+
+// checkBackup opens a copy read-only and runs the store's check on it.
+func checkBackup(path string) error {
+	s, err := store.Open(path, store.Options{ReadOnly: true, Timeout: 2 * time.Second})
+	if err != nil {
+		return fmt.Errorf("the copy does not open: %w", err)
+	}
+	defer s.Close()
+	if err := s.Check(); err != nil {
+		return fmt.Errorf("the copy is damaged: %w", err)
+	}
 	return nil
 }
 

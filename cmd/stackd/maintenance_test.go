@@ -1,0 +1,59 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/store"
+)
+
+// TestE2EBackupAndPause: stackd backup --server copies the state of a
+// running daemon (a file that store check accepts and that holds the same
+// history); stackd pause waits for the running update, and no update
+// starts until stackd resume.
+func TestE2EBackupAndPause(t *testing.T) {
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+	out := filepath.Join(t.TempDir(), "note.txt")
+	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+
+		"    envRefs:\n      STACKDTEST_DELAY: {type: Literal, literal: {value: 2s}}\n"), "")
+	in.waitStack("app", "deployed", time.Minute, isReady)
+
+	file := filepath.Join(t.TempDir(), "copy.db")
+	if code, stdout, stderr := stackd(t, "backup", "--server", in.url, file); code != exitOK || !strings.Contains(stdout, "wrote") {
+		t.Fatalf("backup --server: exit %d\n%s%s", code, stdout, stderr)
+	}
+	copied, err := store.Open(file, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	us, err := copied.Updates("app", 0, 0)
+	copied.Close()
+	if err != nil || len(us) != len(in.updates("app")) || us[0].State != daemon.UpdateSucceeded {
+		t.Fatalf("the copy's history: %+v %v", us, err)
+	}
+
+	// A new commit starts an update; pause waits for it to end.
+	r.commit(map[string]string{"Pulumi.yaml": program("v2")})
+	in.waitStack("app", "the second update", time.Minute, func(v daemon.StackView) bool { return v.Status.CurrentUpdate != nil })
+	start := time.Now()
+	if code, stdout, stderr := stackd(t, "pause", "--server", in.url); code != exitOK || !strings.Contains(stdout, "paused") {
+		t.Fatalf("pause: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if v := in.stack("app"); v.Status.CurrentUpdate != nil || time.Since(start) < 500*time.Millisecond {
+		t.Fatalf("pause returned with an update running (after %s)", time.Since(start))
+	}
+	r.commit(map[string]string{"Pulumi.yaml": program("v3")})
+	in.sync("app")
+	time.Sleep(3 * time.Second)
+	if v := in.stack("app"); v.Status.CurrentUpdate != nil || output(v, "content") != "hello v2" {
+		t.Fatalf("an update ran while paused: %s", output(v, "content"))
+	}
+	if code, stdout, _ := stackd(t, "resume", "--server", in.url); code != exitOK || !strings.Contains(stdout, "resumed") {
+		t.Fatalf("resume: exit %d %s", code, stdout)
+	}
+	in.waitStack("app", "v3 after resume", time.Minute, func(v daemon.StackView) bool { return isReady(v) && output(v, "content") == "hello v3" })
+}
