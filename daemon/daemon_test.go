@@ -432,8 +432,13 @@ func TestFailuresBackOffThenStallThenRecover(t *testing.T) {
 		return c != nil && c.Reason == ReasonUpdateFailed
 	})
 	ups := h.store.updatesOf("app")
-	if len(ups) != 4 {
-		t.Fatalf("%d attempts before stalling, want 4 (PKO: failures 0..3)", len(ups))
+	if len(ups) != 3 {
+		t.Fatalf("%d attempts before stalling, want 3 (--max-failures)", len(ups))
+	}
+	// The count, the message and the record agree.
+	v, _ := h.d.Stack("app")
+	if l := v.Status.LastUpdate; l.Failures != 3 || !strings.Contains(v.Status.Condition(ConditionStalled).Message, "up failed 3 times") {
+		t.Fatalf("failures %d, message %q", l.Failures, v.Status.Condition(ConditionStalled).Message)
 	}
 	for i := 1; i < len(ups); i++ {
 		gap := ups[i].StartTime.Sub(ups[i-1].EndTime)
@@ -445,11 +450,22 @@ func TestFailuresBackOffThenStallThenRecover(t *testing.T) {
 		}
 	}
 	time.Sleep(200 * time.Millisecond)
-	if n := len(h.store.updatesOf("app")); n != 4 {
+	if n := len(h.store.updatesOf("app")); n != 3 {
 		t.Fatalf("a stalled stack ran again: %d updates", n)
 	}
-	h.runner.setFail("app", nil)
+	// A new commit gets the whole retry budget again, not one attempt.
 	h.fetcher.set("https://git.example/app.git", sha2, nil)
+	h.eventually("stalled on the new commit", func() bool {
+		v, _ := h.d.Stack("app")
+		l := v.Status.LastUpdate
+		return l != nil && l.LastAttemptedCommit == sha2 && l.Failures == 3
+	})
+	if n := len(h.store.updatesOf("app")); n != 6 {
+		t.Fatalf("%d updates after the new commit stalled, want 6", n)
+	}
+	h.runner.setFail("app", nil)
+	const sha3 = "3333333333333333333333333333333333333333"
+	h.fetcher.set("https://git.example/app.git", sha3, nil)
 	h.eventually("recovery on a new commit", func() bool { return h.ready("app") })
 }
 
@@ -1003,7 +1019,7 @@ func (n *recordingNotifier) kinds() string {
 
 func TestNotifications(t *testing.T) {
 	n := &recordingNotifier{}
-	h := newHarness(t, oneStack, func(o *Options) { o.Notifier, o.MaxFailures = n, 1 })
+	h := newHarness(t, oneStack, func(o *Options) { o.Notifier, o.MaxFailures = n, 2 })
 	h.fetcher.set("https://git.example/app.git", sha1, nil)
 	h.runner.setFail("app", errors.New("boom"))
 	h.start()

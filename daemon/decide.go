@@ -106,7 +106,7 @@ func decideAfterFailure(last *LastUpdate, o Observation) Decision {
 	if last.Failures >= o.maxFailures() {
 		return Decision{Stalled: true}
 	}
-	wait := backoff(o.BackoffBase, last.Failures, o.MaxBackoff)
+	wait := backoff(o.BackoffBase, last.Failures-1, o.MaxBackoff)
 	due := last.LastResyncTime.Add(wait)
 	if !o.Now.Before(due) {
 		return o.run(fmt.Sprintf("Backoff time elapsed: %s", wait))
@@ -162,13 +162,17 @@ func backoff(base time.Duration, failures int64, limit time.Duration) time.Durat
 	return time.Duration(d)
 }
 
-// NextFailures is the consecutive-failure count after a failed update,
-// by PKO's rule: it grows only while the generation and the sync request
-// stay those of the last update; otherwise it restarts at 0. A new commit
-// does not reset it.
-func NextFailures(last *LastUpdate, generation int64, request string) int64 {
-	if last == nil || last.Generation != generation || last.ReconcileRequest != request {
-		return 0
+// NextFailures is the count of consecutive failed updates once one more
+// failed: 1 for the first. It grows only while the last update failed
+// with the same generation, sync request and commit; a success, a new
+// spec, a new sync request or a new commit restarts it, so that each gets
+// the whole retry budget. (PKO counts from 0 and does not restart on a new
+// commit: a stalled stack then stalls again at the first failure of the
+// commit that fixes it.)
+func NextFailures(last *LastUpdate, generation int64, request, commit string) int64 {
+	if last == nil || last.State != UpdateFailed || last.Generation != generation ||
+		last.ReconcileRequest != request || last.LastAttemptedCommit != commit {
+		return 1
 	}
 	return last.Failures + 1
 }

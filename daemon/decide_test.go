@@ -68,12 +68,14 @@ func TestDecide(t *testing.T) {
 		{"5a new commit after failure", failed(2, func(l *LastUpdate) { l.LastAttemptedCommit = oldSHA }), base, Decision{Run: true, Type: UpdateUp, Reason: `New commit detected: "` + sha + `"`}},
 		{"5b stalled", failed(3, nil), base, Decision{Stalled: true}},
 		{"5b stall limit from flag", failed(1, nil), with(func(o *Observation) { o.MaxFailures = 1 }), Decision{Stalled: true}},
-		{"5c backoff elapsed", failed(1, func(l *LastUpdate) { l.LastResyncTime = now.Add(-30 * time.Second) }), base, Decision{Run: true, Type: UpdateUp, Reason: "Backoff time elapsed: 30s"}},
-		{"5c backoff pending", failed(1, nil), base, Decision{RecheckAfter: 20 * time.Second}},
-		{"5c first failure waits 10s", failed(0, func(l *LastUpdate) { l.LastResyncTime = now.Add(-9500 * time.Millisecond) }), base, Decision{RecheckAfter: time.Second}},
+		// Failures counts failed updates, 1 for the first; the n-th waits
+		// 10s·3^(n-1).
+		{"5c backoff elapsed", failed(2, func(l *LastUpdate) { l.LastResyncTime = now.Add(-30 * time.Second) }), base, Decision{Run: true, Type: UpdateUp, Reason: "Backoff time elapsed: 30s"}},
+		{"5c backoff pending", failed(2, nil), base, Decision{RecheckAfter: 20 * time.Second}},
+		{"5c first failure waits 10s", failed(1, func(l *LastUpdate) { l.LastResyncTime = now.Add(-9500 * time.Millisecond) }), base, Decision{RecheckAfter: time.Second}},
 		{"5c capped backoff", failed(2, func(l *LastUpdate) { l.LastResyncTime = now.Add(-15 * time.Second) }), with(func(o *Observation) { o.MaxBackoff = 15 * time.Second }),
 			Decision{Run: true, Type: UpdateUp, Reason: "Backoff time elapsed: 15s"}},
-		{"5 failed destroy retries", failed(1, func(l *LastUpdate) { l.Type = UpdateDestroy; l.LastResyncTime = now.Add(-time.Minute) }), with(func(o *Observation) { removed(o); o.Commit = "" }),
+		{"5 failed destroy retries", failed(2, func(l *LastUpdate) { l.Type = UpdateDestroy; l.LastResyncTime = now.Add(-time.Minute) }), with(func(o *Observation) { removed(o); o.Commit = "" }),
 			Decision{Run: true, Type: UpdateDestroy, Reason: "Backoff time elapsed: 30s"}},
 		{"5 failed destroy stalls", failed(3, func(l *LastUpdate) { l.Type = UpdateDestroy }), with(removed), Decision{Stalled: true}},
 		{"5 removal ignores commits", failed(3, func(l *LastUpdate) { l.LastAttemptedCommit = oldSHA }), with(removed), Decision{Stalled: true}},
@@ -113,21 +115,22 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestNextFailures(t *testing.T) {
-	last := &LastUpdate{Generation: 3, ReconcileRequest: "a", Failures: 2}
+	last := &LastUpdate{Generation: 3, ReconcileRequest: "a", State: UpdateFailed, LastAttemptedCommit: "c1", Failures: 2}
 	for _, tt := range []struct {
-		name string
-		last *LastUpdate
-		gen  int64
-		req  string
-		want int64
+		name        string
+		last        *LastUpdate
+		gen         int64
+		req, commit string
+		want        int64
 	}{
-		{"no previous update", nil, 3, "a", 0},
-		{"same generation and request", last, 3, "a", 3},
-		{"new generation restarts", last, 4, "a", 0},
-		{"new sync request restarts", last, 3, "b", 0},
-		{"after a success at the same generation", &LastUpdate{Generation: 3, ReconcileRequest: "a"}, 3, "a", 1},
+		{"no previous update", nil, 3, "a", "c1", 1},
+		{"same generation, request and commit", last, 3, "a", "c1", 3},
+		{"new generation restarts", last, 4, "a", "c1", 1},
+		{"new sync request restarts", last, 3, "b", "c1", 1},
+		{"new commit restarts", last, 3, "a", "c2", 1},
+		{"after a success at the same generation", &LastUpdate{Generation: 3, ReconcileRequest: "a", State: UpdateSucceeded, LastAttemptedCommit: "c1"}, 3, "a", "c1", 1},
 	} {
-		if got := NextFailures(tt.last, tt.gen, tt.req); got != tt.want {
+		if got := NextFailures(tt.last, tt.gen, tt.req, tt.commit); got != tt.want {
 			t.Errorf("%s: NextFailures = %d, want %d", tt.name, got, tt.want)
 		}
 	}

@@ -246,11 +246,11 @@ func (d *Daemon) recordOutcome(st *stackState, j job, u Update, res Result, now 
 	if last != nil {
 		lu.LastSuccessfulCommit = last.LastSuccessfulCommit
 	}
-	lu.Failures = NextFailures(last, j.obs.Generation, j.obs.ReconcileRequest)
+	lu.Failures = NextFailures(last, j.obs.Generation, j.obs.ReconcileRequest, u.Commit)
 	s.LastUpdate = lu
 	event := notify.Event{Kind: notify.UpdateFailed, Stack: st.rec.Name, Time: now, Update: u.ID, Commit: u.Commit, Message: u.Message}
 	if lu.Failures >= d.opts.MaxFailures {
-		s.MarkStalled(ReasonUpdateFailed, failureMessage(u.Type, lu.Failures+1)+": "+u.Message, st.rec.Generation, now)
+		s.MarkStalled(ReasonUpdateFailed, failureMessage(u.Type, lu.Failures)+": "+u.Message, st.rec.Generation, now)
 		event.Kind, event.Message = notify.StackStalled, s.Condition(ConditionStalled).Message
 		d.opts.Notifier.Notify(event)
 		return

@@ -309,18 +309,17 @@ func collectHealth(ch chan<- prometheus.Metric, d *prometheus.Desc, name, curren
 
 // collectStack emits one stack's gauges.
 //
-// stackd_stack_consecutive_failures counts failed updates, not retries:
-// PKO's lastUpdate.failures is 0 after the first failure (it counts the
-// failures before the last one), so the gauge is failures+1 while the
-// last update failed and 0 otherwise — the number the Stalled message
-// gives.
+// stackd_stack_consecutive_failures is lastUpdate.failures while the last
+// update failed (1 after the first failure; the number the Stalled
+// message gives), 0 otherwise. A record from before stackd counted from 1
+// shows at least 1.
 func collectStack(ch chan<- prometheus.Metric, v *daemon.StackView) {
 	gauge(ch, descReady, conditionTrue(&v.Status, daemon.ConditionReady), v.Name)
 	gauge(ch, descReconcile, conditionTrue(&v.Status, daemon.ConditionReconciling), v.Name)
 	gauge(ch, descStalled, conditionTrue(&v.Status, daemon.ConditionStalled), v.Name)
 	failing, failures := 0.0, 0.0
 	if lu := v.Status.LastUpdate; lu != nil && lu.State == daemon.UpdateFailed {
-		failing, failures = 1, float64(lu.Failures+1)
+		failing, failures = 1, float64(max(lu.Failures, 1))
 	}
 	gauge(ch, descFailing, failing, v.Name)
 	gauge(ch, descFailures, failures, v.Name)

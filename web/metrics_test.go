@@ -30,7 +30,7 @@ func metricStacks() []daemon.StackView {
 			LastUpdate: &daemon.LastUpdate{State: daemon.UpdateSucceeded, LastSuccessfulCommit: failingCommit}}},
 		{Name: "db", LastSuccess: success, Status: daemon.StackStatus{
 			Conditions: []daemon.Condition{cond(daemon.ConditionReady, "False"), cond(daemon.ConditionStalled, "True")},
-			LastUpdate: &daemon.LastUpdate{State: daemon.UpdateFailed, Failures: 1, LastAttemptedCommit: failingCommit,
+			LastUpdate: &daemon.LastUpdate{State: daemon.UpdateFailed, Failures: 2, LastAttemptedCommit: failingCommit,
 				Message: "error: permission denied"}}},
 		{Name: "new", Status: daemon.StackStatus{
 			Conditions: []daemon.Condition{cond(daemon.ConditionReady, "False"), cond(daemon.ConditionReconciling, "True")}}},
