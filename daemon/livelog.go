@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"sync"
 )
@@ -148,8 +149,13 @@ func (s *scrubber) Close() {
 	}
 }
 
-// clean replaces every secret in text.
+// ansiEscape matches terminal colour and cursor sequences, which program
+// output may hold whatever the CLI is told.
+var ansiEscape = regexp.MustCompile("\x1b\\[[0-9;?]*[ -/]*[@-~]")
+
+// clean replaces every secret in text, and drops terminal escapes.
 func (s *scrubber) clean(text string) string {
+	text = ansiEscape.ReplaceAllString(text, "")
 	for _, secret := range s.secrets {
 		text = strings.ReplaceAll(text, secret, "[secret]")
 	}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -23,5 +24,22 @@ func TestScrubberLongLine(t *testing.T) {
 		if got := out.String(); strings.Contains(got, "CANARY") || !strings.Contains(got, "[secret]") {
 			t.Errorf("secret at %d: the log shows it or lost it", at)
 		}
+	}
+}
+
+// TestFailedUpdateLogHoldsTheError: a failed update's log ends with its
+// error, and terminal escapes reach neither the log nor the message.
+func TestFailedUpdateLogHoldsTheError(t *testing.T) {
+	h := newHarness(t, oneStack, func(o *Options) { o.MaxFailures = 1 })
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.runner.setFail("app", errors.New("\x1b[31merror:\x1b[0m program failed"))
+	h.start()
+	h.eventually("failed", func() bool { l := h.last("app"); return l != nil && l.State == UpdateFailed })
+	u := h.store.updatesOf("app")[0]
+	h.store.mu.Lock()
+	log := string(h.store.logs[u.ID])
+	h.store.mu.Unlock()
+	if !strings.HasSuffix(log, "error: error: program failed\n") || strings.Contains(log+u.Message, "\x1b") {
+		t.Fatalf("log %q, message %q", log, u.Message)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
@@ -68,10 +69,13 @@ func (d *Daemon) operate(ctx context.Context, j job) {
 	op := d.operation(j, p)
 	op.Log = scrub
 	res, runErr := d.opts.Runner.Run(ctx, op)
-	scrub.Close()
 	if runErr != nil {
 		runErr = errors.New(scrub.clean(runErr.Error()))
+		// The log always holds the error, also of a program that failed
+		// before it printed anything.
+		_, _ = io.WriteString(scrub, "\nerror: "+runErr.Error()+"\n")
 	}
+	scrub.Close()
 	for k, v := range res.Outputs {
 		res.Outputs[k] = ScrubJSON(v, scrub.clean)
 	}
@@ -201,7 +205,11 @@ func (d *Daemon) finish(ctx context.Context, j job, u Update, res Result, runErr
 	d.recordOutcome(st, j, u, res, now)
 	d.putStack(st)
 	d.opts.Observer.UpdateFinished(u)
-	d.log.Info("operation finished", "stack", st.rec.Name, "type", u.Type, "state", u.State, "update", u.ID)
+	if u.State == UpdateFailed {
+		d.log.Warn("operation failed", "stack", st.rec.Name, "type", u.Type, "update", u.ID, "commit", u.Commit, "err", u.Message)
+	} else {
+		d.log.Info("operation finished", "stack", st.rec.Name, "type", u.Type, "state", u.State, "update", u.ID)
+	}
 }
 
 // recordOutcome updates st's status for a finished update u.
@@ -253,6 +261,8 @@ func (d *Daemon) recordOutcome(st *stackState, j job, u Update, res Result, now 
 		s.MarkStalled(ReasonUpdateFailed, failureMessage(u.Type, lu.Failures)+": "+u.Message, st.rec.Generation, now)
 		event.Kind, event.Message = notify.StackStalled, s.Condition(ConditionStalled).Message
 		d.opts.Notifier.Notify(event)
+		d.log.Error("stack stalled: not retrying until its spec, its commit or a sync request changes",
+			"stack", st.rec.Name, "commit", u.Commit, "failures", lu.Failures, "err", u.Message)
 		return
 	}
 	d.opts.Notifier.Notify(event)
