@@ -77,8 +77,8 @@ func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
 			Help: "Drift checks, by result (InSync, Drifted, CheckFailed).",
 		}, []string{"result"}),
 		commitApplied: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "stackd_commit_to_applied_seconds",
-			Help:    "Time from a new commit being seen to its update succeeding.",
+			Name:    "stackd_commit_seen_to_applied_seconds",
+			Help:    "Time from stackd first seeing a new commit (a poll or a push webhook) to its update succeeding; not from the commit's own time.",
 			Buckets: []float64{5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200},
 		}),
 	}

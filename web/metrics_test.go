@@ -98,7 +98,7 @@ func TestMetrics(t *testing.T) {
 		`stackd_git_polls_total{result="success"} 1`,
 		`stackd_git_polls_total{result="error"} 1`,
 		"stackd_git_poll_duration_seconds_count 2",
-		"stackd_commit_to_applied_seconds_count 1",
+		"stackd_commit_seen_to_applied_seconds_count 1",
 		"stackd_queue_depth 2",
 		"stackd_operations_running 1",
 		"stackd_config_last_reload_successful 0",
