@@ -98,6 +98,10 @@ type Workspace struct {
 	// Env is added to the pulumi process's environment (envRefs). Values
 	// may be secrets.
 	Env map[string]string
+	// SecretEnv names the variables of Env whose values are secrets (by
+	// kind: Secret, FS, Literal; or by name): the runner hides those in
+	// logs and outputs, and leaves plain values such as a region readable.
+	SecretEnv []string
 	// Environments are Pulumi ESC environments to import (spec.environment).
 	Environments []string
 	// Config is applied in order: config, then configRef, then secretsRef.

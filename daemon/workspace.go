@@ -229,6 +229,11 @@ func stackWorkspace(c *spec.Config, s *spec.Stack, dir string, refs spec.RefSour
 		return Workspace{}, nil, err
 	}
 	ws.Env = env
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		if slices.Contains(secrets, env[k]) {
+			ws.SecretEnv = append(ws.SecretEnv, k)
+		}
+	}
 	cfg, more, err := stackConfig(c, s, refs)
 	if err != nil {
 		return Workspace{}, nil, err
@@ -317,17 +322,21 @@ func refIsSecret(envName string, r spec.ResourceRef) bool {
 	case spec.RefSecret, spec.RefFS, spec.RefLiteral:
 		return true
 	case spec.RefEnv:
-		return secretName(envName) || secretName(r.Env.Name)
+		return SecretName(envName) || SecretName(r.Env.Name)
 	case spec.RefStackOutput:
-		return secretName(envName) || secretName(r.StackOutput.Output)
+		return SecretName(envName) || SecretName(r.StackOutput.Output)
 	}
 	return false
 }
 
 // secretWords mark a variable or output name as holding a secret.
+// SecretName is the rule; the runner applies it to the daemon-wide
+// environment too.
 var secretWords = []string{"SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE", "KEY", "CREDENTIAL", "AUTH", "PRIVATE", "CERT"}
 
-func secretName(name string) bool {
+// SecretName says whether a variable or output name says it holds a
+// secret (TOKEN, SECRET, PASSWORD, KEY, …).
+func SecretName(name string) bool {
 	upper := strings.ToUpper(name)
 	for _, w := range secretWords {
 		if strings.Contains(upper, w) {

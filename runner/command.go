@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -42,6 +43,9 @@ type CommandOptions struct {
 	// Env is added to the inherited allowlist for every process: the
 	// daemon-wide settings (PULUMI_HOME, PULUMI_SKIP_UPDATE_CHECK, …).
 	Env []string
+	// PassEnv are globs of further variables of the daemon's environment
+	// that every process inherits.
+	PassEnv []string
 	// KillDelay is how long a cancelled process group has between SIGINT
 	// and SIGKILL (DefaultKillDelay).
 	KillDelay time.Duration
@@ -97,12 +101,22 @@ func (c *Command) baseEnv(environ []string) []string {
 		switch {
 		case k == "PATH" && v != "":
 			path += string(os.PathListSeparator) + v
-		case slices.Contains(inheritedEnv, k):
+		case slices.Contains(inheritedEnv, k), matchesAny(c.opts.PassEnv, k):
 			env = append(env, kv)
 		}
 	}
 	env = append(env, "PATH="+path)
 	return append(env, c.opts.Env...)
+}
+
+// matchesAny says whether name matches one of the globs.
+func matchesAny(globs []string, name string) bool {
+	for _, g := range globs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // Version is the CLI's version.

@@ -11,19 +11,19 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/stackd/stackd/daemon"
 )
 
 // Shorter values are not redacted: replacing every "yes" or "1" of a log
-// would garble it and protect nothing. Env values are not all secrets, so
-// only the longer ones count.
-const (
-	minRedactSecret = 4
-	minRedactEnv    = 8
-)
+// would garble it and protect nothing.
+const minRedactSecret = 4
 
 // redactor masks the secrets the runner knows of w in text: its secret
-// config values, its environment's values, the passphrase and the
-// backend URL's userinfo. Each is masked as written, JSON-escaped and in
+// config values, the values of its environment that are secret by kind
+// (SecretEnv) or by name, the daemon-wide environment's secret-named
+// values, the passphrases and the backend URL's userinfo. A plain value
+// such as a region stays readable. Each is masked as written, JSON-escaped and in
 // base64.
 func (r *Runner) redactor(w *workspace) *redactor {
 	var secrets []string
@@ -32,11 +32,12 @@ func (r *Runner) redactor(w *workspace) *redactor {
 			secrets = append(secrets, v.Value)
 		}
 	}
-	for _, v := range w.Env {
-		if len(v) >= minRedactEnv {
+	for k, v := range w.Env {
+		if (slices.Contains(w.SecretEnv, k) || daemon.SecretName(k)) && len(v) >= minRedactSecret {
 			secrets = append(secrets, v)
 		}
 	}
+	secrets = append(secrets, r.secretDaemonEnv...)
 	if len(r.passphrase) >= minRedactSecret {
 		secrets = append(secrets, r.passphrase)
 	}

@@ -41,8 +41,12 @@ type Options struct {
 	// KillDelay and OutputLimit are passed to the Command.
 	KillDelay   time.Duration
 	OutputLimit int
-	// Env is added to every pulumi process's environment ("NAME=value").
+	// Env is added to every pulumi process's environment ("NAME=value"):
+	// --env-file. Values of secret-looking names are hidden in logs.
 	Env []string
+	// PassEnv are globs of the daemon's own environment variables passed
+	// to every pulumi process (--pass-env: AWS_*, GOOGLE_*, ARM_*, …).
+	PassEnv []string
 	// Logger receives the runner's records; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -62,6 +66,9 @@ type Runner struct {
 	// ownPassphrases gives stacks of the data dir's backend a passphrase
 	// each (no PassphraseFile was given).
 	ownPassphrases bool
+	// secretDaemonEnv are the values of the daemon-wide environment
+	// (PassEnv, Env) whose names say secret: hidden in logs and outputs.
+	secretDaemonEnv []string
 }
 
 var _ daemon.Runner = (*Runner)(nil)
@@ -97,12 +104,18 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	}
 	r.cmd, err = NewCommand(ctx, CommandOptions{
 		Bin:         opts.Bin,
+		PassEnv:     opts.PassEnv,
 		Env:         r.daemonEnv(),
 		KillDelay:   opts.KillDelay,
 		OutputLimit: opts.OutputLimit,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
+	}
+	for _, kv := range r.cmd.env {
+		if k, v, _ := strings.Cut(kv, "="); daemon.SecretName(k) && len(v) >= minRedactSecret {
+			r.secretDaemonEnv = append(r.secretDaemonEnv, v)
+		}
 	}
 	go r.cmd.reapOrphans(ctx)
 	return r, nil
@@ -111,7 +124,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 // prepareDataDir creates the directories, the passphrase file and the
 // key of the config digests.
 func (r *Runner) prepareDataDir() error {
-	for _, sub := range []string{"", "workspaces", "pulumi-home", "tmp"} {
+	for _, sub := range []string{"", "workspaces", "pulumi-home", "tmp", "home"} {
 		if err := os.MkdirAll(filepath.Join(r.opts.DataDir, sub), 0o700); err != nil {
 			return err
 		}
@@ -148,6 +161,7 @@ func (r *Runner) localBackend() string { return "file://" + filepath.Join(r.opts
 // Command's allowlist. PULUMI_DEBUG_COMMANDS enables --event-log.
 func (r *Runner) daemonEnv() []string {
 	env := []string{
+		"HOME=" + filepath.Join(r.opts.DataDir, "home"),
 		"PULUMI_HOME=" + filepath.Join(r.opts.DataDir, "pulumi-home"),
 		"PULUMI_SKIP_UPDATE_CHECK=true",
 		"TMPDIR=" + filepath.Join(r.opts.DataDir, "tmp"),

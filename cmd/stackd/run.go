@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -61,6 +62,8 @@ type runFlags struct {
 	notifySlackFiles      stringsFlag
 	allowedHosts          stringsFlag
 	envRefAllow           stringsFlag
+	passEnv               stringsFlag
+	envFiles              stringsFlag
 }
 
 // stringsFlag is a repeatable string flag: each use adds one value. Its
@@ -87,6 +90,8 @@ func (f *runFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&f.pulumiBin, "pulumi-bin", "", "directory holding the pulumi CLI (default: beside stackd, else on PATH)")
 	fs.StringVar(&f.backend, "default-backend", "", "backend URL of stacks without spec.backend (default: a file backend in the data dir)")
 	fs.StringVar(&f.secretsPassphraseFile, "passphrase-file", "", "file holding the passphrase of the default secrets provider (default: generated once into the data dir)")
+	fs.Var(&f.passEnv, "pass-env", "daemon environment variable `NAME` (glob, e.g. AWS_*) every program inherits (repeatable)")
+	fs.Var(&f.envFiles, "env-file", "`FILE` of NAME=value lines set for every program (repeatable)")
 	fs.Var(&f.envRefAllow, "env-ref-allow", "environment variable `NAME` (glob) that Env references of a config from Git may read (repeatable; default: none)")
 	fs.StringVar(&f.secretsDir, "secrets-dir", "", "directory of Secret references, as <name>/<key> files")
 	fs.StringVar(&f.configMapsDir, "configmaps-dir", "", "directory of configRef values, as <name>/<key> files")
@@ -285,6 +290,33 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	return &app{srv: srv, d: d, closeStore: closeStore, notifier: wh}, nil
 }
 
+// readEnvFiles reads --env-file files: NAME=value lines, blank lines and
+// # comments skipped. An error names the file and line, never a value.
+func readEnvFiles(files []string) ([]string, error) {
+	var env []string
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--env-file: %w", err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			line = strings.TrimSpace(strings.TrimSuffix(line, "\r"))
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			name, value, ok := strings.Cut(strings.TrimPrefix(line, "export "), "=")
+			if !ok || !envVarName.MatchString(name) {
+				return nil, fmt.Errorf("--env-file %s:%d: want NAME=value", file, i+1)
+			}
+			env = append(env, name+"="+value)
+		}
+	}
+	return env, nil
+}
+
+// envVarName is a valid environment variable name.
+var envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 // allowedHosts are the --allowed-host names, and the host of this
 // replica's --advertise-url, which the other replicas use.
 func allowedHosts(f *runFlags) []string {
@@ -381,8 +413,13 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemo
 	if err != nil {
 		return nil, err
 	}
+	env, err := readEnvFiles(f.envFiles)
+	if err != nil {
+		return nil, err
+	}
 	run, err := runner.New(ctx, runner.Options{Bin: bin, DataDir: dataDir, DefaultBackend: f.backend,
-		PassphraseFile: f.secretsPassphraseFile, Timeout: f.opTimeout, Logger: log.With("component", "runner")})
+		PassphraseFile: f.secretsPassphraseFile, Timeout: f.opTimeout, Logger: log.With("component", "runner"),
+		PassEnv: f.passEnv, Env: env})
 	if err != nil {
 		return nil, err
 	}

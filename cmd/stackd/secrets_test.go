@@ -204,8 +204,9 @@ func TestE2ESecretsStaySecret(t *testing.T) {
 }
 
 // TestE2EOutputsScrubbed: outputs are scrubbed like logs. A program that
-// copies a Literal envRef, an Env value or the backend's passphrase into
-// plain outputs finds them masked in the API, the UI and stackd.db.
+// copies a Literal envRef, a secret-named Env value or the backend's
+// passphrase into plain outputs finds them masked in the API, the UI,
+// stackd.db and the daemon's log.
 func TestE2EOutputsScrubbed(t *testing.T) {
 	const literal, fromEnv = "lit-CANARY-51c2", "env-CANARY-0b7e"
 	t.Setenv("STACKD_TEST_CANARY", fromEnv)
@@ -224,7 +225,7 @@ variables:
   env:
     fn::invoke:
       function: stackdtest:index:getEnv
-      arguments: {name: FROM_ENV}
+      arguments: {name: API_TOKEN}
       return: value
 outputs:
   literal: ${lit}
@@ -238,7 +239,7 @@ outputs:
       passphraseFile: `+filepath.Join(dataDir, "passphrase")+`
     envRefs:
       LIT: {type: Literal, literal: {value: `+literal+`}}
-      FROM_ENV: {type: Env, env: {name: STACKD_TEST_CANARY}}
+      API_TOKEN: {type: Env, env: {name: STACKD_TEST_CANARY}}
 `)
 	in := startDaemon(t, config, dataDir)
 	v := in.waitStack("app", "deployed", time.Minute, isReady)

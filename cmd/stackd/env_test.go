@@ -1,0 +1,52 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestE2EProgramEnvironment: what a program's environment holds. A
+// --pass-env glob passes the daemon's matching variables and no others;
+// --env-file sets values for every stack; HOME is in the data dir. In the
+// update log, plain values stay readable and secret-named ones are
+// hidden.
+func TestE2EProgramEnvironment(t *testing.T) {
+	t.Setenv("STACKD_TEST_PASSED", "passed-value")
+	t.Setenv("OTHER_TEST_VAR", "other-value")
+	t.Setenv("STACKD_TEST_REGION", "eu-west-9")
+	envFile := filepath.Join(t.TempDir(), "env")
+	if err := os.WriteFile(envFile, []byte("# set for every stack\nFROM_FILE=file-value\nexport FILE_TOKEN=tok-CANARY-77\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	getEnv := func(name string) string {
+		return "    fn::invoke:\n      function: stackdtest:index:getEnv\n      arguments: {name: " + name + "}\n      return: value\n"
+	}
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": "name: env\nruntime: yaml\noutputs:\n" +
+		"  passed:\n" + getEnv("STACKD_TEST_PASSED") + "  other:\n" + getEnv("OTHER_TEST_VAR") +
+		"  file:\n" + getEnv("FROM_FILE") + "  home:\n" + getEnv("HOME") +
+		"  region:\n" + getEnv("REGION") + "  token:\n" + getEnv("FILE_TOKEN")})
+	dataDir := filepath.Join(t.TempDir(), "data")
+	in := startDaemonWith(t, "stacks:\n"+stackYAML("app", r, "    envRefs:\n      REGION: {type: Env, env: {name: STACKD_TEST_REGION}}\n"), dataDir,
+		func(f *runFlags) {
+			_ = f.passEnv.Set("STACKD_TEST_*")
+			_ = f.envFiles.Set(envFile)
+		})
+	v := in.waitStack("app", "deployed", time.Minute, isReady)
+	for name, want := range map[string]string{
+		"passed": "passed-value", "other": "", "file": "file-value",
+		"home": filepath.Join(dataDir, "home"), "region": "eu-west-9", "token": "[redacted]",
+	} {
+		if got := output(v, name); got != want {
+			t.Errorf("output %s = %q, want %q", name, got, want)
+		}
+	}
+	us := in.updates("app")
+	_, log := in.get("/api/v1/updates/"+us[len(us)-1].ID+"/log", nil)
+	if !strings.Contains(string(log), "eu-west-9") || strings.Contains(string(log), "CANARY") {
+		t.Errorf("the log hides a plain value or shows a secret-named one:\n%s", log)
+	}
+}
