@@ -38,6 +38,8 @@ type Options struct {
 	PassphraseFile string
 	// Timeout bounds an operation without its own (DefaultTimeout).
 	Timeout time.Duration
+	// InstallTimeout bounds one `pulumi install` (DefaultInstallTimeout).
+	InstallTimeout time.Duration
 	// KillDelay and OutputLimit are passed to the Command.
 	KillDelay   time.Duration
 	OutputLimit int
@@ -195,6 +197,9 @@ func (r *Runner) Run(ctx context.Context, op daemon.Operation) (daemon.Result, e
 		if _, err := r.breakLock(ctx, w); err != nil {
 			r.log.Warn("cannot break the stack's lock", "stack", w.Name, "err", err)
 		}
+	}
+	if err := r.installIfChanged(ctx, w, op.Log); err != nil {
+		return daemon.Result{}, err
 	}
 	if err := r.ensureStack(ctx, w); err != nil {
 		return daemon.Result{}, err

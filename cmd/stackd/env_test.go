@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stackd/stackd/daemon"
 )
 
 // TestE2EProgramEnvironment: what a program's environment holds. A
@@ -48,5 +50,48 @@ func TestE2EProgramEnvironment(t *testing.T) {
 	_, log := in.get("/api/v1/updates/"+us[len(us)-1].ID+"/log", nil)
 	if !strings.Contains(string(log), "eu-west-9") || strings.Contains(string(log), "CANARY") {
 		t.Errorf("the log hides a plain value or shows a secret-named one:\n%s", log)
+	}
+}
+
+// TestE2EInstallWhenDependenciesChange: pulumi install runs before the
+// update when the program's dependency files changed, once, with its
+// output in the update log; not for the next commit that leaves them;
+// and its failure (here its time limit) fails the update with its output.
+func TestE2EInstallWhenDependenciesChange(t *testing.T) {
+	r := newRepo(t)
+	prog := func(v string) string { return "name: deps\nruntime: yaml\noutputs:\n  v: " + v + "\n" }
+	r.commit(map[string]string{"Pulumi.yaml": prog("one"), "requirements.txt": "pulumi>=3\n"})
+	dataDir := filepath.Join(t.TempDir(), "data")
+	config := "stacks:\n" + stackYAML("app", r, "")
+	in := startDaemon(t, config, dataDir)
+	in.waitStack("app", "deployed", time.Minute, func(v daemon.StackView) bool { return isReady(v) && output(v, "v") == "one" })
+	logOf := func(in *instance, n int) string {
+		us := in.updates("app")
+		_, log := in.get("/api/v1/updates/"+us[n].ID+"/log", nil)
+		return string(log)
+	}
+	if log := logOf(in, 0); !strings.Contains(log, "dependencies changed: pulumi install") {
+		t.Fatalf("the first update did not install:\n%s", log)
+	}
+	// A commit that leaves Pulumi.yaml and the dependency files alone.
+	second := r.commit(map[string]string{"README.md": "docs\n"})
+	in.waitStack("app", "second commit", time.Minute, func(v daemon.StackView) bool {
+		return isReady(v) && v.Status.LastUpdate.LastSuccessfulCommit == second
+	})
+	if log := logOf(in, 1); strings.Contains(log, "pulumi install") {
+		t.Fatalf("an unchanged dependency file installed again:\n%s", log)
+	}
+	in.stop()
+
+	r.commit(map[string]string{"Pulumi.yaml": prog("three"), "requirements.txt": "pulumi>=3\nrequests\n"})
+	in = startDaemonWith(t, config, dataDir, func(f *runFlags) { f.installTimeout = time.Millisecond })
+	v := in.waitStack("app", "the install failed", time.Minute, func(v daemon.StackView) bool {
+		return v.Status.LastUpdate != nil && v.Status.LastUpdate.State == daemon.UpdateFailed
+	})
+	if msg := v.Status.LastUpdate.Message; !strings.Contains(msg, "pulumi install: timed out after 1ms") {
+		t.Fatalf("message %q", msg)
+	}
+	if log := logOf(in, len(in.updates("app"))-1); !strings.Contains(log, "pulumi install") || !strings.Contains(log, "timed out") {
+		t.Fatalf("the failed update's log:\n%s", log)
 	}
 }

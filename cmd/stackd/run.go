@@ -64,6 +64,7 @@ type runFlags struct {
 	envRefAllow           stringsFlag
 	passEnv               stringsFlag
 	envFiles              stringsFlag
+	installTimeout        time.Duration
 }
 
 // stringsFlag is a repeatable string flag: each use adds one value. Its
@@ -100,6 +101,7 @@ func (f *runFlags) define(fs *flag.FlagSet) {
 	fs.DurationVar(&f.minResync, "min-resync-interval", daemon.DefaultResync, "floor of every stack's resync and branch-poll period")
 	fs.DurationVar(&f.retryBackoff, "retry-backoff", 10*time.Second, "first retry delay after a failure; each further one triples it")
 	fs.DurationVar(&f.opTimeout, "operation-timeout", time.Hour, "time limit of one pulumi operation")
+	fs.DurationVar(&f.installTimeout, "install-timeout", runner.DefaultInstallTimeout, "time limit of one `pulumi install` (run when a program's dependency files change)")
 	fs.DurationVar(&f.gitTimeout, "git-timeout", gitwatch.DefaultTimeout, "time limit of one git network call")
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Minute, "on stop, how long running operations may finish before they are interrupted")
 	fs.BoolVar(&f.watchConfig, "watch-config", true, "reload the config when its files change")
@@ -419,7 +421,7 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemo
 	}
 	run, err := runner.New(ctx, runner.Options{Bin: bin, DataDir: dataDir, DefaultBackend: f.backend,
 		PassphraseFile: f.secretsPassphraseFile, Timeout: f.opTimeout, Logger: log.With("component", "runner"),
-		PassEnv: f.passEnv, Env: env})
+		PassEnv: f.passEnv, Env: env, InstallTimeout: f.installTimeout})
 	if err != nil {
 		return nil, err
 	}
