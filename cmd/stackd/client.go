@@ -218,6 +218,9 @@ func printStacks(w io.Writer, stacks []daemon.StackView, now time.Time, holders 
 		for _, typ := range []string{daemon.ConditionStalled, daemon.ConditionReconciling} {
 			if c := v.Status.Condition(typ); c != nil && c.Status == "True" && reason == "" {
 				reason = c.Reason
+				if first, _, _ := strings.Cut(strings.TrimSpace(c.Message), "\n"); first != "" && c.Reason != daemon.ReasonStackProcessing {
+					reason += ": " + shorten(first, 100) // the error's first line
+				}
 			}
 		}
 		last, state, age, commit := "-", "-", "-", "-"
@@ -239,6 +242,14 @@ func printStacks(w io.Writer, stacks []daemon.StackView, now time.Time, holders 
 		fmt.Fprintln(tw, line)
 	}
 	tw.Flush()
+}
+
+// shorten cuts s to at most n runes, marking the cut.
+func shorten(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
 
 func shortSHA(s string) string {

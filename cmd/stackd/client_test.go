@@ -172,3 +172,16 @@ func TestPrintCluster(t *testing.T) {
 		t.Errorf("a replica without a session: %q", sb.String())
 	}
 }
+
+// TestStatusReasonShowsTheError: REASON gives the condition's reason and
+// the first line of its message, cut short.
+func TestStatusReasonShowsTheError(t *testing.T) {
+	var sb strings.Builder
+	v := daemon.StackView{Name: "app", Status: daemon.StackStatus{Conditions: []daemon.Condition{
+		{Type: daemon.ConditionStalled, Status: "True", Reason: "UpdateFailed", Message: "up failed 3 times; not retrying: error: boom\nsecond line"},
+	}}}
+	printStacks(&sb, []daemon.StackView{v}, time.Now(), false)
+	if out := sb.String(); !strings.Contains(out, "UpdateFailed: up failed 3 times; not retrying: error: boom") || strings.Contains(out, "second line") {
+		t.Fatalf("status:\n%s", out)
+	}
+}

@@ -182,7 +182,13 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 			_ = sd.send("READY=1")
 		case <-ctx.Done():
 			_ = sd.send("STOPPING=1")
-			return a.stop(graceUntilSecondSignal(f.shutdownGrace, log))
+			err := a.stop(graceUntilSecondSignal(f.shutdownGrace, log))
+			if err != nil {
+				log.Error("stopped with errors", "err", err)
+				return err
+			}
+			log.Info("stackd stopped")
+			return nil
 		}
 	}
 }
