@@ -226,6 +226,9 @@ func printStacks(w io.Writer, stacks []daemon.StackView, now time.Time, holders 
 		last, state, age, commit := "-", "-", "-", "-"
 		if lu := v.Status.LastUpdate; lu != nil {
 			last, state, commit = lu.Type, lu.State, shortSHA(lu.LastSuccessfulCommit)
+			if strings.HasPrefix(v.Tracking, "program ") && commit != "-" {
+				commit = "program:" + commit // a Program's content hash, not a commit
+			}
 			age = since(now, lu.LastResyncTime)
 		}
 		if cu := v.Status.CurrentUpdate; cu != nil {

@@ -185,3 +185,15 @@ func TestStatusReasonShowsTheError(t *testing.T) {
 		t.Fatalf("status:\n%s", out)
 	}
 }
+
+// TestStatusProgramHash: a Program stack's applied revision is shown as
+// a program hash, never as if it were a commit.
+func TestStatusProgramHash(t *testing.T) {
+	var sb strings.Builder
+	v := daemon.StackView{Name: "hello", Tracking: "program hello", Status: daemon.StackStatus{
+		LastUpdate: &daemon.LastUpdate{Type: daemon.UpdateUp, State: daemon.UpdateSucceeded, LastSuccessfulCommit: "9f86d081884c7d65"}}}
+	printStacks(&sb, []daemon.StackView{v}, time.Now(), false)
+	if !strings.Contains(sb.String(), "program:9f86d08") {
+		t.Fatalf("status:\n%s", sb.String())
+	}
+}
