@@ -124,7 +124,7 @@ func statusCommand(args []string, stdout io.Writer) error {
 		if fs.NArg() == 1 {
 			return enc.Encode(stacks[0])
 		}
-		return enc.Encode(stacks)
+		return enc.Encode(map[string]any{"stacks": stacks}) // the API's shape
 	}
 	var cs daemon.ClusterStatus // a single node answers 404: no Node
 	var ae *apiError
@@ -180,6 +180,7 @@ func printSources(w io.Writer, sources []daemon.SourceStatus) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HEALTH\tCONFIG SOURCE\tCOMMIT\tERROR")
 	for _, src := range sources {
 		health := src.Health.Status
 		if health == "" {

@@ -81,10 +81,11 @@ func TestClientStatusSources(t *testing.T) {
 		t.Fatalf("status: exit %d: %s", code, stderr)
 	}
 	lines := strings.Split(stdout, "\n")
-	if len(lines) < 6 {
+	if len(lines) < 7 {
 		t.Fatalf("status:\n%s", stdout)
 	}
 	for i, want := range [][]string{
+		{"HEALTH", "CONFIG SOURCE", "COMMIT", "ERROR"},
 		{"Healthy", "git+https://github.com/acme/infra.git//stacks?ref=main", "aaaaaaaaaaaa"},
 		{"Degraded", "git+git@github.com:acme/db.git", "aaaaaaaaaaaa → bbbbbbbbbbbb", "db.yaml:3:5: spec.stack is required"},
 		{"Progressing", "/etc/stackd/stacks.yaml", " -"},
@@ -101,8 +102,8 @@ func TestClientStatusSources(t *testing.T) {
 	if strings.Contains(stdout, "unknown field") || strings.Contains(stdout, clientCommitA) {
 		t.Errorf("status shows more than an error's first line or a short commit:\n%s", stdout)
 	}
-	if strings.Contains(lines[0], "→") || strings.HasSuffix(lines[0], " ") {
-		t.Errorf("an up-to-date source's line: %q", lines[0])
+	if strings.Contains(lines[1], "→") || strings.HasSuffix(lines[1], " ") {
+		t.Errorf("an up-to-date source's line: %q", lines[1])
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -130,8 +131,8 @@ func TestClientStatusOneStack(t *testing.T) {
 		t.Fatalf("status app: exit %d: %s\n%s", code, stderr, stdout)
 	}
 	code, stdout, stderr = stackd(t, "status", "--json", "--server", url)
-	var stacks []daemon.StackView
-	if err := json.Unmarshal([]byte(stdout), &stacks); code != exitOK || err != nil || len(stacks) != 1 || stacks[0].Source != "/etc/stackd/stacks.yaml" {
+	var list struct{ Stacks []daemon.StackView } // the API's shape
+	if err := json.Unmarshal([]byte(stdout), &list); code != exitOK || err != nil || len(list.Stacks) != 1 || list.Stacks[0].Source != "/etc/stackd/stacks.yaml" {
 		t.Fatalf("status --json: exit %d, %v: %s\n%s", code, err, stderr, stdout)
 	}
 	if code, _, stderr = stackd(t, "status", "nope", "--server", url); code != 1 || !strings.Contains(stderr, "404") {
