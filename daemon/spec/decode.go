@@ -265,8 +265,12 @@ func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value) {
 
 func (d *decoder) unknownField(k *yaml.Node, path, name string, fields *structFields) {
 	msg := fmt.Sprintf("unknown field %q", name)
-	if s := closest(name, fields.names); s != "" {
+	_, inSpec := fields.byName["projectRepo"] // a Stack spec, where config keys get misplaced
+	switch s := closest(name, fields.names); {
+	case s != "":
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	case inSpec:
+		msg += fmt.Sprintf(" (a stack config value belongs under config: config.%s)", name)
 	}
 	d.errorf(k, joinPath(path, name), "%s", msg)
 }

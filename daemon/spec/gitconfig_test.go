@@ -120,3 +120,12 @@ func TestGitConfigFSReadThroughRoot(t *testing.T) {
 		t.Fatalf("a link out was read: %q", v)
 	}
 }
+
+// TestMisplacedConfigKey: a stack config key written under spec is
+// pointed to config.
+func TestMisplacedConfigKey(t *testing.T) {
+	_, diags, err := Parse("stacks.yaml", []byte("stacks:\n  - name: app\n    stack: dev\n    projectRepo: https://git.example/a.git\n    branch: main\n    aws:region: eu-west-1\n"))
+	if err == nil || !strings.Contains(fmt.Sprint(diags), "stacks.yaml:6:5: stacks[0].aws:region: unknown field \"aws:region\" (a stack config value belongs under config: config.aws:region)") {
+		t.Fatalf("%v %v", err, diags)
+	}
+}
