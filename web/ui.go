@@ -48,7 +48,7 @@ const revisionLimit = 20
 const logTail = 64 << 10
 
 // timeLayout is how the UI shows times, always in UTC.
-const timeLayout = "2006-01-02 15:04:05"
+const timeLayout = "2006-01-02 15:04:05 UTC"
 
 // uiCSP allows the page's own origin only: no inline script or style and
 // no third-party asset.

@@ -679,3 +679,10 @@ func TestUIListCluster(t *testing.T) {
 		t.Error("a single node's list shows a cluster")
 	}
 }
+
+// TestUITimesCarryTheirZone: a time on a page says it is UTC.
+func TestUITimesCarryTheirZone(t *testing.T) {
+	if got := funcs["utc"].(func(time.Time) string)(time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("CET", 3600))); got != "2026-01-02 02:04:05 UTC" {
+		t.Fatalf("utc = %q", got)
+	}
+}
