@@ -99,9 +99,8 @@ func TestE2EBrokenCommitStallsThenRecovers(t *testing.T) {
 	if !strings.Contains(v.Status.LastUpdate.Message, `"nowhere" not found`) {
 		t.Fatalf("failure message = %q, want the program's error", v.Status.LastUpdate.Message)
 	}
-	// PKO's counter: a failure after a success at the same generation
-	// counts 1, so the third failure reaches the limit of 3. The n-th
-	// failure is followed by a backoff of base·3^n.
+	// Failures count from 1, so the third failure reaches the limit of 3.
+	// The n-th failure is followed by a backoff of base·3^(n-1).
 	failed := 0
 	var prev daemon.Update
 	for _, u := range in.updates("app") {
@@ -109,7 +108,7 @@ func TestE2EBrokenCommitStallsThenRecovers(t *testing.T) {
 			continue
 		}
 		if failed > 0 {
-			if gap, want := u.StartTime.Sub(prev.EndTime), 300*time.Millisecond*time.Duration(pow3(failed)); gap < want {
+			if gap, want := u.StartTime.Sub(prev.EndTime), 300*time.Millisecond*time.Duration(pow3(failed-1)); gap < want {
 				t.Errorf("retry %d came %v after the failure, want at least %v", failed, gap, want)
 			}
 		}
