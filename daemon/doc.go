@@ -4,9 +4,10 @@
 //
 // It declares what it needs from the outside as small interfaces
 // (Fetcher, Runner, Store, Observer, Notifier) and imports no sibling of
-// stackd's; cmd wires gitwatch, runner, store and web to it. The Stack
-// spec lives in daemon/spec and notification delivery in daemon/notify:
-// both import nothing of the loop.
+// stackd's; cmd wires gitwatch, runner, store, web and cluster to it.
+// The Stack spec lives in daemon/spec, notification delivery in
+// daemon/notify and secret scrubbing in daemon/scrub: they import nothing
+// of the loop.
 //
 // Where things are:
 //
@@ -26,4 +27,8 @@
 //	observe.go       the Observer (metrics) and the config's status
 //	livelog.go       the running operation's log, for followers
 //	event.go         the Notifier interface
+//	ownership.go     the Ownership interface of cluster mode
+//	replica.go       gaining, losing and handing over stacks in a cluster
+//	records.go       update IDs and log truncation every Store shares
+//	maintenance.go   backup and pause
 package daemon

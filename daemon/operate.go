@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
 
 	"github.com/stackd/stackd/daemon/notify"
@@ -65,19 +66,19 @@ func (d *Daemon) operate(ctx context.Context, j job) {
 		d.notPrepared(j, &prepareError{ReasonWorkspaceFailed, err})
 		return
 	}
-	scrub := newScrubber(j.st.live, p.secrets)
+	sw := scrub.New(j.st.live, p.secrets)
 	op := d.operation(j, p)
-	op.Log = scrub
+	op.Log = sw
 	res, runErr := d.opts.Runner.Run(ctx, op)
 	if runErr != nil {
-		runErr = errors.New(scrub.clean(runErr.Error()))
+		runErr = errors.New(sw.Clean(runErr.Error()))
 		// The log always holds the error, also of a program that failed
 		// before it printed anything.
-		_, _ = io.WriteString(scrub, "\nerror: "+runErr.Error()+"\n")
+		_, _ = io.WriteString(sw, "\nerror: "+runErr.Error()+"\n")
 	}
-	scrub.Close()
+	sw.Close()
 	for k, v := range res.Outputs {
-		res.Outputs[k] = ScrubJSON(v, scrub.clean)
+		res.Outputs[k] = scrub.JSON(v, sw.Clean)
 	}
 	d.finish(ctx, j, u, res, runErr)
 }

@@ -29,10 +29,6 @@ type prepared struct {
 	destroy *DestroySpec
 }
 
-// minSecretLen is the shortest value scrubbed from logs: shorter ones
-// would mangle output without protecting anything.
-const minSecretLen = 4
-
 // prepare resolves the job's references and puts its program in place.
 func (d *Daemon) prepare(ctx context.Context, j job) (*prepared, error) {
 	if j.stack == nil {

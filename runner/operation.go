@@ -16,6 +16,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/scrub"
 )
 
 // operationArgs are the CLI arguments of op on w, event log aside.
@@ -118,7 +119,7 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation)
 		// An output may echo what the runner keeps secret (the
 		// passphrase, an environment value): masked as in the log.
 		for k, v := range res.Outputs {
-			res.Outputs[k] = daemon.ScrubJSON(v, w.redact.Replace)
+			res.Outputs[k] = scrub.JSON(v, w.redact.Replace)
 		}
 	}
 	return res, err
