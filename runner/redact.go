@@ -116,7 +116,9 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 	l.lw.mu.Lock()
 	defer l.lw.mu.Unlock()
 	l.buf = append(l.buf, p...)
-	if n := bytes.LastIndexByte(l.buf, '\n') + 1; n > 0 {
+	// Only the new bytes can end a line: no rescan of a long partial one.
+	if j := bytes.LastIndexByte(p, '\n'); j >= 0 {
+		n := len(l.buf) - len(p) + j + 1
 		l.lw.emit(l.buf[:n])
 		l.buf = slices.Delete(l.buf, 0, n)
 	}

@@ -60,7 +60,9 @@ const maxPartial = 64 << 10
 // Write scrubs whole lines through to the underlying writer.
 func (s *Writer) Write(p []byte) (int, error) {
 	s.partial = append(s.partial, p...)
-	if i := bytes.LastIndexByte(s.partial, '\n'); i >= 0 {
+	// Only the new bytes can end a line: no rescan of a long partial one.
+	if j := bytes.LastIndexByte(p, '\n'); j >= 0 {
+		i := len(s.partial) - len(p) + j
 		line := s.Clean(string(s.partial[:i+1]))
 		s.partial = append(s.partial[:0], s.partial[i+1:]...)
 		if _, err := s.w.Write([]byte(line)); err != nil {
