@@ -35,7 +35,7 @@ func TestBackupWhileWriting(t *testing.T) {
 		defer started()
 		for i := 0; !stop.Load(); i++ {
 			name := fmt.Sprintf("w%d", i%7)
-			u, err := s.BeginUpdate(newUpdate(name))
+			u, err := s.BeginUpdate(storetest.NewUpdate(name))
 			if err == nil {
 				err = s.PutLog(u.ID, bytes.Repeat([]byte("x"), 5000))
 			}

@@ -28,7 +28,7 @@ func BenchmarkBeginUpdate(b *testing.B) {
 	s := openTest(b, Options{})
 	b.ReportAllocs()
 	for b.Loop() {
-		u, err := s.BeginUpdate(newUpdate("bench"))
+		u, err := s.BeginUpdate(storetest.NewUpdate("bench"))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -44,7 +44,7 @@ func BenchmarkBeginUpdate(b *testing.B) {
 // iterations also prune one revision.
 func BenchmarkPutRevision(b *testing.B) {
 	s := openTest(b, Options{})
-	r := newRevision("git")
+	r := storetest.NewRevision("git")
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := s.PutRevision(r); err != nil {
@@ -95,7 +95,7 @@ func fillStore(b *testing.B, path string, stacks, updates, logBytes int) {
 			b.Fatal(err)
 		}
 		for range updates {
-			u, err := s.BeginUpdate(newUpdate(name))
+			u, err := s.BeginUpdate(storetest.NewUpdate(name))
 			if err == nil {
 				err = s.PutLog(u.ID, log)
 			}

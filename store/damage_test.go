@@ -37,7 +37,7 @@ func validStoreFile(t *testing.T) string {
 		}
 	}
 	for range 3 {
-		if _, err := s.PutRevision(newRevision("git")); err != nil {
+		if _, err := s.PutRevision(storetest.NewRevision("git")); err != nil {
 			t.Fatal(err)
 		}
 	}

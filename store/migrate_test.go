@@ -136,7 +136,7 @@ func TestMigrateV1(t *testing.T) {
 	if revs, err := s.Revisions(0, 0); err != nil || revs == nil || len(revs) != 0 {
 		t.Errorf("Revisions of a migrated store = %v, %v; want empty", revs, err)
 	}
-	r, err := s.PutRevision(newRevision("start"))
+	r, err := s.PutRevision(storetest.NewRevision("start"))
 	if err != nil || r.Seq != 1 {
 		t.Fatalf("PutRevision = %+v, %v; want Seq 1", r, err)
 	}
@@ -222,7 +222,7 @@ func TestOldSchemaReadOnly(t *testing.T) {
 	if _, err := s.Revisions(0, 0); err == nil || !strings.Contains(err.Error(), "older schema") {
 		t.Errorf("Revisions on an old schema: %v", err)
 	}
-	if _, err := s.PutRevision(newRevision("start")); err == nil || !strings.Contains(err.Error(), "older schema") {
+	if _, err := s.PutRevision(storetest.NewRevision("start")); err == nil || !strings.Contains(err.Error(), "older schema") {
 		t.Errorf("PutRevision on an old schema: %v", err)
 	}
 	if err := BackupFile(s, filepath.Join(t.TempDir(), "backup.db")); err != nil {

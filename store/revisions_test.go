@@ -9,42 +9,21 @@ import (
 	"testing"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/storetest"
 	"go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 )
-
-func newRevision(trigger string) daemon.ConfigRevision {
-	return daemon.ConfigRevision{
-		Time:    t0,
-		Trigger: trigger,
-		Sources: []daemon.RevisionSource{
-			{Source: "https://git.example.com/infra.git", Commit: "abc123"},
-			{Source: "/etc/stackd/extra.yaml"},
-		},
-		Applied: true,
-		Added:   []string{"web"},
-		Changed: []string{"api", "db"},
-	}
-}
 
 // putRevisions appends n revisions and returns them as stored.
 func putRevisions(t testing.TB, s *Store, n int) []daemon.ConfigRevision {
 	t.Helper()
 	var out []daemon.ConfigRevision
 	for range n {
-		r, err := s.PutRevision(newRevision("git"))
+		r, err := s.PutRevision(storetest.NewRevision("git"))
 		if err != nil {
 			t.Fatalf("PutRevision: %v", err)
 		}
 		out = append(out, r)
-	}
-	return out
-}
-
-func revSeqs(rs []daemon.ConfigRevision) []uint64 {
-	out := []uint64{}
-	for _, r := range rs {
-		out = append(out, r.Seq)
 	}
 	return out
 }
@@ -68,7 +47,7 @@ func TestPutRevision(t *testing.T) {
 	if revs, err := s.Revisions(0, 0); err != nil || revs == nil || len(revs) != 0 {
 		t.Errorf("Revisions of a new store = %#v, %v; want empty non-nil", revs, err)
 	}
-	in := newRevision("start")
+	in := storetest.NewRevision("start")
 	in.Seq = 42 // ignored: the store assigns it
 	in.Applied, in.Error = false, "stacks.yaml:3:5: unknown field"
 	got, err := s.PutRevision(in)
@@ -103,8 +82,8 @@ func TestRevisionPages(t *testing.T) {
 		{99, 10, []uint64{5, 4, 3, 2, 1}},
 	} {
 		revs, err := s.Revisions(tc.before, tc.limit)
-		if err != nil || !reflect.DeepEqual(revSeqs(revs), tc.want) {
-			t.Errorf("Revisions(%d, %d) = %v, %v; want %v", tc.before, tc.limit, revSeqs(revs), err, tc.want)
+		if err != nil || !reflect.DeepEqual(storetest.RevSeqs(revs), tc.want) {
+			t.Errorf("Revisions(%d, %d) = %v, %v; want %v", tc.before, tc.limit, storetest.RevSeqs(revs), err, tc.want)
 		}
 	}
 	if revs, _ := s.Revisions(4, 1); len(revs) != 1 || !reflect.DeepEqual(revs[0], stored[2]) {
@@ -119,7 +98,7 @@ func TestRevisionsDefaultPage(t *testing.T) {
 	revs, err := s.Revisions(0, 0)
 	if err != nil || len(revs) != defaultPageSize || revs[0].Seq != defaultPageSize+10 {
 		t.Errorf("Revisions(0, 0) = %d revisions from %v, %v; want %d from %d",
-			len(revs), revSeqs(revs)[:min(1, len(revs))], err, defaultPageSize, defaultPageSize+10)
+			len(revs), storetest.RevSeqs(revs)[:min(1, len(revs))], err, defaultPageSize, defaultPageSize+10)
 	}
 }
 
@@ -159,8 +138,8 @@ func TestRevisionRetention(t *testing.T) {
 func checkRevisions(t *testing.T, s *Store, want []uint64) {
 	t.Helper()
 	revs, err := s.Revisions(0, 0)
-	if err != nil || !reflect.DeepEqual(revSeqs(revs), want) {
-		t.Errorf("Revisions = %v, %v; want %v", revSeqs(revs), err, want)
+	if err != nil || !reflect.DeepEqual(storetest.RevSeqs(revs), want) {
+		t.Errorf("Revisions = %v, %v; want %v", storetest.RevSeqs(revs), err, want)
 	}
 	if n := storedRevisions(t, s); n != len(want) {
 		t.Errorf("%d revisions stored, want %d", n, len(want))
@@ -177,7 +156,7 @@ func TestRevisionsConcurrent(t *testing.T) {
 	for range writers {
 		wg.Go(func() {
 			for range each {
-				r, err := s.PutRevision(newRevision("watch"))
+				r, err := s.PutRevision(storetest.NewRevision("watch"))
 				if err != nil {
 					t.Error(err)
 					return
@@ -216,8 +195,8 @@ func TestRevisionsCheckAndReopen(t *testing.T) {
 			t.Errorf("Check (ReadOnly=%v): %v", ro, err)
 		}
 		revs, err := s.Revisions(0, 0)
-		if want := []uint64{8, 7, 6, 5, 4}; err != nil || !reflect.DeepEqual(revSeqs(revs), want) {
-			t.Fatalf("Revisions (ReadOnly=%v) = %v, %v; want %v", ro, revSeqs(revs), err, want)
+		if want := []uint64{8, 7, 6, 5, 4}; err != nil || !reflect.DeepEqual(storetest.RevSeqs(revs), want) {
+			t.Fatalf("Revisions (ReadOnly=%v) = %v, %v; want %v", ro, storetest.RevSeqs(revs), err, want)
 		}
 		if !reflect.DeepEqual(revs[0], newest) {
 			t.Errorf("newest revision (ReadOnly=%v) = %+v, want %+v", ro, revs[0], newest)
@@ -236,15 +215,15 @@ func TestPutRevisionReadOnly(t *testing.T) {
 	sum := fileSum(t, path)
 
 	ro := openAt(t, path, Options{ReadOnly: true})
-	r, err := ro.PutRevision(newRevision("reload"))
+	r, err := ro.PutRevision(storetest.NewRevision("reload"))
 	if !errors.Is(err, bolterrors.ErrDatabaseReadOnly) || !strings.HasPrefix(err.Error(), "store: put revision: ") {
 		t.Errorf("PutRevision on a read-only store = %+v, %v", r, err)
 	}
 	if r.Seq != 0 {
 		t.Errorf("failed PutRevision returned Seq %d", r.Seq)
 	}
-	if revs, err := ro.Revisions(0, 0); err != nil || !reflect.DeepEqual(revSeqs(revs), []uint64{1}) {
-		t.Errorf("Revisions = %v, %v; want [1]", revSeqs(revs), err)
+	if revs, err := ro.Revisions(0, 0); err != nil || !reflect.DeepEqual(storetest.RevSeqs(revs), []uint64{1}) {
+		t.Errorf("Revisions = %v, %v; want [1]", storetest.RevSeqs(revs), err)
 	}
 	mustClose(t, ro)
 	if fileSum(t, path) != sum {

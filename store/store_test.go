@@ -78,38 +78,13 @@ func mustClose(t testing.TB, s *Store) {
 	}
 }
 
-var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-
-func newUpdate(stack string) daemon.Update {
-	return daemon.Update{
-		Stack: stack, Type: daemon.UpdateUp, Reason: "New commit detected",
-		Commit: "abc123", StartTime: t0, State: daemon.UpdateRunning,
-		Changes: map[string]int{"create": 2},
-	}
-}
-
 func begin(t testing.TB, s *Store, stack string) daemon.Update {
 	t.Helper()
-	u, err := s.BeginUpdate(newUpdate(stack))
+	u, err := s.BeginUpdate(storetest.NewUpdate(stack))
 	if err != nil {
 		t.Fatalf("BeginUpdate(%s): %v", stack, err)
 	}
 	return u
-}
-
-func seqs(us []daemon.Update) []uint64 {
-	out := []uint64{}
-	for _, u := range us {
-		out = append(out, u.Seq)
-	}
-	return out
-}
-
-func wantNotFound(t *testing.T, what string, err error) {
-	t.Helper()
-	if !errors.Is(err, ErrNotFound) {
-		t.Errorf("%s: got %v, want ErrNotFound", what, err)
-	}
 }
 
 func TestPersistence(t *testing.T) {
@@ -124,7 +99,7 @@ func TestPersistence(t *testing.T) {
 		begin(t, s, "api")
 	}
 	u := begin(t, s, "db-eu-1")
-	u.State, u.EndTime, u.Message = daemon.UpdateSucceeded, t0.Add(time.Minute), "done"
+	u.State, u.EndTime, u.Message = daemon.UpdateSucceeded, storetest.T0.Add(time.Minute), "done"
 	if err := s.PutUpdate(u); err != nil {
 		t.Fatal(err)
 	}
@@ -189,8 +164,8 @@ func checkPages(t *testing.T, s *Store) {
 		{99, 1, []uint64{5}},
 	} {
 		us, err := s.Updates("api", tc.before, tc.limit)
-		if err != nil || !reflect.DeepEqual(seqs(us), tc.want) {
-			t.Errorf("Updates(api, %d, %d) = %v, %v; want %v", tc.before, tc.limit, seqs(us), err, tc.want)
+		if err != nil || !reflect.DeepEqual(storetest.Seqs(us), tc.want) {
+			t.Errorf("Updates(api, %d, %d) = %v, %v; want %v", tc.before, tc.limit, storetest.Seqs(us), err, tc.want)
 		}
 	}
 	if us, err := s.Updates("api", 0, 1); err == nil && us[0].ID != "api-5" {
@@ -206,7 +181,7 @@ func checkPages(t *testing.T, s *Store) {
 func TestNotFound(t *testing.T) {
 	s := openTest(t, Options{})
 	_, err := s.Meta("schema_version")
-	wantNotFound(t, "Meta(schema_version)", err)
+	storetest.WantNotFound(t, "Meta(schema_version)", err)
 }
 
 func TestRetention(t *testing.T) {
@@ -230,22 +205,22 @@ func TestRetention(t *testing.T) {
 	if u := begin(t, s, "a-b"); u.Seq != 6 {
 		t.Errorf("next seq after reopen = %d, want 6", u.Seq)
 	}
-	if us, _ := s.Updates("a-b", 0, 0); !reflect.DeepEqual(seqs(us), []uint64{6, 5, 4}) {
-		t.Errorf("after 6th: %v", seqs(us))
+	if us, _ := s.Updates("a-b", 0, 0); !reflect.DeepEqual(storetest.Seqs(us), []uint64{6, 5, 4}) {
+		t.Errorf("after 6th: %v", storetest.Seqs(us))
 	}
 }
 
 func checkRetained(t *testing.T, s *Store) {
 	t.Helper()
 	us, err := s.Updates("a-b", 0, 0)
-	if err != nil || !reflect.DeepEqual(seqs(us), []uint64{5, 4, 3}) {
-		t.Errorf("Updates = %v, %v; want [5 4 3]", seqs(us), err)
+	if err != nil || !reflect.DeepEqual(storetest.Seqs(us), []uint64{5, 4, 3}) {
+		t.Errorf("Updates = %v, %v; want [5 4 3]", storetest.Seqs(us), err)
 	}
 	for _, id := range []string{"a-b-1", "a-b-2"} {
 		_, err := s.Log(id)
-		wantNotFound(t, "Log("+id+")", err)
-		wantNotFound(t, "PutLog("+id+")", s.PutLog(id, []byte("x")))
-		wantNotFound(t, "PutUpdate("+id+")", s.PutUpdate(daemon.Update{Stack: "a-b", Seq: 1}))
+		storetest.WantNotFound(t, "Log("+id+")", err)
+		storetest.WantNotFound(t, "PutLog("+id+")", s.PutLog(id, []byte("x")))
+		storetest.WantNotFound(t, "PutUpdate("+id+")", s.PutUpdate(daemon.Update{Stack: "a-b", Seq: 1}))
 	}
 	err = s.view(func(tx *bbolt.Tx) error {
 		n := tx.Bucket(bucketLogs).Bucket([]byte("a-b")).Stats().KeyN

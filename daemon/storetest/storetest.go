@@ -50,7 +50,8 @@ func Run(t *testing.T, open Factory) {
 	}
 }
 
-var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+// T0 is the time the records of the suite carry.
+var T0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // Record is a stack record with every part of a status filled in.
 func Record(name string, gen int64) daemon.StackRecord {
@@ -62,33 +63,35 @@ func Record(name string, gen int64) daemon.StackRecord {
 			ObservedGeneration: gen,
 			Conditions: []daemon.Condition{{
 				Type: daemon.ConditionReady, Status: "True", Reason: "ProcessingCompleted",
-				ObservedGeneration: gen, LastTransitionTime: t0,
+				ObservedGeneration: gen, LastTransitionTime: T0,
 			}},
 			Outputs:    map[string]json.RawMessage{"url": json.RawMessage(`"https://example.com"`)},
-			LastUpdate: &daemon.LastUpdate{Name: name + "-1", State: daemon.UpdateSucceeded, LastResyncTime: t0},
+			LastUpdate: &daemon.LastUpdate{Name: name + "-1", State: daemon.UpdateSucceeded, LastResyncTime: T0},
 			Health:     &daemon.Health{Status: "Healthy"},
 		},
 	}
 }
 
-func newUpdate(stack string) daemon.Update {
+// NewUpdate is a running up of stack with every field set.
+func NewUpdate(stack string) daemon.Update {
 	return daemon.Update{
 		Stack: stack, Type: daemon.UpdateUp, Reason: "New commit detected",
-		Commit: "abc123", StartTime: t0, State: daemon.UpdateRunning,
+		Commit: "abc123", StartTime: T0, State: daemon.UpdateRunning,
 		Changes: map[string]int{"create": 2},
 	}
 }
 
 func begin(t *testing.T, s daemon.Store, stack string) daemon.Update {
 	t.Helper()
-	u, err := s.BeginUpdate(newUpdate(stack))
+	u, err := s.BeginUpdate(NewUpdate(stack))
 	if err != nil {
 		t.Fatalf("BeginUpdate(%s): %v", stack, err)
 	}
 	return u
 }
 
-func seqs(us []daemon.Update) []uint64 {
+// Seqs lists the updates' sequence numbers.
+func Seqs(us []daemon.Update) []uint64 {
 	out := []uint64{}
 	for _, u := range us {
 		out = append(out, u.Seq)
@@ -96,7 +99,8 @@ func seqs(us []daemon.Update) []uint64 {
 	return out
 }
 
-func wantNotFound(t *testing.T, what string, err error) {
+// WantNotFound fails t unless err wraps daemon.ErrNotFound.
+func WantNotFound(t *testing.T, what string, err error) {
 	t.Helper()
 	if !errors.Is(err, daemon.ErrNotFound) {
 		t.Errorf("%s: got %v, want daemon.ErrNotFound", what, err)
@@ -149,7 +153,7 @@ func testUpdates(t *testing.T, open Factory) {
 		}
 	}
 	u := begin(t, s, "db-eu-1")
-	u.State, u.EndTime, u.Message = daemon.UpdateSucceeded, t0.Add(time.Minute), "done"
+	u.State, u.EndTime, u.Message = daemon.UpdateSucceeded, T0.Add(time.Minute), "done"
 	if err := s.PutUpdate(u); err != nil {
 		t.Fatal(err)
 	}
@@ -186,15 +190,15 @@ func testPages(t *testing.T, open Factory) {
 		{99, 1, []uint64{5}},
 	} {
 		us, err := s.Updates("api", tc.before, tc.limit)
-		if err != nil || !reflect.DeepEqual(seqs(us), tc.want) {
-			t.Errorf("Updates(api, %d, %d) = %v, %v; want %v", tc.before, tc.limit, seqs(us), err, tc.want)
+		if err != nil || !reflect.DeepEqual(Seqs(us), tc.want) {
+			t.Errorf("Updates(api, %d, %d) = %v, %v; want %v", tc.before, tc.limit, Seqs(us), err, tc.want)
 		}
 	}
 	if us, err := s.Updates("nope", 0, 0); err != nil || us == nil || len(us) != 0 {
 		t.Errorf("Updates(nope) = %v, %v; want empty", us, err)
 	}
 	if us, err := s.Updates("ap", 0, 0); err != nil || len(us) != 0 {
-		t.Errorf("Updates(ap) = %v, %v; want empty (no prefix match)", seqs(us), err)
+		t.Errorf("Updates(ap) = %v, %v; want empty (no prefix match)", Seqs(us), err)
 	}
 }
 
@@ -203,18 +207,18 @@ func testNotFound(t *testing.T, open Factory) {
 	holdAll(hold, "a", "b")
 	begin(t, s, "a")
 	_, err := s.Stack("a")
-	wantNotFound(t, "Stack", err)
+	WantNotFound(t, "Stack", err)
 	_, err = s.Meta("x")
-	wantNotFound(t, "Meta", err)
+	WantNotFound(t, "Meta", err)
 	for _, id := range []string{"a-2", "b-1", "a", "a-0", "a-01", "-1", "a-x", ""} {
 		_, err = s.Update(id)
-		wantNotFound(t, "Update("+id+")", err)
+		WantNotFound(t, "Update("+id+")", err)
 		_, err = s.Log(id)
-		wantNotFound(t, "Log("+id+")", err)
-		wantNotFound(t, "PutLog("+id+")", s.PutLog(id, []byte("x")))
+		WantNotFound(t, "Log("+id+")", err)
+		WantNotFound(t, "PutLog("+id+")", s.PutLog(id, []byte("x")))
 	}
-	wantNotFound(t, "PutUpdate", s.PutUpdate(daemon.Update{Stack: "a", Seq: 2}))
-	wantNotFound(t, "PutUpdate", s.PutUpdate(daemon.Update{Stack: "b", Seq: 1}))
+	WantNotFound(t, "PutUpdate", s.PutUpdate(daemon.Update{Stack: "a", Seq: 2}))
+	WantNotFound(t, "PutUpdate", s.PutUpdate(daemon.Update{Stack: "b", Seq: 1}))
 	if err := s.DeleteStack("b"); err != nil {
 		t.Errorf("DeleteStack(b) with nothing stored = %v", err)
 	}
@@ -235,15 +239,15 @@ func testRetention(t *testing.T, open Factory) {
 			t.Fatal(err)
 		}
 	}
-	if us, err := s.Updates("a-b", 0, 0); err != nil || !reflect.DeepEqual(seqs(us), []uint64{5, 4, 3}) {
-		t.Errorf("Updates = %v, %v; want [5 4 3]", seqs(us), err)
+	if us, err := s.Updates("a-b", 0, 0); err != nil || !reflect.DeepEqual(Seqs(us), []uint64{5, 4, 3}) {
+		t.Errorf("Updates = %v, %v; want [5 4 3]", Seqs(us), err)
 	}
 	for _, id := range []string{"a-b-1", "a-b-2"} {
 		_, err := s.Log(id)
-		wantNotFound(t, "Log("+id+")", err)
-		wantNotFound(t, "PutLog("+id+")", s.PutLog(id, []byte("x")))
+		WantNotFound(t, "Log("+id+")", err)
+		WantNotFound(t, "PutLog("+id+")", s.PutLog(id, []byte("x")))
 	}
-	wantNotFound(t, "PutUpdate(a-b-1)", s.PutUpdate(daemon.Update{Stack: "a-b", Seq: 1}))
+	WantNotFound(t, "PutUpdate(a-b-1)", s.PutUpdate(daemon.Update{Stack: "a-b", Seq: 1}))
 	if log, err := s.Log("a-b-3"); err != nil || string(log) != "a-b-3" {
 		t.Errorf("Log(a-b-3) = %q, %v", log, err)
 	}
@@ -327,12 +331,12 @@ func testDeleteStack(t *testing.T, open Factory) {
 		t.Fatal(err)
 	}
 	_, err := s.Stack("a")
-	wantNotFound(t, "Stack(a)", err)
+	WantNotFound(t, "Stack(a)", err)
 	if us, err := s.Updates("a", 0, 0); err != nil || len(us) != 0 {
-		t.Errorf("Updates(a) = %v, %v", seqs(us), err)
+		t.Errorf("Updates(a) = %v, %v", Seqs(us), err)
 	}
 	_, err = s.Log("a-1")
-	wantNotFound(t, "Log(a-1)", err)
+	WantNotFound(t, "Log(a-1)", err)
 	for _, name := range []string{"a-1", "b"} {
 		if _, err := s.Stack(name); err != nil {
 			t.Errorf("Stack(%s): %v", name, err)
@@ -347,9 +351,10 @@ func testDeleteStack(t *testing.T, open Factory) {
 	}
 }
 
-func newRevision(trigger string) daemon.ConfigRevision {
+// NewRevision is an applied config revision with every field set.
+func NewRevision(trigger string) daemon.ConfigRevision {
 	return daemon.ConfigRevision{
-		Time: t0, Trigger: trigger, Applied: true,
+		Time: T0, Trigger: trigger, Applied: true,
 		Sources: []daemon.RevisionSource{
 			{Source: "https://git.example.com/infra.git", Commit: "abc123"},
 			{Source: "/etc/stackd/extra.yaml"},
@@ -358,7 +363,8 @@ func newRevision(trigger string) daemon.ConfigRevision {
 	}
 }
 
-func revSeqs(rs []daemon.ConfigRevision) []uint64 {
+// RevSeqs lists the revisions' sequence numbers.
+func RevSeqs(rs []daemon.ConfigRevision) []uint64 {
 	out := []uint64{}
 	for _, r := range rs {
 		out = append(out, r.Seq)
@@ -371,7 +377,7 @@ func testRevisions(t *testing.T, open Factory) {
 	if revs, err := s.Revisions(0, 0); err != nil || revs == nil || len(revs) != 0 {
 		t.Errorf("Revisions of a new store = %#v, %v; want empty non-nil", revs, err)
 	}
-	in := newRevision("start")
+	in := NewRevision("start")
 	in.Seq = 42 // ignored: the store assigns it
 	in.Applied, in.Error = false, "stacks.yaml:3:5: unknown field"
 	got, err := s.PutRevision(in)
@@ -381,7 +387,7 @@ func testRevisions(t *testing.T, open Factory) {
 		t.Errorf("PutRevision = %+v, %v; want %+v", got, err, want)
 	}
 	for range 4 {
-		if _, err := s.PutRevision(newRevision("git")); err != nil {
+		if _, err := s.PutRevision(NewRevision("git")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -397,8 +403,8 @@ func testRevisions(t *testing.T, open Factory) {
 		{99, 10, []uint64{5, 4, 3, 2, 1}},
 	} {
 		revs, err := s.Revisions(tc.before, tc.limit)
-		if err != nil || !reflect.DeepEqual(revSeqs(revs), tc.want) {
-			t.Errorf("Revisions(%d, %d) = %v, %v; want %v", tc.before, tc.limit, revSeqs(revs), err, tc.want)
+		if err != nil || !reflect.DeepEqual(RevSeqs(revs), tc.want) {
+			t.Errorf("Revisions(%d, %d) = %v, %v; want %v", tc.before, tc.limit, RevSeqs(revs), err, tc.want)
 		}
 	}
 	if revs, _ := s.Revisions(2, 1); len(revs) != 1 || !reflect.DeepEqual(revs[0], want) {
@@ -409,12 +415,12 @@ func testRevisions(t *testing.T, open Factory) {
 func testRevisionRetention(t *testing.T, open Factory) {
 	s, _ := open(t, Limits{History: 3})
 	for range 5 {
-		if _, err := s.PutRevision(newRevision("git")); err != nil {
+		if _, err := s.PutRevision(NewRevision("git")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if revs, err := s.Revisions(0, 0); err != nil || !reflect.DeepEqual(revSeqs(revs), []uint64{5, 4, 3}) {
-		t.Errorf("Revisions = %v, %v; want [5 4 3]", revSeqs(revs), err)
+	if revs, err := s.Revisions(0, 0); err != nil || !reflect.DeepEqual(RevSeqs(revs), []uint64{5, 4, 3}) {
+		t.Errorf("Revisions = %v, %v; want [5 4 3]", RevSeqs(revs), err)
 	}
 }
 
@@ -429,7 +435,7 @@ func testConcurrentUpdates(t *testing.T, open Factory) {
 	for range 8 {
 		wg.Go(func() {
 			for range 5 {
-				u, err := s.BeginUpdate(newUpdate("a"))
+				u, err := s.BeginUpdate(NewUpdate("a"))
 				if err != nil {
 					t.Error(err)
 					return
@@ -442,9 +448,9 @@ func testConcurrentUpdates(t *testing.T, open Factory) {
 	}
 	wg.Wait()
 	if len(got) != 40 {
-		t.Errorf("40 updates got %d distinct seqs", len(got))
+		t.Errorf("40 updates got %d distinct Seqs", len(got))
 	}
 	if us, _ := s.Updates("a", 0, 1); len(us) != 1 || us[0].Seq != 40 {
-		t.Errorf("newest update = %v, want seq 40", seqs(us))
+		t.Errorf("newest update = %v, want seq 40", Seqs(us))
 	}
 }
