@@ -94,19 +94,29 @@ func (c *Cluster) PutStack(rec daemon.StackRecord) error {
 	return nil
 }
 
-// Stack reads one record.
-func (c *Cluster) Stack(name string) (daemon.StackRecord, error) {
+// get reads the value of one key; the error wraps daemon.ErrNotFound when
+// it is not set.
+func (c *Cluster) get(key string) ([]byte, error) {
 	ctx, cancel := c.ctx()
 	defer cancel()
-	resp, err := c.cli.Get(ctx, c.key("stacks/", name))
+	resp, err := c.cli.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, daemon.ErrNotFound
+	}
+	return resp.Kvs[0].Value, nil
+}
+
+// Stack reads one record.
+func (c *Cluster) Stack(name string) (daemon.StackRecord, error) {
+	v, err := c.get(c.key("stacks/", name))
 	if err != nil {
 		return daemon.StackRecord{}, fmt.Errorf("cluster: stack %s: %w", name, err)
 	}
-	if len(resp.Kvs) == 0 {
-		return daemon.StackRecord{}, fmt.Errorf("cluster: stack %s: %w", name, daemon.ErrNotFound)
-	}
 	var rec daemon.StackRecord
-	if err := json.Unmarshal(resp.Kvs[0].Value, &rec); err != nil {
+	if err := json.Unmarshal(v, &rec); err != nil {
 		return daemon.StackRecord{}, fmt.Errorf("cluster: stack %s: %w", name, err)
 	}
 	return rec, nil
@@ -262,17 +272,12 @@ func (c *Cluster) Update(id string) (daemon.Update, error) {
 	if err != nil {
 		return daemon.Update{}, fmt.Errorf("cluster: update %s: %w", id, err)
 	}
-	ctx, cancel := c.ctx()
-	defer cancel()
-	resp, err := c.cli.Get(ctx, c.updateKey(stack, seq))
+	v, err := c.get(c.updateKey(stack, seq))
 	if err != nil {
 		return daemon.Update{}, fmt.Errorf("cluster: update %s: %w", id, err)
 	}
-	if len(resp.Kvs) == 0 {
-		return daemon.Update{}, fmt.Errorf("cluster: update %s: %w", id, daemon.ErrNotFound)
-	}
 	var u daemon.Update
-	if err := json.Unmarshal(resp.Kvs[0].Value, &u); err != nil {
+	if err := json.Unmarshal(v, &u); err != nil {
 		return daemon.Update{}, fmt.Errorf("cluster: update %s: %w", id, err)
 	}
 	return u, nil
@@ -421,16 +426,11 @@ func (c *Cluster) Revisions(before uint64, limit int) ([]daemon.ConfigRevision, 
 
 // Meta reads a small value; ErrNotFound when it is not set.
 func (c *Cluster) Meta(key string) ([]byte, error) {
-	ctx, cancel := c.ctx()
-	defer cancel()
-	resp, err := c.cli.Get(ctx, c.key("meta/", key))
+	v, err := c.get(c.key("meta/", key))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: meta %s: %w", key, err)
 	}
-	if len(resp.Kvs) == 0 {
-		return nil, fmt.Errorf("cluster: meta %s: %w", key, daemon.ErrNotFound)
-	}
-	return resp.Kvs[0].Value, nil
+	return v, nil
 }
 
 // PutMeta sets a small value.

@@ -85,10 +85,7 @@ func (w *workspace) locks() ([]lockInfo, error) {
 	if !ok {
 		return nil, nil
 	}
-	org, project := "*", w.project
-	if parts := strings.Split(w.Stack, "/"); len(parts) == 3 {
-		org, project = parts[0], parts[1]
-	}
+	org, project := w.orgProject("*")
 	pattern := filepath.Join(root, ".pulumi", "locks", org, project, stackBase(w.Stack), "*.json")
 	paths, err := filepath.Glob(pattern)
 	if err != nil {
@@ -110,6 +107,16 @@ func (w *workspace) locks() ([]lockInfo, error) {
 		locks = append(locks, l)
 	}
 	return locks, nil
+}
+
+// orgProject are the organization and project of w's stack on a file
+// backend: those of a fully qualified stack name, else org (a glob, or
+// the backend's default "organization") and w's project.
+func (w *workspace) orgProject(org string) (string, string) {
+	if parts := strings.Split(w.Stack, "/"); len(parts) == 3 {
+		return parts[0], parts[1]
+	}
+	return org, w.project
 }
 
 // fileBackendDir is the directory of a file:// backend URL ("~" is the

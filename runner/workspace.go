@@ -182,13 +182,11 @@ func (r *Runner) choosePassphrase(w *workspace) error {
 
 // inLocalBackend says whether w's stack exists in the data dir's backend.
 func (r *Runner) inLocalBackend(w *workspace) bool {
-	org, project := "organization", w.project
-	if parts := strings.Split(w.Stack, "/"); len(parts) == 3 {
-		org, project = parts[0], parts[1]
-	}
+	root, _ := fileBackendDir(r.localBackend())
+	org, project := w.orgProject("organization")
 	for _, p := range []string{
-		filepath.Join(r.opts.DataDir, "backend", ".pulumi", "stacks", project, stackBase(w.Stack)+".json"),
-		filepath.Join(r.opts.DataDir, "backend", ".pulumi", "stacks", org, project, stackBase(w.Stack)+".json"),
+		filepath.Join(root, ".pulumi", "stacks", project, stackBase(w.Stack)+".json"),
+		filepath.Join(root, ".pulumi", "stacks", org, project, stackBase(w.Stack)+".json"),
 	} {
 		if _, err := os.Stat(p); err == nil {
 			return true
