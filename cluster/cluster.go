@@ -109,9 +109,15 @@ type Cluster struct {
 	handover map[string]bool
 	// acquiring are stacks with a claim in flight.
 	acquiring map[string]bool
-	leader    string
-	moves     uint64
-	lost      uint64
+	// lostHere are stacks this replica lost (its session ended, or their
+	// key went) that the daemon has not released yet: an operation of
+	// that holding may still be ending. They are not claimed again
+	// before, so that such an operation can never write under a new
+	// holding of this replica's (its fence would be the new key's).
+	lostHere map[string]bool
+	leader   string
+	moves    uint64
+	lost     uint64
 
 	events *queue
 	kick   chan struct{}
@@ -150,7 +156,7 @@ func Open(ctx context.Context, opts Options) (*Cluster, error) {
 	return &Cluster{
 		opts: opts, log: opts.Logger, cli: cli, started: time.Now(),
 		members: map[string]member{}, owners: map[string]string{}, wanted: map[string]bool{},
-		held: map[string]int64{}, handover: map[string]bool{}, acquiring: map[string]bool{},
+		held: map[string]int64{}, handover: map[string]bool{}, acquiring: map[string]bool{}, lostHere: map[string]bool{},
 		events: newQueue(), kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}, nil
 }
@@ -374,6 +380,9 @@ func (c *Cluster) join(ctx context.Context, s *concurrency.Session) (int64, erro
 func (c *Cluster) endSession(s *concurrency.Session, closing bool) {
 	c.mu.Lock()
 	lost := slices.Sorted(maps.Keys(c.held))
+	for _, name := range lost {
+		c.lostHere[name] = true
+	}
 	c.held, c.handover, c.session, c.leader = map[string]int64{}, map[string]bool{}, nil, ""
 	if !closing {
 		c.lost++

@@ -27,8 +27,8 @@ var prefixes atomic.Int64
 func newPrefix() string { return fmt.Sprintf("/test/%d/", prefixes.Add(1)) }
 
 // replica is a started Cluster with what its daemon would hear. Unless
-// manual, it releases what it is asked to hand over at once, as an idle
-// daemon does.
+// manual, it releases what it is asked to hand over, and acknowledges
+// what it lost, at once, as an idle daemon does.
 type replica struct {
 	*Cluster
 	manual bool
@@ -59,7 +59,7 @@ func joinAs(t *testing.T, endpoints []string, prefix, node string, opts Options,
 			r.mu.Lock()
 			r.events = append(r.events, e)
 			r.mu.Unlock()
-			if e.Kind == daemon.OwnerHandover && !manual {
+			if (e.Kind == daemon.OwnerHandover || e.Kind == daemon.OwnerLost) && !manual {
 				c.Release(e.Stack)
 			}
 		}
@@ -240,6 +240,30 @@ func TestSessionLoss(t *testing.T) {
 	if st := r.Status(); st.SessionsLost != 1 {
 		t.Errorf("SessionsLost = %d, want 1", st.SessionsLost)
 	}
+}
+
+// TestNoClaimBeforeLossAcknowledged: a replica that lost a stack does not
+// take it again while the operation of its lost holding may still run
+// (the daemon has not released it): that operation's late writes would
+// otherwise pass the new holding's fence.
+func TestNoClaimBeforeLossAcknowledged(t *testing.T) {
+	eps, prefix := etcd(t), newPrefix()
+	r := joinAs(t, eps, prefix, "node-1", Options{}, true)
+	r.SetStacks([]string{"a", "b"})
+	eventually(t, "holding", func() bool { return r.Holds("a") && r.Holds("b") })
+	revoke(t, eps, r.Cluster)
+	eventually(t, "lost events", func() bool { return len(r.seen(daemon.OwnerLost)) == 2 })
+	r.Release("a")
+	eventually(t, "a held again", func() bool { return r.Holds("a") })
+	time.Sleep(time.Second) // several passes of the ownership loop
+	if r.Holds("b") {
+		t.Fatal("b was claimed again before its loss was acknowledged")
+	}
+	if _, err := r.BeginUpdate(daemon.Update{Stack: "b"}); !errors.Is(err, daemon.ErrNotOwner) {
+		t.Errorf("a write about b before its loss was acknowledged = %v, want ErrNotOwner", err)
+	}
+	r.Release("b")
+	eventually(t, "b held again", func() bool { return r.Holds("b") })
 }
 
 // revoke ends r's lease from outside, as etcd does when it expires.

@@ -21,6 +21,7 @@ func (c *Cluster) SetStacks(names []string) {
 	for _, n := range names {
 		c.wanted[n] = true
 	}
+	maps.DeleteFunc(c.lostHere, func(n string, _ bool) bool { return !c.wanted[n] })
 	c.mu.Unlock()
 	c.poke()
 }
@@ -37,12 +38,17 @@ func (c *Cluster) Holds(name string) bool {
 func (c *Cluster) Events() <-chan daemon.OwnershipEvent { return c.events.out }
 
 // Release gives up name: its ownership key is deleted, if it is still
-// this replica's.
+// this replica's. After a Lost event, it says that nothing of the lost
+// holding runs any more: name may be claimed again.
 func (c *Cluster) Release(name string) {
 	c.mu.Lock()
 	rev, ok := c.held[name]
 	delete(c.held, name)
 	delete(c.handover, name)
+	if c.lostHere[name] {
+		delete(c.lostHere, name)
+		defer c.poke()
+	}
 	if ok {
 		c.moves++
 	}
@@ -70,9 +76,10 @@ type plan struct {
 }
 
 // decide compares what this replica holds with what rendezvous hashing
-// gives it. It is pure: a table test covers it.
+// gives it; it claims none of waiting (a claim in flight, or a lost
+// holding not yet released). It is pure: a table test covers it.
 func decide(node string, members []string, wanted map[string]bool, owners map[string]string,
-	held, handover, acquiring map[string]bool) plan {
+	held, handover, waiting map[string]bool) plan {
 	var p plan
 	if !slices.Contains(members, node) {
 		return p // this replica's registration is gone with its lease: it decides nothing
@@ -80,7 +87,7 @@ func decide(node string, members []string, wanted map[string]bool, owners map[st
 	for _, name := range slices.Sorted(maps.Keys(wanted)) {
 		mine := Owner(name, members) == node
 		switch {
-		case mine && !held[name] && owners[name] == "" && !acquiring[name]:
+		case mine && !held[name] && owners[name] == "" && !waiting[name]:
 			p.claim = append(p.claim, name)
 		case !mine && held[name] && !handover[name]:
 			p.handover = append(p.handover, name)
@@ -107,7 +114,9 @@ func (c *Cluster) reconcile(ctx context.Context) {
 	for n := range c.held {
 		held[n] = true
 	}
-	p := decide(c.opts.Node, slices.Sorted(maps.Keys(c.members)), c.wanted, c.owners, held, c.handover, c.acquiring)
+	waiting := maps.Clone(c.acquiring)
+	maps.Copy(waiting, c.lostHere)
+	p := decide(c.opts.Node, slices.Sorted(maps.Keys(c.members)), c.wanted, c.owners, held, c.handover, waiting)
 	for _, n := range p.handover {
 		c.handover[n] = true
 	}
@@ -194,6 +203,7 @@ func (c *Cluster) watchOwners(ctx context.Context, rev int64) {
 			if r, ok := c.held[name]; ok && r < ev.Kv.ModRevision {
 				delete(c.held, name)
 				delete(c.handover, name)
+				c.lostHere[name] = true
 				lost = true
 			}
 		} else {

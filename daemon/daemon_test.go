@@ -245,6 +245,7 @@ type fakeRunner struct {
 	running int
 	peak    int
 	gate    chan struct{}          // when set, each Run waits for a receive
+	deaf    bool                   // the gate ignores cancellation, as a CLI slow to stop
 	drift   []spec.DriftedResource // what drift checks find
 }
 
@@ -253,10 +254,12 @@ func (r *fakeRunner) Run(ctx context.Context, op Operation) (Result, error) {
 	r.ops = append(r.ops, op)
 	r.running++
 	r.peak = max(r.peak, r.running)
-	err, gate := r.fail[op.Name], r.gate
+	err, gate, deaf := r.fail[op.Name], r.gate, r.deaf
 	r.mu.Unlock()
 	defer func() { r.mu.Lock(); r.running--; r.mu.Unlock() }()
-	if gate != nil {
+	if gate != nil && deaf {
+		<-gate
+	} else if gate != nil {
 		select {
 		case <-gate:
 		case <-ctx.Done():

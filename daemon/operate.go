@@ -109,12 +109,16 @@ func (d *Daemon) notPrepared(j job, err error) {
 	d.blockLocked(j.st, reason, err, time.Now())
 }
 
-// release ends st's running state. Called with d.mu held.
+// release ends st's running state; an operation that outlived the loss
+// of its stack acknowledges that loss. Called with d.mu held.
 func (d *Daemon) release(st *stackState) {
 	st.running = false
 	st.cancel = nil
 	st.live.Close()
 	d.running--
+	if d.clustered && !st.held && !st.releasing {
+		d.own.Release(st.rec.Name)
+	}
 	d.kick()
 }
 
@@ -193,11 +197,18 @@ func (d *Daemon) finish(ctx context.Context, j job, u Update, res Result, runErr
 			u.State, u.Message = UpdateAborted, "interrupted: stackd was stopping"
 		}
 	}
-	if err := d.opts.Store.PutUpdate(u); err != nil {
-		d.storeError("cannot record the update's outcome", u.Stack, err, "update", u.ID)
-	}
-	if err := d.opts.Store.PutLog(u.ID, j.st.live.Bytes()); err != nil {
-		d.storeError("cannot record the update's log", u.Stack, err, "update", u.ID)
+	d.mu.Lock()
+	acts := d.acts(j.st)
+	d.mu.Unlock()
+	if !acts {
+		d.log.Info("not recording the outcome of the update: another replica holds the stack now", "stack", u.Stack, "update", u.ID)
+	} else {
+		if err := d.opts.Store.PutUpdate(u); err != nil {
+			d.storeError("cannot record the update's outcome", u.Stack, err, "update", u.ID)
+		}
+		if err := d.opts.Store.PutLog(u.ID, j.st.live.Bytes()); err != nil {
+			d.storeError("cannot record the update's log", u.Stack, err, "update", u.ID)
+		}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

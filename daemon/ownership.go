@@ -24,6 +24,9 @@ type Ownership interface {
 	Holder(name string) string
 	// Release gives name up after a Handover event, once nothing runs on
 	// it (or the handover grace ended and the operation was interrupted).
+	// After a Lost event it says that the operation of that holding has
+	// ended: until then the replica does not claim name again, so that a
+	// late write of that operation can never pass a new holding's fence.
 	Release(name string)
 	// Events reports what changes for this replica (see OwnershipEvent).
 	Events() <-chan OwnershipEvent

@@ -109,11 +109,16 @@ func (d *Daemon) gained(name string) {
 }
 
 // lost stops acting on a stack at once: its running operation is
-// interrupted, and nothing more is written about it.
+// interrupted, and nothing more is written about it. The loss is
+// acknowledged (Release) once that operation has ended (release), so
+// that the replica takes the stack again only after it.
 func (d *Daemon) lost(name string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := d.stacks[name]
+	if st == nil || !st.running {
+		d.own.Release(name)
+	}
 	if st == nil {
 		return
 	}

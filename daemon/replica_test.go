@@ -157,7 +157,9 @@ func TestClusterHandoverGraceInterrupts(t *testing.T) {
 }
 
 // TestClusterLostInterrupts: a lost stack's operation is interrupted at
-// once, and its outcome is not written by this replica.
+// once, and its outcome is not written by this replica. The loss is
+// acknowledged (released) only once that operation ended, so that the
+// replica cannot take the stack again while it may still write.
 func TestClusterLostInterrupts(t *testing.T) {
 	o := newFakeOwnership()
 	h := clusterHarness(t, o)
@@ -172,9 +174,32 @@ func TestClusterLostInterrupts(t *testing.T) {
 		defer h.runner.mu.Unlock()
 		return h.runner.running == 0
 	})
+	h.eventually("loss acknowledged", func() bool { return o.wasReleased("app") })
 	time.Sleep(100 * time.Millisecond)
 	if n := len(h.runner.opsOf("app")); n != 1 {
 		t.Fatalf("%d operations after losing the stack", n)
+	}
+}
+
+// TestClusterLossAcknowledgedAfterOperation: an operation that does not
+// stop at once when its stack is lost delays the acknowledgement.
+func TestClusterLossAcknowledgedAfterOperation(t *testing.T) {
+	o := newFakeOwnership()
+	h := clusterHarness(t, o)
+	h.runner.gate, h.runner.deaf = make(chan struct{}), true
+	h.start()
+	o.gain("app")
+	h.eventually("app running", func() bool { return len(h.runner.opsOf("app")) == 1 })
+	o.set("app", false)
+	o.events <- OwnershipEvent{Kind: OwnerLost, Stack: "app"}
+	time.Sleep(200 * time.Millisecond)
+	if o.wasReleased("app") {
+		t.Fatal("loss acknowledged while the operation of that holding runs")
+	}
+	h.runner.gate <- struct{}{}
+	h.eventually("loss acknowledged", func() bool { return o.wasReleased("app") })
+	if u := h.store.updatesOf("app"); len(u) != 1 || u[0].State != UpdateRunning {
+		t.Errorf("updates after a lost operation ended = %+v, want its record untouched", u)
 	}
 }
 
