@@ -153,6 +153,20 @@ func TestGitConfigSource(t *testing.T) {
 	if s := h.sourceStatus(); s.Commit != sha1 || s.Stacks != 3 {
 		t.Fatalf("source status = %+v", s)
 	}
+	// The config's health is the config's: a stack whose program fails
+	// is Degraded, its source and the config stay Healthy.
+	h.runner.setFail("db", errors.New("program failed"))
+	if _, err := h.d.Sync("db"); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("db failed", func() bool {
+		v, _ := h.d.Stack("db")
+		return v.Status.LastUpdate != nil && v.Status.LastUpdate.State == UpdateFailed
+	})
+	if st := h.d.ConfigStatus(); st.Health.Status != HealthHealthy || st.Sources[0].Health.Status != HealthHealthy {
+		t.Fatalf("config health %+v, source health %+v with a failing stack; want both Healthy", st.Health, st.Sources[0].Health)
+	}
+	h.runner.setFail("db", nil)
 
 	// A broken document: the config in force stays; the status names
 	// the commit and the file.

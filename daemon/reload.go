@@ -217,17 +217,13 @@ func (d *Daemon) sourceStatusLocked(s *sourceState) SourceStatus {
 	if s.fetchErr != nil {
 		ss.Error = strings.TrimSpace(s.fetchErr.Error() + "\n" + ss.Error)
 	}
-	worst := Health{Status: HealthHealthy, Message: "every stack is healthy"}
-	for _, name := range slices.Sorted(maps.Keys(d.stacks)) {
-		st := d.stacks[name]
-		if st.stack == nil || st.stack.Source != s.name {
-			continue
-		}
-		ss.Stacks++
-		if h := HealthOf(&st.rec.Status, st.rec.Generation); worse(h.Status, worst.Status) {
-			worst = Health{Status: h.Status, Message: fmt.Sprintf("stack %s: %s", name, h.Message)}
+	for _, st := range d.stacks {
+		if st.stack != nil && st.stack.Source == s.name {
+			ss.Stacks++
 		}
 	}
+	// The source's own health: whether its config is read and applied.
+	// The stacks' health is theirs (a failing program is no config error).
 	switch {
 	case ss.Error != "":
 		ss.Health = Health{Status: HealthDegraded, Message: firstLine(ss.Error)}
@@ -236,7 +232,7 @@ func (d *Daemon) sourceStatusLocked(s *sourceState) SourceStatus {
 	case s.Git != nil && s.latest != "" && s.latest != s.applied:
 		ss.Health = Health{Status: HealthProgressing, Message: "applying commit " + shortCommit(s.latest)}
 	default:
-		ss.Health = worst
+		ss.Health = Health{Status: HealthHealthy, Message: "applied"}
 	}
 	return ss
 }
