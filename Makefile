@@ -17,7 +17,7 @@ export GIT_CONFIG_GLOBAL := /dev/null
 export GIT_CONFIG_NOSYSTEM := true
 
 .DEFAULT_GOAL := help
-.PHONY: help build toolchain test test-short fuzz vet lint fmt run clean image
+.PHONY: help build toolchain test test-short fuzz vet lint fmt run clean image image-base
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -50,12 +50,19 @@ lint: vet ## alias of vet
 fmt: ## format the code
 	gofmt -w $$(git ls-files '*.go' | grep -v '^testdata/')
 
+# The example's programs find their provider in the data dir's plugin
+# cache (see tools/example.sh), not on PATH.
 run: build toolchain ## run the daemon on the example config, state in .data/
-	tools/example-repo.sh $(CURDIR)/.data/example-repo
-	STACKD_EXAMPLE_OUT=$(DATA_DIR)/example-out $(BIN)/stackd run --config configs/stackd.example.yaml --data-dir $(DATA_DIR)
+	tools/example.sh $(CURDIR)/.data/example-repo $(DATA_DIR)/pulumi-home
+	STACKD_EXAMPLE_OUT=$(DATA_DIR)/example-out PULUMI_IGNORE_AMBIENT_PLUGINS=true \
+		$(BIN)/stackd run --config configs/stackd.example.yaml --data-dir $(DATA_DIR) --pass-env PULUMI_IGNORE_AMBIENT_PLUGINS
 
 image: ## build the container image IMAGE:VERSION and :latest (Containerfile) with podman, or CONTAINER_ENGINE
 	tools/image.sh build $(IMAGE_DIR) $(VERSION) $(IMAGE)
+
+image-base: ## the same on BASE_IMAGE, an image with pulumi and language runtimes (Containerfile.base)
+	@[ -n "$(BASE_IMAGE)" ] || { echo "set BASE_IMAGE, e.g. make image-base BASE_IMAGE=docker.io/pulumi/pulumi-nodejs:3.250.0"; exit 2; }
+	BASE_IMAGE=$(BASE_IMAGE) tools/image.sh build $(IMAGE_DIR) $(VERSION) $(IMAGE)
 
 clean: ## remove build output (not the toolchain, not .data)
 	rm -f $(BIN)/stackd

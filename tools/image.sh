@@ -17,7 +17,10 @@
 #   tools/image.sh build DIR VERSION IMAGE
 #       Stages DIR as above, then builds the Containerfile on DIR/context
 #       with $CONTAINER_ENGINE (podman unless set; docker takes the same
-#       arguments), tagged IMAGE:VERSION and IMAGE:latest.
+#       arguments), tagged IMAGE:VERSION and IMAGE:latest. With BASE_IMAGE
+#       set, it builds Containerfile.base on that image instead: the base
+#       brings pulumi and the language runtimes, and only stackd is copied
+#       from the context.
 #
 # GOARCH selects the binaries' architecture (default: the Go toolchain's).
 # CA_CERTS names the CA bundle to copy when it is not at one of the usual
@@ -117,6 +120,12 @@ echo "image: context staged in $ctx (stackd $version, pulumi $pulumi_version, pu
 
 if [ "$cmd" = build ]; then
 	image=$4
-	"$engine" build -f "$root/Containerfile" -t "$image:$version" -t "$image:latest" "$ctx"
-	echo "image: built $image:$version and $image:latest" >&2
+	if [ -n "${BASE_IMAGE:-}" ]; then
+		"$engine" build -f "$root/Containerfile.base" --build-arg "BASE_IMAGE=$BASE_IMAGE" \
+			-t "$image:$version" -t "$image:latest" "$ctx"
+		echo "image: built $image:$version and $image:latest on $BASE_IMAGE" >&2
+	else
+		"$engine" build -f "$root/Containerfile" -t "$image:$version" -t "$image:latest" "$ctx"
+		echo "image: built $image:$version and $image:latest" >&2
+	fi
 fi

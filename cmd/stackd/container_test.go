@@ -3,6 +3,7 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"debug/elf"
 	"encoding/json"
 	"errors"
@@ -85,7 +86,13 @@ func (p *podman) run(args ...string) string {
 // when the test ends; its log is shown when the test failed.
 func (p *podman) start(name string, options ...string) {
 	p.t.Helper()
-	p.run(append([]string{"run", "-d", "--name", name}, append(options, testImage+":"+testTag)...)...)
+	p.startImage(testImage+":"+testTag, name, options...)
+}
+
+// startImage is start with another image.
+func (p *podman) startImage(image, name string, options ...string) {
+	p.t.Helper()
+	p.run(append([]string{"run", "-d", "--name", name}, append(options, image)...)...)
 	p.t.Cleanup(func() {
 		if p.t.Failed() {
 			logs, _ := p.logs(name)
@@ -152,60 +159,9 @@ func TestContainerImage(t *testing.T) {
 		t.Fatalf("pulumi version in the image: %q", out)
 	}
 
-	// The host side: a repository served over HTTP with a token, the test
-	// provider built statically, and the directories to mount.
 	began = time.Now()
-	r := newRepo(t)
-	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	const token = "container-token"
-	url := gitHTTP(t, filepath.Dir(r.dir), token) + "/repo"
-	dir := t.TempDir()
-	cfgDir, dataDir, secretsDir, pluginsDir, outDir := filepath.Join(dir, "config"), filepath.Join(dir, "data"),
-		filepath.Join(dir, "secrets"), filepath.Join(dir, "plugins"), filepath.Join(dir, "out")
-	for _, d := range []string{cfgDir, dataDir, filepath.Join(secretsDir, "git"), filepath.Join(pluginsDir, "bin"), outDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	buildStaticProvider(t, root, filepath.Join(pluginsDir, "bin"))
-	if err := os.WriteFile(filepath.Join(secretsDir, "git", "token"), []byte(token), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	config := fmt.Sprintf(`stacks:
-  - name: app
-    stack: app
-    projectRepo: %s
-    branch: main
-    config:
-      path: /out/note.txt
-    gitAuth:
-      accessToken: {type: Secret, secret: {name: git, key: token}}
-`, url)
-	if err := os.WriteFile(filepath.Join(cfgDir, "stackd.yaml"), []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
-
-	// Host networking lets the container reach the repository on the
-	// host's loopback; STACKD_LISTEN keeps the daemon there too. :U gives
-	// the mounted directories to the container's user.
-	name := "stackd-test-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	addr := freeAddr(t)
-	p.start(name, "--network", "host",
-		"-v", cfgDir+":/etc/stackd:ro",
-		"-v", dataDir+":/var/lib/stackd:U",
-		"-v", secretsDir+":/run/stackd-secrets:ro,U",
-		"-v", pluginsDir+":/opt/stackdtest:U",
-		"-v", outDir+":/out:U",
-		"-e", "PATH=/usr/local/bin:/opt/stackdtest/bin",
-		"-e", "STACKD_LISTEN="+addr,
-		"-e", "STACKD_SECRETS_DIR=/run/stackd-secrets",
-		"-e", "STACKD_RETRY_BACKOFF=1s")
-	in := &instance{t: t, url: "http://" + addr}
-	waitReadyz(t, in, 30*time.Second)
-	v := in.waitStack("app", "deployed", 2*time.Minute, isReady)
-	if got := readFile(t, filepath.Join(outDir, "note.txt")); got != "hello v1" || output(v, "content") != "hello v1" {
-		t.Fatalf("file = %q, output %q after the deploy", got, output(v, "content"))
-	}
+	f := newStackFixture(t, root)
+	name := f.deploy(p, ref)
 	t.Logf("container started and deployed the stack in %v", time.Since(began).Round(time.Millisecond))
 
 	// stackd runs as stackd (65532), as PID 1, and reaps the plugins
@@ -227,7 +183,7 @@ func TestContainerImage(t *testing.T) {
 	}
 	t.Logf("stopped in %v", time.Since(began).Round(time.Millisecond))
 	// The image's own stackd checks the store the daemon left.
-	check := p.run("run", "--rm", "--network", "none", "-v", dataDir+":/var/lib/stackd",
+	check := p.run("run", "--rm", "--network", "none", "-v", f.dataDir+":/var/lib/stackd",
 		"--entrypoint", "/usr/local/bin/stackd", ref, "store", "check", "--data-dir", "/var/lib/stackd")
 	if !strings.Contains(check, "1 stack") {
 		t.Fatalf("store check after the stop: %s", check)
@@ -243,7 +199,7 @@ func TestContainerImage(t *testing.T) {
 		if err := os.Mkdir(data, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		opts := []string{"-p", published + ":8080", "-v", cfgDir + ":/etc/stackd:ro", "-v", data + ":/var/lib/stackd:U"}
+		opts := []string{"-p", published + ":8080", "-v", f.cfgDir + ":/etc/stackd:ro", "-v", data + ":/var/lib/stackd:U"}
 		if told {
 			opts = append(opts, "-e", "STACKD_LISTEN=0.0.0.0:8080")
 		}
@@ -262,16 +218,96 @@ func TestContainerImage(t *testing.T) {
 	t.Logf("published-port checks: %v", time.Since(began).Round(time.Millisecond))
 }
 
-// buildImage runs `make image` in root, tagging testImage.
-func buildImage(t *testing.T, root string) {
+// stackFixture is what the container tests mount: a config whose stack
+// tracks a repository served over HTTP with a token, the token as a
+// secret, the test provider built statically, a data directory, and the
+// directory the stack writes its file into.
+type stackFixture struct {
+	t                                               *testing.T
+	cfgDir, dataDir, secretsDir, pluginsDir, outDir string
+}
+
+func newStackFixture(t *testing.T, root string) *stackFixture {
 	t.Helper()
-	cmd := exec.Command(tool(t, "make"), "-C", root, "image", "IMAGE="+testImage, "VERSION="+testTag)
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+	const token = "container-token"
+	url := gitHTTP(t, filepath.Dir(r.dir), token) + "/repo"
+	dir := t.TempDir()
+	f := &stackFixture{t: t, cfgDir: filepath.Join(dir, "config"), dataDir: filepath.Join(dir, "data"),
+		secretsDir: filepath.Join(dir, "secrets"), pluginsDir: filepath.Join(dir, "plugins"), outDir: filepath.Join(dir, "out")}
+	for _, d := range []string{f.cfgDir, f.dataDir, filepath.Join(f.secretsDir, "git"), filepath.Join(f.pluginsDir, "bin"), f.outDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buildStaticProvider(t, root, filepath.Join(f.pluginsDir, "bin"))
+	if err := os.WriteFile(filepath.Join(f.secretsDir, "git", "token"), []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := fmt.Sprintf(`stacks:
+  - name: app
+    stack: app
+    projectRepo: %s
+    branch: main
+    config:
+      path: /out/note.txt
+    gitAuth:
+      accessToken: {type: Secret, secret: {name: git, key: token}}
+`, url)
+	if err := os.WriteFile(filepath.Join(f.cfgDir, "stackd.yaml"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// deploy runs image with the fixture mounted and waits until its stack
+// is deployed; it returns the container's name. Host
+// networking lets the container reach the repository on the host's
+// loopback; STACKD_LISTEN keeps the daemon there too. :U gives the
+// mounted directories to the container's user. path is the image's PATH
+// with the test provider's directory added.
+func (f *stackFixture) deploy(p *podman, image string, path ...string) string {
+	t := f.t
+	t.Helper()
+	if len(path) == 0 {
+		path = []string{"/usr/local/bin"}
+	}
+	name := "stackd-test-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	addr := freeAddr(t)
+	p.startImage(image, name, "--network", "host",
+		"-v", f.cfgDir+":/etc/stackd:ro",
+		"-v", f.dataDir+":/var/lib/stackd:U",
+		"-v", f.secretsDir+":/run/stackd-secrets:ro,U",
+		"-v", f.pluginsDir+":/opt/stackdtest:U",
+		"-v", f.outDir+":/out:U",
+		"-e", "PATH="+strings.Join(append(path, "/opt/stackdtest/bin"), ":"),
+		"-e", "STACKD_LISTEN="+addr,
+		"-e", "STACKD_SECRETS_DIR=/run/stackd-secrets",
+		"-e", "STACKD_RETRY_BACKOFF=1s")
+	in := &instance{t: t, url: "http://" + addr}
+	waitReadyz(t, in, 30*time.Second)
+	v := in.waitStack("app", "deployed", 2*time.Minute, isReady)
+	if got := readFile(t, filepath.Join(f.outDir, "note.txt")); got != "hello v1" || output(v, "content") != "hello v1" {
+		t.Fatalf("file = %q, output %q after the deploy", got, output(v, "content"))
+	}
+	return name
+}
+
+// buildImage runs `make image` in root, tagging testImage, or the make
+// target and variables given.
+func buildImage(t *testing.T, root string, target ...string) {
+	t.Helper()
+	if len(target) == 0 {
+		target = []string{"image", "IMAGE=" + testImage}
+	}
+	cmd := exec.Command(tool(t, "make"), append([]string{"-C", root, "VERSION=" + testTag}, target...)...)
 	// Not the settings of a make running this test.
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "MAKEFLAGS=") || strings.HasPrefix(kv, "MFLAGS=") || strings.HasPrefix(kv, "MAKELEVEL=")
 	})
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("make image: %v\n%s", err, out)
+		t.Fatalf("make %s: %v\n%s", target[0], err, out)
 	}
 }
 
@@ -291,6 +327,13 @@ func buildStaticProvider(t *testing.T, root, dir string) {
 // and logs its size.
 func checkImageConfig(t *testing.T, p *podman) {
 	t.Helper()
+	checkConfigOf(t, p, testImage+":"+testTag, "STACKD_PULUMI_BIN=/usr/local/bin")
+}
+
+// checkConfigOf checks the user, entrypoint, environment (env too),
+// working directory and volume that every stackd image has.
+func checkConfigOf(t *testing.T, p *podman, ref string, env ...string) {
+	t.Helper()
 	var img []struct {
 		Size   int64
 		Config struct {
@@ -302,18 +345,18 @@ func checkImageConfig(t *testing.T, p *podman) {
 			Volumes    map[string]any
 		}
 	}
-	if err := json.Unmarshal([]byte(p.run("image", "inspect", testImage+":"+testTag)), &img); err != nil || len(img) != 1 {
+	if err := json.Unmarshal([]byte(p.run("image", "inspect", ref)), &img); err != nil || len(img) != 1 {
 		t.Fatalf("podman image inspect: %v %+v", err, img)
 	}
 	c := img[0].Config
-	t.Logf("image %s:%s: %.1f MB", testImage, testTag, float64(img[0].Size)/1e6)
+	t.Logf("image %s: %.1f MB", ref, float64(img[0].Size)/1e6)
 	if c.User != fmt.Sprintf("%d:%d", imageUID, imageUID) {
 		t.Errorf("image user %q, want %d:%d", c.User, imageUID, imageUID)
 	}
 	if !slices.Equal(c.Entrypoint, []string{"/usr/local/bin/stackd", "run"}) || len(c.Cmd) != 0 {
 		t.Errorf("entrypoint %q, cmd %q", c.Entrypoint, c.Cmd)
 	}
-	for _, kv := range []string{"STACKD_CONFIG=/etc/stackd", "STACKD_DATA_DIR=/var/lib/stackd", "STACKD_PULUMI_BIN=/usr/local/bin"} {
+	for _, kv := range append([]string{"STACKD_CONFIG=/etc/stackd", "STACKD_DATA_DIR=/var/lib/stackd"}, env...) {
 		if !slices.Contains(c.Env, kv) {
 			t.Errorf("the image's environment lacks %s: %q", kv, c.Env)
 		}
@@ -547,4 +590,91 @@ func waitNoZombies(t *testing.T, pid int, timeout time.Duration) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// TestContainerImageOnBase builds the image variant of Containerfile.base
+// on a Debian base that holds pulumi and the YAML language host where
+// Pulumi's official images keep them (/pulumi/bin, on PATH), and runs a
+// YAML stack in it: the same user, paths and entrypoint as the scratch
+// image, with the base's pulumi. No registry is reachable here, so the
+// Debian base is made with mmdebstrap from Debian's packages.
+func TestContainerImageOnBase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the container image")
+	}
+	p := newPodman(t)
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	base := pulumiDebianBase(t, p)
+	t.Logf("Debian base with pulumi: %v", time.Since(began).Round(time.Millisecond))
+
+	began = time.Now()
+	const image = testImage + "-base"
+	buildImage(t, root, "image-base", "IMAGE="+image, "BASE_IMAGE="+base)
+	t.Cleanup(func() { _, _ = p.try("rmi", "-f", image+":"+testTag, image+":latest") })
+	t.Logf("make image-base: %v", time.Since(began).Round(time.Millisecond))
+	ref := image + ":" + testTag
+	checkConfigOf(t, p, ref)
+	if out := p.run("run", "--rm", "--entrypoint", "sh", ref, "-c", "command -v pulumi; id"); !strings.Contains(out, "/pulumi/bin/pulumi\n") ||
+		!strings.Contains(out, fmt.Sprintf("uid=%d(stackd) gid=%d(stackd)", imageUID, imageUID)) {
+		t.Fatalf("pulumi and the user in the image:\n%s", out)
+	}
+
+	began = time.Now()
+	f := newStackFixture(t, root)
+	name := f.deploy(p, ref, "/pulumi/bin", "/usr/local/bin", "/usr/bin", "/bin")
+	t.Logf("container started and deployed the stack in %v", time.Since(began).Round(time.Millisecond))
+	if top := p.run("top", name, "huser", "user", "comm"); !hasLine(top, fmt.Sprintf("%d stackd stackd", imageUID)) {
+		t.Fatalf("podman top: stackd does not run as the user stackd (%d):\n%s", imageUID, top)
+	}
+	p.run("stop", "-t", "60", name)
+	if code := p.run("inspect", "--format", "{{.State.ExitCode}}", name); code != "0" {
+		t.Fatalf("the container exited with %s after SIGTERM", code)
+	}
+}
+
+// pulumiDebianBase makes a Debian image in the shape of Pulumi's official
+// ones: a minimal Debian with the pinned pulumi CLI and YAML language host
+// in /pulumi/bin, on PATH. It returns the image's name; it is removed when
+// the test ends. STACKD_TEST_DEBIAN_MIRROR overrides the Debian mirror.
+func pulumiDebianBase(t *testing.T, p *podman) string {
+	t.Helper()
+	mirror := cmp.Or(os.Getenv("STACKD_TEST_DEBIAN_MIRROR"), "http://deb.debian.org/debian")
+	dir := t.TempDir()
+	rootfs := filepath.Join(dir, "rootfs.tar")
+	cmd := exec.Command(tool(t, "mmdebstrap"), "--variant=minbase", "bookworm", rootfs, mirror)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("mmdebstrap: %v\n%s", err, out)
+	}
+	const debian, base = "localhost/stackd-test-debian:bookworm", "localhost/stackd-test-pulumi-debian:test"
+	p.run("import", rootfs, debian)
+	t.Cleanup(func() { _, _ = p.try("rmi", "-f", base, debian) })
+
+	ctx := filepath.Join(dir, "context")
+	bin := toolchainBin(t)
+	if err := os.MkdirAll(ctx, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{"pulumi", "pulumi-language-yaml"} {
+		data, err := os.ReadFile(filepath.Join(bin, b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ctx, b), data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	containerfile := "FROM " + debian + `
+COPY pulumi pulumi-language-yaml /pulumi/bin/
+ENV PATH=/pulumi/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+CMD ["pulumi"]
+`
+	if err := os.WriteFile(filepath.Join(ctx, "Containerfile"), []byte(containerfile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.run("build", "-t", base, ctx)
+	return base
 }

@@ -118,22 +118,34 @@ func TestE2EUIExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	script := exec.Command("sh", filepath.Join("tools", "example-repo.sh"), filepath.Join(root, ".data", "example-repo"))
+	// As make run does.
+	state := filepath.Join(root, ".data", "state")
+	script := exec.Command("sh", filepath.Join("tools", "example.sh"), filepath.Join(root, ".data", "example-repo"), filepath.Join(state, "pulumi-home"))
 	script.Dir = filepath.Join("..", "..")
-	script.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=true")
+	script.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=true",
+		"PATH="+toolchainBin(t)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	if out, err := script.CombinedOutput(); err != nil {
-		t.Fatalf("example-repo.sh: %v\n%s", err, out)
+		t.Fatalf("example.sh: %v\n%s", err, out)
 	}
 	t.Setenv("STACKD_EXAMPLE_OUT", filepath.Join(root, ".data", "example-out"))
+	t.Setenv("PULUMI_IGNORE_AMBIENT_PLUGINS", "true")
 	// The example's relative repository path starts at the config's
 	// directory: the config goes where configs/ is in the repository.
 	cfgPath := filepath.Join(root, "configs", "stackd.example.yaml")
 	if err := os.WriteFile(cfgPath, example, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	in := startDaemonWith(t, string(example), filepath.Join(root, ".data", "state"), func(f *runFlags) { f.config = stringsFlag{cfgPath} })
+	in := startDaemonWith(t, string(example), state, func(f *runFlags) {
+		f.config = stringsFlag{cfgPath}
+		_ = f.passEnv.Set("PULUMI_IGNORE_AMBIENT_PLUGINS")
+	})
 	for _, name := range []string{"hello", "example"} {
-		in.waitStack(name, "deployed", time.Minute, isReady)
+		v := in.waitStack(name, "deployed", time.Minute, isReady)
+		// The example speaks only of itself: no deprecation warning, no
+		// notice about where a plugin came from.
+		if _, log := in.get("/api/v1/updates/"+v.Status.LastUpdate.Name+"/log", nil); bytes.Contains(bytes.ToLower(log), []byte("warning")) {
+			t.Errorf("the log of %s's update warns:\n%s", name, log)
+		}
 	}
 	if got := readFile(t, filepath.Join(root, ".data", "example-out", "note.txt")); got != "Hello from stackd" {
 		t.Fatalf("example file = %q", got)
