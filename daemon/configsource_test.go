@@ -288,7 +288,7 @@ stacks:
 	h.eventually("deployed", func() bool { return h.ready("net") && h.ready("app") })
 	h.fetcher.set("https://git.example/infra.git", sha2, nil)
 	h.d.mu.Lock()
-	h.d.stacks["app"].nextPoll = time.Time{} // app polls first
+	h.d.stacks["app"].pollNow = true // app polls first
 	h.d.kick()
 	h.d.mu.Unlock()
 	h.eventually("both at the new commit", func() bool {

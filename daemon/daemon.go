@@ -162,6 +162,9 @@ type Daemon struct {
 
 	mu  sync.Mutex
 	cfg *spec.Config // nil until a first config is applied
+	// repoPolls are the polling rounds of the stacks' repositories, by
+	// repoKey.
+	repoPolls map[string]*repoPoll
 	// sources are the config sources, in Options.Sources order.
 	sources []*sourceState
 	reload  ConfigStatus
@@ -199,9 +202,13 @@ type stackState struct {
 	commit    string
 	sourceErr error
 	polling   bool
-	nextPoll  time.Time
-	running   bool
-	cancel    context.CancelFunc // of the running operation
+	// pollNow asks for a poll before the next round of the stack's
+	// repository (a push, a sync, a new source); round is the last round
+	// of that repository the stack polled in.
+	pollNow bool
+	round   int
+	running bool
+	cancel  context.CancelFunc // of the running operation
 	// blocked is why the stack cannot run right now (a reference that
 	// cannot be read, a source that cannot be fetched); it is retried at
 	// retryAt.
@@ -251,9 +258,9 @@ func New(cfg *spec.Config, opts Options) (*Daemon, error) {
 		clustered: opts.Ownership != nil,
 		cfg:       cfg,
 		sources:   newSourceStates(opts.Sources),
-		stacks:    map[string]*stackState{},
-		wake:      make(chan struct{}, 1),
-		srcWake:   make(chan struct{}, 1),
+		stacks:    map[string]*stackState{}, repoPolls: map[string]*repoPoll{},
+		wake:    make(chan struct{}, 1),
+		srcWake: make(chan struct{}, 1),
 	}
 	if d.own == nil {
 		d.own = allStacks{}
@@ -387,7 +394,7 @@ func (d *Daemon) applyLocked(cfg *spec.Config) error {
 			continue
 		}
 		st.stack = nil
-		st.nextPoll = time.Time{}
+		st.pollNow = true
 		if !d.acts(st) {
 			continue // its holder records the removal
 		}
@@ -425,7 +432,7 @@ func (d *Daemon) observeSpec(st *stackState, s *spec.Stack) error {
 	st.rec.Removed = false
 	st.blocked = false
 	if changedSource {
-		st.commit, st.sourceErr, st.nextPoll = "", nil, time.Time{}
+		st.commit, st.sourceErr, st.pollNow = "", nil, true
 	}
 	if err := d.opts.Store.PutStack(st.rec); err != nil {
 		return fmt.Errorf("daemon: record spec of %s: %w", s.Name, err)

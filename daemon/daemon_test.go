@@ -1035,7 +1035,8 @@ func TestQueueDepthForgetsStacksThatNoLongerWait(t *testing.T) {
 	st := &stackState{stack: h.d.cfg.Stack("app"), waiting: true, commit: sha1,
 		rec: StackRecord{Name: "app", Generation: 1, Status: StackStatus{LastUpdate: &LastUpdate{
 			Generation: 1, State: UpdateSucceeded, Type: UpdateUp, LastSuccessfulCommit: sha1, LastAttemptedCommit: sha1}}}}
-	st.nextPoll = time.Now().Add(time.Hour)
+	st.round = 1 // polled in its repository's current round
+	h.d.repoPolls[repoKey(st.stack.Spec.ProjectRepo)] = &repoPoll{round: 1, next: time.Now().Add(time.Hour)}
 	h.d.stacks["app"] = st
 	if got := h.d.Stats().Queued; got != 1 {
 		t.Fatalf("queued = %d before the evaluation, want 1", got)

@@ -211,7 +211,7 @@ func (d *Daemon) pushStacks(want map[string]bool, branch string) []string {
 			continue
 		}
 		d.opts.Fetcher.Forget(src.URL)
-		st.nextPoll = time.Time{}
+		st.pollNow = true
 		names = append(names, name)
 	}
 	if len(names) > 0 {

@@ -74,7 +74,7 @@ func (d *Daemon) gained(name string) {
 	case !errors.Is(recErr, ErrNotFound):
 		d.log.Error("cannot read the record of a stack taken over", "stack", name, "err", recErr)
 	}
-	st.commit, st.sourceErr, st.nextPoll, st.blocked = "", nil, time.Time{}, false
+	st.commit, st.sourceErr, st.pollNow, st.blocked = "", nil, true, false
 	if len(recent) > 0 && recent[0].State == UpdateAborted {
 		// Interrupted by the last holder (a handover after its grace): its
 		// CLI has ended, but may not have released the lock.

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -138,35 +139,66 @@ func tracksBranch(st *stackState) bool {
 	return st.stack != nil && st.stack.Spec.ProjectRepo != "" && st.stack.Spec.Branch != ""
 }
 
+// repoPoll is the polling schedule of one repository: every stack that
+// tracks a branch of it polls in the same round, so that their resolves
+// share one ls-remote (the Fetcher shares concurrent calls for one URL and
+// credentials). A round starts every period: the shortest resync period
+// among the stacks that polled in the last round, jittered by ±10% per
+// repository so that repositories spread their polls.
+type repoPoll struct {
+	round     int
+	next      time.Time
+	minPeriod time.Duration // of this round's stacks, for the next
+}
+
+// repoPollOf is the schedule of st's repository, started (due) for a
+// repository not polled yet.
+func (d *Daemon) repoPollOf(st *stackState) *repoPoll {
+	key := repoKey(st.stack.Spec.ProjectRepo)
+	r := d.repoPolls[key]
+	if r == nil {
+		r = &repoPoll{}
+		d.repoPolls[key] = r
+	}
+	return r
+}
+
+// pollDue says whether st should poll now, starting its repository's
+// next round when that is due.
 func (d *Daemon) pollDue(st *stackState, now time.Time) bool {
-	return tracksBranch(st) && !now.Before(st.nextPoll)
+	if !tracksBranch(st) {
+		return false
+	}
+	r := d.repoPollOf(st)
+	if p := ResyncPeriod(&st.stack.Spec, d.opts.MinResync); r.minPeriod == 0 || p < r.minPeriod {
+		r.minPeriod = p
+	}
+	if !now.Before(r.next) {
+		period := cmp.Or(d.opts.pollEvery, jitter(r.minPeriod))
+		r.round, r.next, r.minPeriod = r.round+1, now.Add(period), 0
+	}
+	return st.pollNow || st.round < r.round
 }
 
 func (d *Daemon) untilPoll(st *stackState, now time.Time) time.Duration {
 	if !tracksBranch(st) {
 		return 0
 	}
-	return max(st.nextPoll.Sub(now), time.Millisecond)
+	return max(d.repoPollOf(st).next.Sub(now), time.Millisecond)
 }
 
-// pollPeriod is the stack's resync period with ±10% jitter, so that
-// stacks started together spread their polls.
-func (d *Daemon) pollPeriod(st *stackState) time.Duration {
-	if d.opts.pollEvery > 0 {
-		return d.opts.pollEvery
-	}
-	p := ResyncPeriod(&st.stack.Spec, d.opts.MinResync)
+// jitter is p ±10%.
+func jitter(p time.Duration) time.Duration {
 	return p + time.Duration((rand.Float64()*0.2-0.1)*float64(p))
 }
 
 // startPoll resolves st's branch in the background.
 func (d *Daemon) startPoll(st *stackState) {
-	st.polling = true
+	st.polling, st.pollNow, st.round = true, false, d.repoPollOf(st).round
 	src, err := d.gitSource(st.stack)
 	if err != nil {
 		st.polling = false
 		d.blockLocked(st, ReasonSpecInvalid, err, time.Now())
-		st.nextPoll = time.Now().Add(d.pollPeriod(st))
 		return
 	}
 	stack := st.stack
@@ -183,7 +215,6 @@ func (d *Daemon) startPoll(st *stackState) {
 		if st.stack != stack {
 			return // the spec changed meanwhile: poll again
 		}
-		st.nextPoll = time.Now().Add(d.pollPeriod(st))
 		d.polled(st, commit, err)
 	}()
 }
@@ -221,7 +252,7 @@ func (d *Daemon) pollSiblingsLocked(st *stackState) {
 	for _, other := range d.stacks {
 		if other != st && tracksBranch(other) && other.stack.Source == st.stack.Source &&
 			repoKey(other.stack.Spec.ProjectRepo) == repo && other.stack.Spec.Branch == st.stack.Spec.Branch {
-			other.nextPoll = time.Time{}
+			other.pollNow = true
 		}
 	}
 }

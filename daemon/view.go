@@ -92,7 +92,7 @@ func (d *Daemon) syncLocked(st *stackState, token string) {
 	st.rec.SyncRequest = token
 	st.blocked = false
 	if tracksBranch(st) {
-		st.nextPoll = time.Time{} // a sync looks at the branch again
+		st.pollNow = true // a sync looks at the branch again
 		if src, err := d.gitSource(st.stack); err == nil {
 			d.opts.Fetcher.Forget(src.URL)
 		}

@@ -283,6 +283,7 @@ func (f *Fetcher) attempt(ctx context.Context, job fetchJob, depth int) (string,
 	ctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
 	defer cancel()
 	start := time.Now()
+	f.opts.RemoteCall(OpFetch)
 	abandoned, err := abandonable(ctx, func() error {
 		return fetchInto(ctx, tmp, job, depth)
 	}, func() { f.removeTemp(tmp) })

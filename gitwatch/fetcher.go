@@ -20,6 +20,12 @@ const (
 	DefaultMaxClones = 2
 )
 
+// The operations Options.RemoteCall reports.
+const (
+	OpLsRemote = "ls-remote"
+	OpFetch    = "fetch"
+)
+
 // Errors callers may test with errors.Is.
 var (
 	// ErrRefNotFound: the remote has no branch, tag or ref of that name.
@@ -52,6 +58,9 @@ type Options struct {
 	// AllowPlainHTTPAuth allows credentials over http:// to non-loopback
 	// hosts (refused by default, like Flux).
 	AllowPlainHTTPAuth bool
+	// RemoteCall, when set, is told of every call to a remote as it
+	// starts: op is "ls-remote" or "fetch". It must not block.
+	RemoteCall func(op string)
 	// Logger receives the package's records (ls-remote at debug, fetches
 	// and sweeps at info, cleanup failures at warn); nil discards them.
 	// Records never contain credentials.
@@ -97,6 +106,9 @@ func New(opts Options) *Fetcher {
 	}
 	if opts.MaxClones <= 0 {
 		opts.MaxClones = DefaultMaxClones
+	}
+	if opts.RemoteCall == nil {
+		opts.RemoteCall = func(string) {}
 	}
 	log := opts.Logger
 	if log == nil {

@@ -83,6 +83,7 @@ func (f *Fetcher) lsRemote(ctx context.Context, src daemon.GitSource) (*remoteRe
 	ctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
 	defer cancel()
 	start := time.Now()
+	f.opts.RemoteCall(OpLsRemote)
 	var list []*plumbing.Reference
 	_, err = abandonable(ctx, func() error {
 		rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{

@@ -26,6 +26,7 @@ type Metrics struct {
 	updateDuration *prometheus.HistogramVec
 	polls          *prometheus.CounterVec
 	pollDuration   prometheus.Histogram
+	remoteCalls    *prometheus.CounterVec
 	commitApplied  prometheus.Histogram
 	driftChecks    *prometheus.CounterVec
 }
@@ -72,6 +73,10 @@ func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
 			Help:    "Duration of branch resolutions against git remotes.",
 			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
 		}),
+		remoteCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stackd_git_remote_calls_total",
+			Help: "Calls to git remotes, by operation (ls-remote, fetch): stacks that share a repository share its ls-remote.",
+		}, []string{"op"}),
 		driftChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stackd_drift_checks_total",
 			Help: "Drift checks, by result (InSync, Drifted, CheckFailed).",
@@ -90,11 +95,14 @@ func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
 	}
 	m.polls.WithLabelValues(pollSuccess)
 	m.polls.WithLabelValues(pollError)
+	for _, op := range []string{"ls-remote", "fetch"} {
+		m.remoteCalls.WithLabelValues(op)
+	}
 	for _, res := range []string{spec.DriftInSync, spec.DriftDrifted, spec.DriftCheckFailed} {
 		m.driftChecks.WithLabelValues(res)
 	}
 	m.SetAPI(api)
-	reg.MustRegister(buildInfo(version), m.updates, m.updateDuration, m.polls, m.pollDuration, m.commitApplied, m.driftChecks,
+	reg.MustRegister(buildInfo(version), m.updates, m.updateDuration, m.polls, m.pollDuration, m.remoteCalls, m.commitApplied, m.driftChecks,
 		stateCollector{m: m},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -143,6 +151,12 @@ func (m *Metrics) Polled(err error, took time.Duration) {
 	}
 	m.polls.WithLabelValues(result).Inc()
 	m.pollDuration.Observe(took.Seconds())
+}
+
+// RemoteCall counts a call to a git remote (gitwatch's
+// Options.RemoteCall).
+func (m *Metrics) RemoteCall(op string) {
+	m.remoteCalls.WithLabelValues(op).Inc()
 }
 
 // CommitApplied observes how long a new commit took to be applied.

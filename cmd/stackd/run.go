@@ -434,7 +434,7 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemo
 	return daemon.New(nil, daemon.Options{
 		Store: st, Runner: run, Logger: log.With("component", "daemon"), DataDir: dataDir,
 		Fetcher: gitwatch.New(gitwatch.Options{Timeout: f.gitTimeout, CacheFor: f.minResync / 2,
-			Logger: log.With("component", "gitwatch")}),
+			RemoteCall: remoteCall(obs), Logger: log.With("component", "gitwatch")}),
 		Refs:          spec.RefSources{SecretsDir: f.secretsDir, ConfigMapsDir: f.configMapsDir, EnvAllow: f.envRefAllow},
 		MaxConcurrent: f.maxConcurrent, MinResync: f.minResync, MaxFailures: f.maxFailures,
 		BackoffBase: f.retryBackoff, OpTimeout: f.opTimeout,
@@ -512,4 +512,13 @@ func pulumiBin(flagValue string) (string, error) {
 		}
 	}
 	return "", errors.New("pulumi CLI not found: set --pulumi-bin, or put pulumi beside stackd or on PATH")
+}
+
+// remoteCall is the gitwatch hook that counts remote calls in obs's
+// metrics, when obs keeps them.
+func remoteCall(obs daemon.Observer) func(op string) {
+	if m, ok := obs.(interface{ RemoteCall(op string) }); ok {
+		return m.RemoteCall
+	}
+	return nil
 }
