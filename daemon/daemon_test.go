@@ -675,31 +675,6 @@ spec: {stack: dev, programRef: {name: hello}}
 	}
 }
 
-func TestRefIsSecret(t *testing.T) {
-	tests := []struct {
-		env  string
-		ref  spec.ResourceRef
-		want bool
-	}{
-		// A literal is written in the config, which may be the only place
-		// a secret is kept: every one is treated as a secret.
-		{"REGION", spec.ResourceRef{Type: spec.RefLiteral, Literal: &spec.LiteralRef{Value: "eu"}}, true},
-		{"AWS_SECRET_ACCESS_KEY", spec.ResourceRef{Type: spec.RefLiteral, Literal: &spec.LiteralRef{Value: "x"}}, true},
-		{"ANY", spec.ResourceRef{Type: spec.RefSecret, Secret: &spec.SecretSelector{Name: "a", Key: "b"}}, true},
-		{"ANY", spec.ResourceRef{Type: spec.RefFS, Filesystem: &spec.FSSelector{Path: "/f"}}, true},
-		{"AWS_PROFILE", spec.ResourceRef{Type: spec.RefEnv, Env: &spec.EnvSelector{Name: "AWS_PROFILE"}}, false},
-		{"GITHUB_TOKEN", spec.ResourceRef{Type: spec.RefEnv, Env: &spec.EnvSelector{Name: "X"}}, true},
-		{"X", spec.ResourceRef{Type: spec.RefEnv, Env: &spec.EnvSelector{Name: "DB_PASSWORD"}}, true},
-		{"VPC", spec.ResourceRef{Type: spec.RefStackOutput, StackOutput: &spec.StackOutputSelect{Stack: "net", Output: "vpcId"}}, false},
-		{"X", spec.ResourceRef{Type: spec.RefStackOutput, StackOutput: &spec.StackOutputSelect{Stack: "db", Output: "privateKey"}}, true},
-	}
-	for _, tt := range tests {
-		if got := refIsSecret(tt.env, tt.ref); got != tt.want {
-			t.Errorf("refIsSecret(%s, %s) = %v, want %v", tt.env, tt.ref.Type, got, tt.want)
-		}
-	}
-}
-
 func TestSyncWaves(t *testing.T) {
 	h := newHarness(t, manifestDoc("late", "1")+"---\n"+manifestDoc("early", "-1"), nil)
 	h.fetcher.set("https://git.example/late.git", sha1, nil)

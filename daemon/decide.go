@@ -27,7 +27,10 @@ type Observation struct {
 	Generation       int64  // the spec's current generation
 	ReconcileRequest string // the current sync request token
 	Commit           string // the commit the source points at now
-	Removed          bool   // the stack left the config
+	// SkippedCommit is a commit that changes nothing the stack deploys
+	// (spec.paths): it counts as the last successful commit.
+	SkippedCommit    string
+	Removed          bool // the stack left the config
 	Preview          bool
 	DestroyOnRemoval bool // spec.destroyOnFinalize
 	ContinueResync   bool // spec.continueResyncOnCommitMatch
@@ -53,6 +56,9 @@ type Decision struct {
 	// RecheckAfter is when time alone could change the decision; zero
 	// when only an event (new commit, spec change, sync request) can.
 	RecheckAfter time.Duration
+	// NewCommit says that only a new commit asks for the run (after a
+	// success): if it changes nothing under spec.paths, nothing runs.
+	NewCommit bool
 }
 
 // Decide is PKO's isSynced decision table (stack_controller.go), evaluated
@@ -87,8 +93,10 @@ func decideAfterSuccess(last *LastUpdate, o Observation) Decision {
 		return Decision{Finalize: true}
 	case o.Removed:
 		return o.run("Stack marked for deletion")
-	case o.Commit != "" && last.LastSuccessfulCommit != o.Commit:
-		return o.run(fmt.Sprintf("New commit detected: %q", o.Commit))
+	case o.Commit != "" && last.LastSuccessfulCommit != o.Commit && o.Commit != o.SkippedCommit:
+		d := o.run(fmt.Sprintf("New commit detected: %q", o.Commit))
+		d.NewCommit = true
+		return d
 	case !o.ContinueResync:
 		return Decision{}
 	}

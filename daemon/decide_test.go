@@ -56,7 +56,11 @@ func TestDecide(t *testing.T) {
 		// Row 4: after a success.
 		{"4a destroyed, finalize", succeeded(func(l *LastUpdate) { l.Type = UpdateDestroy }), with(removed), Decision{Finalize: true}},
 		{"4b removed, destroy", succeeded(nil), with(removed), Decision{Run: true, Type: UpdateDestroy, Reason: "Stack marked for deletion"}},
-		{"4c new commit", succeeded(func(l *LastUpdate) { l.LastSuccessfulCommit = oldSHA }), base, Decision{Run: true, Type: UpdateUp, Reason: `New commit detected: "` + sha + `"`}},
+		{"4c new commit", succeeded(func(l *LastUpdate) { l.LastSuccessfulCommit = oldSHA }), base, Decision{Run: true, Type: UpdateUp, Reason: `New commit detected: "` + sha + `"`, NewCommit: true}},
+		{"4c' new commit that changes nothing under paths", succeeded(func(l *LastUpdate) { l.LastSuccessfulCommit = oldSHA }),
+			with(func(o *Observation) { o.SkippedCommit = sha }), Decision{}},
+		{"4c'' another new commit after a skipped one", succeeded(func(l *LastUpdate) { l.LastSuccessfulCommit = oldSHA }),
+			with(func(o *Observation) { o.SkippedCommit = "3333333333333333333333333333333333333333" }), Decision{Run: true, Type: UpdateUp, Reason: `New commit detected: "` + sha + `"`, NewCommit: true}},
 		{"4c unknown commit is no change", succeeded(nil), with(func(o *Observation) { o.Commit = "" }), Decision{}},
 		{"4d synced", succeeded(nil), base, Decision{}},
 		{"4e resync elapsed", succeeded(func(l *LastUpdate) { l.LastResyncTime = now.Add(-time.Minute) }), with(func(o *Observation) { o.ContinueResync = true }),

@@ -26,6 +26,10 @@ type job struct {
 	remediate bool
 	// breakLock breaks a Pulumi lock that a dead holder left.
 	breakLock bool
+	// newCommit: only a new commit asks for the run (Decision.NewCommit).
+	newCommit bool
+	// pathsHash digests the checkout's files of spec.paths.
+	pathsHash string
 }
 
 // startOperation marks st running and runs its operation in the
@@ -36,7 +40,7 @@ func (d *Daemon) startOperation(st *stackState, dec Decision, obs Observation) {
 	ctx, cancel := context.WithCancel(d.opCtx)
 	st.cancel = cancel
 	st.live = NewLiveLog()
-	j := job{st: st, stack: st.stack, cfg: d.cfg, typ: dec.Type, reason: dec.Reason, obs: obs, destroy: st.rec.Destroy}
+	j := job{st: st, stack: st.stack, cfg: d.cfg, typ: dec.Type, reason: dec.Reason, obs: obs, destroy: st.rec.Destroy, newCommit: dec.NewCommit}
 	if !st.breakLockAt.IsZero() {
 		j.breakLock, st.breakLockAt = true, time.Time{}
 	}
@@ -59,6 +63,9 @@ func (d *Daemon) operate(ctx context.Context, j job) {
 	p, err := d.prepare(ctx, j)
 	if err != nil {
 		d.notPrepared(j, err)
+		return
+	}
+	if j.pathsHash = p.pathsHash; d.skipCommit(j) {
 		return
 	}
 	u, err := d.begin(j, p)
@@ -120,6 +127,26 @@ func (d *Daemon) release(st *stackState) {
 		d.own.Release(st.rec.Name)
 	}
 	d.kick()
+}
+
+// skipCommit ends a job for a new commit that changes no file of
+// spec.paths (the digest of those files is the one of the last
+// successful up): nothing runs, the stack notes the commit as seen and
+// stays Ready.
+func (d *Daemon) skipCommit(j job) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := j.st
+	if !j.newCommit || j.pathsHash == "" || j.pathsHash != st.rec.PathsHash {
+		return false
+	}
+	globs, _ := j.stack.Spec.PathFilter()
+	reason := fmt.Sprintf("changes no file of paths %v", globs)
+	st.rec.Status.SkippedCommit = &SkippedCommit{Commit: j.obs.Commit, Reason: reason, Time: time.Now()}
+	d.release(st)
+	d.putStack(st)
+	d.log.Info("new commit skipped", "stack", st.rec.Name, "commit", j.obs.Commit, "reason", reason)
+	return true
 }
 
 // begin records the update as running.
@@ -250,6 +277,7 @@ func (d *Daemon) recordOutcome(st *stackState, j job, u Update, res Result, now 
 		switch u.Type {
 		case UpdateUp:
 			s.Outputs = res.Outputs
+			st.rec.PathsHash, s.SkippedCommit = j.pathsHash, nil
 		case UpdateDestroy:
 			s.Outputs = nil
 		}

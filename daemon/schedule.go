@@ -282,6 +282,9 @@ func (d *Daemon) observe(st *stackState, now time.Time) (Observation, bool) {
 	o.ResyncPeriod = ResyncPeriod(spec, d.opts.MinResync)
 	o.MaxBackoff = MaxBackoff(spec)
 	o.Commit = d.commitOf(st)
+	if sc := st.rec.Status.SkippedCommit; sc != nil {
+		o.SkippedCommit = sc.Commit
+	}
 	return o, o.Commit != ""
 }
 

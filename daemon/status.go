@@ -54,8 +54,11 @@ type StackRecord struct {
 	// only for stacks with destroyOnFinalize. It holds no secret.
 	Destroy *DestroySpec `json:"destroy,omitempty"`
 	// LastSuccess is when an update of the stack last succeeded.
-	LastSuccess time.Time   `json:"lastSuccess,omitzero"`
-	Status      StackStatus `json:"status"`
+	LastSuccess time.Time `json:"lastSuccess,omitzero"`
+	// PathsHash digests the files of spec.paths at the last successful up:
+	// a new commit with the same digest changes nothing the stack deploys.
+	PathsHash string      `json:"pathsHash,omitempty"`
+	Status    StackStatus `json:"status"`
 }
 
 // DestroySpec keeps what destroying a removed stack takes: its Pulumi
@@ -85,6 +88,16 @@ type StackStatus struct {
 	// Drift is stackd's own: the outcome of the last drift check. Drift is
 	// an axis of its own: it does not make a stack un-Ready.
 	Drift *spec.DriftStatus `json:"drift,omitempty"`
+	// SkippedCommit is stackd's own: the newest commit seen that changed
+	// no file of spec.paths, so that nothing ran for it.
+	SkippedCommit *SkippedCommit `json:"skippedCommit,omitempty"`
+}
+
+// SkippedCommit is a commit that was seen and not deployed, and why.
+type SkippedCommit struct {
+	Commit string    `json:"commit"`
+	Reason string    `json:"reason"`
+	Time   time.Time `json:"time"`
 }
 
 // Condition is a Kubernetes-style status condition.

@@ -9,10 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/stackd/stackd/daemon/spec"
 )
@@ -27,6 +24,9 @@ type prepared struct {
 	// destroy is what a later destroy of this stack needs, for stacks with
 	// destroyOnFinalize.
 	destroy *DestroySpec
+	// pathsHash digests the checkout's files of spec.paths; empty when
+	// every file counts.
+	pathsHash string
 }
 
 // prepare resolves the job's references and puts its program in place.
@@ -102,7 +102,7 @@ func (d *Daemon) projectDir(ctx context.Context, j job, refs spec.RefSources, p 
 		if prog == nil {
 			return "", &prepareError{ReasonSourceUnavailable, fmt.Errorf("program %q is not in the config", ref.Name)}
 		}
-		out, err := writeProgram(filepath.Join(dir, "program"), prog)
+		out, err := prog.WriteProject(filepath.Join(dir, "program"))
 		if err != nil {
 			return "", &prepareError{ReasonWorkspaceFailed, err}
 		}
@@ -118,6 +118,11 @@ func (d *Daemon) projectDir(ctx context.Context, j job, refs spec.RefSources, p 
 	out, err := d.opts.Fetcher.Checkout(ctx, src, j.obs.Commit, filepath.Join(dir, "src"))
 	if err != nil {
 		return "", &prepareError{ReasonSourceUnavailable, err}
+	}
+	if globs, all := j.stack.Spec.PathFilter(); !all {
+		if p.pathsHash, err = spec.HashPaths(filepath.Join(dir, "src"), globs); err != nil {
+			return "", &prepareError{ReasonWorkspaceFailed, err}
+		}
 	}
 	return out, nil
 }
@@ -203,7 +208,7 @@ func (d *Daemon) outputsOf(ctx context.Context, name string, cfg *spec.Config) (
 
 // existingProjectDir is where s's project was last put, without fetching.
 func (d *Daemon) existingProjectDir(s *spec.Stack) (string, error) {
-	dir := filepath.Join(d.stackDir(s.Name), "src", s.Spec.RepoDir)
+	dir := filepath.Join(d.stackDir(s.Name), "src", s.Spec.RepoPath())
 	if s.Spec.ProgramRef != nil {
 		dir = filepath.Join(d.stackDir(s.Name), "program")
 	}
@@ -249,7 +254,7 @@ func stackEnv(c *spec.Config, s *spec.Stack, refs spec.RefSources) (map[string]s
 			return nil, nil, err
 		}
 		env[k] = v
-		if refIsSecret(k, r) {
+		if r.IsSecret(k) {
 			secrets = append(secrets, v)
 		}
 	}
@@ -307,41 +312,6 @@ func legacyEnv(c *spec.Config, s *spec.Stack, refs spec.RefSources) (map[string]
 	return out, nil
 }
 
-// refIsSecret says whether an envRefs value is scrubbed from logs and
-// outputs: values of Secret references and files always; environment
-// variables and other stacks' outputs when a name says they are secret
-// (a secret output of another stack is scrubbed in any case). Literal
-// values are written in the config in clear. Scrubbing every value would
-// mangle logs wherever a region or profile name appears.
-func refIsSecret(envName string, r spec.ResourceRef) bool {
-	switch r.Type {
-	case spec.RefSecret, spec.RefFS, spec.RefLiteral:
-		return true
-	case spec.RefEnv:
-		return SecretName(envName) || SecretName(r.Env.Name)
-	case spec.RefStackOutput:
-		return SecretName(envName) || SecretName(r.StackOutput.Output)
-	}
-	return false
-}
-
-// secretWords mark a variable or output name as holding a secret.
-// SecretName is the rule; the runner applies it to the daemon-wide
-// environment too.
-var secretWords = []string{"SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE", "KEY", "CREDENTIAL", "AUTH", "PRIVATE", "CERT"}
-
-// SecretName says whether a variable or output name says it holds a
-// secret (TOKEN, SECRET, PASSWORD, KEY, …).
-func SecretName(name string) bool {
-	upper := strings.ToUpper(name)
-	for _, w := range secretWords {
-		if strings.Contains(upper, w) {
-			return true
-		}
-	}
-	return false
-}
-
 // stackConfig resolves config, configRef and secretsRef, in that order.
 func stackConfig(c *spec.Config, s *spec.Stack, refs spec.RefSources) ([]ConfigValue, []string, error) {
 	spec := &s.Spec
@@ -396,7 +366,7 @@ func configText(v any) (string, bool, error) {
 // stackGitSource builds s's Git source with resolved credentials. A local
 // path as projectRepo is taken relative to the config file's directory.
 func stackGitSource(c *spec.Config, s *spec.Stack, refs spec.RefSources) (GitSource, error) {
-	src := GitSource{URL: s.Spec.ProjectRepo, Ref: s.Spec.Branch, RepoDir: s.Spec.RepoDir, Shallow: s.Spec.Shallow}
+	src := GitSource{URL: s.Spec.ProjectRepo, Ref: s.Spec.Branch, RepoDir: s.Spec.RepoPath(), Shallow: s.Spec.Shallow}
 	if spec.IsLocalPath(src.URL) {
 		p := src.URL
 		if !filepath.IsAbs(p) {
@@ -460,35 +430,6 @@ func stackGitAuth(c *spec.Config, s *spec.Stack, refs spec.RefSources) (*GitAuth
 // gitSource is Config.gitSource with d's reference sources.
 func (d *Daemon) gitSource(s *spec.Stack) (GitSource, error) {
 	return stackGitSource(d.cfg, s, d.opts.Refs)
-}
-
-// writeProgram writes a Program document as a Pulumi YAML project in dir
-// (named after the Program), rewriting Pulumi.yaml only when it changed.
-func writeProgram(dir string, p *spec.Program) (string, error) {
-	body, _ := spec.Plain(p.Program).(map[string]any)
-	if body == nil {
-		body = map[string]any{}
-	}
-	body["name"], body["runtime"] = p.Name, "yaml"
-	data, err := yaml.Marshal(body)
-	if err != nil {
-		return "", fmt.Errorf("render program %q: %w", p.Name, err)
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("create program dir: %w", err)
-	}
-	path := filepath.Join(dir, "Pulumi.yaml")
-	if old, err := os.ReadFile(path); err == nil && slices.Equal(old, data) {
-		return dir, nil
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return "", fmt.Errorf("write program: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return "", fmt.Errorf("write program: %w", err)
-	}
-	return dir, nil
 }
 
 // gitAuthSecret reads PKO's deprecated gitAuthSecret: a Secret with

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // Shorter values are not redacted: replacing every "yes" or "1" of a log
@@ -33,7 +33,7 @@ func (r *Runner) redactor(w *workspace) *redactor {
 		}
 	}
 	for k, v := range w.Env {
-		if (slices.Contains(w.SecretEnv, k) || daemon.SecretName(k)) && len(v) >= minRedactSecret {
+		if (slices.Contains(w.SecretEnv, k) || spec.SecretName(k)) && len(v) >= minRedactSecret {
 			secrets = append(secrets, v)
 		}
 	}

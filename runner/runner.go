@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // DefaultTimeout bounds an operation whose Operation.Timeout and
@@ -115,7 +116,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
 	for _, kv := range r.cmd.env {
-		if k, v, _ := strings.Cut(kv, "="); daemon.SecretName(k) && len(v) >= minRedactSecret {
+		if k, v, _ := strings.Cut(kv, "="); spec.SecretName(k) && len(v) >= minRedactSecret {
 			r.secretDaemonEnv = append(r.secretDaemonEnv, v)
 		}
 	}

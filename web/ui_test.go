@@ -126,6 +126,8 @@ func (f *uiFakeAPI) web() daemon.StackView {
 				LastSuccessfulCommit: "89abcdef0123456789abcdef0123456789abcdef", LastResyncTime: f.ago(2 * time.Hour),
 			},
 			Health: &daemon.Health{Status: daemon.HealthProgressing, Message: "New commit detected"},
+			SkippedCommit: &daemon.SkippedCommit{Commit: "76543210fedcba9876543210fedcba9876543210",
+				Reason: "changes no file of paths [deploy/** <shared>/**]", Time: f.ago(30 * time.Minute)},
 		},
 	}
 }
@@ -321,7 +323,10 @@ func TestUIStackPage(t *testing.T) {
 		"stack: acme/web/prod", "branch: main", "aws:region: eu-west-1", "value: &#39;[secret]&#39;", "dbPassword: &#39;[secret]&#39;",
 		`action="/stacks/web/sync"`,
 		// The source that defines the stack.
-		`<code>git&#43;https://github.com/acme/web.git//deploy?ref=main</code>`)
+		`<code>git&#43;https://github.com/acme/web.git//deploy?ref=main</code>`,
+		// A commit that changed nothing under the stack's paths, escaped.
+		"Skipped commit", `<code title="76543210fedcba9876543210fedcba9876543210">7654321</code>`,
+		"changes no file of paths [deploy/** &lt;shared&gt;/**]: nothing ran")
 	wantNav(t, page, "/")
 	wantLacks(t, page, uiSecretEnv, uiSecretConfig, "<b>hello</b>")
 	if i, j := strings.Index(page, "<code>web-3</code>"), strings.Index(page, "<code>web-1</code>"); i < 0 || j < i {

@@ -183,3 +183,59 @@ func TestE2EPollPerRepository(t *testing.T) {
 		}
 	}
 }
+
+// TestE2EPaths: in a monorepo, a commit that changes no file of a stack's
+// paths (by default its repoDir) runs nothing: the stack shows the commit
+// as skipped and stays Ready; a commit inside them runs the stack.
+func TestE2EPaths(t *testing.T) {
+	toolchainBin(t)
+	r := newRepo(t)
+	r.commit(map[string]string{
+		"infra/net/Pulumi.yaml": "name: net\nruntime: yaml\noutputs:\n  v: v1\n",
+		"infra/app/Pulumi.yaml": "name: app\nruntime: yaml\noutputs:\n  v: v1\n",
+		"shared/settings.json":  "{}",
+		"README.md":             "monorepo",
+	})
+	config := "stacks:\n" +
+		stackYAML("net", r, "    repoDir: /infra/net\n") +
+		stackYAML("app", r, "    repoDir: infra/app\n    paths: [infra/app/**, shared/*.json]\n")
+	in := startDaemonWith(t, config, "", nil)
+	for _, name := range []string{"net", "app"} {
+		in.waitStack(name, "deployed", 2*time.Minute, isReady)
+	}
+	count := func() (int, int) { return len(in.updates("net")), len(in.updates("app")) }
+
+	// Outside both stacks' paths.
+	readme := r.commit(map[string]string{"README.md": "monorepo, edited"})
+	for _, name := range []string{"net", "app"} {
+		v := in.waitStack(name, "the README commit skipped", time.Minute, func(v daemon.StackView) bool {
+			sc := v.Status.SkippedCommit
+			return sc != nil && sc.Commit == readme
+		})
+		if !isReady(v) || !strings.Contains(v.Status.SkippedCommit.Reason, "changes no file of paths") {
+			t.Errorf("%s after a commit outside its paths: ready %t, skipped %+v", name, isReady(v), v.Status.SkippedCommit)
+		}
+	}
+	if n, a := count(); n != 1 || a != 1 {
+		t.Fatalf("a commit outside every stack's paths ran updates: net %d, app %d", n, a)
+	}
+
+	// Inside app's paths only (a file of shared/ that net does not use).
+	r.commit(map[string]string{"shared/settings.json": `{"size": 2}`})
+	in.waitStack("app", "the shared commit deployed", time.Minute, func(v daemon.StackView) bool {
+		return len(in.updates("app")) == 2 && isReady(v)
+	})
+	in.waitStack("net", "the shared commit skipped", time.Minute, func(v daemon.StackView) bool {
+		return v.Status.SkippedCommit != nil && v.Status.SkippedCommit.Commit != readme
+	})
+
+	// Inside net's repoDir.
+	r.commit(map[string]string{"infra/net/Pulumi.yaml": "name: net\nruntime: yaml\noutputs:\n  v: v2\n"})
+	in.waitStack("net", "the net commit deployed", time.Minute, func(v daemon.StackView) bool {
+		return isReady(v) && output(v, "v") == "v2" && v.Status.SkippedCommit == nil
+	})
+	time.Sleep(2 * time.Second) // time for app to run, were it woken
+	if n, a := count(); n != 2 || a != 2 {
+		t.Errorf("updates after the three commits: net %d, app %d; want 2 and 2", n, a)
+	}
+}

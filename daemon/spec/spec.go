@@ -63,6 +63,11 @@ type StackSpec struct {
 	// DriftDetection checks the deployed stack for changes made outside
 	// Pulumi.
 	DriftDetection *DriftDetection `yaml:"driftDetection"`
+	// Paths are globs of files, relative to the repository root, that a
+	// new commit must change for the stack to run ("**" matches any
+	// number of directories). Default: repoDir's files, and for a
+	// project at the root, every file.
+	Paths []string `yaml:"paths"`
 
 	// Accepted and ignored by PKO v2 itself.
 	ExpectNoRefreshChanges bool `yaml:"expectNoRefreshChanges" stackd:"noop"`

@@ -3,7 +3,6 @@ package spec
 import (
 	"fmt"
 	"net/url"
-	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -69,6 +68,13 @@ type validator struct {
 func (v *validator) errorf(rel, format string, args ...any) {
 	full := joinPath(v.s.base, rel)
 	v.diags = append(v.diags, Diagnostic{Pos: v.at(full), Path: full, Msg: fmt.Sprintf(format, args...)})
+}
+
+// notef reports something worth knowing at path, relative to the
+// current stack's spec: not a problem.
+func (v *validator) notef(rel, format string, args ...any) {
+	full := joinPath(v.s.base, rel)
+	v.diags = append(v.diags, Diagnostic{Pos: v.at(full), Path: full, Msg: fmt.Sprintf(format, args...), Note: true})
 }
 
 // keyErrorf reports a problem with a map key, at the key.
@@ -205,9 +211,17 @@ func (v *validator) gitSource(spec *StackSpec) {
 		v.errorf("branch", "not a valid Git branch or tag name")
 	}
 	if spec.RepoDir != "" {
-		clean := path.Clean(spec.RepoDir)
-		if path.IsAbs(spec.RepoDir) || clean == ".." || strings.HasPrefix(clean, "../") {
-			v.errorf("repoDir", "repoDir must be a relative path inside the repository")
+		clean := spec.RepoPath()
+		switch {
+		case clean == ".." || strings.HasPrefix(clean, "../"):
+			v.errorf("repoDir", "repoDir must be a path inside the repository")
+		case strings.HasPrefix(spec.RepoDir, "/"):
+			v.notef("repoDir", "%s is taken relative to the repository root (%s), as PKO does", spec.RepoDir, clean)
+		}
+	}
+	for i, g := range spec.Paths {
+		if err := checkGlob(g); err != nil {
+			v.errorf(fmt.Sprintf("paths[%d]", i), "%v", err)
 		}
 	}
 	v.gitAuth(spec)
@@ -223,7 +237,7 @@ func (v *validator) programSource(spec *StackSpec) {
 	}
 	for field, set := range map[string]bool{
 		"branch": spec.Branch != "", "commit": spec.Commit != "", "repoDir": spec.RepoDir != "",
-		"gitAuth": spec.GitAuth != nil, "shallow": spec.Shallow,
+		"gitAuth": spec.GitAuth != nil, "shallow": spec.Shallow, "paths": len(spec.Paths) > 0,
 	} {
 		if set {
 			v.errorf(field, "%s applies only to projectRepo sources", field)
