@@ -130,9 +130,8 @@ func (d *Daemon) release(st *stackState) {
 }
 
 // skipCommit ends a job for a new commit that changes no file of
-// spec.paths (the digest of those files is the one of the last
-// successful up): nothing runs, the stack notes the commit as seen and
-// stays Ready.
+// spec.paths (same digest as at the last successful up): nothing runs,
+// the stack notes the commit as seen and stays Ready.
 func (d *Daemon) skipCommit(j job) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -177,7 +176,7 @@ func (d *Daemon) begin(j job, p *prepared) (Update, error) {
 	}
 	st.rec.Status.CurrentUpdate = &CurrentUpdate{Generation: u.Generation, ReconcileRequest: u.ReconcileRequest, Name: u.ID, Commit: u.Commit}
 	if j.typ != UpdateDrift { // drift is an axis of its own
-		st.rec.Status.MarkReconciling(ReasonStackProcessing, j.reason, st.rec.Generation, now)
+		st.rec.Status.MarkReconciling(ReasonStackProcessing, "stack is being processed: "+j.reason, st.rec.Generation, now)
 	}
 	d.putStack(st)
 	return u, nil
@@ -259,6 +258,10 @@ func (d *Daemon) recordOutcome(st *stackState, j job, u Update, res Result, now 
 		d.recordDrift(st, u, res, now)
 		return
 	}
+	if u.State == UpdateAborted { // a stop or a handover: no failure, it runs again
+		s.CurrentUpdate = nil
+		return
+	}
 	last := s.LastUpdate
 	lu := &LastUpdate{
 		Generation: j.obs.Generation, ReconcileRequest: j.obs.ReconcileRequest,
@@ -306,9 +309,10 @@ func (d *Daemon) recordOutcome(st *stackState, j job, u Update, res Result, now 
 		return
 	}
 	d.opts.Notifier.Notify(event)
-	reason := ReasonRetryingAfterFailure
+	// PKO's wording first, which Argo CD users read; then the error.
+	reason, msg := ReasonRetryingAfterFailure, fmt.Sprintf("%d update failure(s)", lu.Failures)
 	if u.Type == UpdatePreview {
-		reason = ReasonPreviewFailed
+		reason, msg = ReasonPreviewFailed, fmt.Sprintf("preview failed (%d attempt(s))", lu.Failures)
 	}
-	s.MarkReconciling(reason, u.Message, st.rec.Generation, now)
+	s.MarkReconciling(reason, msg+": "+u.Message, st.rec.Generation, now)
 }

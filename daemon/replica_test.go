@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -273,4 +275,104 @@ func TestClusterSyncGoesToTheHolder(t *testing.T) {
 	if v, _ := h.d.Stack("db"); v.Holder != "other" {
 		t.Fatalf("db's holder = %q", v.Holder)
 	}
+}
+
+// TestStopAbortsWithoutFailing: an update interrupted by a stop is
+// recorded as aborted and counts as no failure: three restarts during
+// updates do not stall a stack.
+func TestStopAbortsWithoutFailing(t *testing.T) {
+	store := newMemStore()
+	for i := range 3 {
+		h := newHarness(t, oneStack, func(o *Options) { o.Store = store })
+		h.fetcher.set("https://git.example/app.git", sha1, nil)
+		h.runner.gate = make(chan struct{})
+		h.start()
+		h.eventually("running", func() bool { return len(h.runner.opsOf("app")) == 1 })
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		_ = h.d.Stop(ctx)
+		cancel()
+		us := store.updatesOf("app")
+		if len(us) != i+1 || us[i].State != UpdateAborted {
+			t.Fatalf("restart %d: updates %+v", i+1, us)
+		}
+		rec, _ := store.Stack("app")
+		if rec.Status.LastUpdate != nil || rec.Status.CurrentUpdate != nil {
+			t.Fatalf("restart %d: last update %+v, current %+v; want neither", i+1, rec.Status.LastUpdate, rec.Status.CurrentUpdate)
+		}
+	}
+	h := newHarness(t, oneStack, func(o *Options) { o.Store = store })
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.start()
+	h.eventually("deployed after three interrupted starts", func() bool { return h.ready("app") })
+}
+
+// TestConditionMessagesInPKOWording: Argo CD users read PKO's wording
+// first ("stack is being processed", "N update failure(s)"), then ours.
+func TestConditionMessagesInPKOWording(t *testing.T) {
+	h := newHarness(t, oneStack, func(o *Options) { o.BackoffBase = time.Hour })
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.runner.setFail("app", errors.New("program failed: boom"))
+	h.runner.gate = make(chan struct{})
+	h.start()
+	h.eventually("running", func() bool { return len(h.runner.opsOf("app")) == 1 })
+	v, _ := h.d.Stack("app")
+	if c := v.Status.Condition(ConditionReconciling); c == nil || c.Message != "stack is being processed: Initial stack update" {
+		t.Errorf("while running: %+v", c)
+	}
+	h.runner.gate <- struct{}{}
+	h.eventually("failed once", func() bool { l := h.last("app"); return l != nil && l.Failures == 1 })
+	v, _ = h.d.Stack("app")
+	if c := v.Status.Condition(ConditionReconciling); c == nil || c.Reason != ReasonRetryingAfterFailure || c.Message != "1 update failure(s): program failed: boom" {
+		t.Errorf("after a failure: %+v", c)
+	}
+}
+
+// TestPrerequisiteZeroDurationAlwaysStale: succeededWithinDuration: 0s
+// makes a prerequisite always stale, as in PKO: each check of the
+// dependent asks the prerequisite to run again, and the dependent waits.
+func TestPrerequisiteZeroDurationAlwaysStale(t *testing.T) {
+	h := newHarness(t, strings.Replace(chain, "      - name: a\n", "      - name: a\n        requirement: {succeededWithinDuration: 0s}\n", 1), nil)
+	h.fetcher.set("https://git.example/a.git", sha1, nil)
+	h.fetcher.set("https://git.example/b.git", sha1, nil)
+	h.start()
+	h.eventually("a asked to run again", func() bool { return len(h.runner.opsOf("a")) >= 3 })
+	if n := len(h.runner.opsOf("b")); n != 0 {
+		t.Fatalf("b ran %d times on an always stale prerequisite", n)
+	}
+	v, _ := h.d.Stack("b")
+	if c := v.Status.Condition(ConditionReconciling); c == nil || c.Reason != ReasonPrerequisiteNotSatisfied || !strings.Contains(c.Message, `prerequisite "a"`) {
+		t.Errorf("b's condition: %+v", c)
+	}
+}
+
+// TestConditionsRecomputedOnEveryEvaluation: as PKO recomputes them on
+// every reconcile, a stack whose source failed once is Ready again when
+// it recovers on the same commit, without an update; and a stack blocked
+// after a spec change shows the new generation observed (Degraded, not
+// Progressing, for Argo CD's health check).
+func TestConditionsRecomputedOnEveryEvaluation(t *testing.T) {
+	h := newHarness(t, oneStack, nil)
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.start()
+	h.eventually("deployed", func() bool { return h.ready("app") })
+	h.fetcher.set("https://git.example/app.git", sha1, errors.New("connection refused"))
+	h.eventually("source unavailable", func() bool {
+		v, _ := h.d.Stack("app")
+		c := v.Status.Condition(ConditionStalled)
+		return c != nil && c.Reason == ReasonSourceUnavailable
+	})
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.eventually("Ready again on the same commit", func() bool { return h.ready("app") })
+	if n := len(h.runner.opsOf("app")); n != 1 {
+		t.Fatalf("%d operations; the recovery needs none", n)
+	}
+
+	h.fetcher.set("https://git.example/app.git", sha1, errors.New("connection refused"))
+	if err := h.d.Apply(h.parse(strings.Replace(oneStack, "branch: main", "branch: release", 1))); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the new generation observed and Degraded", func() bool {
+		v, _ := h.d.Stack("app")
+		return v.Status.ObservedGeneration == 2 && v.Status.Health != nil && v.Status.Health.Status == HealthDegraded
+	})
 }

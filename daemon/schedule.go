@@ -62,6 +62,7 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 		d.finalize(st)
 		return 0
 	case !dec.Run:
+		d.settle(st, dec, now)
 		wait := minPositive(dec.RecheckAfter, d.untilPoll(st, now))
 		due, until := d.driftDue(st, now)
 		if !due {
@@ -151,8 +152,7 @@ type repoPoll struct {
 	minPeriod time.Duration // of this round's stacks, for the next
 }
 
-// repoPollOf is the schedule of st's repository, started (due) for a
-// repository not polled yet.
+// repoPollOf is the schedule of st's repository (due when new).
 func (d *Daemon) repoPollOf(st *stackState) *repoPoll {
 	key := repoKey(st.stack.Spec.ProjectRepo)
 	r := d.repoPolls[key]
@@ -369,7 +369,7 @@ func (d *Daemon) prerequisite(p spec.Prerequisite, now time.Time) string {
 	case last.State != UpdateSucceeded:
 		return fmt.Sprintf("prerequisite %q failed", p.Name)
 	}
-	if r := p.Requirement; r != nil && r.SucceededWithinDuration.Duration > 0 &&
+	if r := p.Requirement; r != nil && r.SucceededWithinDuration != nil &&
 		now.Sub(last.LastResyncTime) > r.SucceededWithinDuration.Duration {
 		d.poke(dep, "after-"+last.Name)
 		return fmt.Sprintf("prerequisite %q is out of date", p.Name)
@@ -395,10 +395,11 @@ func (d *Daemon) poke(st *stackState, token string) {
 // waiting records that st wants to run but is gated.
 func (d *Daemon) waiting(st *stackState, why string, now time.Time) {
 	c := st.rec.Status.Condition(ConditionReconciling)
-	if c != nil && c.Reason == ReasonPrerequisiteNotSatisfied && c.Message == why {
+	if c != nil && c.Reason == ReasonPrerequisiteNotSatisfied && c.Message == why && st.rec.Status.ObservedGeneration == st.rec.Generation {
 		return
 	}
 	st.rec.Status.MarkReconciling(ReasonPrerequisiteNotSatisfied, why, st.rec.Generation, now)
+	st.rec.Status.ObservedGeneration = st.rec.Generation // observed, as PKO writes on every reconcile
 	d.putStack(st)
 }
 
@@ -408,11 +409,26 @@ func (d *Daemon) blockLocked(st *stackState, reason string, err error, now time.
 	st.blocked, st.retryAt = true, now.Add(min(sourceRetry, d.opts.MinResync))
 	msg := err.Error()
 	c := st.rec.Status.Condition(ConditionStalled)
-	if c != nil && c.Reason == reason && c.Message == msg {
+	if c != nil && c.Reason == reason && c.Message == msg && st.rec.Status.ObservedGeneration == st.rec.Generation {
 		return
 	}
 	st.rec.Status.MarkStalled(reason, msg, st.rec.Generation, now)
+	st.rec.Status.ObservedGeneration = st.rec.Generation
 	d.putStack(st)
+}
+
+// settle recomputes st's conditions when nothing is to run, as PKO does
+// on every reconcile: once a block cleared, a stack whose last update
+// succeeded at its generation is Ready again without an update.
+func (d *Daemon) settle(st *stackState, dec Decision, now time.Time) {
+	s, last := &st.rec.Status, st.rec.Status.LastUpdate
+	if st.stack == nil || st.blocked || dec.Stalled || last == nil || last.State != UpdateSucceeded || last.Generation != st.rec.Generation {
+		return
+	}
+	if c := s.Condition(ConditionReady); c == nil || c.Status != conditionTrue {
+		s.MarkReady(st.rec.Generation, now)
+		d.putStack(st)
+	}
 }
 
 // finalize forgets a removed stack whose removal is complete.

@@ -422,7 +422,7 @@ func (x *Prerequisite) decodeYAML(d *decoder, n *yaml.Node, path string) {
 		x.Name, _ = d.scalarString(req, reqPath)
 	}
 	if raw.SucceededWithinDuration != nil {
-		x.Requirement = &Requirement{SucceededWithinDuration: *raw.SucceededWithinDuration}
+		x.Requirement = &Requirement{SucceededWithinDuration: raw.SucceededWithinDuration}
 	}
 }
 

@@ -206,7 +206,9 @@ func (p Prerequisite) namePath(path string) string {
 
 // Requirement says how fresh a prerequisite's last success must be.
 type Requirement struct {
-	SucceededWithinDuration Duration `yaml:"succeededWithinDuration"`
+	// SucceededWithinDuration, when set, is how long ago the last success
+	// may be; 0s makes the prerequisite always stale, as in PKO.
+	SucceededWithinDuration *Duration `yaml:"succeededWithinDuration"`
 }
 
 // UpdateTemplate is PKO's patch onto each update it creates.
