@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/spec"
 )
 
@@ -165,6 +166,8 @@ type Daemon struct {
 	// repoPolls are the polling rounds of the stacks' repositories, by
 	// repoKey.
 	repoPolls map[string]*repoPoll
+	// versions numbers the changes of the stacks' views.
+	versions uint64
 	// sources are the config sources, in Options.Sources order.
 	sources []*sourceState
 	reload  ConfigStatus
@@ -207,6 +210,8 @@ type stackState struct {
 	// of that repository the stack polled in.
 	pollNow bool
 	round   int
+	// version grows with every change of the stack's view (touch).
+	version uint64
 	running bool
 	cancel  context.CancelFunc // of the running operation
 	// blocked is why the stack cannot run right now (a reference that
@@ -215,7 +220,7 @@ type stackState struct {
 	blocked bool
 	retryAt time.Time
 	// live is the running operation's log, for followers.
-	live *LiveLog
+	live *livelog.Log
 	// commitSeen is when commit was first seen, for the commit-to-applied
 	// latency.
 	commitSeen time.Time
@@ -395,6 +400,7 @@ func (d *Daemon) applyLocked(cfg *spec.Config) error {
 		}
 		st.stack = nil
 		st.pollNow = true
+		d.touch(st)
 		if !d.acts(st) {
 			continue // its holder records the removal
 		}
@@ -418,6 +424,7 @@ func (d *Daemon) declareStacksLocked() {
 func (d *Daemon) observeSpec(st *stackState, s *spec.Stack) error {
 	changedSource := st.stack == nil || sourceOf(st.stack) != sourceOf(s)
 	st.stack = s
+	d.touch(st)
 	if !d.acts(st) {
 		return nil // its holder counts the generations
 	}

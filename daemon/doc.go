@@ -6,8 +6,8 @@
 // (Fetcher, Runner, Store, Observer, Notifier) and imports no sibling of
 // stackd's; cmd wires gitwatch, runner, store, web and cluster to it.
 // The Stack spec lives in daemon/spec, notification delivery in
-// daemon/notify and secret scrubbing in daemon/scrub: they import nothing
-// of the loop.
+// daemon/notify, secret scrubbing in daemon/scrub and the running
+// operation's log in daemon/livelog: they import nothing of the loop.
 //
 // Where things are:
 //
@@ -25,7 +25,6 @@
 //	watch.go         file watching and the mass-removal guard
 //	view.go          what the API and the UI read
 //	observe.go       the Observer (metrics) and the config's status
-//	livelog.go       the running operation's log, for followers
 //	event.go         the Notifier interface
 //	ownership.go     the Ownership interface of cluster mode
 //	replica.go       gaining, losing and handing over stacks in a cluster

@@ -33,6 +33,9 @@ func TestImportRules(t *testing.T) {
 	}
 	forbid("daemon/spec", func(dep string) bool { return strings.HasPrefix(dep, mod) || isHeavy(dep) })
 	forbid("daemon/notify", func(dep string) bool { return strings.HasPrefix(dep, mod) && dep != mod+"daemon/spec" })
+	for _, pure := range []string{"daemon/livelog", "daemon/scrub"} {
+		forbid(pure, func(dep string) bool { return strings.HasPrefix(dep, mod) || isHeavy(dep) })
+	}
 	forbid("daemon", func(dep string) bool {
 		return strings.HasPrefix(dep, mod) && !strings.HasPrefix(dep, mod+"daemon/")
 	})

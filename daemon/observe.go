@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/spec"
 )
 
@@ -159,14 +160,14 @@ func (d *Daemon) Update(id string) (Update, error) {
 // Log returns an update's log: the live log while it runs (followers read
 // it as it grows), else the stored one. Both are scrubbed of the secrets
 // the daemon knows.
-func (d *Daemon) Log(id string) ([]byte, *LiveLog, error) {
+func (d *Daemon) Log(id string) ([]byte, *livelog.Log, error) {
 	u, err := d.Update(id)
 	if err != nil {
 		return nil, nil, err
 	}
 	d.mu.Lock()
 	st := d.stacks[u.Stack]
-	var live *LiveLog
+	var live *livelog.Log
 	if st != nil && st.running && st.rec.Status.CurrentUpdate != nil && st.rec.Status.CurrentUpdate.Name == id {
 		live = st.live
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
 
@@ -39,7 +40,7 @@ func (d *Daemon) startOperation(st *stackState, dec Decision, obs Observation) {
 	d.running++
 	ctx, cancel := context.WithCancel(d.opCtx)
 	st.cancel = cancel
-	st.live = NewLiveLog()
+	st.live = livelog.New()
 	j := job{st: st, stack: st.stack, cfg: d.cfg, typ: dec.Type, reason: dec.Reason, obs: obs, destroy: st.rec.Destroy, newCommit: dec.NewCommit}
 	if !st.breakLockAt.IsZero() {
 		j.breakLock, st.breakLockAt = true, time.Time{}

@@ -181,10 +181,13 @@ func (d *Daemon) recordFrom(name string, rec *StackRecord) {
 		d.declareStacksLocked()
 	case rec == nil:
 	case st == nil:
-		d.stacks[name] = &stackState{rec: *rec}
+		st = &stackState{rec: *rec}
+		d.stacks[name] = st
+		d.touch(st)
 		d.declareStacksLocked()
 	default:
 		st.rec = *rec
+		d.touch(st)
 	}
 }
 

@@ -447,6 +447,7 @@ func (d *Daemon) finalize(st *stackState) {
 // putStack persists st's record, logging a failure: the in-memory state
 // stays authoritative and the next transition writes again.
 func (d *Daemon) putStack(st *stackState) {
+	d.touch(st)
 	st.rec.Status.Health = healthPtr(HealthOf(&st.rec.Status, st.rec.Generation))
 	if !d.acts(st) {
 		return // its holder writes it

@@ -34,6 +34,37 @@ type StackView struct {
 	Holder string `json:"holder,omitempty"`
 }
 
+// StackVersion says when a stack's view last changed: Version grows with
+// every change of its record or spec (and differs between a stack and a
+// later one of the same name); Holder is its holder now (cluster mode).
+type StackVersion struct {
+	Name    string
+	Version uint64
+	Holder  string
+}
+
+// StackVersions lists every stack's version, by name: a client that
+// keeps views asks again only for those that changed.
+func (d *Daemon) StackVersions() []StackVersion {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]StackVersion, 0, len(d.stacks))
+	for _, name := range slices.Sorted(maps.Keys(d.stacks)) {
+		v := StackVersion{Name: name, Version: d.stacks[name].version}
+		if d.clustered {
+			v.Holder = d.own.Holder(name)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// touch notes a change of st's view. Called with d.mu held.
+func (d *Daemon) touch(st *stackState) {
+	d.versions++
+	st.version = d.versions
+}
+
 // Stacks lists every stack, by name.
 func (d *Daemon) Stacks() []StackView {
 	d.mu.Lock()
@@ -112,16 +143,6 @@ func (d *Daemon) Ready() error {
 		return errors.New("no config applied yet: " + d.reload.Error)
 	case d.clustered && !d.own.Status().Session:
 		return errors.New("no cluster session: acting on no stack")
-	}
-	return nil
-}
-
-// LiveLog returns the log of the named stack's running operation, or nil.
-func (d *Daemon) LiveLog(name string) *LiveLog {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if st := d.stacks[name]; st != nil && st.running {
-		return st.live
 	}
 	return nil
 }

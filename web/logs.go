@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/livelog"
 )
 
 // Page sizes of GET /api/v1/stacks/{name}/updates and
@@ -172,7 +173,7 @@ func follows(r *http.Request) bool {
 // connection's read and write timeouts would cut a long operation's log:
 // the read deadline is cleared and the write deadline moved before each
 // chunk, so only a client that stops reading is dropped.
-func (s *Server) follow(w http.ResponseWriter, r *http.Request, live *daemon.LiveLog) {
+func (s *Server) follow(w http.ResponseWriter, r *http.Request, live *livelog.Log) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Time{})
 	s.extendWrite(rc)

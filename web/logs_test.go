@@ -9,17 +9,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/livelog"
 )
 
 // TestLogFetch: a stored log, a running one's bytes so far, and a follow
 // of an update that already ended.
 func TestLogFetch(t *testing.T) {
-	live := daemon.NewLiveLog()
+	live := livelog.New()
 	_, _ = live.Write([]byte("Updating (dev)\nsecret: [secret]\n"))
 	api := &fakeAPI{
 		logs: map[string][]byte{"app-1": []byte("Previewing update (dev)\n")},
-		live: map[string]*daemon.LiveLog{"app-2": live},
+		live: map[string]*livelog.Log{"app-2": live},
 	}
 	url := startServer(t, api)
 	for path, want := range map[string]string{
@@ -94,9 +94,9 @@ func (f *follower) end() string {
 // TestLogFollow: a followed log streams each write as it happens and the
 // response ends when the log is closed.
 func TestLogFollow(t *testing.T) {
-	live := daemon.NewLiveLog()
+	live := livelog.New()
 	_, _ = live.Write([]byte("step 1\n"))
-	url := startServer(t, &fakeAPI{live: map[string]*daemon.LiveLog{"app-2": live}})
+	url := startServer(t, &fakeAPI{live: map[string]*livelog.Log{"app-2": live}})
 	f := followLog(t, url+"/api/v1/updates/app-2/log?follow=1")
 	if ct := f.resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
 		t.Fatalf("Content-Type %q", ct)
@@ -119,9 +119,9 @@ func TestLogFollow(t *testing.T) {
 // TestLogFollowOutlivesTimeouts: a quiet operation's log is followed past
 // the server's read and write timeouts.
 func TestLogFollowOutlivesTimeouts(t *testing.T) {
-	live := daemon.NewLiveLog()
+	live := livelog.New()
 	_, _ = live.Write([]byte("start\n"))
-	_, url := startWith(t, Options{API: &fakeAPI{live: map[string]*daemon.LiveLog{"app-2": live}}}, func(s *Server) {
+	_, url := startWith(t, Options{API: &fakeAPI{live: map[string]*livelog.Log{"app-2": live}}}, func(s *Server) {
 		s.srv.ReadTimeout, s.srv.WriteTimeout = 200*time.Millisecond, 200*time.Millisecond
 	})
 	f := followLog(t, url+"/api/v1/updates/app-2/log?follow=1")
@@ -142,9 +142,9 @@ func TestLogFollowOutlivesTimeouts(t *testing.T) {
 // TestLogFollowEndsOnStop: stopping the server ends a follow at once
 // rather than waiting for the operation.
 func TestLogFollowEndsOnStop(t *testing.T) {
-	live := daemon.NewLiveLog()
+	live := livelog.New()
 	_, _ = live.Write([]byte("running\n"))
-	s, url := startWith(t, Options{API: &fakeAPI{live: map[string]*daemon.LiveLog{"app-2": live}}})
+	s, url := startWith(t, Options{API: &fakeAPI{live: map[string]*livelog.Log{"app-2": live}}})
 	f := followLog(t, url+"/api/v1/updates/app-2/log?follow=1")
 	f.line()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -159,9 +159,9 @@ func TestLogFollowEndsOnStop(t *testing.T) {
 // replica runs is streamed from that replica, with the client's token;
 // a request one replica forwarded is never forwarded again.
 func TestLogFollowOnAnotherReplica(t *testing.T) {
-	live := daemon.NewLiveLog()
+	live := livelog.New()
 	_, _ = live.Write([]byte("step 1\n"))
-	_, holder := startWith(t, Options{API: &fakeAPI{live: map[string]*daemon.LiveLog{"app-2": live}}, Token: "tok", ReadRequiresToken: true})
+	_, holder := startWith(t, Options{API: &fakeAPI{live: map[string]*livelog.Log{"app-2": live}}, Token: "tok", ReadRequiresToken: true})
 	here := &fakeAPI{logs: map[string][]byte{"app-2": nil}, remote: map[string]string{"app-2": holder}}
 	_, url := startWith(t, Options{API: here, Token: "tok", ReadRequiresToken: true})
 

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/livelog"
 )
 
 // API is what the server asks of the daemon; *daemon.Daemon implements it.
@@ -33,7 +34,7 @@ type API interface {
 	Updates(stack string, before uint64, limit int) ([]daemon.Update, error)
 	Update(id string) (daemon.Update, error)
 	// Log is an update's log: stored bytes, or the live log while it runs.
-	Log(id string) ([]byte, *daemon.LiveLog, error)
+	Log(id string) ([]byte, *livelog.Log, error)
 	Reload() error
 	ConfigStatus() daemon.ConfigStatus
 	// Push makes the stacks and Git config sources tracking branch of the

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/livelog"
 )
 
 // recordingAPI wraps an API and knows whether one of its calls is in
@@ -49,7 +50,7 @@ func (r *recordingAPI) Update(id string) (daemon.Update, error) {
 	defer r.enter()()
 	return r.API.Update(id)
 }
-func (r *recordingAPI) Log(id string) ([]byte, *daemon.LiveLog, error) {
+func (r *recordingAPI) Log(id string) ([]byte, *livelog.Log, error) {
 	defer r.enter()()
 	return r.API.Log(id)
 }
@@ -194,7 +195,7 @@ func BenchmarkServe1000Stacks(b *testing.B) {
 	api := &recordingAPI{API: &fakeAPI{stacks: manyStacks(1000), logs: map[string][]byte{"stack-0001-1": []byte("log\n")}}}
 	reg := prometheus.NewRegistry()
 	NewMetrics(reg, api, "bench")
-	s := New(Options{Addr: "127.0.0.1:0", API: api, Registry: reg})
+	s := New(Options{Addr: "127.0.0.1:0", API: api, Registry: reg, AllowedHosts: []string{"example.com"}}) // httptest's host
 	gatherCheck(b, s, api, gatherRequests("stack-0001"))
 	if err := s.Start(); err != nil {
 		b.Fatal(err)

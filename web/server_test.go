@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/spec"
 )
 
@@ -26,7 +27,7 @@ type fakeAPI struct {
 	ready     error
 	updates   []daemon.Update // of "app", newest first
 	logs      map[string][]byte
-	live      map[string]*daemon.LiveLog
+	live      map[string]*livelog.Log
 	reloadErr error
 	reloads   int
 	pushes    []pushCall
@@ -99,7 +100,7 @@ func (f *fakeAPI) Update(id string) (daemon.Update, error) {
 	return daemon.Update{}, fmt.Errorf("%w: %s", daemon.ErrUnknownUpdate, id)
 }
 
-func (f *fakeAPI) Log(id string) ([]byte, *daemon.LiveLog, error) {
+func (f *fakeAPI) Log(id string) ([]byte, *livelog.Log, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if l := f.live[id]; l != nil {

@@ -21,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/spec"
 )
 
@@ -338,7 +339,7 @@ func tail(b []byte, n int) ([]byte, bool) {
 }
 
 // liveTail is tail of what l holds, without copying the rest.
-func liveTail(l *daemon.LiveLog, n int) ([]byte, bool) {
+func liveTail(l *livelog.Log, n int) ([]byte, bool) {
 	_, end, _, _ := l.Since(1 << 62)
 	data, _, _, _ := l.Since(max(end-int64(n)-1, 0))
 	return tail(data, n)

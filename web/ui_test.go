@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/spec"
 )
 
@@ -32,12 +33,12 @@ const (
 // type adds web's history and live log.
 type uiFakeAPI struct {
 	*fakeAPI
-	live *daemon.LiveLog
+	live *livelog.Log
 	now  time.Time
 }
 
 func newUIFakeAPI() *uiFakeAPI {
-	live := daemon.NewLiveLog()
+	live := livelog.New()
 	_, _ = live.Write([]byte("Updating (prod)\n  + aws:s3:Bucket assets creating\n"))
 	f := &uiFakeAPI{live: live, now: time.Now()}
 	f.fakeAPI = &fakeAPI{
@@ -191,7 +192,7 @@ func (f *uiFakeAPI) Update(id string) (daemon.Update, error) {
 	return daemon.Update{}, daemon.ErrUnknownUpdate
 }
 
-func (f *uiFakeAPI) Log(id string) ([]byte, *daemon.LiveLog, error) {
+func (f *uiFakeAPI) Log(id string) ([]byte, *livelog.Log, error) {
 	if id == "web-3" {
 		return nil, f.live, nil
 	}
@@ -532,7 +533,7 @@ func TestUIHelpers(t *testing.T) {
 	if got, cut := tail(long, 25); string(got) != "0123456789\n0123456789\n" || !cut {
 		t.Errorf("tail = %q, %v", got, cut)
 	}
-	live := daemon.NewLiveLog()
+	live := livelog.New()
 	_, _ = live.Write(long)
 	if got, cut := liveTail(live, 25); string(got) != "0123456789\n0123456789\n" || !cut {
 		t.Errorf("liveTail = %q, %v", got, cut)
@@ -625,7 +626,7 @@ type uiScriptAPI struct {
 	*uiFakeAPI
 	renders atomic.Int32
 	logs    atomic.Int32
-	stream  *daemon.LiveLog
+	stream  *livelog.Log
 }
 
 func (f *uiScriptAPI) Stats() daemon.Stats { return daemon.Stats{Queued: int(f.renders.Add(1))} }
@@ -639,7 +640,7 @@ func (f *uiScriptAPI) Resume()                         {}
 
 // Log answers the page's first call as uiFakeAPI does, and later calls
 // (the script's) with the stream.
-func (f *uiScriptAPI) Log(id string) ([]byte, *daemon.LiveLog, error) {
+func (f *uiScriptAPI) Log(id string) ([]byte, *livelog.Log, error) {
 	if id == "web-3" && f.logs.Add(1) > 1 {
 		return nil, f.stream, nil
 	}
@@ -656,7 +657,7 @@ func TestUIChromiumScript(t *testing.T) {
 		}
 		t.Fatal("the browser test needs Chromium:", err)
 	}
-	api := &uiScriptAPI{uiFakeAPI: newUIFakeAPI(), stream: daemon.NewLiveLog()}
+	api := &uiScriptAPI{uiFakeAPI: newUIFakeAPI(), stream: livelog.New()}
 	_, _ = api.stream.Write([]byte("streamed by the script\n"))
 	base := startUI(t, api)
 	t.Cleanup(api.stream.Close)

@@ -1,17 +1,19 @@
-package daemon
+// Package livelog keeps the output of a running operation for its
+// followers.
+package livelog
 
 import (
 	"bytes"
 	"sync"
 )
 
-// liveLogLimit bounds what a LiveLog keeps: the head is dropped past it.
-const liveLogLimit = 8 << 20
+// limit bounds what a Log keeps: the head is dropped past it.
+const limit = 8 << 20
 
-// LiveLog is the output of a running operation: written by the
+// Log is the output of a running operation: written by the
 // operation, read by any number of followers. It is already scrubbed of
 // known secrets.
-type LiveLog struct {
+type Log struct {
 	mu      sync.Mutex
 	buf     []byte
 	dropped int64 // bytes dropped from the head
@@ -19,17 +21,17 @@ type LiveLog struct {
 	changed chan struct{} // closed and replaced on every write and on Close
 }
 
-// NewLiveLog returns an open, empty log.
-func NewLiveLog() *LiveLog {
-	return &LiveLog{changed: make(chan struct{})}
+// New returns an open, empty log.
+func New() *Log {
+	return &Log{changed: make(chan struct{})}
 }
 
 // Write appends p.
-func (l *LiveLog) Write(p []byte) (int, error) {
+func (l *Log) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.buf = append(l.buf, p...)
-	if over := len(l.buf) - liveLogLimit; over > 0 {
+	if over := len(l.buf) - limit; over > 0 {
 		l.buf = append(l.buf[:0], l.buf[over:]...)
 		l.dropped += int64(over)
 	}
@@ -38,7 +40,7 @@ func (l *LiveLog) Write(p []byte) (int, error) {
 }
 
 // Close marks the log complete; followers see the end.
-func (l *LiveLog) Close() {
+func (l *Log) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.closed {
@@ -47,13 +49,13 @@ func (l *LiveLog) Close() {
 	}
 }
 
-func (l *LiveLog) signal() {
+func (l *Log) signal() {
 	close(l.changed)
 	l.changed = make(chan struct{})
 }
 
 // Bytes is a copy of what the log holds.
-func (l *LiveLog) Bytes() []byte {
+func (l *Log) Bytes() []byte {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return bytes.Clone(l.buf)
@@ -62,7 +64,7 @@ func (l *LiveLog) Bytes() []byte {
 // Since returns the bytes after offset off (an absolute position in
 // the log), the offset after them, whether the log is closed, and a
 // channel closed at the next change.
-func (l *LiveLog) Since(off int64) (data []byte, next int64, closed bool, changed <-chan struct{}) {
+func (l *Log) Since(off int64) (data []byte, next int64, closed bool, changed <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	start := max(off-l.dropped, 0)
