@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -375,4 +377,63 @@ func TestConditionsRecomputedOnEveryEvaluation(t *testing.T) {
 		v, _ := h.d.Stack("app")
 		return v.Status.ObservedGeneration == 2 && v.Status.Health != nil && v.Status.Health.Status == HealthDegraded
 	})
+}
+
+// TestStackVersionsFollowEveryChange: whenever a stack's view changes,
+// its version does too, so that a client keeping rendered views (the
+// API's and the metrics' caches) never serves a stale one.
+func TestStackVersionsFollowEveryChange(t *testing.T) {
+	h := newHarness(t, chain, nil)
+	h.fetcher.set("https://git.example/a.git", sha1, nil)
+	h.fetcher.set("https://git.example/b.git", sha1, nil)
+	h.runner.setFail("a", errors.New("a is broken"))
+	type seen struct {
+		version uint64
+		view    string
+	}
+	last := map[string]seen{}
+	stop, done := make(chan struct{}), make(chan struct{})
+	var stale []string
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Microsecond):
+			}
+			h.d.mu.Lock()
+			for name, st := range h.d.stacks {
+				js, _ := json.Marshal(h.d.viewLocked(st))
+				prev, ok := last[name]
+				if ok && prev.version == st.version && prev.view != string(js) {
+					stale = append(stale, fmt.Sprintf("%s at version %d:\n%s\n%s", name, st.version, prev.view, js))
+				}
+				last[name] = seen{st.version, string(js)}
+			}
+			h.d.mu.Unlock()
+		}
+	}()
+	h.start()
+	h.eventually("b waiting", func() bool { return len(h.runner.opsOf("a")) >= 1 })
+	h.runner.setFail("a", nil)
+	if _, err := h.d.Sync("a"); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("both deployed", func() bool { return h.ready("a") && h.ready("b") })
+	h.fetcher.set("https://git.example/a.git", sha2, nil)
+	h.eventually("a at the new commit", func() bool { l := h.last("a"); return l != nil && l.LastSuccessfulCommit == sha2 })
+	if err := h.d.Apply(h.parse(strings.Replace(chain, "branch: main", "branch: release", 1))); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("a's new spec deployed", func() bool { l := h.last("a"); return l != nil && l.Generation == 2 && h.ready("a") })
+	if err := h.d.Apply(h.parse("stacks: []\n")); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("both removed", func() bool { return len(h.d.Stacks()) == 0 })
+	close(stop)
+	<-done
+	if len(stale) > 0 {
+		t.Fatalf("%d views changed without a new version; the first:\n%s", len(stale), stale[0])
+	}
 }

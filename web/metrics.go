@@ -1,7 +1,10 @@
 package web
 
 import (
+	"maps"
 	"runtime"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +24,12 @@ import (
 // never commits or error text.
 type Metrics struct {
 	api atomic.Pointer[apiRef]
+	// events counts what the observer was told: a change of a counter.
+	events atomic.Uint64
+	// stacks are each stack's gauges as last made: a scrape makes again
+	// only those of the stacks whose version changed.
+	stacksMu sync.Mutex
+	stacks   map[string]*stackMetrics
 
 	updates        *prometheus.CounterVec
 	updateDuration *prometheus.HistogramVec
@@ -133,6 +142,7 @@ func buildInfo(version string) prometheus.Gauge {
 
 // UpdateFinished counts a finished update and observes its duration.
 func (m *Metrics) UpdateFinished(u daemon.Update) {
+	m.events.Add(1)
 	result := u.State
 	if result == "" {
 		result = "unknown"
@@ -145,6 +155,7 @@ func (m *Metrics) UpdateFinished(u daemon.Update) {
 
 // Polled counts a branch resolution and observes its duration.
 func (m *Metrics) Polled(err error, took time.Duration) {
+	m.events.Add(1)
 	result := pollSuccess
 	if err != nil {
 		result = pollError
@@ -156,11 +167,13 @@ func (m *Metrics) Polled(err error, took time.Duration) {
 // RemoteCall counts a call to a git remote (gitwatch's
 // Options.RemoteCall).
 func (m *Metrics) RemoteCall(op string) {
+	m.events.Add(1)
 	m.remoteCalls.WithLabelValues(op).Inc()
 }
 
 // CommitApplied observes how long a new commit took to be applied.
 func (m *Metrics) CommitApplied(took time.Duration) {
+	m.events.Add(1)
 	m.commitApplied.Observe(took.Seconds())
 }
 
@@ -170,6 +183,7 @@ func (m *Metrics) ConfigReloaded(daemon.ConfigStatus) {}
 
 // DriftChecked counts a drift check by its outcome.
 func (m *Metrics) DriftChecked(state string) {
+	m.events.Add(1)
 	m.driftChecks.WithLabelValues(state).Inc()
 }
 
@@ -244,21 +258,29 @@ func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
+// stackMetrics are one stack's gauges at a version.
+type stackMetrics struct {
+	version uint64
+	holder  string
+	metrics []prometheus.Metric
+}
+
 // Collect reads the API (copies, no lock kept) and emits the gauges.
 func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ref := c.m.api.Load()
 	if ref == nil {
 		return
 	}
-	stacks, stats, cfg := ref.Stacks(), ref.Stats(), ref.ConfigStatus()
-	if cs, ok := ref.ClusterStatus(); ok {
-		stacks = held(stacks, cs.Node)
-		collectCluster(ch, cs, len(stacks))
+	versions, stats, cfg := ref.StackVersions(), ref.Stats(), ref.ConfigStatus()
+	cs, clustered := ref.ClusterStatus()
+	if clustered {
+		// Each replica reports the stacks it holds, so that a sum over
+		// replicas counts each stack once.
+		versions = slices.DeleteFunc(versions, func(sv daemon.StackVersion) bool { return sv.Holder != cs.Node })
+		collectCluster(ch, cs, len(versions))
 	}
-	gauge(ch, descStacks, float64(len(stacks)))
-	for i := range stacks {
-		collectStack(ch, &stacks[i])
-	}
+	gauge(ch, descStacks, float64(len(versions)))
+	c.m.collectStacks(ch, ref, versions)
 	gauge(ch, descQueue, float64(stats.Queued))
 	gauge(ch, descRunning, float64(stats.Running))
 	gauge(ch, descReload, boolValue(cfg.Successful))
@@ -268,16 +290,37 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	collectSources(ch, cfg.Sources)
 }
 
-// held are the stacks node holds: in a cluster each replica reports
-// only those, so that a sum over replicas counts each stack once.
-func held(stacks []daemon.StackView, node string) []daemon.StackView {
-	out := stacks[:0:0]
-	for _, v := range stacks {
-		if v.Holder == node {
-			out = append(out, v)
+// collectStacks emits the gauges of the stacks of versions, making again
+// those of the stacks that changed since the last scrape.
+func (m *Metrics) collectStacks(ch chan<- prometheus.Metric, api API, versions []daemon.StackVersion) {
+	m.stacksMu.Lock()
+	defer m.stacksMu.Unlock()
+	if m.stacks == nil {
+		m.stacks = map[string]*stackMetrics{}
+	}
+	seen := make(map[string]bool, len(versions))
+	for _, sv := range versions {
+		e := m.stacks[sv.Name]
+		if e == nil || e.version != sv.Version || e.holder != sv.Holder {
+			v, err := api.Stack(sv.Name)
+			if err != nil {
+				continue // gone meanwhile
+			}
+			buf := make(chan prometheus.Metric, 32)
+			collectStack(buf, &v)
+			close(buf)
+			e = &stackMetrics{version: sv.Version, holder: sv.Holder}
+			for metric := range buf {
+				e.metrics = append(e.metrics, metric)
+			}
+			m.stacks[sv.Name] = e
+		}
+		seen[sv.Name] = true
+		for _, metric := range e.metrics {
+			ch <- metric
 		}
 	}
-	return out
+	maps.DeleteFunc(m.stacks, func(name string, _ *stackMetrics) bool { return !seen[name] })
 }
 
 // collectCluster emits the cluster's metrics as this replica sees it.

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -247,5 +248,51 @@ func TestMetricsCluster(t *testing.T) {
 	}
 	if body := scrape(t, single); strings.Contains(body, "stackd_cluster_") || !strings.Contains(body, "stackd_stacks 3\n") {
 		t.Errorf("a single node's /metrics:\n%s", body)
+	}
+}
+
+// countingCollector counts the gatherings of the registry it is in.
+type countingCollector struct{ n *atomic.Int64 }
+
+func (c countingCollector) Describe(chan<- *prometheus.Desc) {}
+func (c countingCollector) Collect(chan<- prometheus.Metric) { c.n.Add(1) }
+
+// TestMetricsServedAgainWhileUnchanged: scrapes of an unchanged state are
+// served from one gathering; any change of a stack, a counter or a
+// gauge of the daemon is in the very next scrape.
+func TestMetricsServedAgainWhileUnchanged(t *testing.T) {
+	api := &fakeAPI{stacks: metricStacks()}
+	reg := prometheus.NewRegistry()
+	var gathered atomic.Int64
+	reg.MustRegister(countingCollector{&gathered})
+	m := NewMetrics(reg, api, "1.2.3")
+	_, url := startWith(t, Options{API: api, Registry: reg, Metrics: m})
+	for range 5 {
+		scrape(t, url)
+	}
+	if n := gathered.Load(); n != 1 {
+		t.Fatalf("5 scrapes of one state gathered %d times", n)
+	}
+	api.mu.Lock()
+	api.stacks[0].Status.LastUpdate.State = daemon.UpdateFailed
+	api.mu.Unlock()
+	if body := scrape(t, url); !strings.Contains(body, `stackd_stack_failing{stack="app"} 1`) {
+		t.Errorf("a stack's change is not in the next scrape:\n%s", body)
+	}
+	m.Polled(nil, time.Millisecond)
+	if body := scrape(t, url); !strings.Contains(body, `stackd_git_polls_total{result="success"} 1`) {
+		t.Errorf("a new poll is not in the next scrape")
+	}
+	api.mu.Lock()
+	api.stats.Running = 3
+	api.mu.Unlock()
+	if body := scrape(t, url); !strings.Contains(body, "stackd_operations_running 3") {
+		t.Errorf("the scheduler's change is not in the next scrape")
+	}
+	time.Sleep(metricsMaxAge + 100*time.Millisecond)
+	before := gathered.Load()
+	scrape(t, url)
+	if gathered.Load() != before+1 {
+		t.Errorf("a scrape older than %s was served again", metricsMaxAge)
 	}
 }

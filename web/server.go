@@ -26,6 +26,9 @@ import (
 // store.
 type API interface {
 	Stacks() []daemon.StackView
+	// StackVersions lists every stack's version, by name: a stack's view
+	// is read again (Stack) only when its version or holder changed.
+	StackVersions() []daemon.StackVersion
 	Stack(name string) (daemon.StackView, error)
 	Sync(name string) (string, error)
 	Ready() error
@@ -82,6 +85,9 @@ type Options struct {
 	// Registry is what GET /metrics serves; nil serves no /metrics. See
 	// NewMetrics for stackd's own metrics.
 	Registry *prometheus.Registry
+	// Metrics, when set, are stackd's metrics in Registry: a scrape is
+	// then served again while they did not change (see metricsCache).
+	Metrics *Metrics
 	// Version is stackd's version, for the UI.
 	Version string
 	// Token, when set, is the bearer token every mutating request needs
@@ -111,6 +117,8 @@ type Server struct {
 	stop    context.CancelFunc
 	// deliveries de-duplicates webhook deliveries.
 	deliveries recentDeliveries
+	// stacks are the stacks as last rendered.
+	stacks stackCache
 }
 
 // New makes a server; Start listens.
@@ -142,9 +150,14 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	if s.opts.Registry != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{
-			ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		}))
+		// Concurrent scrapes share one gathering.
+		var h http.Handler = promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{
+			ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn), CoalesceGather: true,
+		})
+		if s.opts.Metrics != nil {
+			h = &metricsCache{next: h, metrics: s.opts.Metrics}
+		}
+		mux.Handle("GET /metrics", h)
 	}
 	mux.HandleFunc("GET /api/v1/stacks", s.listStacks)
 	mux.HandleFunc("GET /api/v1/stacks/{name}", s.getStack)
@@ -240,10 +253,6 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-}
-
-func (s *Server) listStacks(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"stacks": s.api.Stacks()})
 }
 
 func (s *Server) getStack(w http.ResponseWriter, r *http.Request) {

@@ -36,6 +36,10 @@ func (r *recordingAPI) enter() func() {
 }
 
 func (r *recordingAPI) Stacks() []daemon.StackView { defer r.enter()(); return r.API.Stacks() }
+func (r *recordingAPI) StackVersions() []daemon.StackVersion {
+	defer r.enter()()
+	return r.API.StackVersions()
+}
 func (r *recordingAPI) Stack(name string) (daemon.StackView, error) {
 	defer r.enter()()
 	return r.API.Stack(name)
@@ -187,15 +191,19 @@ func manyStacks(n int) []daemon.StackView {
 	return out
 }
 
-// BenchmarkServe1000Stacks serves GET /api/v1/stacks and GET /metrics for
-// 1,000 stacks to concurrent clients over loopback and reports the p50
-// and p99 latency of each. Before the load, it checks that no handler
-// writes while an API call is in flight.
-func BenchmarkServe1000Stacks(b *testing.B) {
-	api := &recordingAPI{API: &fakeAPI{stacks: manyStacks(1000), logs: map[string][]byte{"stack-0001-1": []byte("log\n")}}}
+// BenchmarkServe1000Stacks and BenchmarkServe10000Stacks serve the
+// stack list (full and summary views, and a page of 100 summaries), a
+// stack's API view and its UI page, the UI's list, and GET /metrics to 8
+// concurrent clients over loopback, and report the p50 and p99 latency
+// of each. Before the load, they check that no handler writes while an
+// API call is in flight.
+func BenchmarkServe1000Stacks(b *testing.B)  { benchServe(b, 1000) }
+func BenchmarkServe10000Stacks(b *testing.B) { benchServe(b, 10000) }
+
+func benchServe(b *testing.B, n int) {
+	api := &recordingAPI{API: &fakeAPI{stacks: manyStacks(n), logs: map[string][]byte{"stack-0001-1": []byte("log\n")}, unchanging: true}}
 	reg := prometheus.NewRegistry()
-	NewMetrics(reg, api, "bench")
-	s := New(Options{Addr: "127.0.0.1:0", API: api, Registry: reg, AllowedHosts: []string{"example.com"}}) // httptest's host
+	s := New(Options{Addr: "127.0.0.1:0", API: api, Registry: reg, Metrics: NewMetrics(reg, api, "bench"), AllowedHosts: []string{"example.com"}}) // httptest's host
 	gatherCheck(b, s, api, gatherRequests("stack-0001"))
 	if err := s.Start(); err != nil {
 		b.Fatal(err)
@@ -206,9 +214,13 @@ func BenchmarkServe1000Stacks(b *testing.B) {
 		name  string
 		paths []string
 	}{
-		{"stacks", []string{"/api/v1/stacks"}},
+		{"list-full", []string{"/api/v1/stacks"}},
+		{"list-summary", []string{"/api/v1/stacks?view=summary"}},
+		{"list-summary-page", []string{"/api/v1/stacks?view=summary&limit=100&after=stack-0500"}},
+		{"stack-api", []string{"/api/v1/stacks/stack-0500"}},
+		{"stack-page", []string{"/stacks/stack-0500"}},
+		{"ui-list", []string{"/"}},
 		{"metrics", []string{"/metrics"}},
-		{"mixed", []string{"/api/v1/stacks", "/metrics"}},
 	} {
 		b.Run(bm.name, func(b *testing.B) { loadTest(b, url, bm.paths) })
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net/http"
 	"slices"
@@ -37,6 +38,9 @@ type fakeAPI struct {
 	revisions []daemon.ConfigRevision // newest first
 	cluster   daemon.ClusterStatus    // a single node while Node is empty
 	remote    map[string]string       // update id → URL of the replica running it
+	// unchanging says the stacks never change: every version is 1, as
+	// benchmarks want; else a version is its view's content hash.
+	unchanging bool
 }
 
 type pushCall struct {
@@ -51,6 +55,20 @@ func (f *fakeAPI) Stacks() []daemon.StackView {
 		return []daemon.StackView{{Name: "app", Spec: map[string]any{"stack": "dev"}}}
 	}
 	return slices.Clone(f.stacks)
+}
+
+func (f *fakeAPI) StackVersions() []daemon.StackVersion {
+	views := f.Stacks()
+	out := make([]daemon.StackVersion, len(views))
+	for i, v := range views {
+		out[i] = daemon.StackVersion{Name: v.Name, Version: 1, Holder: v.Holder}
+		if !f.unchanging {
+			h := fnv.New64a()
+			_ = json.NewEncoder(h).Encode(v)
+			out[i].Version = h.Sum64()
+		}
+	}
+	return out
 }
 
 func (f *fakeAPI) Stack(name string) (daemon.StackView, error) {

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -96,21 +97,59 @@ func (s *Server) newPage(r *http.Request, title string) page {
 	return page{Title: title, Version: s.opts.Version, Stats: s.api.Stats(), Config: s.api.ConfigStatus(), CanSync: s.canSync(r)}
 }
 
-// listPage is the stack list at /.
+// listPage is the stack list at /: a page of the stacks that pass the
+// filters (?health=, ?source=, ?q=), after the name ?after=.
 type listPage struct {
 	page
 	Stacks []stackRow
+	// All counts every stack, Matched those that pass the filters.
+	All, Matched int
+	// Health, Source and Q are the filters; Sources the config sources
+	// to choose from.
+	Health, Source, Q string
+	Sources           []string
+	// Next is the URL of the next page, empty on the last; First that of
+	// the first, empty on it.
+	Next, First string
 	// Cluster is the cluster as this replica sees it; nil for a single
 	// node.
 	Cluster *daemon.ClusterStatus
 }
 
 func (s *Server) uiList(w http.ResponseWriter, r *http.Request) {
-	views := s.api.Stacks()
-	p := listPage{page: s.newPage(r, "Stacks"), Stacks: make([]stackRow, 0, len(views))}
+	q, err := parseStackQuery(r.URL.Query(), defaultPage)
+	if err != nil {
+		s.renderError(w, r, http.StatusBadRequest, "Bad request", err.Error())
+		return
+	}
+	all := s.stacks.list(s.api)
+	rows, matched, next := q.page(all)
+	p := listPage{page: s.newPage(r, "Stacks"), Stacks: make([]stackRow, 0, len(rows)), All: len(all), Matched: matched,
+		Health: q.health, Source: q.source, Q: q.q}
 	p.Live, p.Section = true, sectionStacks
-	for _, v := range views {
-		p.Stacks = append(p.Stacks, summarize(v))
+	for _, e := range rows {
+		p.Stacks = append(p.Stacks, e.row)
+	}
+	for _, src := range p.Config.Sources {
+		p.Sources = append(p.Sources, src.Source)
+	}
+	link := func(after string) string {
+		v := url.Values{}
+		for k, val := range map[string]string{"health": q.health, "source": q.source, "q": q.q, "after": after} {
+			if val != "" {
+				v.Set(k, val)
+			}
+		}
+		if q.limit != defaultPage {
+			v.Set("limit", strconv.Itoa(q.limit))
+		}
+		return "/?" + v.Encode()
+	}
+	if next != "" {
+		p.Next = link(next)
+	}
+	if q.after != "" {
+		p.First = link("")
 	}
 	if cs, ok := s.api.ClusterStatus(); ok {
 		p.Cluster = &cs
@@ -459,6 +498,7 @@ var funcs = template.FuncMap{
 	"duration":  duration,
 	"changes":   changes,
 	"lower":     strings.ToLower,
+	"list":      func(items ...string) []string { return items },
 }
 
 func stackPath(name string) string { return "/stacks/" + url.PathEscape(name) }

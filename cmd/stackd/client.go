@@ -105,15 +105,20 @@ func statusCommand(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var stacks []daemon.StackView
+	// The API's shapes: a stack's full view, or the list's summary view.
+	var out any
+	var stacks []web.StackSummary
 	if name := fs.Arg(0); name != "" {
 		var v daemon.StackView
 		err = c.getJSON("/api/v1/stacks/"+url.PathEscape(name), &v)
-		stacks = []daemon.StackView{v}
+		out, stacks = v, []web.StackSummary{web.SummaryOf(&v)}
 	} else {
-		var list struct{ Stacks []daemon.StackView }
-		err = c.getJSON("/api/v1/stacks", &list)
-		stacks = list.Stacks
+		var list struct {
+			Stacks []web.StackSummary `json:"stacks"`
+			Total  int                `json:"total"`
+		}
+		err = c.getJSON("/api/v1/stacks?view=summary", &list)
+		out, stacks = list, list.Stacks
 	}
 	if err != nil {
 		return err
@@ -121,10 +126,7 @@ func statusCommand(args []string, stdout io.Writer) error {
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if fs.NArg() == 1 {
-			return enc.Encode(stacks[0])
-		}
-		return enc.Encode(map[string]any{"stacks": stacks}) // the API's shape
+		return enc.Encode(out)
 	}
 	var cs daemon.ClusterStatus // a single node answers 404: no Node
 	var ae *apiError
@@ -201,7 +203,7 @@ func printSources(w io.Writer, sources []daemon.SourceStatus) {
 }
 
 // printStacks prints a table like kubectl get.
-func printStacks(w io.Writer, stacks []daemon.StackView, now time.Time, holders bool) {
+func printStacks(w io.Writer, stacks []web.StackSummary, now time.Time, holders bool) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	head := "NAME\tHEALTH\tREADY\tLAST UPDATE\tSTATE\tAGE\tCOMMIT\tDRIFT\tREASON"
 	if holders {
@@ -209,36 +211,22 @@ func printStacks(w io.Writer, stacks []daemon.StackView, now time.Time, holders 
 	}
 	fmt.Fprintln(tw, head)
 	for _, v := range stacks {
-		health, ready, reason := "-", "-", ""
-		if h := v.Status.Health; h != nil {
-			health = h.Status
-		}
-		if c := v.Status.Condition(daemon.ConditionReady); c != nil {
-			ready = c.Status
-		}
-		for _, typ := range []string{daemon.ConditionStalled, daemon.ConditionReconciling} {
-			if c := v.Status.Condition(typ); c != nil && c.Status == "True" && reason == "" {
-				reason = c.Reason
-				if first, _, _ := strings.Cut(strings.TrimSpace(c.Message), "\n"); first != "" && c.Reason != daemon.ReasonStackProcessing {
-					reason += ": " + shorten(first, 100) // the error's first line
-				}
-			}
+		health, ready, reason := v.Health, cmp.Or(v.Ready, "-"), v.Reason
+		if first, _, _ := strings.Cut(strings.TrimSpace(v.Message), "\n"); first != "" && v.Reason != daemon.ReasonStackProcessing {
+			reason += ": " + shorten(first, 100) // the error's first line
 		}
 		last, state, age, commit := "-", "-", "-", "-"
-		if lu := v.Status.LastUpdate; lu != nil {
-			last, state, commit = lu.Type, lu.State, shortSHA(lu.LastSuccessfulCommit)
+		if lu := v.LastUpdate; lu != nil {
+			last, state, commit = lu.Type, lu.State, shortSHA(lu.Commit)
 			if strings.HasPrefix(v.Tracking, "program ") && commit != "-" {
 				commit = "program:" + commit // a Program's content hash, not a commit
 			}
-			age = since(now, lu.LastResyncTime)
+			age = since(now, lu.Time)
 		}
-		if cu := v.Status.CurrentUpdate; cu != nil {
+		if v.Running != "" {
 			state = "running"
 		}
-		drift := "-"
-		if d := v.Status.Drift; d != nil {
-			drift = d.State
-		}
+		drift := cmp.Or(v.Drift, "-")
 		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", v.Name, health, ready, last, state, age, commit, drift, reason)
 		if holders {
 			line += "\t" + cmp.Or(v.Holder, "-")

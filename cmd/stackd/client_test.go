@@ -11,6 +11,7 @@ import (
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/web"
 )
 
 // Commits of the fake daemon's config sources.
@@ -20,7 +21,8 @@ const (
 )
 
 // fakeDaemon serves the read endpoints "stackd status" uses, with one
-// stack and the given config, and records the paths asked for.
+// stack (full or summary view) and the given config, and records the
+// paths asked for.
 type fakeDaemon struct {
 	mu     sync.Mutex
 	paths  []string
@@ -39,7 +41,10 @@ func (f *fakeDaemon) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var v any
 	switch r.URL.Path {
 	case "/api/v1/stacks":
-		v = map[string]any{"stacks": []daemon.StackView{app}}
+		v = map[string]any{"stacks": []daemon.StackView{app}, "total": 1}
+		if r.URL.Query().Get("view") == "summary" {
+			v = map[string]any{"stacks": summaries(app), "total": 1}
+		}
 	case "/api/v1/stacks/app":
 		v = app
 	case "/api/v1/config":
@@ -154,7 +159,7 @@ func TestPrintCluster(t *testing.T) {
 	cs := daemon.ClusterStatus{Node: "node-1", Leader: "node-2", Session: true, LeaseTTL: daemon.Duration(15 * time.Second),
 		Members: []daemon.ClusterMember{{Name: "node-1", Stacks: 2, URL: "http://10.0.0.1:8080"}, {Name: "node-2", Stacks: 1}}}
 	printCluster(&sb, cs)
-	printStacks(&sb, []daemon.StackView{{Name: "app", Holder: "node-2"}}, time.Now(), true)
+	printStacks(&sb, summaries(daemon.StackView{Name: "app", Holder: "node-2"}), time.Now(), true)
 	out := sb.String()
 	for _, want := range []string{"cluster: this replica node-1, leader node-2, session ok, lease 15s",
 		"node-1  2       http://10.0.0.1:8080", "node-2  1       -", "HOLDER", "node-2\n"} {
@@ -181,7 +186,7 @@ func TestStatusReasonShowsTheError(t *testing.T) {
 	v := daemon.StackView{Name: "app", Status: daemon.StackStatus{Conditions: []daemon.Condition{
 		{Type: daemon.ConditionStalled, Status: "True", Reason: "UpdateFailed", Message: "up failed 3 times; not retrying: error: boom\nsecond line"},
 	}}}
-	printStacks(&sb, []daemon.StackView{v}, time.Now(), false)
+	printStacks(&sb, summaries(v), time.Now(), false)
 	if out := sb.String(); !strings.Contains(out, "UpdateFailed: up failed 3 times; not retrying: error: boom") || strings.Contains(out, "second line") {
 		t.Fatalf("status:\n%s", out)
 	}
@@ -193,8 +198,17 @@ func TestStatusProgramHash(t *testing.T) {
 	var sb strings.Builder
 	v := daemon.StackView{Name: "hello", Tracking: "program hello", Status: daemon.StackStatus{
 		LastUpdate: &daemon.LastUpdate{Type: daemon.UpdateUp, State: daemon.UpdateSucceeded, LastSuccessfulCommit: "9f86d081884c7d65"}}}
-	printStacks(&sb, []daemon.StackView{v}, time.Now(), false)
+	printStacks(&sb, summaries(v), time.Now(), false)
 	if !strings.Contains(sb.String(), "program:9f86d08") {
 		t.Fatalf("status:\n%s", sb.String())
 	}
+}
+
+// summaries are the views as the list's summary view gives them.
+func summaries(views ...daemon.StackView) []web.StackSummary {
+	out := make([]web.StackSummary, len(views))
+	for i := range views {
+		out[i] = web.SummaryOf(&views[i])
+	}
+	return out
 }

@@ -284,7 +284,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	if err := d.Start(ctx); err != nil {
 		return nil, err
 	}
-	srv := web.New(web.Options{Addr: f.listen, API: d, Logger: log.With("component", "web"), Registry: reg,
+	srv := web.New(web.Options{Addr: f.listen, API: d, Logger: log.With("component", "web"), Registry: reg, Metrics: metrics,
 		Version: version, Token: token, ReadRequiresToken: f.readToken, WebhookSecret: hookSecret,
 		AllowedHosts: allowedHosts(f)})
 	for _, w := range srv.Warnings() {

@@ -1,0 +1,233 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// The stack list at fleet size: each stack's view, its JSON (full and
+// summary) and its UI row are made once per change of the stack (the
+// daemon's StackVersions say which changed), not per request; a request
+// filters and pages what is kept.
+
+// Paging of GET /api/v1/stacks and the UI's list.
+const (
+	defaultPage = 100
+	maxPage     = 1000
+)
+
+// StackSummary is a stack in the list's summary view (?view=summary):
+// what a table of stacks shows, about a tenth of the full view.
+type StackSummary struct {
+	Name    string `json:"name"`
+	Removed bool   `json:"removed,omitempty"`
+	// Health is Healthy, Progressing, Degraded or Unknown; Reason is the
+	// reason of the Stalled or Reconciling condition, Message its message.
+	Health  string `json:"health"`
+	Ready   string `json:"ready,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Source is the config source that defines the stack; Tracking what
+	// it follows.
+	Source   string `json:"source,omitempty"`
+	Tracking string `json:"tracking,omitempty"`
+	// LastUpdate is the last finished update; Running the one in flight.
+	LastUpdate *SummaryUpdate `json:"lastUpdate,omitempty"`
+	Running    string         `json:"running,omitempty"`
+	// Drift is the last drift check's state.
+	Drift  string `json:"drift,omitempty"`
+	Holder string `json:"holder,omitempty"`
+}
+
+// SummaryUpdate is the last finished update in a StackSummary.
+type SummaryUpdate struct {
+	Name     string    `json:"name"`
+	Type     string    `json:"type"`
+	State    string    `json:"state"`
+	Commit   string    `json:"lastSuccessfulCommit,omitempty"`
+	Time     time.Time `json:"lastResyncTime,omitzero"`
+	Failures int64     `json:"failures,omitempty"`
+}
+
+// SummaryOf is v's summary.
+func SummaryOf(v *daemon.StackView) StackSummary {
+	s := StackSummary{Name: v.Name, Removed: v.Removed, Health: "Unknown", Source: v.Source, Tracking: v.Tracking, Holder: v.Holder}
+	if h := v.Status.Health; h != nil && h.Status != "" {
+		s.Health = h.Status
+	}
+	if c := v.Status.Condition(daemon.ConditionReady); c != nil {
+		s.Ready = c.Status
+	}
+	for _, typ := range []string{daemon.ConditionStalled, daemon.ConditionReconciling} {
+		if c := v.Status.Condition(typ); c != nil && c.Status == "True" {
+			s.Reason, s.Message = c.Reason, c.Message
+			break
+		}
+	}
+	if lu := v.Status.LastUpdate; lu != nil {
+		s.LastUpdate = &SummaryUpdate{Name: lu.Name, Type: lu.Type, State: lu.State, Commit: lu.LastSuccessfulCommit,
+			Time: lu.LastResyncTime, Failures: lu.Failures}
+	}
+	if cu := v.Status.CurrentUpdate; cu != nil {
+		s.Running = cu.Name
+	}
+	if d := v.Status.Drift; d != nil {
+		s.Drift = d.State
+	}
+	return s
+}
+
+// stackEntry is one stack as last rendered. Its fields are shared by
+// every request: read only.
+type stackEntry struct {
+	version uint64
+	holder  string
+	view    daemon.StackView
+	full    json.RawMessage
+	summary StackSummary
+	short   json.RawMessage // summary's JSON
+	row     stackRow
+}
+
+// stackCache keeps the rendered stacks.
+type stackCache struct {
+	mu      sync.Mutex
+	entries map[string]*stackEntry
+}
+
+// list returns every stack, by name, rendering again those whose version
+// or holder changed since they were last rendered.
+func (c *stackCache) list(api API) []*stackEntry {
+	versions := api.StackVersions()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string]*stackEntry{}
+	}
+	out := make([]*stackEntry, 0, len(versions))
+	live := make(map[string]bool, len(versions))
+	for _, sv := range versions {
+		live[sv.Name] = true
+		e := c.entries[sv.Name]
+		if e == nil || e.version != sv.Version || e.holder != sv.Holder {
+			v, err := api.Stack(sv.Name)
+			if err != nil {
+				continue // gone meanwhile
+			}
+			e = render(v, sv)
+			c.entries[sv.Name] = e
+		}
+		out = append(out, e)
+	}
+	for name := range c.entries {
+		if !live[name] {
+			delete(c.entries, name)
+		}
+	}
+	return out
+}
+
+func render(v daemon.StackView, sv daemon.StackVersion) *stackEntry {
+	e := &stackEntry{version: sv.Version, holder: sv.Holder, view: v, summary: SummaryOf(&v), row: summarize(v)}
+	e.full, _ = json.Marshal(v)
+	e.short, _ = json.Marshal(e.summary)
+	return e
+}
+
+// stackQuery is a list request: filters, then a page of what passes.
+type stackQuery struct {
+	health, source, q string
+	after             string
+	limit             int
+}
+
+// parseStackQuery reads ?health=&source=&q=&after=&limit=; limit
+// defaults to def and is at most maxPage.
+func parseStackQuery(v url.Values, def int) (stackQuery, error) {
+	q := stackQuery{health: v.Get("health"), source: v.Get("source"), q: v.Get("q"), after: v.Get("after"), limit: def}
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return q, errBadLimit
+		}
+		q.limit = min(n, maxPage)
+	}
+	return q, nil
+}
+
+var errBadLimit = errors.New("limit must be a positive integer")
+
+func (q stackQuery) match(e *stackEntry) bool {
+	return (q.health == "" || strings.EqualFold(e.summary.Health, q.health)) &&
+		(q.source == "" || e.summary.Source == q.source) &&
+		(q.q == "" || strings.Contains(strings.ToLower(e.summary.Name), strings.ToLower(q.q)))
+}
+
+// page filters entries (sorted by name) and returns the page after
+// q.after, the number that passed the filters, and the name to ask the
+// next page after ("" on the last page).
+func (q stackQuery) page(entries []*stackEntry) (page []*stackEntry, total int, next string) {
+	for _, e := range entries {
+		if !q.match(e) {
+			continue
+		}
+		total++
+		if e.summary.Name <= q.after && q.after != "" {
+			continue
+		}
+		if len(page) == q.limit {
+			next = page[len(page)-1].summary.Name
+			continue
+		}
+		page = append(page, e)
+	}
+	return page, total, next
+}
+
+// listStacks serves GET /api/v1/stacks: every stack's full view by
+// default, ?view=summary for summaries; ?health=, ?source=, ?q= filter
+// and ?limit=&after= page (without limit, every stack that passes).
+func (s *Server) listStacks(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	view := v.Get("view")
+	if view != "" && view != "summary" && view != "full" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "view must be summary or full"})
+		return
+	}
+	q, err := parseStackQuery(v, maxInt)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	page, total, next := q.page(s.stacks.list(s.api))
+	var b strings.Builder
+	b.WriteString(`{"stacks":[`)
+	for i, e := range page {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if view == "summary" {
+			b.Write(e.short)
+		} else {
+			b.Write(e.full)
+		}
+	}
+	b.WriteString(`],"total":` + strconv.Itoa(total))
+	if next != "" {
+		nb, _ := json.Marshal(next)
+		b.WriteString(`,"next":` + string(nb))
+	}
+	b.WriteString("}\n")
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(b.String()))
+}
+
+const maxInt = int(^uint(0) >> 1)
