@@ -289,7 +289,7 @@ stacks:
 	h.fetcher.set("https://git.example/infra.git", sha2, nil)
 	h.d.mu.Lock()
 	h.d.stacks["app"].pollNow = true // app polls first
-	h.d.kick()
+	h.d.markDirty(h.d.stacks["app"])
 	h.d.mu.Unlock()
 	h.eventually("both at the new commit", func() bool {
 		n, a := h.last("net"), h.last("app")

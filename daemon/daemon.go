@@ -168,6 +168,12 @@ type Daemon struct {
 	repoPolls map[string]*repoPoll
 	// versions numbers the changes of the stacks' views.
 	versions uint64
+	// order is the evaluation order, nil when stacks or specs changed;
+	// fullPass asks the next pass to evaluate every stack (a new config,
+	// Resume), as does a minute without one (lastFull).
+	order    []string
+	fullPass bool
+	lastFull time.Time
 	// sources are the config sources, in Options.Sources order.
 	sources []*sourceState
 	reload  ConfigStatus
@@ -212,6 +218,11 @@ type stackState struct {
 	round   int
 	// version grows with every change of the stack's view (touch).
 	version uint64
+	// dirty asks for the stack's evaluation at the next pass; else it is
+	// evaluated when due (zero: only an event concerns it). busy is what
+	// its last evaluation said of its sync wave.
+	dirty, busy bool
+	due         time.Time
 	running bool
 	cancel  context.CancelFunc // of the running operation
 	// blocked is why the stack cannot run right now (a reference that
@@ -376,6 +387,7 @@ func (d *Daemon) Apply(cfg *spec.Config) error {
 	if err := d.applyLocked(cfg); err != nil {
 		return err
 	}
+	d.fullPass = true
 	d.kick()
 	return nil
 }
@@ -423,7 +435,7 @@ func (d *Daemon) declareStacksLocked() {
 // spec's hash changed.
 func (d *Daemon) observeSpec(st *stackState, s *spec.Stack) error {
 	changedSource := st.stack == nil || sourceOf(st.stack) != sourceOf(s)
-	st.stack = s
+	st.stack, d.order = s, nil
 	d.touch(st)
 	if !d.acts(st) {
 		return nil // its holder counts the generations
@@ -503,13 +515,24 @@ func (d *Daemon) loop() {
 }
 
 // evaluate starts what can start and returns how long until the next
-// time-driven check.
+// time-driven check. It evaluates only the stacks an event marked dirty
+// and those whose time came (a poll round, a backoff, a drift check);
+// the others keep what their last evaluation said, sync wave included.
+// Every stack is evaluated on a new config, on Resume, and once a
+// minute.
 func (d *Daemon) evaluate(now time.Time) time.Duration {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if t := time.Now(); t.After(now) {
+		now = t // not before what happened while it waited for the lock
+	}
 	next := time.Minute
 	if d.cfg == nil {
 		return next // no config yet: no stack may be judged removed
+	}
+	full := d.fullPass || now.Sub(d.lastFull) >= time.Minute
+	if full {
+		d.fullPass, d.lastFull = false, now
 	}
 	var pass passState
 	for _, name := range d.orderLocked() {
@@ -517,19 +540,51 @@ func (d *Daemon) evaluate(now time.Time) time.Duration {
 		if st == nil {
 			continue // finalized during this pass
 		}
-		if wait := d.evaluateStack(st, now, &pass); wait > 0 && wait < next {
-			next = wait
+		if !full && !st.dirty && (st.due.IsZero() || now.Before(st.due)) {
+			if st.busy {
+				pass.busy(st)
+			}
+			if !st.due.IsZero() {
+				next = min(next, st.due.Sub(now))
+			}
+			continue
+		}
+		pass.marked = false
+		wait, wasBusy := d.evaluateStack(st, now, &pass), st.busy
+		st.dirty, st.busy, st.due = false, pass.marked, time.Time{}
+		if wasBusy && !st.busy {
+			d.wakeWaiting() // a later sync wave may go now
+		}
+		if wait > 0 {
+			st.due, next = now.Add(wait), min(next, wait)
+		}
+	}
+	for _, st := range d.stacks {
+		if st.dirty { // marked by another stack's evaluation
+			return 10 * time.Millisecond
 		}
 	}
 	return max(next, 10*time.Millisecond)
 }
 
-// orderLocked lists stack names by sync wave, then name.
+// markDirty asks for st's evaluation at the next pass. Called with d.mu
+// held.
+func (d *Daemon) markDirty(st *stackState) {
+	st.dirty = true
+	d.kick()
+}
+
+// orderLocked lists stack names by sync wave, then name; it is kept
+// until stacks or specs change (d.order = nil).
 func (d *Daemon) orderLocked() []string {
+	if d.order != nil && len(d.order) == len(d.stacks) {
+		return d.order
+	}
 	names := slices.Sorted(maps.Keys(d.stacks))
 	slices.SortStableFunc(names, func(a, b string) int {
 		return wave(d.stacks[a]) - wave(d.stacks[b])
 	})
+	d.order = names
 	return names
 }
 

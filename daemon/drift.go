@@ -2,9 +2,6 @@ package daemon
 
 import (
 	"fmt"
-	"regexp"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
@@ -92,7 +89,7 @@ func (d *Daemon) recordDrift(st *stackState, u Update, res Result, now time.Time
 		if st.stack != nil && st.stack.Spec.DriftDetection != nil {
 			rules = st.stack.Spec.DriftDetection.Ignore
 		}
-		dr.Resources, dr.Ignored = filterDrift(res.Drift, rules)
+		dr.Resources, dr.Ignored = spec.FilterDrift(res.Drift, rules)
 		if len(dr.Resources) > 0 {
 			dr.State, dr.Since = spec.DriftDrifted, now
 			if prev != nil && prev.State == spec.DriftDrifted {
@@ -107,52 +104,6 @@ func (d *Daemon) recordDrift(st *stackState, u Update, res Result, now time.Time
 		st.remediate = u.ID
 		d.poke(st, "drift-"+u.ID)
 	}
-}
-
-// filterDrift applies ignore rules: a rule without properties accepts a
-// matching resource's drift; a rule with properties accepts those
-// properties only. It returns what stays drifted and how many resources
-// the rules accepted.
-func filterDrift(drift []spec.DriftedResource, rules []spec.DriftIgnore) ([]spec.DriftedResource, int) {
-	var out []spec.DriftedResource
-	ignored := 0
-	for _, r := range drift {
-		props, whole := r.Properties, false
-		for _, rule := range rules {
-			if !ignores(rule, r) {
-				continue
-			}
-			if len(rule.Properties) == 0 {
-				whole = true
-				break
-			}
-			props = slices.DeleteFunc(slices.Clone(props), func(p string) bool { return slices.Contains(rule.Properties, p) })
-		}
-		if whole || (r.Op == "update" && len(r.Properties) > 0 && len(props) == 0) {
-			ignored++
-			continue
-		}
-		r.Properties = props
-		out = append(out, r)
-	}
-	return out, ignored
-}
-
-// ignores says whether rule covers r: its type, and its URN glob.
-func ignores(rule spec.DriftIgnore, r spec.DriftedResource) bool {
-	if rule.Type != "" && rule.Type != r.Type {
-		return false
-	}
-	return rule.URN == "" || globMatch(rule.URN, r.URN)
-}
-
-// globMatch matches s against pattern, where "*" matches any text.
-func globMatch(pattern, s string) bool {
-	parts := strings.Split(pattern, "*")
-	for i, p := range parts {
-		parts[i] = regexp.QuoteMeta(p)
-	}
-	return regexp.MustCompile("^" + strings.Join(parts, ".*") + "$").MatchString(s)
 }
 
 // driftEvent tells the notifier when a stack starts or stops drifting.

@@ -46,6 +46,7 @@ func (d *Daemon) Resume() {
 	if d.paused {
 		d.paused = false
 		d.log.Info("resumed")
+		d.fullPass = true
 		d.kick()
 	}
 }

@@ -213,6 +213,7 @@ func (d *Daemon) pushStacks(want map[string]bool, branch string) []string {
 		}
 		d.opts.Fetcher.Forget(src.URL)
 		st.pollNow = true
+		d.markDirty(st)
 		names = append(names, name)
 	}
 	if len(names) > 0 {

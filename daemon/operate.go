@@ -127,7 +127,19 @@ func (d *Daemon) release(st *stackState) {
 	if d.clustered && !st.held && !st.releasing {
 		d.own.Release(st.rec.Name)
 	}
-	d.kick()
+	d.markDirty(st)
+	d.wakeWaiting()
+}
+
+// wakeWaiting marks dirty the stacks that wait for a worker, a
+// prerequisite or a sync wave: a stack's change may let them start.
+// Called with d.mu held.
+func (d *Daemon) wakeWaiting() {
+	for _, st := range d.stacks {
+		if st.waiting {
+			d.markDirty(st)
+		}
+	}
 }
 
 // skipCommit ends a job for a new commit that changes no file of

@@ -72,6 +72,7 @@ func (d *Daemon) swap(cfg *spec.Config, revs []RevisionSource, trigger string, n
 			d.mu.Unlock()
 			return err
 		}
+		d.fullPass = true
 		d.kick()
 	}
 	moved := d.markAppliedLocked(revs, now)

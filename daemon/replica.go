@@ -123,6 +123,7 @@ func (d *Daemon) lost(name string) {
 		return
 	}
 	st.releasing, st.held = false, false
+	d.markDirty(st)
 	if st.running && st.cancel != nil {
 		d.log.Warn("lost the stack during an operation; interrupting it", "stack", name)
 		st.cancel()
@@ -139,7 +140,7 @@ func (d *Daemon) handover(name string) {
 		return
 	}
 	st.releasing, st.releaseBy = true, time.Now().Add(d.opts.HandoverGrace)
-	d.kick()
+	d.markDirty(st)
 }
 
 // handingOver releases st once no operation runs on it, interrupting one
@@ -178,16 +179,19 @@ func (d *Daemon) recordFrom(name string, rec *StackRecord) {
 	switch {
 	case rec == nil && st != nil && st.stack == nil:
 		delete(d.stacks, name) // removed and finalized by its holder
+		d.order = nil
 		d.declareStacksLocked()
 	case rec == nil:
 	case st == nil:
 		st = &stackState{rec: *rec}
 		d.stacks[name] = st
+		d.order = nil
 		d.touch(st)
 		d.declareStacksLocked()
 	default:
 		st.rec = *rec
 		d.touch(st)
+		d.wakeWaiting() // on a prerequisite held elsewhere
 	}
 }
 

@@ -96,11 +96,14 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 // sees the lower waves of its source before its turn.
 type passState struct {
 	busyWave map[string]int
+	// marked says that the stack being evaluated called busy.
+	marked bool
 }
 
 // busy notes that st holds the higher waves of its source. A stack that
 // left the config holds none: its destroy waits for nothing.
 func (p *passState) busy(st *stackState) {
+	p.marked = true
 	if st.stack == nil {
 		return
 	}
@@ -210,7 +213,7 @@ func (d *Daemon) startPoll(st *stackState) {
 		d.opts.Observer.Polled(err, time.Since(start))
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		defer d.kick()
+		defer d.markDirty(st)
 		st.polling = false
 		if st.stack != stack {
 			return // the spec changed meanwhile: poll again
@@ -253,6 +256,7 @@ func (d *Daemon) pollSiblingsLocked(st *stackState) {
 		if other != st && tracksBranch(other) && other.stack.Source == st.stack.Source &&
 			repoKey(other.stack.Spec.ProjectRepo) == repo && other.stack.Spec.Branch == st.stack.Spec.Branch {
 			other.pollNow = true
+			d.markDirty(other)
 		}
 	}
 }
@@ -439,6 +443,7 @@ func (d *Daemon) finalize(st *stackState) {
 		return
 	}
 	delete(d.stacks, name)
+	d.order = nil
 	d.declareStacksLocked()
 	d.removeStackDir(name)
 	d.log.Info("stack removed", "stack", name)

@@ -63,6 +63,7 @@ func (d *Daemon) StackVersions() []StackVersion {
 func (d *Daemon) touch(st *stackState) {
 	d.versions++
 	st.version = d.versions
+	d.markDirty(st)
 }
 
 // Stacks lists every stack, by name.

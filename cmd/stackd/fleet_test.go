@@ -29,7 +29,7 @@ type countingGit struct {
 	packs   int
 }
 
-func newCountingGit(t *testing.T, root string) *countingGit {
+func newCountingGit(t testing.TB, root string) *countingGit {
 	t.Helper()
 	git, err := exec.LookPath("git")
 	if err != nil {

@@ -1,6 +1,11 @@
 package spec
 
-import "time"
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
 
 // Drift states.
 const (
@@ -47,4 +52,50 @@ func (d *DriftStatus) Clone() *DriftStatus {
 		c.Resources = append(c.Resources, r)
 	}
 	return &c
+}
+
+// FilterDrift applies ignore rules: a rule without properties accepts a
+// matching resource's drift; a rule with properties accepts those
+// properties only. It returns what stays drifted and how many resources
+// the rules accepted.
+func FilterDrift(drift []DriftedResource, rules []DriftIgnore) ([]DriftedResource, int) {
+	var out []DriftedResource
+	ignored := 0
+	for _, r := range drift {
+		props, whole := r.Properties, false
+		for _, rule := range rules {
+			if !ignores(rule, r) {
+				continue
+			}
+			if len(rule.Properties) == 0 {
+				whole = true
+				break
+			}
+			props = slices.DeleteFunc(slices.Clone(props), func(p string) bool { return slices.Contains(rule.Properties, p) })
+		}
+		if whole || (r.Op == "update" && len(r.Properties) > 0 && len(props) == 0) {
+			ignored++
+			continue
+		}
+		r.Properties = props
+		out = append(out, r)
+	}
+	return out, ignored
+}
+
+// ignores says whether rule covers r: its type, and its URN glob.
+func ignores(rule DriftIgnore, r DriftedResource) bool {
+	if rule.Type != "" && rule.Type != r.Type {
+		return false
+	}
+	return rule.URN == "" || globMatch(rule.URN, r.URN)
+}
+
+// globMatch matches s against pattern, where "*" matches any text.
+func globMatch(pattern, s string) bool {
+	parts := strings.Split(pattern, "*")
+	for i, p := range parts {
+		parts[i] = regexp.QuoteMeta(p)
+	}
+	return regexp.MustCompile("^" + strings.Join(parts, ".*") + "$").MatchString(s)
 }

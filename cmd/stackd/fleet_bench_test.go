@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/gitwatch"
+	"github.com/stackd/stackd/store"
+	"github.com/stackd/stackd/web"
+)
+
+// The fleet benchmarks measure the daemon's own cost at fleet size: the
+// real scheduler, BoltDB store, web server and metrics, and gitwatch's
+// real ls-remote against repositories served by git http-backend; the
+// runner (Pulumi) and the checkouts are stood in for, as their cost is
+// Pulumi's and Git's, not the daemon's.
+
+// BenchmarkFleet1000 and BenchmarkFleet10000 run 1,000 and 10,000 stacks
+// on 100 repositories and report: the time until all are deployed; over
+// three polling periods while idle, the daemon's CPU (% of one core),
+// the process's RSS and Go heap, and remote calls per period; then p50
+// and p99 latencies with 8 concurrent clients of the list (full,
+// summary, a summary page), a stack's page and /metrics.
+func BenchmarkFleet1000(b *testing.B)  { benchFleet(b, 1000) }
+func BenchmarkFleet10000(b *testing.B) { benchFleet(b, 10000) }
+
+const fleetRepos, fleetPeriod = 100, 10 * time.Second
+
+func benchFleet(b *testing.B, n int) {
+	root := b.TempDir()
+	for i := range fleetRepos {
+		r := &repo{t: b, dir: filepath.Join(root, fmt.Sprintf("r%03d", i))}
+		r.git("init", "-q", "-b", "main", r.dir)
+		r.commit(map[string]string{"Pulumi.yaml": "name: fleet\nruntime: yaml\n"})
+	}
+	g := newCountingGit(b, root)
+	var sb strings.Builder
+	sb.WriteString("stacks:\n")
+	for i := range n {
+		fmt.Fprintf(&sb, "  - {name: s%05d, stack: s%05d, projectRepo: %s/r%03d, branch: main, resyncFrequencySeconds: %d}\n",
+			i, i, g.url, i%fleetRepos, int(fleetPeriod.Seconds()))
+	}
+	cfgPath := filepath.Join(root, "stacks.yaml")
+	if err := os.WriteFile(cfgPath, []byte(sb.String()), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	src, err := spec.ParseSource(cfgPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := store.Open(filepath.Join(root, "stackd.db"), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	reg := prometheus.NewRegistry()
+	metrics := web.NewMetrics(reg, nil, "bench")
+	d, err := daemon.New(nil, daemon.Options{Store: st, Runner: instantRunner{}, DataDir: filepath.Join(root, "data"),
+		Fetcher:       &resolveOnly{Fetcher: gitwatch.New(gitwatch.Options{CacheFor: fleetPeriod / 2, RemoteCall: metrics.RemoteCall})},
+		MaxConcurrent: 8, MinResync: fleetPeriod, Sources: []spec.Source{src}, Observer: metrics})
+	if err != nil {
+		b.Fatal(err)
+	}
+	metrics.SetAPI(d)
+	began := time.Now()
+	if err := d.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = d.Stop(context.Background()) })
+	srv := web.New(web.Options{Addr: "127.0.0.1:0", API: d, Registry: reg, Metrics: metrics})
+	if err := srv.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	url := "http://" + srv.Addr()
+
+	for {
+		var healthy struct{ Total int }
+		if code, err := getJSON(url+"/api/v1/stacks?view=summary&health=Healthy&limit=1", &healthy); err == nil && code == 200 && healthy.Total == n {
+			break
+		}
+		if time.Since(began) > 15*time.Minute {
+			b.Fatal("the fleet did not deploy within 15 minutes")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	b.ReportMetric(time.Since(began).Seconds(), "deploy-s")
+
+	// Idle: three polling periods.
+	time.Sleep(fleetPeriod) // the deploy's last polls and writes settle
+	since := time.Now()
+	cpu0 := cpuTime()
+	time.Sleep(3 * fleetPeriod)
+	cpu := cpuTime() - cpu0
+	adverts, _ := g.counts(since)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(100*cpu.Seconds()/time.Since(since).Seconds(), "idle-cpu-%")
+	b.ReportMetric(float64(rssBytes())/1e6, "rss-MB")
+	b.ReportMetric(float64(ms.HeapInuse)/1e6, "heap-MB")
+	b.ReportMetric(float64(len(adverts))/3, "remote-calls/period")
+
+	for _, path := range []string{"/api/v1/stacks", "/api/v1/stacks?view=summary",
+		"/api/v1/stacks?view=summary&limit=100&after=s00500", "/stacks/s00500", "/metrics"} {
+		p50, p99 := latencies(b, url+path, 8, 200)
+		name := strings.NewReplacer("/api/v1/", "", "?view=summary&limit=100&after=s00500", "-page", "?view=summary", "-summary", "/", "").Replace(path)
+		b.ReportMetric(p50, name+"-p50-ms")
+		b.ReportMetric(p99, name+"-p99-ms")
+	}
+}
+
+// latencies GETs url from clients goroutines, total times in all, and
+// returns the p50 and p99 in milliseconds.
+func latencies(b *testing.B, url string, clients, total int) (p50, p99 float64) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+	defer client.CloseIdleConnections()
+	var mu sync.Mutex
+	var took []time.Duration
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range total / clients {
+				start := time.Now()
+				resp, err := client.Get(url)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				var sink json.RawMessage
+				_ = json.NewDecoder(resp.Body).Decode(&sink)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					b.Errorf("GET %s: %d (client %d)", url, resp.StatusCode, c)
+					return
+				}
+				mu.Lock()
+				took = append(took, time.Since(start))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	slices.Sort(took)
+	at := func(q int) float64 { return float64(took[min(len(took)*q/100, len(took)-1)]) / float64(time.Millisecond) }
+	return at(50), at(99)
+}
+
+// instantRunner succeeds at once: the daemon's cost without Pulumi's.
+type instantRunner struct{}
+
+func (instantRunner) Run(context.Context, daemon.Operation) (daemon.Result, error) {
+	return daemon.Result{Changes: map[string]int{"same": 1}}, nil
+}
+
+func (instantRunner) Outputs(context.Context, daemon.Workspace) (map[string]any, error) {
+	return map[string]any{}, nil
+}
+
+// resolveOnly resolves with gitwatch and stands in for checkouts with a
+// directory holding an empty project.
+type resolveOnly struct{ *gitwatch.Fetcher }
+
+func (resolveOnly) Checkout(_ context.Context, _ daemon.GitSource, _, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	return dir, os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), []byte("name: fleet\nruntime: yaml\n"), 0o600)
+}
+
+// cpuTime is the process's user and system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// rssBytes is the process's resident set size.
+func rssBytes() int64 {
+	data, _ := os.ReadFile("/proc/self/status")
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
