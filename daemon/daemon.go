@@ -223,8 +223,8 @@ type stackState struct {
 	// its last evaluation said of its sync wave.
 	dirty, busy bool
 	due         time.Time
-	running bool
-	cancel  context.CancelFunc // of the running operation
+	running     bool
+	cancel      context.CancelFunc // of the running operation
 	// blocked is why the stack cannot run right now (a reference that
 	// cannot be read, a source that cannot be fetched); it is retried at
 	// retryAt.

@@ -159,7 +159,9 @@ func latencies(b *testing.B, url string, clients, total int) (p50, p99 float64) 
 	}
 	wg.Wait()
 	slices.Sort(took)
-	at := func(q int) float64 { return float64(took[min(len(took)*q/100, len(took)-1)]) / float64(time.Millisecond) }
+	at := func(q int) float64 {
+		return float64(took[min(len(took)*q/100, len(took)-1)]) / float64(time.Millisecond)
+	}
 	return at(50), at(99)
 }
 
