@@ -259,6 +259,10 @@ func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value) {
 			d.notef(keyNodes[i], p, "deprecated in PKO v2; still honoured")
 		case "noop":
 			d.notef(keyNodes[i], p, "ignored: PKO v2 accepts and ignores this field too")
+		default:
+			if why, ok := strings.CutPrefix(f.kind, "why="); ok {
+				d.notef(keyNodes[i], p, "ignored: %s", why)
+			}
 		}
 	}
 }
@@ -462,7 +466,7 @@ type structFields struct {
 type fieldInfo struct {
 	index []int
 	num   int    // identifies the Go field, shared by a name and its alias
-	kind  string // the stackd tag: "", "k8s", "deprecated" or "noop"
+	kind  string // the stackd tag: "", "k8s", "deprecated", "noop" or "why=REASON"
 }
 
 var nodeType = reflect.TypeOf(yaml.Node{})

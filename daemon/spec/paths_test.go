@@ -105,3 +105,49 @@ func TestHashPaths(t *testing.T) {
 		t.Errorf("a new file inside the paths left their digest as it was")
 	}
 }
+
+// TestFullUpdateTemplate: an updateTemplate with every field of PKO's
+// Update object loads; what has no standalone meaning is a note saying
+// why, never "unknown field".
+func TestFullUpdateTemplate(t *testing.T) {
+	cfg, diags := mustParse(t, minimalStack+`  updateTemplate:
+    apiVersion: auto.pulumi.com/v1alpha1
+    kind: Update
+    metadata: {labels: {team: infra}}
+    spec:
+      workspaceName: app
+      stackName: dev
+      type: up
+      ttlAfterCompleted: 1h
+      parallel: 4
+      message: from stackd
+      expectNoChanges: false
+      replace: ["urn:pulumi:dev::app::aws:s3/bucket:Bucket::b"]
+      target: ["urn:pulumi:dev::app::aws:s3/bucket:Bucket::b"]
+      targetDependents: true
+      refresh: true
+      continueOnError: true
+      remove: false
+      runProgram: true
+    status: {message: done}
+`)
+	if u := cfg.Stack("app").Spec.UpdateTemplate.Spec; u.Parallel != 4 || u.Message != "from stackd" || !u.ContinueOnError {
+		t.Fatalf("update spec = %+v", u)
+	}
+	var notes []string
+	for _, d := range diags.Notes() {
+		notes = append(notes, d.String())
+	}
+	all := strings.Join(notes, "\n")
+	for _, want := range []string{
+		"spec.updateTemplate.apiVersion: note: ignored: Kubernetes-only field",
+		"spec.updateTemplate.status: note: ignored: Kubernetes-only field",
+		"spec.updateTemplate.spec.workspaceName: note: ignored: stackd runs each operation in a sandboxed process",
+		"spec.updateTemplate.spec.stackName: note: ignored: the stack's own spec.stack",
+		"spec.updateTemplate.spec.type: note: ignored: stackd picks each operation's type",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("notes lack %q:\n%s", want, all)
+		}
+	}
+}

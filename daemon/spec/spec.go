@@ -12,6 +12,7 @@ import (
 //	stackd:"k8s"         Kubernetes-only: parsed, ignored, reported
 //	stackd:"deprecated"  deprecated in PKO v2 but still honoured, reported
 //	stackd:"noop"        accepted and ignored, as PKO v2 does, reported
+//	stackd:"why=REASON"  accepted and ignored, reported with REASON
 //	stackd:"alias=NAME"  also accepted under NAME (but not both at once)
 type StackSpec struct {
 	// Stack is the Pulumi stack name: "stack", "org/stack" or "org/project/stack".
@@ -211,14 +212,22 @@ type Requirement struct {
 	SucceededWithinDuration *Duration `yaml:"succeededWithinDuration"`
 }
 
-// UpdateTemplate is PKO's patch onto each update it creates.
+// UpdateTemplate is PKO's patch onto each update it creates: every field
+// of PKO's Update object is accepted; those of the Kubernetes object and
+// of PKO's own wiring have no meaning here and are reported as ignored.
 type UpdateTemplate struct {
-	Metadata Ignored     `yaml:"metadata" stackd:"k8s"`
-	Spec     *UpdateSpec `yaml:"spec"`
+	APIVersion Ignored     `yaml:"apiVersion" stackd:"k8s"`
+	Kind       Ignored     `yaml:"kind" stackd:"k8s"`
+	Metadata   Ignored     `yaml:"metadata" stackd:"k8s"`
+	Spec       *UpdateSpec `yaml:"spec"`
+	Status     Ignored     `yaml:"status" stackd:"k8s"`
 }
 
 // UpdateSpec holds the operation options an updateTemplate may set.
 type UpdateSpec struct {
+	WorkspaceName     Ignored  `yaml:"workspaceName" stackd:"why=stackd runs each operation in a sandboxed process of its own, with no PKO Workspace to name"`
+	StackName         Ignored  `yaml:"stackName" stackd:"why=the stack's own spec.stack is the Pulumi stack every operation selects"`
+	Type              Ignored  `yaml:"type" stackd:"why=stackd picks each operation's type (up, preview, refresh, destroy) from the stack's state, as PKO's Stack controller does"`
 	TTLAfterCompleted Ignored  `yaml:"ttlAfterCompleted" stackd:"k8s"`
 	Parallel          int64    `yaml:"parallel"`
 	Message           string   `yaml:"message"`
