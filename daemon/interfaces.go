@@ -32,6 +32,11 @@ type GitSource struct {
 type GitAuth struct {
 	SSHPrivateKey []byte // PEM
 	SSHPassphrase string
+	// KnownHosts, when set, are the SSH host keys to trust (known_hosts
+	// lines) instead of the daemon's known_hosts files.
+	KnownHosts []byte
+	// BearerToken is sent as an HTTP bearer token.
+	BearerToken string
 	// Username and Password are HTTP basic credentials; an access token is
 	// sent as the password of user "git", as PKO does.
 	Username string
@@ -50,7 +55,7 @@ func (s GitSource) Key() string {
 	h := sha256.New()
 	h.Write([]byte(s.URL))
 	if a := s.Auth; a != nil {
-		for _, part := range [][]byte{a.SSHPrivateKey, []byte(a.SSHPassphrase), []byte(a.Username), []byte(a.Password)} {
+		for _, part := range [][]byte{a.SSHPrivateKey, []byte(a.SSHPassphrase), []byte(a.Username), []byte(a.Password), []byte(a.BearerToken), a.KnownHosts} {
 			h.Write([]byte{0})
 			h.Write(part)
 		}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -113,7 +114,7 @@ func (d *Daemon) projectDir(ctx context.Context, j job, refs spec.RefSources, p 
 		return "", &prepareError{ReasonSpecInvalid, err}
 	}
 	if a := src.Auth; a != nil {
-		p.secrets = append(p.secrets, string(a.SSHPrivateKey), a.SSHPassphrase, a.Password)
+		p.secrets = append(p.secrets, string(a.SSHPrivateKey), a.SSHPassphrase, a.Password, a.BearerToken)
 	}
 	out, err := d.opts.Fetcher.Checkout(ctx, src, j.obs.Commit, filepath.Join(dir, "src"))
 	if err != nil {
@@ -443,13 +444,15 @@ func gitAuthSecret(c *spec.Config, s *spec.Stack, refs spec.RefSources) (*GitAut
 	if err != nil {
 		return nil, &spec.RefError{Path: "gitAuthSecret", Err: err}
 	}
-	switch {
+	switch key := cmp.Or(data["sshPrivateKey"], data["identity"]); { // PKO's keys, and Flux's
 	case data["accessToken"] != "":
 		return &GitAuth{Username: "git", Password: data["accessToken"]}, nil
-	case data["sshPrivateKey"] != "":
-		return &GitAuth{SSHPrivateKey: []byte(data["sshPrivateKey"]), SSHPassphrase: data["password"]}, nil
+	case data["bearerToken"] != "":
+		return &GitAuth{BearerToken: data["bearerToken"]}, nil
+	case key != "":
+		return &GitAuth{SSHPrivateKey: []byte(key), SSHPassphrase: data["password"], KnownHosts: []byte(data["known_hosts"])}, nil
 	case data["username"] != "":
 		return &GitAuth{Username: data["username"], Password: data["password"]}, nil
 	}
-	return nil, &spec.RefError{Path: "gitAuthSecret", Err: fmt.Errorf("Secret %q has none of accessToken, sshPrivateKey, username", name)}
+	return nil, &spec.RefError{Path: "gitAuthSecret", Err: fmt.Errorf("Secret %q has none of accessToken, bearerToken, sshPrivateKey, identity, username", name)}
 }

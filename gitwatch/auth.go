@@ -37,7 +37,7 @@ func (f *Fetcher) authFor(src daemon.GitSource) (transport.AuthMethod, error) {
 	case "http", "https":
 		return f.httpAuth(ep, a)
 	}
-	if len(a.SSHPrivateKey) > 0 || a.Username != "" || a.Password != "" {
+	if len(a.SSHPrivateKey) > 0 || a.Username != "" || a.Password != "" || a.BearerToken != "" {
 		return nil, fmt.Errorf("%s urls take no credentials", ep.Protocol)
 	}
 	return nil, nil
@@ -48,9 +48,12 @@ func (f *Fetcher) httpAuth(ep *transport.Endpoint, a *daemon.GitAuth) (transport
 		return nil, errors.New("an ssh private key cannot be used with an http(s) url: use an ssh url (git@host:path or ssh://) or an access token")
 	}
 	basic := a.Username != "" || a.Password != ""
-	if (basic || ep.User != "" || ep.Password != "") && ep.Protocol == "http" &&
+	if (basic || a.BearerToken != "" || ep.User != "" || ep.Password != "") && ep.Protocol == "http" &&
 		!f.opts.AllowPlainHTTPAuth && !isLoopback(ep.Host) {
 		return nil, errors.New("refusing to send credentials over plain http to a non-loopback host: use https, or set AllowPlainHTTPAuth")
+	}
+	if a.BearerToken != "" {
+		return &githttp.TokenAuth{Token: a.BearerToken}, nil
 	}
 	if !basic {
 		return nil, nil
@@ -73,10 +76,10 @@ func isLoopback(host string) bool {
 // sshAuth uses the private key of a, or the SSH agent when a has none. The
 // SSH user is the URL's, "git" by default; a.Username is ignored.
 func (f *Fetcher) sshAuth(ep *transport.Endpoint, a *daemon.GitAuth) (transport.AuthMethod, error) {
-	if a.Password != "" {
-		return nil, errors.New("a password cannot be used with an ssh url: give an ssh private key, or use an https url with the token")
+	if a.Password != "" || a.BearerToken != "" {
+		return nil, errors.New("a password or token cannot be used with an ssh url: give an ssh private key, or use an https url with the token")
 	}
-	cb, algos, err := f.hostKeyCheck(ep)
+	cb, algos, err := f.hostKeyCheck(ep, a.KnownHosts)
 	if err != nil {
 		return nil, err
 	}
@@ -105,12 +108,29 @@ func (f *Fetcher) sshAuth(ep *transport.Endpoint, a *daemon.GitAuth) (transport.
 
 // hostKeyCheck returns the host key callback and the host key algorithms to
 // offer (those known_hosts has for the host, so that negotiation does not
-// pick a key type known_hosts lacks).
-func (f *Fetcher) hostKeyCheck(ep *transport.Endpoint) (gossh.HostKeyCallback, []string, error) {
+// pick a key type known_hosts lacks). Known, when set, are the source's
+// own known_hosts lines (a Flux secret's known_hosts), used instead of
+// the files.
+func (f *Fetcher) hostKeyCheck(ep *transport.Endpoint, known []byte) (gossh.HostKeyCallback, []string, error) {
 	if f.opts.InsecureIgnoreHostKey {
 		return gossh.InsecureIgnoreHostKey(), nil, nil
 	}
 	files, err := f.knownHostsFiles()
+	if len(known) > 0 {
+		tmp, terr := os.CreateTemp("", "known_hosts-")
+		if terr != nil {
+			return nil, nil, fmt.Errorf("known_hosts: %w", terr)
+		}
+		defer os.Remove(tmp.Name())
+		_, terr = tmp.Write(known)
+		if cerr := tmp.Close(); terr == nil {
+			terr = cerr
+		}
+		if terr != nil {
+			return nil, nil, fmt.Errorf("known_hosts: %w", terr)
+		}
+		files, err = []string{tmp.Name()}, nil
+	}
 	if err != nil {
 		return nil, nil, err
 	}

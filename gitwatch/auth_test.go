@@ -49,6 +49,16 @@ func TestBasicAuth(t *testing.T) {
 		_, err = f.Checkout(ctx, src, fx.c3, filepath.Join(t.TempDir(), "x"))
 		noLeak(t, err, token, wrong)
 	}
+	bearer := good
+	bearer.Auth = &daemon.GitAuth{BearerToken: token}
+	if got, err := f.Resolve(ctx, bearer); err != nil || got != fx.c3 {
+		t.Fatalf("bearer token: %s, %v", got, err)
+	}
+	_, err = f.Resolve(ctx, daemon.GitSource{URL: srv.repoURL(), Ref: "main", Auth: &daemon.GitAuth{BearerToken: wrong}})
+	if err == nil {
+		t.Fatal("a wrong bearer token was accepted")
+	}
+	noLeak(t, err, token, wrong)
 	_, err = f.Resolve(ctx, failures["wrong token"])
 	if !strings.Contains(err.Error(), "gitwatch: ls-remote "+srv.repoURL()) {
 		t.Errorf("want context with the url: %v", err)

@@ -99,7 +99,7 @@ type scrubber struct {
 func newScrubber(src daemon.GitSource) scrubber {
 	s := scrubber{rawURL: src.URL, cleanURL: SanitizeURL(src.URL)}
 	if a := src.Auth; a != nil {
-		s.secrets = append(s.secrets, a.Password, a.SSHPassphrase, string(a.SSHPrivateKey))
+		s.secrets = append(s.secrets, a.Password, a.SSHPassphrase, string(a.SSHPrivateKey), a.BearerToken)
 	}
 	s.secrets = append(s.secrets, urlSecrets(src.URL)...)
 	kept := s.secrets[:0]

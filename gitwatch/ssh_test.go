@@ -42,6 +42,22 @@ func TestSSH(t *testing.T) {
 			t.Fatalf("got %T %v", a, err)
 		}
 	})
+	t.Run("the source's own known_hosts", func(t *testing.T) {
+		// As a Flux secret's known_hosts: the daemon's file is not needed.
+		known, err := os.ReadFile(srv.knownHosts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := New(Options{KnownHosts: filepath.Join(t.TempDir(), "none")})
+		withHosts := &daemon.GitAuth{SSHPrivateKey: plain.SSHPrivateKey, KnownHosts: known}
+		if got, err := f.Resolve(ctx, daemon.GitSource{URL: url, Ref: "main", Auth: withHosts}); err != nil || got != fx.c3 {
+			t.Fatalf("Resolve: %s, %v", got, err)
+		}
+		other := &daemon.GitAuth{SSHPrivateKey: plain.SSHPrivateKey, KnownHosts: []byte("127.0.0.9 " + strings.SplitN(string(known), " ", 2)[1])}
+		if _, err := f.Resolve(ctx, daemon.GitSource{URL: url, Ref: "main", Auth: other}); err == nil {
+			t.Fatal("a host missing from the source's known_hosts was trusted")
+		}
+	})
 	t.Run("encrypted key", func(t *testing.T) {
 		f := New(Options{KnownHosts: srv.knownHosts})
 		got, err := f.Resolve(ctx, daemon.GitSource{URL: url, Ref: "main", Auth: encrypted})

@@ -41,6 +41,8 @@ type Config struct {
 	// documents, by name then key. Secret values are secrets.
 	ConfigMaps map[string]map[string]string
 	Secrets    map[string]map[string]string
+	// GitRepositories are the Flux GitRepository documents, by name.
+	GitRepositories map[string]*GitRepository
 }
 
 // Stack is one stack of a config.
@@ -519,6 +521,11 @@ type configMapManifest struct {
 	Immutable    Ignored           `yaml:"immutable" stackd:"k8s"`
 }
 
+type gitRepositoryManifest struct {
+	manifestHead `yaml:",inline"`
+	Spec         GitRepository `yaml:"spec"`
+}
+
 type secretManifest struct {
 	manifestHead `yaml:",inline"`
 	Data         map[string]string `yaml:"data"`
@@ -553,6 +560,15 @@ func (l *loader) addManifest(d *decoder, dir string, n *yaml.Node, keys map[stri
 		l.addData(d, l.cfg.ConfigMaps, m.Metadata.Name, m.Data, "ConfigMap")
 	case apiVersion == "v1" && kind == "Secret":
 		l.addSecret(d, n)
+	case group == "source.toolkit.fluxcd.io" && kind == "GitRepository" && (version == "v1" || version == "v1beta2"):
+		var m gitRepositoryManifest
+		d.decode(n, "", reflect.ValueOf(&m).Elem())
+		if l.checkName(d, m.Metadata.Name, "metadata.name") {
+			if l.cfg.GitRepositories == nil {
+				l.cfg.GitRepositories = map[string]*GitRepository{}
+			}
+			l.cfg.GitRepositories[m.Metadata.Name] = &m.Spec
+		}
 	default:
 		name := scalarOf(topKeys(orEmpty(keys["metadata"]))["name"])
 		d.notef(n, "kind", "skipped: %s %s %q is not a stackd kind", apiVersion, kind, name)

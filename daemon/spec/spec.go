@@ -28,7 +28,7 @@ type StackSpec struct {
 	GitAuth       *GitAuthConfig    `yaml:"gitAuth"`
 	GitAuthSecret string            `yaml:"gitAuthSecret" stackd:"deprecated"`
 	ProgramRef    *ProgramReference `yaml:"programRef"`
-	FluxSource    Ignored           `yaml:"fluxSource" stackd:"k8s"`
+	FluxSource    *FluxSource       `yaml:"fluxSource"`
 
 	// Configuration and environment.
 	Config            map[string]any          `yaml:"config"`
@@ -159,6 +159,64 @@ type GitAuthConfig struct {
 	AccessToken *ResourceRef   `yaml:"accessToken"`
 	GitHubApp   *GitHubAppAuth `yaml:"githubApp"`
 	BasicAuth   *BasicAuth     `yaml:"basicAuth"`
+}
+
+// FluxSource names a Flux source, as PKO's fluxSource does: stackd reads
+// the Flux GitRepository documents of the config (see GitRepository).
+type FluxSource struct {
+	SourceRef FluxSourceRef `yaml:"sourceRef"`
+	// Dir is the project's directory in the source: the stack's repoDir.
+	Dir string `yaml:"dir"`
+}
+
+// FluxSourceRef is a reference to a Flux source object.
+type FluxSourceRef struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+	Name       string `yaml:"name"`
+}
+
+// GitRepository is what stackd reads of a Flux GitRepository document
+// (source.toolkit.fluxcd.io v1 or v1beta2): where the repository is,
+// which ref to follow, and the Secret holding its credentials (Flux's
+// keys: username and password, bearerToken, or identity with
+// known_hosts).
+type GitRepository struct {
+	URL       string       `yaml:"url"`
+	Ref       *GitRepoRef  `yaml:"ref"`
+	SecretRef *LocalObjRef `yaml:"secretRef"`
+	Interval  Ignored      `yaml:"interval" stackd:"why=stackd polls at the stacks' resyncFrequencySeconds"`
+	Timeout   Ignored      `yaml:"timeout" stackd:"why=stackd's --git-timeout bounds every Git call"`
+	Provider  Ignored      `yaml:"provider" stackd:"why=credentials come from secretRef"`
+	Others    fluxIgnored  `yaml:",inline"`
+}
+
+// fluxIgnored are GitRepository fields of Flux's own machinery.
+type fluxIgnored struct {
+	Suspend           Ignored `yaml:"suspend" stackd:"k8s"`
+	Ignore            Ignored `yaml:"ignore" stackd:"why=stackd checks out the whole commit"`
+	Include           Ignored `yaml:"include" stackd:"why=stackd checks out the whole commit"`
+	RecurseSubmodules Ignored `yaml:"recurseSubmodules" stackd:"why=stackd does not fetch submodules"`
+	Verify            Ignored `yaml:"verify" stackd:"why=stackd does not verify commit signatures"`
+	ProxySecretRef    Ignored `yaml:"proxySecretRef" stackd:"k8s"`
+	SparseCheckout    Ignored `yaml:"sparseCheckout" stackd:"why=stackd checks out the whole commit"`
+	GitImplementation Ignored `yaml:"gitImplementation" stackd:"k8s"`
+	AccessFrom        Ignored `yaml:"accessFrom" stackd:"k8s"`
+}
+
+// GitRepoRef is a Flux GitRepository's ref: one of commit, name, tag,
+// semver, branch (in Flux's order of precedence); master without any.
+type GitRepoRef struct {
+	Branch string `yaml:"branch"`
+	Tag    string `yaml:"tag"`
+	SemVer string `yaml:"semver"`
+	Name   string `yaml:"name"`
+	Commit string `yaml:"commit"`
+}
+
+// LocalObjRef names an object of the same config.
+type LocalObjRef struct {
+	Name string `yaml:"name"`
 }
 
 // SSHAuth is a private key with an optional passphrase.

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -38,6 +39,10 @@ func nameProblem(name string, max int) string {
 
 func (l *loader) finish() (*Config, Diagnostics, error) {
 	v := &validator{cfg: l.cfg}
+	for _, s := range l.cfg.Stacks {
+		v.s = s
+		v.fluxSource(&s.Spec)
+	}
 	v.validate()
 	l.diags = append(l.diags, v.diags...)
 	sort.SliceStable(l.diags, func(i, j int) bool {
@@ -189,8 +194,8 @@ func (v *validator) source(spec *StackSpec) {
 		v.gitSource(spec)
 	case hasProgram:
 		v.programSource(spec)
-	case spec.FluxSource.Set():
-		v.errorf("fluxSource", "fluxSource needs Flux on Kubernetes; set projectRepo or programRef instead")
+	case spec.FluxSource != nil:
+		// fluxSource said why it did not resolve.
 	default:
 		v.errorf("", "no source: set projectRepo (with branch or commit) or programRef")
 	}
@@ -638,3 +643,48 @@ func insideRoot(root, dir, path string) bool {
 
 // IsFullSHA says whether s is a full SHA-1 or SHA-256 commit name.
 func IsFullSHA(s string) bool { return fullSHA.MatchString(s) }
+
+// fluxSource resolves spec.fluxSource into the stack's source: the URL,
+// ref and credentials of the Flux GitRepository it names, and its dir as
+// repoDir, as PKO with Flux would fetch them.
+func (v *validator) fluxSource(spec *StackSpec) {
+	fs := spec.FluxSource
+	if fs == nil {
+		return
+	}
+	ref := fs.SourceRef
+	repo := v.cfg.GitRepositories[ref.Name]
+	switch {
+	case spec.ProjectRepo != "" || spec.ProgramRef != nil:
+		v.errorf("fluxSource", "set one of fluxSource, projectRepo and programRef")
+		return
+	case ref.Kind != "GitRepository":
+		v.errorf("fluxSource.sourceRef.kind", "a Flux %s is not a source stackd reads: it reads Flux GitRepository documents (source.toolkit.fluxcd.io v1 or v1beta2) of the config",
+			cmp.Or(ref.Kind, "source without a kind"))
+		return
+	case repo == nil:
+		v.errorf("fluxSource.sourceRef.name", "no Flux GitRepository named %q in the config", ref.Name)
+		return
+	}
+	r := repo.Ref
+	if r != nil && r.Commit == "" && r.Name == "" && r.SemVer != "" {
+		v.errorf("fluxSource.sourceRef.name", "Flux GitRepository %q follows a semver range, which stackd does not resolve yet: set ref.tag or ref.branch", ref.Name)
+		return
+	}
+	spec.ProjectRepo, spec.RepoDir = repo.URL, cmp.Or(spec.RepoDir, fs.Dir)
+	switch {
+	case r == nil:
+		spec.Branch = "master" // Flux's default
+	case r.Commit != "":
+		spec.Commit = r.Commit
+	case r.Name != "":
+		spec.Branch = r.Name
+	case r.Tag != "":
+		spec.Branch = "refs/tags/" + r.Tag
+	default:
+		spec.Branch = cmp.Or(r.Branch, "master")
+	}
+	if repo.SecretRef != nil && spec.GitAuth == nil && spec.GitAuthSecret == "" {
+		spec.GitAuthSecret = repo.SecretRef.Name
+	}
+}
