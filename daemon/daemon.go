@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/livelog"
+	"github.com/stackd/stackd/daemon/sched"
 	"github.com/stackd/stackd/daemon/spec"
 )
 
@@ -174,6 +176,11 @@ type Daemon struct {
 	order    []string
 	fullPass bool
 	lastFull time.Time
+	// queue says which stacks a pass evaluates; waves which keep later
+	// sync waves waiting; waiters want to run and cannot yet.
+	queue   sched.Queue[string]
+	waves   sched.Waves[string]
+	waiters map[string]bool
 	// sources are the config sources, in Options.Sources order.
 	sources []*sourceState
 	reload  ConfigStatus
@@ -218,13 +225,8 @@ type stackState struct {
 	round   int
 	// version grows with every change of the stack's view (touch).
 	version uint64
-	// dirty asks for the stack's evaluation at the next pass; else it is
-	// evaluated when due (zero: only an event concerns it). busy is what
-	// its last evaluation said of its sync wave.
-	dirty, busy bool
-	due         time.Time
-	running     bool
-	cancel      context.CancelFunc // of the running operation
+	running bool
+	cancel  context.CancelFunc // of the running operation
 	// blocked is why the stack cannot run right now (a reference that
 	// cannot be read, a source that cannot be fetched); it is retried at
 	// retryAt.
@@ -274,7 +276,7 @@ func New(cfg *spec.Config, opts Options) (*Daemon, error) {
 		clustered: opts.Ownership != nil,
 		cfg:       cfg,
 		sources:   newSourceStates(opts.Sources),
-		stacks:    map[string]*stackState{}, repoPolls: map[string]*repoPoll{},
+		stacks:    map[string]*stackState{}, repoPolls: map[string]*repoPoll{}, waiters: map[string]bool{},
 		wake:    make(chan struct{}, 1),
 		srcWake: make(chan struct{}, 1),
 	}
@@ -534,43 +536,60 @@ func (d *Daemon) evaluate(now time.Time) time.Duration {
 	if full {
 		d.fullPass, d.lastFull = false, now
 	}
-	var pass passState
-	for _, name := range d.orderLocked() {
+	names := d.queue.Take(now)
+	if full {
+		names = d.orderLocked()
+	} else {
+		slices.SortFunc(names, d.orderOf)
+	}
+	for _, name := range names {
 		st := d.stacks[name]
 		if st == nil {
-			continue // finalized during this pass
-		}
-		if !full && !st.dirty && (st.due.IsZero() || now.Before(st.due)) {
-			if st.busy {
-				pass.busy(st)
-			}
-			if !st.due.IsZero() {
-				next = min(next, st.due.Sub(now))
-			}
+			d.forgetLocked(name) // finalized meanwhile
 			continue
 		}
-		pass.marked = false
-		wait, wasBusy := d.evaluateStack(st, now, &pass), st.busy
-		st.dirty, st.busy, st.due = false, pass.marked, time.Time{}
-		if wasBusy && !st.busy {
+		var pass passState
+		wait := d.evaluateStack(st, now, &pass)
+		if d.stacks[name] != st {
+			continue // finalized by its evaluation
+		}
+		d.queue.Clean(name)
+		d.queue.SetDue(name, time.Time{})
+		if wait > 0 {
+			d.queue.SetDue(name, now.Add(wait))
+		}
+		busy := pass.marked && st.stack != nil // a stack that left the config holds no wave
+		if src, w := sourceAndWave(st); d.waves.Set(name, src, w, busy) && !busy {
 			d.wakeWaiting() // a later sync wave may go now
 		}
-		if wait > 0 {
-			st.due, next = now.Add(wait), min(next, wait)
+		if st.waiting {
+			d.waiters[name] = true
+		} else {
+			delete(d.waiters, name)
 		}
 	}
-	for _, st := range d.stacks {
-		if st.dirty { // marked by another stack's evaluation
-			return 10 * time.Millisecond
-		}
+	if d.queue.Dirty() { // marked by another stack's evaluation
+		return 10 * time.Millisecond
+	}
+	if wait, ok := d.queue.Next(now); ok {
+		next = min(next, wait)
 	}
 	return max(next, 10*time.Millisecond)
+}
+
+// forgetLocked drops a stack that left the daemon.
+func (d *Daemon) forgetLocked(name string) {
+	delete(d.stacks, name)
+	delete(d.waiters, name)
+	d.queue.Forget(name)
+	d.waves.Set(name, "", 0, false)
+	d.order = nil
 }
 
 // markDirty asks for st's evaluation at the next pass. Called with d.mu
 // held.
 func (d *Daemon) markDirty(st *stackState) {
-	st.dirty = true
+	d.queue.MarkDirty(st.rec.Name)
 	d.kick()
 }
 
@@ -580,19 +599,26 @@ func (d *Daemon) orderLocked() []string {
 	if d.order != nil && len(d.order) == len(d.stacks) {
 		return d.order
 	}
-	names := slices.Sorted(maps.Keys(d.stacks))
-	slices.SortStableFunc(names, func(a, b string) int {
-		return wave(d.stacks[a]) - wave(d.stacks[b])
-	})
+	names := slices.Collect(maps.Keys(d.stacks))
+	slices.SortFunc(names, d.orderOf)
 	d.order = names
 	return names
 }
 
-func wave(st *stackState) int {
-	if st.stack == nil {
-		return 0
+// orderOf orders stacks by sync wave, then name.
+func (d *Daemon) orderOf(a, b string) int {
+	_, wa := sourceAndWave(d.stacks[a])
+	_, wb := sourceAndWave(d.stacks[b])
+	return cmp.Or(cmp.Compare(wa, wb), cmp.Compare(a, b))
+}
+
+// sourceAndWave are st's config source and sync wave; none once it left
+// the config.
+func sourceAndWave(st *stackState) (string, int) {
+	if st == nil || st.stack == nil {
+		return "", 0
 	}
-	return st.stack.SyncWave
+	return st.stack.Source, st.stack.SyncWave
 }
 
 // stackDir is where a stack's checkout and program project live.

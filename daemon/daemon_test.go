@@ -981,7 +981,7 @@ func TestQueueDepthForgetsStacksThatNoLongerWait(t *testing.T) {
 			Generation: 1, State: UpdateSucceeded, Type: UpdateUp, LastSuccessfulCommit: sha1, LastAttemptedCommit: sha1}}}}
 	st.round = 1 // polled in its repository's current round
 	h.d.repoPolls[repoKey(st.stack.Spec.ProjectRepo)] = &repoPoll{round: 1, next: time.Now().Add(time.Hour)}
-	h.d.stacks["app"] = st
+	h.d.stacks["app"], h.d.waiters["app"] = st, true
 	if got := h.d.Stats().Queued; got != 1 {
 		t.Fatalf("queued = %d before the evaluation, want 1", got)
 	}

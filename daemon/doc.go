@@ -6,8 +6,10 @@
 // (Fetcher, Runner, Store, Observer, Notifier) and imports no sibling of
 // stackd's; cmd wires gitwatch, runner, store, web and cluster to it.
 // The Stack spec lives in daemon/spec, notification delivery in
-// daemon/notify, secret scrubbing in daemon/scrub and the running
-// operation's log in daemon/livelog: they import nothing of the loop.
+// daemon/notify, secret scrubbing in daemon/scrub, the running
+// operation's log in daemon/livelog and the scheduler's bookkeeping
+// (dirty stacks, a timer heap, busy sync waves) in daemon/sched: they
+// import nothing of the loop.
 //
 // Where things are:
 //

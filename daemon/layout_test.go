@@ -33,7 +33,7 @@ func TestImportRules(t *testing.T) {
 	}
 	forbid("daemon/spec", func(dep string) bool { return strings.HasPrefix(dep, mod) || isHeavy(dep) })
 	forbid("daemon/notify", func(dep string) bool { return strings.HasPrefix(dep, mod) && dep != mod+"daemon/spec" })
-	for _, pure := range []string{"daemon/livelog", "daemon/scrub"} {
+	for _, pure := range []string{"daemon/livelog", "daemon/scrub", "daemon/sched"} {
 		forbid(pure, func(dep string) bool { return strings.HasPrefix(dep, mod) || isHeavy(dep) })
 	}
 	forbid("daemon", func(dep string) bool {

@@ -129,8 +129,8 @@ func (d *Daemon) Stats() Stats {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := Stats{Running: d.running, Paused: d.paused}
-	for _, st := range d.stacks {
-		if !st.running && st.waiting {
+	for name := range d.waiters {
+		if st := d.stacks[name]; st != nil && !st.running && st.waiting {
 			s.Queued++
 		}
 	}

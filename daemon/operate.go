@@ -135,11 +135,10 @@ func (d *Daemon) release(st *stackState) {
 // prerequisite or a sync wave: a stack's change may let them start.
 // Called with d.mu held.
 func (d *Daemon) wakeWaiting() {
-	for _, st := range d.stacks {
-		if st.waiting {
-			d.markDirty(st)
-		}
+	for name := range d.waiters {
+		d.queue.MarkDirty(name)
 	}
+	d.kick()
 }
 
 // skipCommit ends a job for a new commit that changes no file of

@@ -178,8 +178,7 @@ func (d *Daemon) recordFrom(name string, rec *StackRecord) {
 	}
 	switch {
 	case rec == nil && st != nil && st.stack == nil:
-		delete(d.stacks, name) // removed and finalized by its holder
-		d.order = nil
+		d.forgetLocked(name) // removed and finalized by its holder
 		d.declareStacksLocked()
 	case rec == nil:
 	case st == nil:

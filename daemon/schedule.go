@@ -90,37 +90,13 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 	return 0
 }
 
-// passState collects what one evaluation pass learned about sync waves:
-// per config source, the lowest wave that has a stack at work, wanting
-// to run, or not Healthy. Stacks are evaluated in wave order, so a stack
-// sees the lower waves of its source before its turn.
-type passState struct {
-	busyWave map[string]int
-	// marked says that the stack being evaluated called busy.
-	marked bool
-}
+// passState is what the evaluation of one stack says of its sync wave:
+// busy when it is at work, wants to run, or is not Healthy. d.waves
+// keeps it per stack, so that a stack of a higher wave of the same source
+// waits (stacks are evaluated in wave order).
+type passState struct{ marked bool }
 
-// busy notes that st holds the higher waves of its source. A stack that
-// left the config holds none: its destroy waits for nothing.
-func (p *passState) busy(st *stackState) {
-	p.marked = true
-	if st.stack == nil {
-		return
-	}
-	if p.busyWave == nil {
-		p.busyWave = map[string]int{}
-	}
-	w, seen := p.busyWave[st.stack.Source]
-	if !seen || st.stack.SyncWave < w {
-		p.busyWave[st.stack.Source] = st.stack.SyncWave
-	}
-}
-
-// holding returns the lowest busy wave of st's source below st's wave.
-func (p *passState) holding(st *stackState) (int, bool) {
-	w, seen := p.busyWave[st.stack.Source]
-	return w, seen && w < st.stack.SyncWave
-}
+func (p *passState) busy(*stackState) { p.marked = true }
 
 // healthy says whether st is Healthy in Argo CD's sense: Ready at its
 // current generation.
@@ -344,7 +320,7 @@ func (d *Daemon) gate(st *stackState, now time.Time, pass *passState) string {
 	if len(unmet) > 0 {
 		return strings.Join(unmet, "; ")
 	}
-	if w, held := pass.holding(st); held {
+	if w, held := d.waves.Holding(st.stack.Source, st.stack.SyncWave); held {
 		return fmt.Sprintf("waiting for sync wave %d to be Ready", w)
 	}
 	return ""
@@ -442,8 +418,7 @@ func (d *Daemon) finalize(st *stackState) {
 		d.storeError("cannot delete the record of a removed stack", name, err)
 		return
 	}
-	delete(d.stacks, name)
-	d.order = nil
+	d.forgetLocked(name)
 	d.declareStacksLocked()
 	d.removeStackDir(name)
 	d.log.Info("stack removed", "stack", name)
