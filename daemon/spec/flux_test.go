@@ -102,3 +102,35 @@ func joinDiags(ds Diagnostics) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestWorkspaceTemplateVolumes: a file:// backend or an env value under a
+// path that workspaceTemplate mounts in PKO's pod gets a note: stackd
+// ignores workspaceTemplate, so the path is on its own machine.
+func TestWorkspaceTemplateVolumes(t *testing.T) {
+	_, diags := mustParse(t, minimalStack+`  backend: file:///state/pulumi
+  envRefs:
+    KUBECONFIG: {type: Literal, literal: {value: /etc/kube/config}}
+    REGION: {type: Literal, literal: {value: eu-west-1}}
+  workspaceTemplate:
+    spec:
+      podTemplate:
+        spec:
+          containers:
+            - name: pulumi
+              volumeMounts:
+                - {name: state, mountPath: /state}
+                - {name: kube, mountPath: /etc/kube/}
+`)
+	notes := joinDiags(diags.Notes())
+	for _, want := range []string{
+		"spec.backend: note: a path in /state, which workspaceTemplate mounts into PKO's workspace pod",
+		"spec.envRefs.KUBECONFIG: note: a path in /etc/kube/, which workspaceTemplate mounts",
+	} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
+	}
+	if strings.Contains(notes, "REGION") || strings.Contains(notes, "/etc/kube/config") {
+		t.Errorf("a note names an unrelated value or quotes a literal:\n%s", notes)
+	}
+}

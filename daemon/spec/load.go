@@ -555,11 +555,13 @@ func (l *loader) addManifest(d *decoder, dir string, n *yaml.Node, keys map[stri
 	case group == "pulumi.com":
 		d.errorf(keys["kind"], "kind", "unknown pulumi.com kind (stackd reads Stack and Program)")
 	case apiVersion == "v1" && kind == "ConfigMap":
+		// Paths in such documents name the document: a note or an error
+		// on "data.x" alone would not say which of many it is.
 		var m configMapManifest
-		d.decode(n, "", reflect.ValueOf(&m).Elem())
-		l.addData(d, l.cfg.ConfigMaps, m.Metadata.Name, m.Data, "ConfigMap")
+		d.decode(n, docPath(kind, keys), reflect.ValueOf(&m).Elem())
+		l.addData(d, l.cfg.ConfigMaps, m.Metadata.Name, m.Data, "ConfigMap", docPath(kind, keys))
 	case apiVersion == "v1" && kind == "Secret":
-		l.addSecret(d, n)
+		l.addSecret(d, n, docPath(kind, keys))
 	case group == "source.toolkit.fluxcd.io" && kind == "GitRepository" && (version == "v1" || version == "v1beta2"):
 		var m gitRepositoryManifest
 		d.decode(n, "", reflect.ValueOf(&m).Elem())
@@ -575,14 +577,21 @@ func (l *loader) addManifest(d *decoder, dir string, n *yaml.Node, keys map[stri
 	}
 }
 
-func (l *loader) addSecret(d *decoder, n *yaml.Node) {
+// docPath is the path prefix of a Secret or ConfigMap document's fields:
+// `Secret "name"`.
+func docPath(kind string, keys map[string]*yaml.Node) string {
+	return fmt.Sprintf("%s %q", kind, scalarOf(topKeys(orEmpty(keys["metadata"]))["name"]))
+}
+
+func (l *loader) addSecret(d *decoder, n *yaml.Node, base string) {
 	var m secretManifest
-	d.decode(n, "", reflect.ValueOf(&m).Elem())
+	d.decode(n, base, reflect.ValueOf(&m).Elem())
 	data := map[string]string{}
 	for k, v := range m.Data {
 		b, err := base64.StdEncoding.DecodeString(v)
 		if err != nil {
-			d.errorf(n, "data."+k, "not valid base64")
+			p := joinPath(base, "data."+k)
+			d.errorf(nodeAt(d, p), p, "not valid base64") // at the value, not the document
 			continue
 		}
 		data[k] = string(b)
@@ -590,15 +599,16 @@ func (l *loader) addSecret(d *decoder, n *yaml.Node) {
 	for k, v := range m.StringData {
 		data[k] = v // stringData wins, as in Kubernetes
 	}
-	l.addData(d, l.cfg.Secrets, m.Metadata.Name, data, "Secret")
+	l.addData(d, l.cfg.Secrets, m.Metadata.Name, data, "Secret", base)
 }
 
-func (l *loader) addData(d *decoder, into map[string]map[string]string, name string, data map[string]string, kind string) {
-	if !l.checkName(d, name, "metadata.name") {
+func (l *loader) addData(d *decoder, into map[string]map[string]string, name string, data map[string]string, kind, base string) {
+	p := joinPath(base, "metadata.name")
+	if !l.checkName(d, name, p) {
 		return
 	}
 	if _, dup := into[name]; dup {
-		d.errorf(nodeAt(d, "metadata.name"), "metadata.name", "duplicate %s name %q", kind, name)
+		d.errorf(nodeAt(d, p), p, "duplicate %s name %q", kind, name)
 		return
 	}
 	into[name] = data

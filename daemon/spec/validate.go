@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 )
 
 // MaxStackNameLength is PKO's limit on a Stack's name.
@@ -170,6 +172,7 @@ func (v *validator) stack(s *Stack) {
 		v.errorf("backend", "backend must be a URL such as file:///var/lib/state, s3://bucket or https://api.pulumi.com")
 	}
 	v.driftDetection(spec.DriftDetection)
+	v.workspaceVolumes(spec)
 	v.nonEmpty("targets", spec.Targets)
 	if t := spec.UpdateTemplate; t != nil && t.Spec != nil {
 		v.nonEmpty("updateTemplate.spec.target", t.Spec.Target)
@@ -687,4 +690,43 @@ func (v *validator) fluxSource(spec *StackSpec) {
 	if repo.SecretRef != nil && spec.GitAuth == nil && spec.GitAuthSecret == "" {
 		spec.GitAuthSecret = repo.SecretRef.Name
 	}
+}
+
+// workspaceVolumes notes a file:// backend, or an env value, under a path
+// that workspaceTemplate mounts into PKO's workspace pod: stackd ignores
+// workspaceTemplate, so the path is one of stackd's own machine. The
+// value itself is not quoted: a literal may be a secret.
+func (v *validator) workspaceVolumes(spec *StackSpec) {
+	mounts := mountPaths(spec.WorkspaceTemplate.node)
+	check := func(rel, path string) {
+		for _, m := range mounts {
+			if path == m || strings.HasPrefix(path, strings.TrimSuffix(m, "/")+"/") {
+				v.notef(rel, "a path in %s, which workspaceTemplate mounts into PKO's workspace pod; stackd ignores workspaceTemplate: the path is on stackd's machine", m)
+				return
+			}
+		}
+	}
+	if p, ok := strings.CutPrefix(spec.Backend, "file://"); ok && len(mounts) > 0 {
+		check("backend", p)
+	}
+	for _, name := range sortedKeys(spec.EnvRefs) {
+		if r := spec.EnvRefs[name]; r.Type == RefLiteral && r.Literal != nil && len(mounts) > 0 {
+			check("envRefs."+name, r.Literal.Value)
+		}
+	}
+}
+
+// mountPaths are the values of every mountPath key under n.
+func mountPaths(n *yaml.Node) []string {
+	if n == nil {
+		return nil
+	}
+	var out []string
+	for i, c := range n.Content {
+		if n.Kind == yaml.MappingNode && i%2 == 1 && n.Content[i-1].Value == "mountPath" && c.Kind == yaml.ScalarNode {
+			out = append(out, c.Value)
+		}
+		out = append(out, mountPaths(c)...)
+	}
+	return out
 }
