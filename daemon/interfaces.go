@@ -27,27 +27,8 @@ type GitSource struct {
 	Auth *GitAuth
 }
 
-// GitAuth holds resolved Git credentials: secrets that must never reach a
-// log, an error, the store or an HTTP response.
-type GitAuth struct {
-	SSHPrivateKey []byte // PEM
-	SSHPassphrase string
-	// KnownHosts, when set, are the SSH host keys to trust (known_hosts
-	// lines) instead of the daemon's known_hosts files.
-	KnownHosts []byte
-	// BearerToken is sent as an HTTP bearer token.
-	BearerToken string
-	// Username and Password are HTTP basic credentials; an access token is
-	// sent as the password of user "git", as PKO does.
-	Username string
-	Password string
-}
-
-// String redacts, so that printing a GitAuth by mistake leaks nothing.
-func (a *GitAuth) String() string { return "[credentials]" }
-
-// GoString redacts too, for %#v.
-func (a *GitAuth) GoString() string { return "[credentials]" }
+// GitAuth holds resolved Git credentials (see spec.GitAuth).
+type GitAuth = spec.GitAuth
 
 // Key identifies the source's URL together with its credentials without
 // revealing them: sources with equal keys may share one ls-remote.
@@ -55,7 +36,7 @@ func (s GitSource) Key() string {
 	h := sha256.New()
 	h.Write([]byte(s.URL))
 	if a := s.Auth; a != nil {
-		for _, part := range [][]byte{a.SSHPrivateKey, []byte(a.SSHPassphrase), []byte(a.Username), []byte(a.Password), []byte(a.BearerToken), a.KnownHosts} {
+		for _, part := range a.Parts() {
 			h.Write([]byte{0})
 			h.Write(part)
 		}

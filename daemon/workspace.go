@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -114,7 +113,7 @@ func (d *Daemon) projectDir(ctx context.Context, j job, refs spec.RefSources, p 
 		return "", &prepareError{ReasonSpecInvalid, err}
 	}
 	if a := src.Auth; a != nil {
-		p.secrets = append(p.secrets, string(a.SSHPrivateKey), a.SSHPassphrase, a.Password, a.BearerToken)
+		p.secrets = append(p.secrets, a.Secrets()...)
 	}
 	out, err := d.opts.Fetcher.Checkout(ctx, src, j.obs.Commit, filepath.Join(dir, "src"))
 	if err != nil {
@@ -375,7 +374,7 @@ func stackGitSource(c *spec.Config, s *spec.Stack, refs spec.RefSources) (GitSou
 		}
 		src.URL = "file://" + filepath.ToSlash(filepath.Clean(p))
 	}
-	auth, err := stackGitAuth(c, s, refs)
+	auth, err := c.GitAuth(s, refs)
 	if err != nil {
 		return GitSource{}, err
 	}
@@ -383,76 +382,7 @@ func stackGitSource(c *spec.Config, s *spec.Stack, refs spec.RefSources) (GitSou
 	return src, nil
 }
 
-// stackGitAuth resolves gitAuth by PKO's precedence: sshAuth, accessToken,
-// githubApp, basicAuth.
-func stackGitAuth(c *spec.Config, s *spec.Stack, refs spec.RefSources) (*GitAuth, error) {
-	ga := s.Spec.GitAuth
-	if ga == nil {
-		return gitAuthSecret(c, s, refs)
-	}
-	get := func(path string, r spec.ResourceRef) (string, error) {
-		return c.ResolveRef(s, "gitAuth."+path, r, refs)
-	}
-	switch {
-	case ga.SSHAuth != nil:
-		key, err := get("sshAuth.sshPrivateKey", ga.SSHAuth.SSHPrivateKey)
-		if err != nil {
-			return nil, err
-		}
-		a := &GitAuth{SSHPrivateKey: []byte(key)}
-		if ga.SSHAuth.Password != nil {
-			if a.SSHPassphrase, err = get("sshAuth.password", *ga.SSHAuth.Password); err != nil {
-				return nil, err
-			}
-		}
-		return a, nil
-	case ga.AccessToken != nil:
-		tok, err := get("accessToken", *ga.AccessToken)
-		if err != nil {
-			return nil, err
-		}
-		return &GitAuth{Username: "git", Password: tok}, nil
-	case ga.GitHubApp != nil:
-		return nil, errors.New("gitAuth.githubApp: GitHub App authentication is not supported; use accessToken with an installation token")
-	case ga.BasicAuth != nil:
-		user, err := get("basicAuth.userName", ga.BasicAuth.UserName)
-		if err != nil {
-			return nil, err
-		}
-		pass, err := get("basicAuth.password", ga.BasicAuth.Password)
-		if err != nil {
-			return nil, err
-		}
-		return &GitAuth{Username: user, Password: pass}, nil
-	}
-	return nil, nil
-}
-
 // gitSource is Config.gitSource with d's reference sources.
 func (d *Daemon) gitSource(s *spec.Stack) (GitSource, error) {
 	return stackGitSource(d.cfg, s, d.opts.Refs)
-}
-
-// gitAuthSecret reads PKO's deprecated gitAuthSecret: a Secret with
-// accessToken, or sshPrivateKey (and password), or username and password.
-func gitAuthSecret(c *spec.Config, s *spec.Stack, refs spec.RefSources) (*GitAuth, error) {
-	name := s.Spec.GitAuthSecret
-	if name == "" {
-		return nil, nil
-	}
-	data, err := c.SecretData(name, refs)
-	if err != nil {
-		return nil, &spec.RefError{Path: "gitAuthSecret", Err: err}
-	}
-	switch key := cmp.Or(data["sshPrivateKey"], data["identity"]); { // PKO's keys, and Flux's
-	case data["accessToken"] != "":
-		return &GitAuth{Username: "git", Password: data["accessToken"]}, nil
-	case data["bearerToken"] != "":
-		return &GitAuth{BearerToken: data["bearerToken"]}, nil
-	case key != "":
-		return &GitAuth{SSHPrivateKey: []byte(key), SSHPassphrase: data["password"], KnownHosts: []byte(data["known_hosts"])}, nil
-	case data["username"] != "":
-		return &GitAuth{Username: data["username"], Password: data["password"]}, nil
-	}
-	return nil, &spec.RefError{Path: "gitAuthSecret", Err: fmt.Errorf("Secret %q has none of accessToken, bearerToken, sshPrivateKey, identity, username", name)}
 }

@@ -37,7 +37,7 @@ func (f *Fetcher) authFor(src daemon.GitSource) (transport.AuthMethod, error) {
 	case "http", "https":
 		return f.httpAuth(ep, a)
 	}
-	if len(a.SSHPrivateKey) > 0 || a.Username != "" || a.Password != "" || a.BearerToken != "" {
+	if len(a.SSHPrivateKey) > 0 || a.Username != "" || a.Password != "" || a.BearerToken != "" || a.GitHubApp != nil {
 		return nil, fmt.Errorf("%s urls take no credentials", ep.Protocol)
 	}
 	return nil, nil
@@ -48,12 +48,19 @@ func (f *Fetcher) httpAuth(ep *transport.Endpoint, a *daemon.GitAuth) (transport
 		return nil, errors.New("an ssh private key cannot be used with an http(s) url: use an ssh url (git@host:path or ssh://) or an access token")
 	}
 	basic := a.Username != "" || a.Password != ""
-	if (basic || a.BearerToken != "" || ep.User != "" || ep.Password != "") && ep.Protocol == "http" &&
+	if (basic || a.BearerToken != "" || a.GitHubApp != nil || ep.User != "" || ep.Password != "") && ep.Protocol == "http" &&
 		!f.opts.AllowPlainHTTPAuth && !isLoopback(ep.Host) {
 		return nil, errors.New("refusing to send credentials over plain http to a non-loopback host: use https, or set AllowPlainHTTPAuth")
 	}
 	if a.BearerToken != "" {
 		return &githttp.TokenAuth{Token: a.BearerToken}, nil
+	}
+	if a.GitHubApp != nil {
+		tok, err := f.appToken(ep, a.GitHubApp)
+		if err != nil {
+			return nil, err
+		}
+		return &githttp.BasicAuth{Username: "x-access-token", Password: tok}, nil
 	}
 	if !basic {
 		return nil, nil
@@ -76,8 +83,8 @@ func isLoopback(host string) bool {
 // sshAuth uses the private key of a, or the SSH agent when a has none. The
 // SSH user is the URL's, "git" by default; a.Username is ignored.
 func (f *Fetcher) sshAuth(ep *transport.Endpoint, a *daemon.GitAuth) (transport.AuthMethod, error) {
-	if a.Password != "" || a.BearerToken != "" {
-		return nil, errors.New("a password or token cannot be used with an ssh url: give an ssh private key, or use an https url with the token")
+	if a.Password != "" || a.BearerToken != "" || a.GitHubApp != nil {
+		return nil, errors.New("a password (or token) cannot be used with an ssh url: give an ssh private key, or use an https url with the token")
 	}
 	cb, algos, err := f.hostKeyCheck(ep, a.KnownHosts)
 	if err != nil {

@@ -105,8 +105,8 @@ func TestCredentialKindMismatch(t *testing.T) {
 		want string
 	}{
 		{daemon.GitSource{URL: "https://example.com/r.git", Auth: &daemon.GitAuth{SSHPrivateKey: key}}, "ssh private key cannot be used with an http"},
-		{daemon.GitSource{URL: "git@example.com:org/r.git", Auth: &daemon.GitAuth{Password: token}}, "password cannot be used with an ssh url"},
-		{daemon.GitSource{URL: "ssh://git@example.com/r.git", Auth: &daemon.GitAuth{Username: "u", Password: token}}, "password cannot be used with an ssh url"},
+		{daemon.GitSource{URL: "git@example.com:org/r.git", Auth: &daemon.GitAuth{Password: token}}, "password (or token) cannot be used with an ssh url"},
+		{daemon.GitSource{URL: "ssh://git@example.com/r.git", Auth: &daemon.GitAuth{Username: "u", Password: token}}, "password (or token) cannot be used with an ssh url"},
 		{daemon.GitSource{URL: "file:///tmp/r", Auth: &daemon.GitAuth{Password: token}}, "take no credentials"},
 		{daemon.GitSource{URL: "ssh://git@example.com/r.git"}, "no ssh agent"},
 	} {

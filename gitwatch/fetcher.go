@@ -79,6 +79,9 @@ type Fetcher struct {
 	calls map[string]*call         // in-flight ls-remotes by Key()
 	dirs  map[string]chan struct{} // per checkout dir lock
 	live  map[string]struct{}      // temp dirs of running clones
+	// appTokens are GitHub App installation tokens, by app, installation
+	// and API.
+	appTokens map[string]appToken
 }
 
 var _ daemon.Fetcher = (*Fetcher)(nil)
@@ -115,13 +118,14 @@ func New(opts Options) *Fetcher {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return &Fetcher{
-		opts:   opts,
-		log:    log,
-		clones: make(chan struct{}, opts.MaxClones),
-		cache:  map[string]*cached{},
-		calls:  map[string]*call{},
-		dirs:   map[string]chan struct{}{},
-		live:   map[string]struct{}{},
+		opts:      opts,
+		log:       log,
+		clones:    make(chan struct{}, opts.MaxClones),
+		cache:     map[string]*cached{},
+		calls:     map[string]*call{},
+		dirs:      map[string]chan struct{}{},
+		live:      map[string]struct{}{},
+		appTokens: map[string]appToken{},
 	}
 }
 

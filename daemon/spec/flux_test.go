@@ -134,3 +134,24 @@ func TestWorkspaceTemplateVolumes(t *testing.T) {
 		t.Errorf("a note names an unrelated value or quotes a literal:\n%s", notes)
 	}
 }
+
+// TestGitHubAppAuth: githubApp's references resolve into the app's
+// credentials, which gitwatch exchanges for an installation token.
+func TestGitHubAppAuth(t *testing.T) {
+	cfg, _ := mustParse(t, minimalStack+`  gitAuth:
+    githubApp:
+      appID: {type: Literal, literal: {value: "17"}}
+      installationID: {type: Secret, secret: {name: app, key: installation}}
+      privateKey: {type: Secret, secret: {name: app, key: key}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: app}
+stringData: {installation: "4242", key: "-----BEGIN RSA PRIVATE KEY-----"}
+`)
+	a, err := cfg.GitAuth(cfg.Stack("app"), RefSources{})
+	if err != nil || a.GitHubApp == nil || a.GitHubApp.AppID != "17" || a.GitHubApp.InstallationID != "4242" ||
+		!strings.Contains(strings.Join(a.Secrets(), " "), "BEGIN RSA PRIVATE KEY") {
+		t.Fatalf("auth %+v, %v", a, err)
+	}
+}
