@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 const peeledSuffix = "^{}"
@@ -50,9 +51,17 @@ func candidates(ref string) []plumbing.ReferenceName {
 	}
 }
 
-// find returns the full name ref stands for (symbolic refs followed) and
-// the commit it points at (peeled when the server advertised it).
+// find returns the full name ref stands for (symbolic refs followed, a
+// semver range resolved to its highest tag) and the commit it points at
+// (peeled when the server advertised it).
 func (r *remoteRefs) find(ref string) (plumbing.ReferenceName, plumbing.Hash, error) {
+	if rng, ok := strings.CutPrefix(ref, spec.SemverPrefix); ok {
+		tag, err := r.semverTag(rng)
+		if err != nil {
+			return "", plumbing.ZeroHash, err
+		}
+		ref = string(plumbing.NewTagReferenceName(tag))
+	}
 	for _, name := range candidates(ref) {
 		for i := 0; i < 5; i++ { // follow HEAD -> refs/heads/main
 			t, ok := r.symbolic[name]
@@ -102,4 +111,23 @@ func (f *Fetcher) lsRemote(ctx context.Context, src daemon.GitSource) (*remoteRe
 	}
 	f.log.Debug("gitwatch: ls-remote", "url", SanitizeURL(src.URL), "refs", len(list), "took", time.Since(start))
 	return newRemoteRefs(list), nil
+}
+
+// semverTag is the tag with the highest version in the range rng.
+func (r *remoteRefs) semverTag(rng string) (string, error) {
+	sr, err := spec.ParseSemverRange(rng)
+	if err != nil {
+		return "", err
+	}
+	var tags []string
+	for name := range r.hashes {
+		if name.IsTag() && !strings.HasSuffix(string(name), peeledSuffix) {
+			tags = append(tags, name.Short())
+		}
+	}
+	tag, ok := spec.HighestTag(sr, tags)
+	if !ok {
+		return "", fmt.Errorf("no tag in semver range %q: %w", rng, ErrRefNotFound)
+	}
+	return tag, nil
 }

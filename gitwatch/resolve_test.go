@@ -3,6 +3,7 @@ package gitwatch
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 func TestResolve(t *testing.T) {
@@ -260,4 +262,39 @@ func TestForgetInFlight(t *testing.T) {
 	if n := srv.infoRefs.Load(); n != 2 {
 		t.Fatalf("%d ls-remote, want 2 (one before Forget, one after, then cached)", n)
 	}
+}
+
+// TestResolveSemver: a semver ref (a Flux GitRepository's ref.semver)
+// resolves to the highest release tag in its range, annotated tags
+// peeled, and checks out.
+func TestResolveSemver(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "repo")
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, p, "init", "-q", "-b", "main")
+	writeFile(t, filepath.Join(p, "README"), "one")
+	c1 := commit(t, p, "c1")
+	gitRun(t, p, "tag", "v1.0.0")
+	writeFile(t, filepath.Join(p, "README"), "two")
+	c2 := commit(t, p, "c2")
+	gitRun(t, p, "tag", "-a", "v1.2.0", "-m", "release")
+	gitRun(t, p, "tag", "v1.3.0-rc.1")
+	writeFile(t, filepath.Join(p, "README"), "three")
+	c3 := commit(t, p, "c3")
+	gitRun(t, p, "tag", "v2.0.0")
+	url := "file://" + p
+	f := New(Options{})
+	for rng, want := range map[string]string{">=1.0.0 <2.0.0": c2, "^1": c2, "1.0.x": c1, "*": c3} {
+		got, err := f.Resolve(context.Background(), daemon.GitSource{URL: url, Ref: spec.SemverPrefix + rng})
+		if err != nil || got != want {
+			t.Errorf("semver %q: %s, %v; want %s", rng, got, err, want)
+		}
+	}
+	if _, err := f.Resolve(context.Background(), daemon.GitSource{URL: url, Ref: spec.SemverPrefix + ">=3.0.0"}); !errors.Is(err, ErrRefNotFound) {
+		t.Errorf("a range without a tag: %v", err)
+	}
+	dir := filepath.Join(t.TempDir(), "w")
+	checkout(t, f, daemon.GitSource{URL: url, Ref: spec.SemverPrefix + "^1", Shallow: true}, c2, dir)
+	assertAt(t, dir, c2, "two")
 }

@@ -56,6 +56,7 @@ func TestFluxSource(t *testing.T) {
 
 	for _, tc := range []struct{ ref, branch, commit string }{
 		{"tag: v1.2.0", "refs/tags/v1.2.0", ""},
+		{"{semver: '>=1.0.0 <2.0.0', tag: v0.1.0}", "semver:>=1.0.0 <2.0.0", ""},
 		{"commit: 0123456789abcdef0123456789abcdef01234567", "", "0123456789abcdef0123456789abcdef01234567"},
 		{"name: refs/heads/release", "refs/heads/release", ""},
 		{"{}", "master", ""},
@@ -76,7 +77,7 @@ func TestFluxSourceErrors(t *testing.T) {
 		{"Bucket", fluxRepo + strings.Replace(fluxStack, "kind: GitRepository", "kind: Bucket", 1),
 			"spec.fluxSource.sourceRef.kind: a Flux Bucket is not a source stackd reads"},
 		{"missing", fluxStack, `spec.fluxSource.sourceRef.name: no Flux GitRepository named "infra" in the config`},
-		{"semver", strings.Replace(fluxRepo, "branch: main", "semver: '>=1.0.0'", 1) + fluxStack, "follows a semver range"},
+		{"semver", strings.Replace(fluxRepo, "branch: main", "semver: '>=1.x.0'", 1) + fluxStack, `Flux GitRepository "infra": semver range ">=1.x.0"`},
 		{"both", fluxRepo + strings.Replace(fluxStack, "  destroyOnFinalize: true", "  projectRepo: https://x.example/r.git\n  branch: main", 1),
 			"spec.fluxSource: set one of fluxSource, projectRepo and programRef"},
 	} {

@@ -215,7 +215,7 @@ func (v *validator) gitSource(spec *StackSpec) {
 		v.errorf("", "projectRepo needs a branch to track or a commit to pin")
 	case spec.Commit != "" && !IsFullSHA(spec.Commit):
 		v.errorf("commit", "commit must be a full 40-character SHA (to follow a branch or tag, use branch)")
-	case spec.Branch != "" && !validRefName(spec.Branch):
+	case spec.Branch != "" && !validRefName(spec.Branch) && !(spec.FluxSource != nil && strings.HasPrefix(spec.Branch, SemverPrefix)):
 		v.errorf("branch", "not a valid Git branch or tag name")
 	}
 	if spec.RepoDir != "" {
@@ -671,8 +671,10 @@ func (v *validator) fluxSource(spec *StackSpec) {
 	}
 	r := repo.Ref
 	if r != nil && r.Commit == "" && r.Name == "" && r.SemVer != "" {
-		v.errorf("fluxSource.sourceRef.name", "Flux GitRepository %q follows a semver range, which stackd does not resolve yet: set ref.tag or ref.branch", ref.Name)
-		return
+		if _, err := ParseSemverRange(r.SemVer); err != nil {
+			v.errorf("fluxSource.sourceRef.name", "Flux GitRepository %q: %v", ref.Name, err)
+			return
+		}
 	}
 	spec.ProjectRepo, spec.RepoDir = repo.URL, cmp.Or(spec.RepoDir, fs.Dir)
 	switch {
@@ -682,6 +684,8 @@ func (v *validator) fluxSource(spec *StackSpec) {
 		spec.Commit = r.Commit
 	case r.Name != "":
 		spec.Branch = r.Name
+	case r.SemVer != "":
+		spec.Branch = SemverPrefix + r.SemVer
 	case r.Tag != "":
 		spec.Branch = "refs/tags/" + r.Tag
 	default:
