@@ -676,11 +676,9 @@ func (l *loader) addProgram(d *decoder, name string, p ProgramSpec, namePath, ba
 // and directory names, so they are held to Kubernetes' rules.
 func (l *loader) checkName(d *decoder, name, path string) bool {
 	pos, ok := d.src[path]
-	if !ok {
-		parent, _, _ := strings.Cut(path, ".name")
-		if pos, ok = d.src[parent]; !ok {
-			pos = d.src[""]
-		}
+	for p := path; !ok && p != ""; { // the nearest parent written
+		p = parentPath(p)
+		pos, ok = d.src[p]
 	}
 	if msg := nameProblem(name, 253); msg != "" {
 		d.diags = append(d.diags, Diagnostic{Pos: pos, Path: path, Msg: msg})
@@ -692,8 +690,12 @@ func (l *loader) checkName(d *decoder, name, path string) bool {
 // nodeAt returns a node carrying the position recorded for path, for
 // errors raised after decoding.
 func nodeAt(d *decoder, path string) *yaml.Node {
-	p := d.src[path]
-	return &yaml.Node{Line: p.Line, Column: p.Col}
+	pos, ok := d.src[path]
+	for p := path; !ok && p != ""; { // the nearest parent written
+		p = parentPath(p)
+		pos, ok = d.src[p]
+	}
+	return &yaml.Node{Line: pos.Line, Column: pos.Col}
 }
 
 func scalarOf(n *yaml.Node) string {
