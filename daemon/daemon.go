@@ -212,6 +212,11 @@ type Daemon struct {
 type stackState struct {
 	stack *spec.Stack // nil once the stack left the config
 	rec   StackRecord
+	// gone and goneCfg are the spec and the config a stack had when it
+	// left the config: a stack never deployed is checked out from them
+	// for its destroy (kept in memory only).
+	gone    *spec.Stack
+	goneCfg *spec.Config
 
 	// commit is the source's current commit (a resolved branch, a pinned
 	// commit or a Program's revision); empty until known.
@@ -395,6 +400,7 @@ func (d *Daemon) Apply(cfg *spec.Config) error {
 }
 
 func (d *Daemon) applyLocked(cfg *spec.Config) error {
+	prev := d.cfg
 	d.cfg = cfg
 	inConfig := map[string]bool{}
 	for _, s := range cfg.Stacks {
@@ -411,6 +417,9 @@ func (d *Daemon) applyLocked(cfg *spec.Config) error {
 	for name, st := range d.stacks {
 		if inConfig[name] || st.rec.Removed {
 			continue
+		}
+		if st.stack != nil {
+			st.gone, st.goneCfg = st.stack, prev
 		}
 		st.stack = nil
 		st.pollNow = true

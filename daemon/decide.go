@@ -69,8 +69,9 @@ func Decide(last *LastUpdate, o Observation) Decision {
 	case o.Removed && (!o.DestroyOnRemoval || o.Preview):
 		return Decision{Finalize: true}
 	case last == nil && o.Removed:
-		// Never deployed by stackd: nothing of ours to destroy.
-		return Decision{Finalize: true}
+		// Never deployed by stackd, but it may exist in the backend from
+		// before: PKO destroys it too (one that does not exist is done).
+		return o.run("Stack marked for deletion")
 	case last == nil:
 		return o.run("Initial stack update")
 	case last.Generation != o.Generation:

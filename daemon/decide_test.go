@@ -43,7 +43,10 @@ func TestDecide(t *testing.T) {
 		// Removal without destroy, before the table (PKO step 2).
 		{"removed, no destroyOnFinalize", succeeded(nil), with(func(o *Observation) { o.Removed = true }), Decision{Finalize: true}},
 		{"removed preview stack never destroys", succeeded(nil), with(func(o *Observation) { removed(o); o.Preview = true }), Decision{Finalize: true}},
-		{"removed, never deployed", nil, with(removed), Decision{Finalize: true}},
+		// PKO destroys a stack it never deployed too: it may exist in the
+		// backend from before.
+		{"removed, never deployed, destroyOnFinalize", nil, with(removed), Decision{Run: true, Type: UpdateDestroy, Reason: "Stack marked for deletion"}},
+		{"removed, never deployed", nil, with(func(o *Observation) { o.Removed = true }), Decision{Finalize: true}},
 		// Row 1.
 		{"1 initial update", nil, base, Decision{Run: true, Type: UpdateUp, Reason: "Initial stack update"}},
 		{"1 initial preview", nil, with(func(o *Observation) { o.Preview = true }), Decision{Run: true, Type: UpdatePreview, Reason: "Initial stack update"}},

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"time"
 
@@ -149,6 +150,11 @@ type Result struct {
 	// state differs from the stack's state.
 	Drift []spec.DriftedResource
 }
+
+// ErrStackNotFound is returned (wrapped) by a Runner for an operation on
+// a stack that must exist (Workspace.UseLocalStackOnly) and does not: a
+// destroy of it has nothing to do.
+var ErrStackNotFound = errors.New("the Pulumi stack does not exist")
 
 // Runner runs Pulumi operations; runner implements it. Its methods are
 // safe for concurrent use on different stacks; the daemon never runs two

@@ -78,6 +78,10 @@ func (d *Daemon) operate(ctx context.Context, j job) {
 	op := d.operation(j, p)
 	op.Log = sw
 	res, runErr := d.opts.Runner.Run(ctx, op)
+	if j.typ == UpdateDestroy && errors.Is(runErr, ErrStackNotFound) {
+		_, _ = io.WriteString(sw, "nothing to destroy: "+runErr.Error()+"\n")
+		runErr = nil
+	}
 	if runErr != nil {
 		runErr = errors.New(sw.Clean(runErr.Error()))
 		// The log always holds the error, also of a program that failed

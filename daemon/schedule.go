@@ -248,7 +248,8 @@ func (d *Daemon) observe(st *stackState, now time.Time) (Observation, bool) {
 	}
 	if st.stack == nil {
 		o.Removed = true
-		o.DestroyOnRemoval = st.rec.Destroy != nil
+		o.DestroyOnRemoval = st.rec.Destroy != nil || (st.gone != nil && st.gone.Spec.DestroyOnFinalize)
+		o.Preview = st.rec.Destroy == nil && st.gone != nil && st.gone.Spec.Preview
 		o.MaxBackoff = DefaultMaxBackoff
 		// Only an API sync can ask again: the annotation left with the
 		// spec. A stalled destroy is retried that way.

@@ -32,7 +32,7 @@ type prepared struct {
 // prepare resolves the job's references and puts its program in place.
 func (d *Daemon) prepare(ctx context.Context, j job) (*prepared, error) {
 	if j.stack == nil {
-		return d.prepareRemoved(j)
+		return d.prepareRemoved(ctx, j)
 	}
 	p := &prepared{commit: j.obs.Commit}
 	refs := d.refSources(ctx, j, &p.secrets)
@@ -54,8 +54,11 @@ func (d *Daemon) prepare(ctx context.Context, j job) (*prepared, error) {
 // prepareRemoved builds the workspace of a stack that left the config
 // from what its record kept; the source is not fetched again, so a
 // destroy works after the repository is gone.
-func (d *Daemon) prepareRemoved(j job) (*prepared, error) {
+func (d *Daemon) prepareRemoved(ctx context.Context, j job) (*prepared, error) {
 	ds := j.destroy
+	if ds == nil && j.st.gone != nil {
+		return d.prepareGone(ctx, j)
+	}
 	if ds == nil {
 		return nil, &prepareError{ReasonSpecInvalid, errors.New("nothing is known about how to destroy this stack")}
 	}
@@ -73,6 +76,30 @@ func (d *Daemon) prepareRemoved(j job) (*prepared, error) {
 	ws := Workspace{Name: s.Name, Stack: ds.Stack, ProjectDir: ds.ProjectDir, Backend: ds.Backend,
 		SecretsProvider: ds.SecretsProvider, UseLocalStackOnly: true, Env: env, KeepConfig: true}
 	return &prepared{ws: ws, secrets: append(secrets, outSecrets...)}, nil
+}
+
+// prepareGone prepares the destroy of a stack that left the config
+// before stackd deployed it: its last spec, checked out at the commit its
+// source points at, on a stack that must exist already.
+func (d *Daemon) prepareGone(ctx context.Context, j job) (*prepared, error) {
+	d.mu.Lock()
+	g := &stackState{stack: j.st.gone, commit: j.st.commit}
+	j.stack, j.cfg, j.obs.Commit = g.stack, j.st.goneCfg, d.commitOf(g)
+	d.mu.Unlock()
+	if j.obs.Commit == "" && tracksBranch(g) {
+		src, err := stackGitSource(j.cfg, j.stack, d.opts.Refs)
+		if err == nil {
+			j.obs.Commit, err = d.opts.Fetcher.Resolve(ctx, src)
+		}
+		if err != nil {
+			return nil, &prepareError{ReasonSourceUnavailable, err}
+		}
+	}
+	p, err := d.prepare(ctx, j)
+	if err == nil {
+		p.ws.UseLocalStackOnly = true
+	}
+	return p, err
 }
 
 func destroySpec(s *spec.Stack, dir string) *DestroySpec {

@@ -341,7 +341,7 @@ func TestRunUseLocalStackOnly(t *testing.T) {
 	ws := h.workspace("x", secretOne)
 	ws.UseLocalStackOnly = true
 	_, err := h.try(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
-	if err == nil || !strings.Contains(err.Error(), "the Pulumi stack dev does not exist") {
+	if err == nil || !strings.Contains(err.Error(), "the Pulumi stack dev does not exist") || !errors.Is(err, daemon.ErrStackNotFound) {
 		t.Fatalf("error %v, want a missing stack", err)
 	}
 	ws.UseLocalStackOnly = false

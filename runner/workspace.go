@@ -433,9 +433,15 @@ func (r *Runner) checkStack(ctx context.Context, w *workspace) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("stack %s: the Pulumi stack %s does not exist in project %s on %s, and useLocalStackOnly forbids creating it",
-		w.Name, w.Stack, w.project, redactURL(w.backend))
+	return missingStack(fmt.Sprintf("stack %s: the Pulumi stack %s does not exist in project %s on %s, and useLocalStackOnly forbids creating it",
+		w.Name, w.Stack, w.project, redactURL(w.backend)))
 }
+
+// missingStack is daemon.ErrStackNotFound with the stack's details.
+type missingStack string
+
+func (e missingStack) Error() string        { return string(e) }
+func (e missingStack) Is(target error) bool { return target == daemon.ErrStackNotFound }
 
 // ensureSecretFile returns the content of path, first writing 32 random
 // bytes in base64 there (mode 0600) when it does not exist. An existing

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,5 +86,73 @@ spec:
 	time.Sleep(3 * time.Second)
 	if v := in.waitStack("released", "still at v1.1.0", time.Minute, isReady); output(v, "v") != "v2" {
 		t.Fatalf("the semver stack took v2.0.0, beyond its range: %v", v.Status.Outputs)
+	}
+}
+
+// TestE2EDestroyNeverDeployed: a stack with destroyOnFinalize that stackd
+// never deployed (its prerequisite never succeeded) is destroyed when it
+// leaves the config, as PKO does: here it exists in the backend from
+// before stackd, with a resource, which goes. One that does not exist in
+// the backend is removed as done.
+func TestE2EDestroyNeverDeployed(t *testing.T) {
+	bin := toolchainBin(t)
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+	dir := t.TempDir()
+	backend, note := "file://"+filepath.Join(dir, "state"), filepath.Join(dir, "note.txt")
+	if err := os.MkdirAll(filepath.Join(dir, "state"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// Deployed before stackd, with the pulumi CLI alone.
+	env := []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + dir, "PULUMI_HOME=" + filepath.Join(dir, "home"),
+		"PULUMI_BACKEND_URL=" + backend, "PULUMI_CONFIG_PASSPHRASE=before-stackd", "PULUMI_SKIP_UPDATE_CHECK=true"}
+	for _, args := range [][]string{{"stack", "init", "legacy"}, {"config", "set", "path", note}, {"up", "--yes", "--skip-preview"}} {
+		cmd := exec.Command(filepath.Join(bin, "pulumi"), append(args, "--non-interactive")...)
+		cmd.Dir, cmd.Env = r.dir, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("pulumi %v: %v\n%s", args, err, out)
+		}
+	}
+	if got := readFile(t, note); got != "hello v1" {
+		t.Fatalf("note = %q", got)
+	}
+	blocker := "  - name: blocker\n    stack: blocker\n    projectRepo: file://" + r.dir + "\n    branch: no-such-branch\n"
+	stack := func(name string) string {
+		return fmt.Sprintf(`  - name: %s
+    stack: %s
+    projectRepo: file://%s
+    branch: main
+    backend: %s
+    destroyOnFinalize: true
+    config: {path: %s}
+    envRefs:
+      PULUMI_CONFIG_PASSPHRASE: {type: Literal, literal: {value: before-stackd}}
+    prerequisites: [{name: blocker}]
+`, name, name, r.dir, backend, note)
+	}
+	in := startDaemon(t, "stacks:\n"+blocker+stack("legacy")+stack("ghost"), "")
+	for _, name := range []string{"legacy", "ghost"} {
+		in.waitStack(name, "waiting for its prerequisite", time.Minute, func(v daemon.StackView) bool {
+			c := v.Status.Condition(daemon.ConditionReconciling)
+			return c != nil && c.Reason == daemon.ReasonPrerequisiteNotSatisfied
+		})
+	}
+	if n := len(in.updates("legacy")) + len(in.updates("ghost")); n != 0 {
+		t.Fatalf("%d updates before the removal", n)
+	}
+	in.reload("stacks:\n" + blocker)
+	waitFor(t, "both removed", 2*time.Minute, func() bool {
+		_, err := in.app.d.Stack("legacy")
+		_, err2 := in.app.d.Stack("ghost")
+		return errors.Is(err, daemon.ErrUnknownStack) && errors.Is(err2, daemon.ErrUnknownStack)
+	})
+	if _, err := os.Stat(note); !os.IsNotExist(err) {
+		t.Fatalf("the resource of the stack deployed before stackd is still there: %v", err)
+	}
+	// The one that never existed: a destroy with nothing to do, done.
+	for _, name := range []string{"legacy", "ghost"} {
+		if !strings.Contains(in.logs.String(), "stack="+name+" type=destroy state=succeeded") {
+			t.Errorf("%s: no successful destroy in the log", name)
+		}
 	}
 }
