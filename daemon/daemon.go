@@ -563,10 +563,11 @@ func (d *Daemon) evaluate(now time.Time) time.Duration {
 			continue // finalized by its evaluation
 		}
 		d.queue.Clean(name)
-		d.queue.SetDue(name, time.Time{})
+		var due time.Time // none: only an event concerns it
 		if wait > 0 {
-			d.queue.SetDue(name, now.Add(wait))
+			due = now.Add(wait)
 		}
+		d.queue.SetDue(name, due)
 		busy := pass.marked && st.stack != nil // a stack that left the config holds no wave
 		if src, w := sourceAndWave(st); d.waves.Set(name, src, w, busy) && !busy {
 			d.wakeWaiting() // a later sync wave may go now

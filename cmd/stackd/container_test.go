@@ -135,14 +135,7 @@ func (p *podman) waitLog(name, s string, timeout time.Duration) {
 // on SIGTERM. Last, it checks that the daemon is reachable through a
 // published port only when told to listen on all interfaces.
 func TestContainerImage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the container image")
-	}
-	p := newPodman(t)
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, root := containerTest(t)
 
 	began := time.Now()
 	buildImage(t, root)
@@ -292,6 +285,20 @@ func (f *stackFixture) deploy(p *podman, image string, path ...string) string {
 		t.Fatalf("file = %q, output %q after the deploy", got, output(v, "content"))
 	}
 	return name
+}
+
+// containerTest skips under -short, and returns podman and the
+// repository's root.
+func containerTest(t *testing.T) (*podman, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the container image")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newPodman(t), root
 }
 
 // buildImage runs `make image` in root, tagging testImage, or the make
@@ -599,14 +606,7 @@ func waitNoZombies(t *testing.T, pid int, timeout time.Duration) {
 // image, with the base's pulumi. No registry is reachable here, so the
 // Debian base is made with mmdebstrap from Debian's packages.
 func TestContainerImageOnBase(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the container image")
-	}
-	p := newPodman(t)
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, root := containerTest(t)
 	began := time.Now()
 	base := pulumiDebianBase(t, p)
 	t.Logf("Debian base with pulumi: %v", time.Since(began).Round(time.Millisecond))

@@ -3,9 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"net/http/cgi"
 	"net/http/httptest"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -31,12 +29,7 @@ type countingGit struct {
 
 func newCountingGit(t testing.TB, root string) *countingGit {
 	t.Helper()
-	git, err := exec.LookPath("git")
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend := &cgi.Handler{Path: git, Args: []string{"http-backend"},
-		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=true", "GIT_CONFIG_GLOBAL=/dev/null"}}
+	backend := gitBackend(t, root)
 	g := &countingGit{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		g.mu.Lock()

@@ -26,16 +26,22 @@ const (
 	gitToken     = "git-SENTINEL-4e0f"
 )
 
-// gitHTTP serves the repositories below root over smart HTTP with the
-// real git http-backend, requiring basic auth with password token.
-func gitHTTP(t *testing.T, root, token string) string {
+// gitBackend is git http-backend serving the repositories under root.
+func gitBackend(t testing.TB, root string) http.Handler {
 	t.Helper()
 	git, err := exec.LookPath("git")
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend := &cgi.Handler{Path: git, Args: []string{"http-backend"},
+	return &cgi.Handler{Path: git, Args: []string{"http-backend"},
 		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=true", "GIT_CONFIG_GLOBAL=/dev/null"}}
+}
+
+// gitHTTP serves the repositories below root over smart HTTP with the
+// real git http-backend, requiring basic auth with password token.
+func gitHTTP(t *testing.T, root, token string) string {
+	t.Helper()
+	backend := gitBackend(t, root)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, pass, ok := r.BasicAuth()
 		if !ok || subtle.ConstantTimeCompare([]byte(pass), []byte(token)) != 1 {
