@@ -125,12 +125,7 @@ func TestClusterActsOnHeldStacksOnly(t *testing.T) {
 // released only once its running operation ended, and starts nothing
 // more.
 func TestClusterHandoverWaitsForTheOperation(t *testing.T) {
-	o := newFakeOwnership()
-	h := clusterHarness(t, o)
-	h.runner.gate = make(chan struct{})
-	h.start()
-	o.gain("app")
-	h.eventually("app running", func() bool { return len(h.runner.opsOf("app")) == 1 })
+	o, h := gainedRunning(t, false)
 	o.events <- OwnershipEvent{Kind: OwnerHandover, Stack: "app"}
 	time.Sleep(100 * time.Millisecond)
 	if o.wasReleased("app") {
@@ -144,15 +139,24 @@ func TestClusterHandoverWaitsForTheOperation(t *testing.T) {
 	}
 }
 
-// TestClusterHandoverGraceInterrupts: an operation that outlasts the
-// handover grace is interrupted, then the stack released.
-func TestClusterHandoverGraceInterrupts(t *testing.T) {
+// gainedRunning starts a replica's daemon that gains "app" and runs its
+// first operation, held at the runner's gate (deaf: cancellation does not
+// end it either).
+func gainedRunning(t *testing.T, deaf bool) (*fakeOwnership, *harness) {
+	t.Helper()
 	o := newFakeOwnership()
 	h := clusterHarness(t, o)
-	h.runner.gate = make(chan struct{})
+	h.runner.gate, h.runner.deaf = make(chan struct{}), deaf
 	h.start()
 	o.gain("app")
 	h.eventually("app running", func() bool { return len(h.runner.opsOf("app")) == 1 })
+	return o, h
+}
+
+// TestClusterHandoverGraceInterrupts: an operation that outlasts the
+// handover grace is interrupted, then the stack released.
+func TestClusterHandoverGraceInterrupts(t *testing.T) {
+	o, h := gainedRunning(t, false)
 	o.events <- OwnershipEvent{Kind: OwnerHandover, Stack: "app"}
 	h.eventually("released after the grace", func() bool { return o.wasReleased("app") })
 	if u := h.store.updatesOf("app"); len(u) != 1 || u[0].State != UpdateAborted {
@@ -165,12 +169,7 @@ func TestClusterHandoverGraceInterrupts(t *testing.T) {
 // acknowledged (released) only once that operation ended, so that the
 // replica cannot take the stack again while it may still write.
 func TestClusterLostInterrupts(t *testing.T) {
-	o := newFakeOwnership()
-	h := clusterHarness(t, o)
-	h.runner.gate = make(chan struct{})
-	h.start()
-	o.gain("app")
-	h.eventually("app running", func() bool { return len(h.runner.opsOf("app")) == 1 })
+	o, h := gainedRunning(t, false)
 	o.set("app", false)
 	o.events <- OwnershipEvent{Kind: OwnerLost, Stack: "app"}
 	h.eventually("operation interrupted", func() bool {
@@ -188,12 +187,7 @@ func TestClusterLostInterrupts(t *testing.T) {
 // TestClusterLossAcknowledgedAfterOperation: an operation that does not
 // stop at once when its stack is lost delays the acknowledgement.
 func TestClusterLossAcknowledgedAfterOperation(t *testing.T) {
-	o := newFakeOwnership()
-	h := clusterHarness(t, o)
-	h.runner.gate, h.runner.deaf = make(chan struct{}), true
-	h.start()
-	o.gain("app")
-	h.eventually("app running", func() bool { return len(h.runner.opsOf("app")) == 1 })
+	o, h := gainedRunning(t, true)
 	o.set("app", false)
 	o.events <- OwnershipEvent{Kind: OwnerLost, Stack: "app"}
 	time.Sleep(200 * time.Millisecond)
