@@ -215,7 +215,7 @@ func (d *Daemon) pushSources(want map[string]bool, branch string) []string {
 	defer d.mu.Unlock()
 	var names []string
 	for _, s := range d.sources {
-		if s.Git == nil || s.Git.Pinned() || !want[repoKey(s.Git.URL)] {
+		if s.Git == nil || s.Git.Pinned() || !want[spec.RepoKey(s.Git.URL)] {
 			continue
 		}
 		if ref := strings.TrimPrefix(s.Git.Ref, "refs/heads/"); ref != "" && ref != branch {

@@ -166,7 +166,7 @@ type Daemon struct {
 	mu  sync.Mutex
 	cfg *spec.Config // nil until a first config is applied
 	// repoPolls are the polling rounds of the stacks' repositories, by
-	// repoKey.
+	// spec.RepoKey.
 	repoPolls map[string]*repoPoll
 	// versions numbers the changes of the stacks' views.
 	versions uint64
@@ -188,9 +188,13 @@ type Daemon struct {
 	// seen again is not recorded again.
 	lastRefused *ConfigRevision
 	stacks      map[string]*stackState
-	// running counts operations in flight, for MaxConcurrent.
-	running int
-	started bool
+	// running counts operations in flight, for MaxConcurrent, work of
+	// AcquireSlot included; starved are the stacks that wait for a
+	// worker, and slotFreed is closed when AcquireSlot may look again.
+	running   int
+	starved   map[string]bool
+	slotFreed chan struct{}
+	started   bool
 	// paused stops operations from starting (Pause); polls go on.
 	paused bool
 
@@ -282,6 +286,7 @@ func New(cfg *spec.Config, opts Options) (*Daemon, error) {
 		cfg:       cfg,
 		sources:   newSourceStates(opts.Sources),
 		stacks:    map[string]*stackState{}, repoPolls: map[string]*repoPoll{}, waiters: map[string]bool{},
+		starved: map[string]bool{}, slotFreed: make(chan struct{}),
 		wake:    make(chan struct{}, 1),
 		srcWake: make(chan struct{}, 1),
 	}
@@ -578,6 +583,7 @@ func (d *Daemon) evaluate(now time.Time) time.Duration {
 			delete(d.waiters, name)
 		}
 	}
+	d.freeSlotLocked()
 	if d.queue.Dirty() { // marked by another stack's evaluation
 		return 10 * time.Millisecond
 	}
@@ -591,6 +597,7 @@ func (d *Daemon) evaluate(now time.Time) time.Duration {
 func (d *Daemon) forgetLocked(name string) {
 	delete(d.stacks, name)
 	delete(d.waiters, name)
+	delete(d.starved, name)
 	d.queue.Forget(name)
 	d.waves.Set(name, "", 0, false)
 	d.order = nil

@@ -705,11 +705,11 @@ func TestRepoKey(t *testing.T) {
 		"git@github.com:Acme/App.git",
 	}
 	for _, u := range same {
-		if got := repoKey(u); got != "github.com/Acme/App" {
-			t.Errorf("repoKey(%q) = %q", u, got)
+		if got := spec.RepoKey(u); got != "github.com/Acme/App" {
+			t.Errorf("spec.RepoKey(%q) = %q", u, got)
 		}
 	}
-	if repoKey("https://github.com/acme/other") == repoKey(same[0]) {
+	if spec.RepoKey("https://github.com/acme/other") == spec.RepoKey(same[0]) {
 		t.Error("different repositories share a key")
 	}
 }
@@ -980,7 +980,7 @@ func TestQueueDepthForgetsStacksThatNoLongerWait(t *testing.T) {
 		rec: StackRecord{Name: "app", Generation: 1, Status: StackStatus{LastUpdate: &LastUpdate{
 			Generation: 1, State: UpdateSucceeded, Type: UpdateUp, LastSuccessfulCommit: sha1, LastAttemptedCommit: sha1}}}}
 	st.round = 1 // polled in its repository's current round
-	h.d.repoPolls[repoKey(st.stack.Spec.ProjectRepo)] = &repoPoll{round: 1, next: time.Now().Add(time.Hour)}
+	h.d.repoPolls[spec.RepoKey(st.stack.Spec.ProjectRepo)] = &repoPoll{round: 1, next: time.Now().Add(time.Hour)}
 	h.d.stacks["app"], h.d.waiters["app"] = st, true
 	if got := h.d.Stats().Queued; got != 1 {
 		t.Fatalf("queued = %d before the evaluation, want 1", got)

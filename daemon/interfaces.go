@@ -100,15 +100,7 @@ type Workspace struct {
 }
 
 // ConfigValue is one stack config value.
-type ConfigValue struct {
-	// Key is as written in the spec: "name" (the project's namespace) or
-	// "namespace:name".
-	Key string
-	// Value is the value's text; JSON text when JSON is set.
-	Value  string
-	JSON   bool
-	Secret bool
-}
+type ConfigValue = spec.ConfigValue
 
 // Operation is one Pulumi operation on a workspace.
 type Operation struct {
@@ -124,6 +116,12 @@ type Operation struct {
 	ExpectNoChanges  bool
 	Replace          []string
 	ContinueOnError  bool
+	// ReadOnly is a pull request's preview: the runner's state of the
+	// stack is copied, never changed, and a stack that does not exist is
+	// previewed on a scratch backend instead of being created.
+	ReadOnly bool
+	// Diff asks a preview for the resources' property diffs.
+	Diff bool
 	// Remove deletes the stack itself after a successful destroy.
 	Remove bool
 	// BreakLock breaks a lock on the stack whoever holds it: the daemon

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -187,7 +186,7 @@ func (d *Daemon) Log(id string) ([]byte, *livelog.Log, error) {
 // repository poll it now. urls are the repository's URLs as the forge
 // names them (clone, SSH, web).
 func (d *Daemon) Push(urls []string, branch string) PushResult {
-	want := repoKeys(urls)
+	want := spec.RepoKeys(urls)
 	res := PushResult{Stacks: d.pushStacks(want, branch), Sources: d.pushSources(want, branch)}
 	if err := d.own.Push(urls, branch); err != nil {
 		d.log.Warn("cannot pass the push on to the other replicas", "err", err)
@@ -208,7 +207,7 @@ func (d *Daemon) pushStacks(want map[string]bool, branch string) []string {
 			continue
 		}
 		src, err := d.gitSource(st.stack)
-		if err != nil || !want[repoKey(src.URL)] {
+		if err != nil || !want[spec.RepoKey(src.URL)] {
 			continue
 		}
 		d.opts.Fetcher.Forget(src.URL)
@@ -220,33 +219,6 @@ func (d *Daemon) pushStacks(want map[string]bool, branch string) []string {
 		d.kick()
 	}
 	return names
-}
-
-// repoKeys are the repoKey of each URL.
-func repoKeys(urls []string) map[string]bool {
-	want := map[string]bool{}
-	for _, u := range urls {
-		want[repoKey(u)] = true
-	}
-	return want
-}
-
-// repoKey identifies a repository across the ways of writing its URL:
-// scheme, user, letter case of the host, a ".git" suffix and a trailing
-// slash do not matter; "git@host:path" is "host/path".
-func repoKey(u string) string {
-	u = strings.TrimSpace(u)
-	if i := strings.Index(u, "://"); i >= 0 {
-		if p, err := url.Parse(u); err == nil {
-			u = strings.ToLower(p.Hostname()) + p.Path
-		}
-	} else if at := strings.Index(u, "@"); at >= 0 {
-		if host, path, ok := strings.Cut(u[at+1:], ":"); ok {
-			u = strings.ToLower(host) + "/" + path
-		}
-	}
-	u = strings.TrimSuffix(strings.TrimSuffix(u, "/"), ".git")
-	return strings.TrimSuffix(u, "/")
 }
 
 // ConfigRevisions lists the config revisions, newest first (see

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // This file is the daemon's side of cluster mode: what it does when it
@@ -43,7 +45,7 @@ func (d *Daemon) ownershipChanged(e OwnershipEvent) {
 	case OwnerSync:
 		d.syncRequested(e.Stack, e.Token)
 	case OwnerPush:
-		d.pushStacks(repoKeys(e.URLs), e.Branch)
+		d.pushStacks(spec.RepoKeys(e.URLs), e.Branch)
 	}
 }
 
@@ -75,7 +77,7 @@ func (d *Daemon) gained(name string) {
 		d.log.Error("cannot read the record of a stack taken over", "stack", name, "err", recErr)
 	}
 	st.commit, st.sourceErr, st.pollNow, st.blocked = "", nil, true, false
-	if len(recent) > 0 && recent[0].State == UpdateAborted {
+	if len(recent) > 0 && recent[0].State == UpdateAborted && recent[0].PullRequest == 0 {
 		// Interrupted by the last holder (a handover after its grace): its
 		// CLI has ended, but may not have released the lock.
 		st.breakLockAt = now.Add(d.opts.HandoverGrace)

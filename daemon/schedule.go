@@ -20,6 +20,7 @@ const sourceRetry = 30 * time.Second
 // returns how long until time alone could change that (0: an event will).
 // Called with d.mu held.
 func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) time.Duration {
+	delete(d.starved, st.rec.Name)
 	if !healthy(st) {
 		pass.busy(st) // a lower wave must be Ready before a higher one starts
 	}
@@ -84,6 +85,9 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 		return st.breakLockAt.Sub(now)
 	}
 	if d.running >= d.opts.MaxConcurrent || d.paused {
+		if !d.paused {
+			d.starved[st.rec.Name] = true // AcquireSlot lets it go first
+		}
 		return 0 // an operation's end, or Resume, kicks the loop
 	}
 	d.startOperation(st, dec, obs)
@@ -133,7 +137,7 @@ type repoPoll struct {
 
 // repoPollOf is the schedule of st's repository (due when new).
 func (d *Daemon) repoPollOf(st *stackState) *repoPoll {
-	key := repoKey(st.stack.Spec.ProjectRepo)
+	key := spec.RepoKey(st.stack.Spec.ProjectRepo)
 	r := d.repoPolls[key]
 	if r == nil {
 		r = &repoPoll{}
@@ -227,10 +231,10 @@ func (d *Daemon) polled(st *stackState, commit string, err error) {
 // a new commit then reaches every wave in one pass, and the lower waves
 // run first, rather than each stack at its own poll.
 func (d *Daemon) pollSiblingsLocked(st *stackState) {
-	repo := repoKey(st.stack.Spec.ProjectRepo)
+	repo := spec.RepoKey(st.stack.Spec.ProjectRepo)
 	for _, other := range d.stacks {
 		if other != st && tracksBranch(other) && other.stack.Source == st.stack.Source &&
-			repoKey(other.stack.Spec.ProjectRepo) == repo && other.stack.Spec.Branch == st.stack.Spec.Branch {
+			spec.RepoKey(other.stack.Spec.ProjectRepo) == repo && other.stack.Spec.Branch == st.stack.Spec.Branch {
 			other.pollNow = true
 			d.markDirty(other)
 		}

@@ -161,6 +161,9 @@ type Update struct {
 	// Changes counts resources by operation (create, update, delete, same, …).
 	Changes   map[string]int `json:"changes,omitempty"`
 	Permalink string         `json:"permalink,omitempty"`
+	// PullRequest is the number of the pull request a preview (type
+	// UpdatePreview) previewed, at Commit; zero for other updates.
+	PullRequest int `json:"pullRequest,omitempty"`
 	// Node is the replica that ran the update (cluster mode).
 	Node string `json:"node,omitempty"`
 }

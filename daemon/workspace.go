@@ -69,7 +69,7 @@ func (d *Daemon) prepareRemoved(ctx context.Context, j job) (*prepared, error) {
 		SecretsProvider: ds.SecretsProvider, EnvRefs: ds.EnvRefs}}
 	cfg := &spec.Config{}
 	var outSecrets []string
-	env, secrets, err := stackEnv(cfg, s, d.refSources(context.Background(), j, &outSecrets))
+	env, secrets, err := cfg.StackEnv(s, d.refSources(context.Background(), j, &outSecrets))
 	if err != nil {
 		return nil, &prepareError{ReasonSpecInvalid, err}
 	}
@@ -220,7 +220,7 @@ func (d *Daemon) outputsOf(ctx context.Context, name string, cfg *spec.Config) (
 	}
 	noOutputs := d.opts.Refs
 	noOutputs.StackOutput = nil
-	env, _, err := stackEnv(cfg, s, noOutputs)
+	env, _, err := cfg.StackEnv(s, noOutputs)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +252,7 @@ func stackWorkspace(c *spec.Config, s *spec.Stack, dir string, refs spec.RefSour
 	ws := Workspace{Name: s.Name, Stack: spec.Stack, ProjectDir: dir, Backend: spec.Backend,
 		SecretsProvider: spec.SecretsProvider, UseLocalStackOnly: spec.UseLocalStackOnly,
 		Environments: spec.Environment}
-	env, secrets, err := stackEnv(c, s, refs)
+	env, secrets, err := c.StackEnv(s, refs)
 	if err != nil {
 		return Workspace{}, nil, err
 	}
@@ -262,132 +262,12 @@ func stackWorkspace(c *spec.Config, s *spec.Stack, dir string, refs spec.RefSour
 			ws.SecretEnv = append(ws.SecretEnv, k)
 		}
 	}
-	cfg, more, err := stackConfig(c, s, refs)
+	cfg, more, err := c.StackConfig(s, refs)
 	if err != nil {
 		return Workspace{}, nil, err
 	}
 	ws.Config = cfg
 	return ws, append(secrets, more...), nil
-}
-
-// stackEnv resolves envRefs (and the deprecated envs/envSecrets).
-func stackEnv(c *spec.Config, s *spec.Stack, refs spec.RefSources) (map[string]string, []string, error) {
-	env := map[string]string{}
-	var secrets []string
-	for _, k := range slices.Sorted(maps.Keys(s.Spec.EnvRefs)) {
-		r := s.Spec.EnvRefs[k]
-		v, err := c.ResolveRef(s, "envRefs."+k, r, refs)
-		if err != nil {
-			return nil, nil, err
-		}
-		env[k] = v
-		if r.IsSecret(k) {
-			secrets = append(secrets, v)
-		}
-	}
-	more, err := legacyEnv(c, s, refs)
-	if err != nil {
-		return nil, nil, err
-	}
-	for k, v := range more {
-		if _, set := env[k]; !set {
-			env[k] = v.value
-			if v.secret {
-				secrets = append(secrets, v.value)
-			}
-		}
-	}
-	return env, secrets, nil
-}
-
-type envValue struct {
-	value  string
-	secret bool
-}
-
-// legacyEnv reads PKO's deprecated environment fields: envs (every key of
-// the named ConfigMaps), envSecrets (every key of the named Secrets) and
-// accessTokenSecret (PULUMI_ACCESS_TOKEN from the Secret's key
-// accessToken). envRefs win over them.
-func legacyEnv(c *spec.Config, s *spec.Stack, refs spec.RefSources) (map[string]envValue, error) {
-	out := map[string]envValue{}
-	for i, name := range s.Spec.Envs {
-		data, err := c.ConfigMapData(name, refs)
-		if err != nil {
-			return nil, &spec.RefError{Path: fmt.Sprintf("envs[%d]", i), Err: err}
-		}
-		for k, v := range data {
-			out[k] = envValue{v, false}
-		}
-	}
-	for i, name := range s.Spec.EnvSecrets {
-		data, err := c.SecretData(name, refs)
-		if err != nil {
-			return nil, &spec.RefError{Path: fmt.Sprintf("envSecrets[%d]", i), Err: err}
-		}
-		for k, v := range data {
-			out[k] = envValue{v, true}
-		}
-	}
-	if name := s.Spec.AccessTokenSecret; name != "" {
-		tok, err := c.SecretValue(name, "accessToken", refs)
-		if err != nil {
-			return nil, &spec.RefError{Path: "accessTokenSecret", Err: err}
-		}
-		out["PULUMI_ACCESS_TOKEN"] = envValue{tok, true}
-	}
-	return out, nil
-}
-
-// stackConfig resolves config, configRef and secretsRef, in that order.
-func stackConfig(c *spec.Config, s *spec.Stack, refs spec.RefSources) ([]ConfigValue, []string, error) {
-	spec := &s.Spec
-	var out []ConfigValue
-	var secrets []string
-	for _, k := range slices.Sorted(maps.Keys(spec.Config)) {
-		v, isJSON, err := configText(spec.Config[k])
-		if err != nil {
-			return nil, nil, fmt.Errorf("config.%s: %w", k, err)
-		}
-		out = append(out, ConfigValue{Key: k, Value: v, JSON: isJSON})
-	}
-	for _, k := range slices.Sorted(maps.Keys(spec.ConfigRef)) {
-		r := spec.ConfigRef[k]
-		v, err := c.ResolveConfigRef("configRef."+k, r, refs)
-		if err != nil {
-			return nil, nil, err
-		}
-		if r.JSON && !json.Valid([]byte(v)) {
-			return nil, nil, fmt.Errorf("configRef.%s: the value of ConfigMap %q key %q is not valid JSON", k, r.Name, r.Key)
-		}
-		out = append(out, ConfigValue{Key: k, Value: v, JSON: r.JSON})
-	}
-	for _, k := range slices.Sorted(maps.Keys(spec.Secrets)) {
-		out = append(out, ConfigValue{Key: k, Value: spec.Secrets[k], Secret: true})
-		secrets = append(secrets, spec.Secrets[k])
-	}
-	for _, k := range slices.Sorted(maps.Keys(spec.SecretsRef)) {
-		v, err := c.ResolveRef(s, "secretsRef."+k, spec.SecretsRef[k], refs)
-		if err != nil {
-			return nil, nil, err
-		}
-		out = append(out, ConfigValue{Key: k, Value: v, Secret: true})
-		secrets = append(secrets, v)
-	}
-	return out, secrets, nil
-}
-
-// configText turns a config value into the runner's text: strings as
-// they are, anything else as JSON.
-func configText(v any) (string, bool, error) {
-	if s, ok := v.(string); ok {
-		return s, false, nil
-	}
-	data, err := json.Marshal(v)
-	if err != nil {
-		return "", false, fmt.Errorf("not representable as JSON: %w", err)
-	}
-	return string(data), true, nil
 }
 
 // stackGitSource builds s's Git source with resolved credentials. A local

@@ -27,6 +27,9 @@ func operationArgs(w *workspace, op daemon.Operation) ([]string, error) {
 		args = []string{"up", "--yes", "--skip-preview"}
 	case daemon.UpdatePreview:
 		args = []string{"preview"}
+		if op.Diff {
+			args = append(args, "--diff")
+		}
 	case daemon.UpdateRefresh:
 		args = []string{"refresh", "--yes", "--skip-preview"}
 	case daemon.UpdateDrift:

@@ -174,7 +174,8 @@ func (r *Runner) daemonEnv() []string {
 }
 
 // Run performs op: it creates the stack when needed, brings its config up
-// to date and runs the operation in one CLI process. A stale lock left on
+// to date and runs the operation in one CLI process. A ReadOnly op works
+// on a copy of the runner's state of the stack (see scratch). A stale lock left on
 // a file backend by a dead process of this host is broken, and the
 // operation tried once more. With op.BreakLock, whatever lock the stack
 // has is broken first: the daemon knows its holder is gone.
@@ -191,6 +192,13 @@ func (r *Runner) Run(ctx context.Context, op daemon.Operation) (daemon.Result, e
 	}
 	if err := w.mkdir(); err != nil {
 		return daemon.Result{}, err
+	}
+	if op.ReadOnly {
+		done, err := r.scratch(ctx, w)
+		if err != nil {
+			return daemon.Result{}, err
+		}
+		defer done()
 	}
 	if op.BreakLock {
 		// Before anything: creating the stack here fails too while the

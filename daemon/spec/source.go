@@ -162,3 +162,30 @@ func redactUserinfo(s string) string {
 func IsLocalPath(u string) bool {
 	return strings.HasPrefix(u, "/") || strings.HasPrefix(u, "./") || strings.HasPrefix(u, "../")
 }
+
+// RepoKeys are the RepoKey of each URL.
+func RepoKeys(urls []string) map[string]bool {
+	want := map[string]bool{}
+	for _, u := range urls {
+		want[RepoKey(u)] = true
+	}
+	return want
+}
+
+// RepoKey identifies a repository across the ways of writing its URL:
+// scheme, user, letter case of the host, a ".git" suffix and a trailing
+// slash do not matter; "git@host:path" is "host/path".
+func RepoKey(u string) string {
+	u = strings.TrimSpace(u)
+	if i := strings.Index(u, "://"); i >= 0 {
+		if p, err := url.Parse(u); err == nil {
+			u = strings.ToLower(p.Hostname()) + p.Path
+		}
+	} else if at := strings.Index(u, "@"); at >= 0 {
+		if host, path, ok := strings.Cut(u[at+1:], ":"); ok {
+			u = strings.ToLower(host) + "/" + path
+		}
+	}
+	u = strings.TrimSuffix(strings.TrimSuffix(u, "/"), ".git")
+	return strings.TrimSuffix(u, "/")
+}

@@ -1,0 +1,82 @@
+package daemon
+
+import (
+	"context"
+	"sync"
+
+	"github.com/stackd/stackd/daemon/spec"
+)
+
+// Config is the config in force; nil before the first one.
+func (d *Daemon) Config() *spec.Config {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cfg
+}
+
+// ConfigInputs lists what a reload would read: each local path and each
+// Git config source's newest checkout.
+func (d *Daemon) ConfigInputs() ([]spec.Input, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	inputs, _, err := d.inputsLocked()
+	return inputs, err
+}
+
+// Resolve resolves stack s of cfg as an operation would, for work outside
+// the reconcile loop (a pull request's preview): its Git source with
+// credentials (none for a programRef), its workspace without a project
+// directory, and the values to scrub from what it shows.
+func (d *Daemon) Resolve(ctx context.Context, cfg *spec.Config, s *spec.Stack) (GitSource, Workspace, []string, error) {
+	var secrets []string
+	refs := d.refSources(ctx, job{cfg: cfg, stack: s}, &secrets)
+	var src GitSource
+	if s.Spec.ProgramRef == nil {
+		var err error
+		if src, err = stackGitSource(cfg, s, refs); err != nil {
+			return GitSource{}, Workspace{}, nil, err
+		}
+		if a := src.Auth; a != nil {
+			secrets = append(secrets, a.Secrets()...)
+		}
+	}
+	ws, more, err := stackWorkspace(cfg, s, "", refs)
+	return src, ws, append(secrets, more...), err
+}
+
+// AcquireSlot waits until work outside the reconcile loop may start: fewer
+// than MaxConcurrent operations run, the daemon is not paused, and no
+// stack waits for a worker (updates go first). The work counts as a
+// running operation until release is called.
+func (d *Daemon) AcquireSlot(ctx context.Context) (release func(), err error) {
+	for {
+		d.mu.Lock()
+		if d.running < d.opts.MaxConcurrent && !d.paused && len(d.starved) == 0 {
+			d.running++
+			d.mu.Unlock()
+			return sync.OnceFunc(d.releaseSlot), nil
+		}
+		wake := d.slotFreed
+		d.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (d *Daemon) releaseSlot() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.running--
+	d.wakeWaiting()
+	d.freeSlotLocked()
+}
+
+// freeSlotLocked wakes the callers of AcquireSlot to look again. Called
+// with d.mu held.
+func (d *Daemon) freeSlotLocked() {
+	close(d.slotFreed)
+	d.slotFreed = make(chan struct{})
+}
