@@ -1,0 +1,204 @@
+package review
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Marker is the hidden line that makes a comment stackd's comment of its
+// pull request: the one edited on every push.
+const Marker = "<!-- stackd:preview -->"
+
+// Report is what one comment says of a pull request's head commit.
+type Report struct {
+	Commit   string
+	Previews []Preview
+	Removed  []string
+	// Error is why nothing was previewed, when nothing was.
+	Error string
+	// LinkOf is the address of a preview's page in stackd's UI; nil or
+	// "" for none.
+	LinkOf func(p Preview) string
+}
+
+// Comment renders r as Markdown within limit bytes: a summary table, then
+// per stack a collapsed section with its diff and its error. Diffs are
+// cut to fit, longest first, each cut saying so and linking to the
+// full log.
+func Comment(r Report, limit int) string {
+	head, parts := r.head(), make([]string, len(r.Previews))
+	diffs := make([]string, len(r.Previews))
+	for i, p := range r.Previews {
+		diffs[i] = p.Diff
+	}
+	for {
+		size := len(head)
+		for i, p := range r.Previews {
+			parts[i] = r.section(p, diffs[i])
+			size += len(parts[i])
+		}
+		if size <= limit || !cutLongest(diffs, size-limit) {
+			break
+		}
+	}
+	out := head + strings.Join(parts, "")
+	if len(out) > limit { // only the table is left: cut it as text
+		out = truncate(out, limit-len(truncatedNote)) + truncatedNote
+	}
+	return out
+}
+
+const truncatedNote = "\n\n… (cut to the forge's comment size)\n"
+
+// head is the marker, the title and the summary table.
+func (r Report) head() string {
+	var b strings.Builder
+	b.WriteString(Marker + "\n### stackd preview")
+	if r.Commit != "" {
+		fmt.Fprintf(&b, " of `%.12s`", r.Commit)
+	}
+	b.WriteString("\n\n")
+	if r.Error != "" {
+		b.WriteString("Nothing was previewed:\n\n" + fence(r.Error) + "\n")
+	}
+	if len(r.Previews) > 0 {
+		b.WriteString("| Stack | + create | ~ update | - delete | ± replace | Duration | Result |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---|\n")
+		for _, p := range r.Previews {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.stackCell(p),
+				count(p, "create"), count(p, "update"), count(p, "delete"), count(p, "replace"),
+				duration(p.Duration), resultText(p.Result))
+		}
+	}
+	for _, name := range r.Removed {
+		fmt.Fprintf(&b, "\nMerging removes stack `%s` from the config.", name)
+	}
+	if len(r.Removed) > 0 {
+		b.WriteString(" A removed stack is destroyed only with `destroyOnFinalize`.\n")
+	}
+	return b.String()
+}
+
+func (r Report) stackCell(p Preview) string {
+	name := "`" + p.Stack + "`"
+	if p.New {
+		name += " (new)"
+	}
+	if link := r.link(p); link != "" {
+		name = "[" + name + "](" + link + ")"
+	}
+	return name
+}
+
+func (r Report) link(p Preview) string {
+	if r.LinkOf == nil {
+		return ""
+	}
+	return r.LinkOf(p)
+}
+
+// section is p's collapsed details: its diff, cut to diff, and its error.
+func (r Report) section(p Preview, diff string) string {
+	if p.Diff == "" && p.Error == "" {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n<details><summary>%s: %s</summary>\n\n", p.Stack, resultText(p.Result))
+	if p.Error != "" {
+		b.WriteString("**Error**\n\n" + fence(p.Error) + "\n")
+	}
+	if diff != "" {
+		b.WriteString(fence(diff) + "\n")
+	}
+	if len(diff) < len(p.Diff) {
+		b.WriteString("The diff is cut here")
+		if link := r.link(p); link != "" {
+			b.WriteString(": [full log](" + link + ")")
+		}
+		b.WriteString(".\n")
+	}
+	b.WriteString("</details>\n")
+	return b.String()
+}
+
+// cutLongest shortens the longest of diffs by at least excess bytes (and
+// a margin for the note it adds). It reports false when nothing is left
+// to cut.
+func cutLongest(diffs []string, excess int) bool {
+	longest := -1
+	for i, d := range diffs {
+		if d != "" && (longest < 0 || len(d) > len(diffs[longest])) {
+			longest = i
+		}
+	}
+	if longest < 0 {
+		return false
+	}
+	keep := len(diffs[longest]) - excess - 200
+	if keep < 200 {
+		keep = 0
+	}
+	diffs[longest] = truncate(diffs[longest], keep)
+	if keep > 0 {
+		diffs[longest] += "\n…"
+	}
+	return true
+}
+
+// truncate cuts s to at most n bytes on a UTF-8 boundary.
+func truncate(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// fence puts text in a code block whose fence is longer than any run of
+// backticks in it, so that nothing in text ends the block early.
+func fence(text string) string {
+	run, longest := 0, 0
+	for _, c := range text {
+		if c == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	f := strings.Repeat("`", max(3, longest+1))
+	return f + "\n" + strings.TrimRight(text, "\n") + "\n" + f
+}
+
+func count(p Preview, op string) string {
+	if p.Result == Queued || p.Result == Running {
+		return ""
+	}
+	return fmt.Sprint(p.Changes[op])
+}
+
+func duration(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return d.Round(100 * time.Millisecond).String()
+}
+
+func resultText(result string) string {
+	switch result {
+	case Succeeded:
+		return "✅ succeeded"
+	case Failed:
+		return "❌ failed"
+	case Cancelled:
+		return "cancelled"
+	}
+	return "⏳ " + result
+}

@@ -1,0 +1,98 @@
+package review
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stackd/stackd/daemon/spec"
+)
+
+func TestAffected(t *testing.T) {
+	stack := func(name, repo, branch, repoDir string, paths ...string) *spec.Stack {
+		return &spec.Stack{Name: name, Spec: spec.StackSpec{ProjectRepo: repo, Branch: branch, RepoDir: repoDir, Paths: paths}}
+	}
+	cfg := &spec.Config{Stacks: []*spec.Stack{
+		stack("app", "https://github.com/acme/infra.git", "main", "app"),
+		stack("net", "git@github.com:acme/infra", "refs/heads/main", "net"),
+		stack("root", "https://github.com/acme/infra", "main", ""),
+		stack("other-branch", "https://github.com/acme/infra", "dev", "app"),
+		stack("other-repo", "https://github.com/acme/web", "main", "app"),
+		stack("globs", "https://github.com/acme/infra", "main", "app", "shared/**", "*.md"),
+	}}
+	ev := Event{URLs: []string{"https://GitHub.com/acme/infra"}, BaseBranch: "main"}
+	for _, tc := range []struct {
+		files []string
+		want  []string
+	}{
+		{[]string{"app/index.yaml"}, []string{"app", "root"}},
+		{[]string{"net/Pulumi.yaml"}, []string{"net", "root"}},
+		{[]string{"shared/lib/x.ts"}, []string{"root", "globs"}},
+		{[]string{"README.md"}, []string{"root", "globs"}},
+		{[]string{"docs/README.md"}, []string{"root"}},
+		{nil, nil},
+	} {
+		var got []string
+		for _, s := range Affected(cfg, ev, tc.files) {
+			got = append(got, s.Name)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("files %v: got %v, want %v", tc.files, got, tc.want)
+		}
+	}
+}
+
+func TestConfigChanges(t *testing.T) {
+	mk := func(name, src, branch string) *spec.Stack {
+		return &spec.Stack{Name: name, Source: src, Spec: spec.StackSpec{Stack: "dev", ProjectRepo: "r", Branch: branch}}
+	}
+	cur := &spec.Config{Stacks: []*spec.Stack{mk("a", "git", "main"), mk("b", "git", "main"), mk("c", "git", "main"), mk("local", "dir", "main")}}
+	next := &spec.Config{Stacks: []*spec.Stack{mk("a", "git", "main"), mk("b", "git", "release"), mk("d", "git", "main"), mk("local", "dir", "dev")}}
+	changed, added, removed := ConfigChanges(cur, next, "git")
+	var names []string
+	for _, s := range changed {
+		names = append(names, s.Name)
+	}
+	if !slices.Equal(names, []string{"b", "d"}) || !added["d"] || added["b"] || !slices.Equal(removed, []string{"c"}) {
+		t.Errorf("changed %v added %v removed %v", names, added, removed)
+	}
+}
+
+func TestComment(t *testing.T) {
+	r := Report{Commit: strings.Repeat("a", 40), Previews: []Preview{
+		{Stack: "app", Result: Succeeded, Changes: map[string]int{"update": 1, "same": 3}, Diff: "  ~ test:index:Thing x update\n"},
+		{Stack: "net", Result: Failed, Error: "error: boom ``` here", New: true},
+	}, Removed: []string{"old"}, LinkOf: func(p Preview) string { return "http://stackd/previews/" + p.Stack }}
+	c := Comment(r, 65536)
+	for _, want := range []string{
+		Marker, "`aaaaaaaaaaaa`",
+		"| [`app`](http://stackd/previews/app) | 0 | 1 | 0 | 0 |  | ✅ succeeded |",
+		"| [`net` (new)](http://stackd/previews/net) | 0 | 0 | 0 | 0 |  | ❌ failed |",
+		"<details><summary>app: ✅ succeeded</summary>", "~ test:index:Thing x update",
+		"````\nerror: boom ``` here\n````", "Merging removes stack `old`",
+	} {
+		if !strings.Contains(c, want) {
+			t.Errorf("comment lacks %q:\n%s", want, c)
+		}
+	}
+}
+
+func TestCommentWithinLimit(t *testing.T) {
+	big := strings.Repeat("  ~ test:index:Thing update é\n", 5000)
+	r := Report{Previews: []Preview{
+		{Stack: "a", Result: Succeeded, Diff: big},
+		{Stack: "b", Result: Succeeded, Diff: "small diff"},
+	}, LinkOf: func(p Preview) string { return "http://stackd/previews/" + p.Stack }}
+	for _, limit := range []int{65536, 4000, 600} {
+		c := Comment(r, limit)
+		if len(c) > limit {
+			t.Errorf("limit %d: comment of %d bytes", limit, len(c))
+		}
+		if !strings.Contains(c, Marker) {
+			t.Errorf("limit %d: marker lost", limit)
+		}
+		if limit >= 4000 && (!strings.Contains(c, "small diff") || !strings.Contains(c, "[full log](http://stackd/previews/a)")) {
+			t.Errorf("limit %d: the short diff or the link to the full log is missing:\n%s", limit, c)
+		}
+	}
+}

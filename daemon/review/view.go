@@ -1,0 +1,68 @@
+package review
+
+import "time"
+
+// Results of a preview.
+const (
+	Queued    = "queued"
+	Running   = "running"
+	Succeeded = "succeeded"
+	Failed    = "failed"
+	Cancelled = "cancelled"
+)
+
+// Accepted is what the webhook answers for a pull-request event: the
+// stacks whose previews it started, or why it starts none.
+type Accepted struct {
+	PullRequest string   `json:"pullRequest"`
+	Stacks      []string `json:"stacks"`
+	Ignored     string   `json:"ignored,omitempty"`
+}
+
+// PullRequest is an open pull request and the previews of its newest
+// head commit, as the API, the UI and the CLI show it.
+type PullRequest struct {
+	Key        string    `json:"key"`
+	Forge      Kind      `json:"forge"`
+	Repo       string    `json:"repo"`
+	Number     int       `json:"number"`
+	Title      string    `json:"title,omitempty"`
+	Author     string    `json:"author,omitempty"`
+	WebURL     string    `json:"webURL,omitempty"`
+	BaseBranch string    `json:"baseBranch"`
+	HeadSHA    string    `json:"headSHA"`
+	Fork       bool      `json:"fork,omitempty"`
+	UpdatedAt  time.Time `json:"updatedAt"`
+	// Previews are the stacks the head commit changes; Removed the
+	// stacks a change of the manifests would remove.
+	Previews []Preview `json:"previews"`
+	Removed  []string  `json:"removed,omitempty"`
+	// Error is why nothing could be previewed (the changed files could
+	// not be listed, the manifests do not load).
+	Error string `json:"error,omitempty"`
+}
+
+// Preview is one stack's preview of a pull request.
+type Preview struct {
+	Stack string `json:"stack"`
+	// Update is the ID of the preview's record in the stack's history
+	// (its log is the update's log); empty until it starts.
+	Update string `json:"update,omitempty"`
+	// Result is Queued, Running, Succeeded, Failed or Cancelled.
+	Result string `json:"result"`
+	// Changes counts resources by operation (create, update, delete,
+	// replace, same).
+	Changes  map[string]int `json:"changes,omitempty"`
+	Duration time.Duration  `json:"duration,omitempty"`
+	// Error is the program's or the engine's error, scrubbed.
+	Error string `json:"error,omitempty"`
+	// New marks a stack that the pull request's manifests add.
+	New bool `json:"new,omitempty"`
+	// diff is the preview's output, scrubbed, for the comment.
+	Diff string `json:"-"`
+}
+
+// Observer hears about each finished preview, for metrics.
+type Observer interface {
+	PreviewDone(result string, took time.Duration)
+}
