@@ -36,10 +36,13 @@ func TestImportRules(t *testing.T) {
 	for _, pure := range []string{"daemon/livelog", "daemon/scrub", "daemon/sched"} {
 		forbid(pure, func(dep string) bool { return strings.HasPrefix(dep, mod) || isHeavy(dep) })
 	}
+	forbid("daemon/review", func(dep string) bool {
+		return strings.HasPrefix(dep, mod) && dep != mod+"daemon/spec" || isHeavy(dep)
+	})
 	forbid("daemon", func(dep string) bool {
 		return strings.HasPrefix(dep, mod) && !strings.HasPrefix(dep, mod+"daemon/")
 	})
-	leaves := []string{"gitwatch", "runner", "store", "web", "cluster"}
+	leaves := []string{"gitwatch", "runner", "store", "web", "cluster", "forge", "preview"}
 	for _, leaf := range leaves {
 		forbid(leaf, func(dep string) bool {
 			return slices.ContainsFunc(leaves, func(l string) bool { return dep == mod+l || strings.HasPrefix(dep, mod+l+"/") })

@@ -12,16 +12,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/daemon/spec"
 )
 
 // Metrics are stackd's Prometheus metrics. It is the daemon's
-// daemon.Observer, counting updates and polls as they happen; the gauges
-// of each stack, the scheduler and the config are read from the API at
-// scrape time, so a stack that leaves the daemon leaves them too. Label
-// values are stack names, config sources (--config values, free of
-// credentials) and bounded enumerations (update types, states, healths),
-// never commits or error text.
+// daemon.Observer, counting updates and polls as they happen, and the
+// previews' review.Observer, counting previews of pull requests; the
+// gauges of each stack, the scheduler and the config are read from the
+// API at scrape time, so a stack that leaves the daemon leaves them too.
+// Label values are stack names, config sources (--config values, free of
+// credentials) and bounded enumerations (update types, states, healths,
+// preview results), never commits, pull requests or error text.
 type Metrics struct {
 	api atomic.Pointer[apiRef]
 	// events counts what the observer was told: a change of a counter.
@@ -38,12 +40,17 @@ type Metrics struct {
 	remoteCalls    *prometheus.CounterVec
 	commitApplied  prometheus.Histogram
 	driftChecks    *prometheus.CounterVec
+	previews       *prometheus.CounterVec
+	previewTook    prometheus.Histogram
 }
 
 // apiRef boxes an API for atomic.Pointer.
 type apiRef struct{ API }
 
-var _ daemon.Observer = (*Metrics)(nil)
+var (
+	_ daemon.Observer = (*Metrics)(nil)
+	_ review.Observer = (*Metrics)(nil)
+)
 
 // Label values of stackd_git_polls_total.
 const (
@@ -56,7 +63,13 @@ const (
 var (
 	updateTypes   = []string{daemon.UpdateUp, daemon.UpdatePreview, daemon.UpdateRefresh, daemon.UpdateDestroy, daemon.UpdateDrift}
 	updateResults = []string{daemon.UpdateSucceeded, daemon.UpdateFailed, daemon.UpdateAborted}
+	// previewResults are the results of a finished preview.
+	previewResults = []string{review.Succeeded, review.Failed, review.Cancelled}
 )
+
+// updateBuckets are the buckets of the durations of updates and
+// previews, in seconds.
+var updateBuckets = []float64{1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600}
 
 // NewMetrics registers stackd's metrics, the Go runtime's and the
 // process's on reg (it panics if reg holds any of them already). api may
@@ -71,7 +84,7 @@ func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
 		updateDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "stackd_update_duration_seconds",
 			Help:    "Duration of finished updates, by type.",
-			Buckets: []float64{1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600},
+			Buckets: updateBuckets,
 		}, []string{"type"}),
 		polls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stackd_git_polls_total",
@@ -95,6 +108,15 @@ func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
 			Help:    "Time from stackd first seeing a new commit (a poll or a push webhook) to its update succeeding; not from the commit's own time.",
 			Buckets: []float64{5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200},
 		}),
+		previews: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stackd_previews_total",
+			Help: "Finished previews of pull requests, by result (succeeded, failed, cancelled).",
+		}, []string{"result"}),
+		previewTook: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "stackd_preview_duration_seconds",
+			Help:    "Duration of finished previews of pull requests.",
+			Buckets: updateBuckets,
+		}),
 	}
 	for _, typ := range updateTypes {
 		for _, res := range updateResults {
@@ -110,8 +132,12 @@ func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
 	for _, res := range []string{spec.DriftInSync, spec.DriftDrifted, spec.DriftCheckFailed} {
 		m.driftChecks.WithLabelValues(res)
 	}
+	for _, res := range previewResults {
+		m.previews.WithLabelValues(res)
+	}
 	m.SetAPI(api)
 	reg.MustRegister(buildInfo(version), m.updates, m.updateDuration, m.polls, m.pollDuration, m.remoteCalls, m.commitApplied, m.driftChecks,
+		m.previews, m.previewTook,
 		stateCollector{m: m},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -185,6 +211,17 @@ func (m *Metrics) ConfigReloaded(daemon.ConfigStatus) {}
 func (m *Metrics) DriftChecked(state string) {
 	m.events.Add(1)
 	m.driftChecks.WithLabelValues(state).Inc()
+}
+
+// PreviewDone counts a finished preview of a pull request by its result
+// (review.Succeeded, Failed or Cancelled) and observes how long it took.
+func (m *Metrics) PreviewDone(result string, took time.Duration) {
+	m.events.Add(1)
+	if result == "" {
+		result = "unknown"
+	}
+	m.previews.WithLabelValues(result).Inc()
+	m.previewTook.Observe(took.Seconds())
 }
 
 // Descriptions of the gauges read at scrape time.

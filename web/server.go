@@ -95,9 +95,13 @@ type Options struct {
 	// webhook, which has its own secret, never need it.
 	Token             string
 	ReadRequiresToken bool
-	// WebhookSecret verifies push webhooks (GitHub and Gitea signatures,
-	// GitLab's token); empty disables the webhook endpoint.
+	// WebhookSecret verifies push and pull-request webhooks (GitHub and
+	// Gitea signatures, GitLab's token); empty disables the webhook
+	// endpoint.
 	WebhookSecret string
+	// Previews, when set, runs previews of the pull requests the webhook
+	// reports; the API and the UI list them. Nil ignores pull requests.
+	Previews PreviewAPI
 	// AllowedHosts are the host names (globs such as "*.example.com") the
 	// server answers for, besides IP addresses, localhost and the listen
 	// address: the names clients, forges and other replicas use.
@@ -168,6 +172,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/config", s.getConfig)
 	mux.HandleFunc("GET /api/v1/config/revisions", s.listRevisions)
 	mux.HandleFunc("GET /api/v1/cluster", s.getCluster)
+	mux.HandleFunc("GET /api/v1/previews", s.listPreviews)
 	mux.HandleFunc("GET /api/v1/backup", s.backup)
 	mux.HandleFunc("POST /api/v1/pause", s.pause)
 	mux.HandleFunc("POST /api/v1/resume", s.resume)
@@ -205,7 +210,7 @@ func (s *Server) Start() error {
 		}
 	}()
 	s.log.Info("serving http", "addr", ln.Addr().String(), "auth", s.opts.Token != "",
-		"webhooks", s.opts.WebhookSecret != "", "metrics", s.opts.Registry != nil)
+		"webhooks", s.opts.WebhookSecret != "", "previews", s.opts.Previews != nil, "metrics", s.opts.Registry != nil)
 	return nil
 }
 

@@ -62,6 +62,8 @@ func (s *Server) routeUI(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", s.uiList)
 	mux.HandleFunc("GET /stacks/{name}", s.uiStack)
 	mux.HandleFunc("GET /config", s.uiConfig)
+	mux.HandleFunc("GET /previews", s.uiPreviews)
+	mux.HandleFunc("GET /previews/{id}", s.uiPreview)
 	mux.Handle("POST /stacks/{name}/sync",
 		http.NewCrossOriginProtection().Handler(http.HandlerFunc(s.uiSync)))
 	mux.HandleFunc("GET /static/", serveStatic)
@@ -75,8 +77,9 @@ func (s *Server) canSync(r *http.Request) bool {
 
 // Sections of the UI, which the header's navigation marks.
 const (
-	sectionStacks = "stacks"
-	sectionConfig = "config"
+	sectionStacks   = "stacks"
+	sectionConfig   = "config"
+	sectionPreviews = "previews"
 )
 
 // page is what every page's layout needs.
@@ -338,15 +341,19 @@ func (s *Server) uiConfig(w http.ResponseWriter, r *http.Request) {
 // latestLog is the log of the update in flight, else of the newest
 // update in updates, or nil when there is none.
 func (s *Server) latestLog(v daemon.StackView, updates []daemon.Update) *logView {
-	lv := &logView{State: daemon.UpdateRunning}
 	switch {
 	case v.Status.CurrentUpdate != nil:
-		lv.ID = v.Status.CurrentUpdate.Name
+		return s.updateLog(v.Status.CurrentUpdate.Name, daemon.UpdateRunning)
 	case len(updates) > 0:
-		lv.ID, lv.State = updates[0].ID, updates[0].State
-	default:
-		return nil
+		return s.updateLog(updates[0].ID, updates[0].State)
 	}
+	return nil
+}
+
+// updateLog is the tail of update id's log, which is in state: the live
+// log, to be followed, while the update runs.
+func (s *Server) updateLog(id, state string) *logView {
+	lv := &logView{ID: id, State: state}
 	base := "/api/v1/updates/" + url.PathEscape(lv.ID) + "/log"
 	lv.Raw = base
 	data, live, err := s.api.Log(lv.ID)
@@ -476,7 +483,7 @@ func (s *Server) render(w http.ResponseWriter, status int, name string, data any
 }
 
 // pages maps each page's file to its template, parsed with the layout.
-var pages = parsePages("list.html", "stack.html", "config.html", "error.html")
+var pages = parsePages("list.html", "stack.html", "config.html", "previews.html", "preview.html", "error.html")
 
 func parsePages(names ...string) map[string]*template.Template {
 	m := make(map[string]*template.Template, len(names))
@@ -487,18 +494,21 @@ func parsePages(names ...string) map[string]*template.Template {
 }
 
 var funcs = template.FuncMap{
-	"asset":     assetURL,
-	"stackPath": stackPath,
-	"short":     shortSHA,
-	"short12":   shortCommit,
-	"badge":     configBadge,
-	"utc":       formatTime,
-	"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"age":       age,
-	"duration":  duration,
-	"changes":   changes,
-	"lower":     strings.ToLower,
-	"list":      func(items ...string) []string { return items },
+	"asset":       assetURL,
+	"stackPath":   stackPath,
+	"previewPath": previewPath,
+	"counts":      counts,
+	"took":        took,
+	"short":       shortSHA,
+	"short12":     shortCommit,
+	"badge":       configBadge,
+	"utc":         formatTime,
+	"iso":         func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"age":         age,
+	"duration":    duration,
+	"changes":     changes,
+	"lower":       strings.ToLower,
+	"list":        func(items ...string) []string { return items },
 }
 
 func stackPath(name string) string { return "/stacks/" + url.PathEscape(name) }

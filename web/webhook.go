@@ -13,7 +13,8 @@ import (
 	"time"
 )
 
-// webhookPath receives push events from GitHub, GitLab and Gitea/Forgejo.
+// webhookPath receives push and pull-request events from GitHub, GitLab
+// and Gitea/Forgejo.
 const webhookPath = "/api/v1/webhooks/git"
 
 // forgeEvent is a webhook request as its forge describes it.
@@ -21,8 +22,9 @@ type forgeEvent struct {
 	forge string
 	// event is the forge's event name.
 	event string
-	// push is whether event is a branch or tag push.
-	push bool
+	// push is whether event is a branch or tag push; pullRequest whether
+	// it is a pull (merge) request's.
+	push, pullRequest bool
 	// verify checks the request's signature or token against secret.
 	verify func(body []byte, secret string) bool
 }
@@ -55,7 +57,9 @@ type repoURLs struct {
 // signature. A verified branch push makes the stacks and Git config
 // sources tracking that branch of that repository poll at once (202
 // naming them: {"stacks": [...], "sources": [...]}, sources left out
-// when none); any other verified event is acknowledged and ignored (202).
+// when none); a verified pull-request event goes to Options.Previews
+// (see pullRequest); any other verified event is acknowledged and
+// ignored (202).
 func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	if s.opts.WebhookSecret == "" {
 		writeError(w, http.StatusNotFound, "webhooks are not configured")
@@ -78,6 +82,10 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	}
 	if id := deliveryID(r.Header); id != "" && s.deliveries.seen(ev.forge+"/"+id, time.Now()) {
 		writeJSON(w, http.StatusAccepted, map[string]string{"ignored": "delivery " + id + " seen already"})
+		return
+	}
+	if ev.pullRequest {
+		s.pullRequest(w, ev, body)
 		return
 	}
 	if !ev.push {
@@ -188,6 +196,14 @@ func isZeroSHA(sha string) bool {
 // Gitea and Forgejo also send GitHub's headers, so they are looked for
 // first.
 func detectForge(h http.Header) (forgeEvent, bool) {
+	ev, ok := forgeOf(h)
+	ev.pullRequest = ok && isPullRequestEvent(ev.forge, ev.event)
+	return ev, ok
+}
+
+// forgeOf reads the forge, its event name and how to verify the request
+// from the headers.
+func forgeOf(h http.Header) (forgeEvent, bool) {
 	for _, prefix := range []string{"Gitea", "Forgejo"} {
 		if ev := h.Get("X-" + prefix + "-Event"); ev != "" {
 			sig := h.Get("X-" + prefix + "-Signature")

@@ -22,6 +22,7 @@ import (
 	"github.com/stackd/stackd/daemon/notify"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/gitwatch"
+	"github.com/stackd/stackd/preview"
 	"github.com/stackd/stackd/runner"
 	"github.com/stackd/stackd/store"
 	"github.com/stackd/stackd/web"
@@ -31,6 +32,7 @@ import (
 type runFlags struct {
 	sourceFlags
 	clusterFlags
+	forgeFlags
 	dataDir   string
 	listen    string
 	pulumiBin string
@@ -86,6 +88,7 @@ func (s *stringsFlag) Set(v string) error {
 func (f *runFlags) define(fs *flag.FlagSet) {
 	f.sourceFlags.define(fs)
 	f.clusterFlags.define(fs)
+	f.forgeFlags.define(fs)
 	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir, "directory for state, checkouts and the default backend")
 	fs.StringVar(&f.listen, "listen", web.DefaultAddr, "HTTP listen address")
 	fs.StringVar(&f.pulumiBin, "pulumi-bin", "", "directory holding the pulumi CLI (default: beside stackd, else on PATH)")
@@ -219,6 +222,8 @@ const notifyGrace = 10 * time.Second
 type app struct {
 	srv *web.Server
 	d   *daemon.Daemon
+	// previews runs the previews of pull requests; nil without --forge.
+	previews *preview.Previewer
 	// closeStore closes the BoltDB store, or leaves the cluster.
 	closeStore func() error
 	// notifier delivers stack events; nil without --notify-* URLs.
@@ -276,7 +281,11 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	}()
 	reg := prometheus.NewRegistry()
 	metrics := web.NewMetrics(reg, nil, version)
-	d, err := newDaemon(ctx, f, srcs, auth, dataDir, st, own, metrics, asNotifier(wh), log)
+	d, run, fetcher, err := newDaemon(ctx, f, srcs, auth, dataDir, st, own, metrics, asNotifier(wh), log)
+	if err != nil {
+		return nil, err
+	}
+	pv, err := newPreviewer(f, d, run, fetcher, st, auth, dataDir, metrics, asNotifier(wh), log)
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +295,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	}
 	srv := web.New(web.Options{Addr: f.listen, API: d, Logger: log.With("component", "web"), Registry: reg, Metrics: metrics,
 		Version: version, Token: token, ReadRequiresToken: f.readToken, WebhookSecret: hookSecret,
-		AllowedHosts: allowedHosts(f)})
+		AllowedHosts: allowedHosts(f), Previews: previewAPI(pv)})
 	for _, w := range srv.Warnings() {
 		log.Warn(w)
 	}
@@ -295,7 +304,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 		return nil, err
 	}
 	log.Info("stackd started", "version", version, "config", f.config.String(), "data_dir", dataDir, "stacks", len(d.Stacks()))
-	return &app{srv: srv, d: d, closeStore: closeStore, notifier: wh}, nil
+	return &app{srv: srv, d: d, previews: pv, closeStore: closeStore, notifier: wh}, nil
 }
 
 // readEnvFiles reads --env-file files: NAME=value lines, blank lines and
@@ -416,25 +425,26 @@ func closeNotifier(wh *notify.Webhook, grace time.Duration) {
 
 func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemon.GitAuth, dataDir string, st daemon.Store,
 	own daemon.Ownership, obs daemon.Observer, notifier daemon.Notifier, log *slog.Logger,
-) (*daemon.Daemon, error) {
+) (*daemon.Daemon, daemon.Runner, daemon.Fetcher, error) {
 	bin, err := pulumiBin(f.pulumiBin)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	env, err := readEnvFiles(f.envFiles)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	run, err := runner.New(ctx, runner.Options{Bin: bin, DataDir: dataDir, DefaultBackend: f.backend,
 		PassphraseFile: f.secretsPassphraseFile, Timeout: f.opTimeout, Logger: log.With("component", "runner"),
 		PassEnv: f.passEnv, Env: env, InstallTimeout: f.installTimeout})
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	return daemon.New(nil, daemon.Options{
+	fetcher := gitwatch.New(gitwatch.Options{Timeout: f.gitTimeout, CacheFor: f.minResync / 2,
+		RemoteCall: remoteCall(obs), Logger: log.With("component", "gitwatch")})
+	d, err := daemon.New(nil, daemon.Options{
 		Store: st, Runner: run, Logger: log.With("component", "daemon"), DataDir: dataDir,
-		Fetcher: gitwatch.New(gitwatch.Options{Timeout: f.gitTimeout, CacheFor: f.minResync / 2,
-			RemoteCall: remoteCall(obs), Logger: log.With("component", "gitwatch")}),
+		Fetcher:       fetcher,
 		Refs:          spec.RefSources{SecretsDir: f.secretsDir, ConfigMapsDir: f.configMapsDir, EnvAllow: f.envRefAllow},
 		MaxConcurrent: f.maxConcurrent, MinResync: f.minResync, MaxFailures: f.maxFailures,
 		BackoffBase: f.retryBackoff, OpTimeout: f.opTimeout,
@@ -442,6 +452,7 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemo
 		DriftInterval: f.driftInterval, Notifier: notifier,
 		Ownership: own, Node: nodeName(own), HandoverGrace: f.handover,
 	})
+	return d, run, fetcher, err
 }
 
 // checkLocalConfig validates a config made of local files only, logging
@@ -489,9 +500,13 @@ func (a *app) stop(grace context.Context) error {
 	httpCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	errHTTP := a.srv.Stop(httpCtx)
+	var errPreviews error
+	if a.previews != nil {
+		errPreviews = a.previews.Stop(grace) // previews are cancelled, not drained
+	}
 	errDaemon := a.d.Stop(grace)
 	closeNotifier(a.notifier, notifyGrace)
-	return errors.Join(errHTTP, errDaemon, a.closeStore())
+	return errors.Join(errHTTP, errPreviews, errDaemon, a.closeStore())
 }
 
 // pulumiBin finds the directory of the pulumi CLI: the flag, else beside

@@ -13,6 +13,8 @@ const (
 	UpdateFailed   = "update_failed"
 	StackStalled   = "stack_stalled"
 	StackRecovered = "stack_recovered"
+	// PreviewFailed: a pull request's preview of a stack failed.
+	PreviewFailed = "preview_failed"
 )
 
 // Event is a change of a stack that people want to hear about. It holds

@@ -410,6 +410,8 @@ func eventTitle(kind string) (emoji, title string) {
 		return ":rotating_light:", "stack stalled"
 	case StackRecovered:
 		return ":white_check_mark:", "stack recovered"
+	case PreviewFailed:
+		return ":x:", "preview of a pull request failed"
 	}
 	return ":information_source:", strings.ReplaceAll(kind, "_", " ")
 }

@@ -149,3 +149,16 @@ func Host(raw string) string {
 	}
 	return host
 }
+
+// Forges are the declared forges by Host.
+type Forges map[string]Forge
+
+// For is the forge that serves the repository of urls.
+func (f Forges) For(urls []string) (Forge, string, bool) {
+	for _, u := range urls {
+		if h := Host(u); h != "" && f[h] != nil {
+			return f[h], h, true
+		}
+	}
+	return nil, "", false
+}

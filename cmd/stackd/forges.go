@@ -1,0 +1,117 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+
+	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/forge"
+	"github.com/stackd/stackd/preview"
+	"github.com/stackd/stackd/web"
+)
+
+// forgeFlags declare the forges that pull-request previews report to.
+type forgeFlags struct {
+	forges      stringsFlag // KIND=BASE_URL
+	tokenFiles  stringsFlag // BASE_URL=FILE
+	forkPRs     bool
+	authors     stringsFlag
+	externalURL string
+}
+
+// knownForges are the forges known without --forge.
+var knownForges = map[string]review.Kind{"https://github.com": review.GitHub, "https://gitlab.com": review.GitLab}
+
+func (f *forgeFlags) define(fs *flag.FlagSet) {
+	fs.Var(&f.forges, "forge", "`KIND=BASE_URL` of a forge whose pull requests are previewed: github, gitlab or gitea (repeatable; github.com and gitlab.com are known)")
+	fs.Var(&f.tokenFiles, "forge-token-file", "`BASE_URL=FILE`: the file holding the API token of that forge (repeatable)")
+	fs.BoolVar(&f.forkPRs, "preview-fork-prs", false, "preview pull requests from forks too: their authors' code then runs with the stacks' credentials")
+	fs.Var(&f.authors, "preview-author", "only preview the pull requests of this forge user `NAME` (repeatable; default: every author)")
+	fs.StringVar(&f.externalURL, "external-url", "", "stackd's `URL` as the forge's users reach it, for links from statuses and comments")
+}
+
+// enabled says whether previews were asked for.
+func (f *forgeFlags) enabled() bool { return len(f.forges) > 0 || len(f.tokenFiles) > 0 }
+
+// build makes the forges, by the host of their repositories. Tokens are
+// read from their files and never logged.
+func (f *forgeFlags) build(log *slog.Logger) (review.Forges, error) {
+	tokens := map[string]string{}
+	for _, v := range f.tokenFiles {
+		base, file, ok := strings.Cut(v, "=")
+		if !ok || base == "" || file == "" {
+			return nil, fmt.Errorf("--forge-token-file %q: want BASE_URL=FILE", v)
+		}
+		tok, err := readSecretFile(file, "--forge-token-file")
+		if err != nil {
+			return nil, err
+		}
+		tokens[normalBase(base)] = tok
+	}
+	kinds := map[string]review.Kind{}
+	for base, k := range knownForges {
+		kinds[base] = k
+	}
+	for _, v := range f.forges {
+		kind, base, ok := strings.Cut(v, "=")
+		k, known := review.ParseKind(kind)
+		if !ok || !known {
+			return nil, fmt.Errorf("--forge %q: want KIND=BASE_URL with KIND github, gitlab or gitea", v)
+		}
+		if u, err := url.Parse(base); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, fmt.Errorf("--forge %q: the base URL must be an http(s) URL", v)
+		}
+		kinds[normalBase(base)] = k
+	}
+	for base := range tokens {
+		if _, ok := kinds[base]; !ok {
+			return nil, fmt.Errorf("--forge-token-file: no --forge is declared for %s", base)
+		}
+	}
+	out := review.Forges{}
+	for base, k := range kinds {
+		fg, err := forge.New(forge.Config{Kind: k, BaseURL: base, Token: tokens[base]}, forge.Options{Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("--forge %s=%s: %w", k, base, err)
+		}
+		out[review.Host(base)] = fg
+	}
+	return out, nil
+}
+
+// normalBase is a base URL without a trailing slash.
+func normalBase(base string) string { return strings.TrimRight(strings.TrimSpace(base), "/") }
+
+// newPreviewer makes the previewer of pull requests, or nil when no
+// forge was declared.
+func newPreviewer(f *runFlags, d *daemon.Daemon, run daemon.Runner, fetcher daemon.Fetcher, st daemon.Store,
+	auth *daemon.GitAuth, dataDir string, obs review.Observer, notifier daemon.Notifier, log *slog.Logger,
+) (*preview.Previewer, error) {
+	if !f.forgeFlags.enabled() {
+		return nil, nil
+	}
+	if f.etcd != "" {
+		return nil, errors.New("pull-request previews (--forge) are not available in cluster mode (--etcd) yet")
+	}
+	forges, err := f.forgeFlags.build(log.With("component", "forge"))
+	if err != nil {
+		return nil, err
+	}
+	return preview.New(preview.Options{Daemon: d, Runner: run, Fetcher: fetcher, Store: st, Forges: forges,
+		DataDir: dataDir, UIURL: f.externalURL, ForkPRs: f.forkPRs, Authors: f.authors, SourceAuth: auth,
+		Timeout: f.opTimeout, Notifier: notifier, Observer: obs, Logger: log.With("component", "preview")}), nil
+}
+
+// previewAPI is pv for the web server: a nil interface, not a nil
+// pointer, when previews are off.
+func previewAPI(pv *preview.Previewer) web.PreviewAPI {
+	if pv == nil {
+		return nil
+	}
+	return pv
+}

@@ -1,0 +1,240 @@
+// Package preview previews pull requests: for each pull request a forge
+// announces, it runs `pulumi preview --diff` of every stack the pull
+// request changes, at its head commit, in a work dir of its own and on a
+// copy of the runner's state of the stack, and reports on the forge: a
+// commit status per stack and one comment per pull request, edited on
+// every push. It changes nothing of a stack but its history, where each
+// preview is an update of type preview with the pull request's number.
+package preview
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/notify"
+	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/daemon/spec"
+)
+
+// Daemon is what previews take from the reconcile loop (daemon.Daemon).
+type Daemon interface {
+	Config() *spec.Config
+	ConfigInputs() ([]spec.Input, error)
+	Resolve(ctx context.Context, cfg *spec.Config, s *spec.Stack) (daemon.GitSource, daemon.Workspace, []string, error)
+	AcquireSlot(ctx context.Context) (release func(), err error)
+}
+
+// Store records previews in the stacks' histories.
+type Store interface {
+	BeginUpdate(u daemon.Update) (daemon.Update, error)
+	PutUpdate(u daemon.Update) error
+	PutLog(id string, log []byte) error
+}
+
+// Options configure a Previewer. Daemon, Runner, Fetcher, Store and
+// DataDir are required.
+type Options struct {
+	Daemon  Daemon
+	Runner  daemon.Runner
+	Fetcher daemon.Fetcher
+	Store   Store
+	// Forges are the forges that report, by the host of their
+	// repositories.
+	Forges review.Forges
+	// DataDir holds the previews' work dirs (previews/).
+	DataDir string
+	// UIURL is stackd's address as the forge's users reach it: commit
+	// statuses and the comment link to the previews' pages under it.
+	// Empty: no links.
+	UIURL string
+	// ForkPRs previews pull requests from forks, whose authors then run
+	// code with the stacks' credentials.
+	ForkPRs bool
+	// Authors, when set, are the only authors whose pull requests are
+	// previewed.
+	Authors []string
+	// SourceAuth is the credentials of the Git config sources.
+	SourceAuth *daemon.GitAuth
+	// Timeout bounds one preview; zero means the runner's default.
+	Timeout  time.Duration
+	Notifier daemon.Notifier
+	Observer review.Observer
+	Logger   *slog.Logger
+}
+
+// Previewer runs the previews of pull requests. It implements the web
+// server's PreviewAPI.
+type Previewer struct {
+	opts Options
+	log  *slog.Logger
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	mu  sync.Mutex
+	prs map[string]*pullRequest
+}
+
+// pullRequest is an open pull request and its newest round of previews.
+type pullRequest struct {
+	view    review.PullRequest
+	cancel  context.CancelFunc // of the round in progress
+	done    chan struct{}      // closed when that round ends
+	comment int64              // the comment's ID, once known
+}
+
+// New makes a Previewer; Stop ends its work.
+func New(opts Options) *Previewer {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	p := &Previewer{opts: opts, log: opts.Logger, prs: map[string]*pullRequest{}}
+	p.ctx, p.stop = context.WithCancel(context.Background())
+	return p
+}
+
+// Stop cancels the previews in progress and waits for them until ctx
+// ends.
+func (p *Previewer) Stop(ctx context.Context) error {
+	p.stop()
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// PullRequest takes a verified pull-request event: a new head commit
+// starts a round of previews (cancelling the round of the older one),
+// and a closed pull request's round is cancelled. It never waits for
+// the forge: the changed files are listed by the round.
+func (p *Previewer) PullRequest(ev review.Event) review.Accepted {
+	acc := review.Accepted{PullRequest: ev.Key(), Stacks: []string{}}
+	if ev.Action == review.Closed {
+		p.closed(ev)
+		acc.Ignored = "pull request closed: its previews are cancelled"
+		return acc
+	}
+	f, _, ok := p.opts.Forges.For(ev.URLs)
+	if why := p.refuse(ev, ok); why != "" {
+		acc.Ignored = why
+		p.log.Info("pull request not previewed", "pullRequest", ev.Key(), "why", why)
+		return acc
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr := p.prs[ev.Key()]
+	if pr != nil && pr.view.HeadSHA == ev.HeadSHA {
+		acc.Ignored = "head commit " + short(ev.HeadSHA) + " is previewed already"
+		return acc
+	}
+	if pr == nil {
+		pr = &pullRequest{}
+		p.prs[ev.Key()] = pr
+	}
+	if pr.cancel != nil {
+		pr.cancel() // superseded by the new head commit
+	}
+	ctx, cancel := context.WithCancel(p.ctx)
+	prev := pr.done
+	pr.cancel, pr.done = cancel, make(chan struct{})
+	pr.view = viewOf(ev)
+	p.wg.Add(1)
+	go func(done chan struct{}) {
+		defer p.wg.Done()
+		defer close(done)
+		defer cancel()
+		if prev != nil {
+			<-prev // the older round's statuses and records are written
+		}
+		p.round(ctx, pr, ev, f)
+	}(pr.done)
+	return acc
+}
+
+// refuse says why ev is not previewed, or "".
+func (p *Previewer) refuse(ev review.Event, hasForge bool) string {
+	switch {
+	case !hasForge:
+		return "no forge is declared for the repository's host (--forge)"
+	case ev.Fork && !p.opts.ForkPRs:
+		return "the pull request comes from a fork; previews of forks need --preview-fork-prs"
+	case len(p.opts.Authors) > 0 && !slices.Contains(p.opts.Authors, ev.Author):
+		return "the pull request's author is not in --preview-authors"
+	}
+	return ""
+}
+
+// closed cancels the round of a closed pull request and forgets it.
+func (p *Previewer) closed(ev review.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pr := p.prs[ev.Key()]; pr != nil {
+		if pr.cancel != nil {
+			pr.cancel()
+		}
+		delete(p.prs, ev.Key())
+	}
+}
+
+// PullRequests lists the open pull requests seen since the start, newest
+// first.
+func (p *Previewer) PullRequests() []review.PullRequest {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]review.PullRequest, 0, len(p.prs))
+	for _, pr := range p.prs {
+		v := pr.view
+		v.Previews = slices.Clone(v.Previews)
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b review.PullRequest) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
+	return out
+}
+
+// setView changes pr's view under the lock.
+func (p *Previewer) setView(pr *pullRequest, change func(v *review.PullRequest)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	change(&pr.view)
+	pr.view.UpdatedAt = time.Now()
+}
+
+func viewOf(ev review.Event) review.PullRequest {
+	return review.PullRequest{Key: ev.Key(), Forge: ev.Forge, Repo: ev.Repo, Number: ev.Number, Title: ev.Title,
+		Author: ev.Author, WebURL: ev.WebURL, BaseBranch: ev.BaseBranch, HeadSHA: ev.HeadSHA, Fork: ev.Fork,
+		UpdatedAt: time.Now(), Previews: []review.Preview{}}
+}
+
+// notifyFailed tells the notifier of a failed preview.
+func (p *Previewer) notifyFailed(ev review.Event, pv review.Preview) {
+	if p.opts.Notifier == nil {
+		return
+	}
+	p.opts.Notifier.Notify(notify.Event{Kind: notify.PreviewFailed, Stack: pv.Stack, Time: time.Now(),
+		Message: fmt.Sprintf("the preview of pull request #%d (%s) failed: %s", ev.Number, ev.Repo, firstLine(pv.Error)),
+		Update:  pv.Update, Commit: ev.HeadSHA})
+}
+
+// workDir is the directory of a pull request's work dirs.
+func workDir(ev review.Event) string {
+	sum := sha256.Sum256([]byte(ev.Key()))
+	return hex.EncodeToString(sum[:8])
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}

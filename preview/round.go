@@ -1,0 +1,208 @@
+package preview
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/daemon/spec"
+)
+
+// target is one stack to preview and where its program comes from.
+type target struct {
+	stack *spec.Stack
+	cfg   *spec.Config // the config the stack's spec comes from
+	// head is set when the program is the pull request's head commit;
+	// otherwise it is the stack's own source (a manifests change).
+	head bool
+	new  bool // added by the pull request's manifests
+}
+
+// round previews the stacks ev's head commit changes and reports on f.
+// A round whose ctx ends (a newer push, the pull request closed, stackd
+// stopping) writes no comment: the next round does.
+func (p *Previewer) round(ctx context.Context, pr *pullRequest, ev review.Event, f review.Forge) {
+	defer os.RemoveAll(filepath.Join(p.opts.DataDir, "previews", workDir(ev)))
+	files, err := f.ChangedFiles(ctx, ev.Repo, ev.Number)
+	if err != nil {
+		p.roundFailed(ctx, pr, ev, f, fmt.Errorf("list the changed files: %w", err))
+		return
+	}
+	targets, removed, err := p.targets(ctx, ev, files)
+	if err != nil {
+		p.setStatus(ctx, f, ev, review.Status{Context: "stackd/config", State: review.Failure,
+			Description: "The manifests at this commit do not load"})
+		p.roundFailed(ctx, pr, ev, f, err)
+		return
+	}
+	if len(targets) == 0 && len(removed) == 0 {
+		p.log.Info("pull request changes no stack's files", "pullRequest", ev.Key(), "files", len(files))
+		return
+	}
+	previews := make([]review.Preview, len(targets))
+	for i, t := range targets {
+		previews[i] = review.Preview{Stack: t.stack.Name, Result: review.Queued, New: t.new}
+	}
+	p.setView(pr, func(v *review.PullRequest) { v.Previews, v.Removed = previews, removed })
+	for _, t := range targets {
+		p.setStatus(ctx, f, ev, review.Status{Context: "stackd/" + t.stack.Name, State: review.Pending,
+			Description: "Preview queued", TargetURL: p.prLink(ev)})
+	}
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Go(func() {
+			pv := p.preview(ctx, pr, ev, i, t)
+			p.report(ctx, f, ev, pv)
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return
+	}
+	p.comment(ctx, pr, ev, f, review.Report{Commit: ev.HeadSHA, Previews: p.previews(pr), Removed: removed, LinkOf: p.link})
+}
+
+// roundFailed reports a round that could preview nothing.
+func (p *Previewer) roundFailed(ctx context.Context, pr *pullRequest, ev review.Event, f review.Forge, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	msg := err.Error()
+	p.log.Warn("cannot preview a pull request", "pullRequest", ev.Key(), "err", msg)
+	p.setView(pr, func(v *review.PullRequest) { v.Error = msg })
+	p.comment(ctx, pr, ev, f, review.Report{Commit: ev.HeadSHA, Error: msg})
+}
+
+// targets lists the stacks to preview: those whose files the pull
+// request changes, with the spec in force, and those whose manifests it
+// adds or changes (when its repository is a Git config source), with the
+// spec at its head. removed names the stacks its manifests remove.
+func (p *Previewer) targets(ctx context.Context, ev review.Event, files []string) ([]target, []string, error) {
+	cur := p.opts.Daemon.Config()
+	if cur == nil {
+		return nil, nil, errors.New("stackd has no config yet")
+	}
+	byName := map[string]target{}
+	var order []string
+	add := func(t target) {
+		if _, ok := byName[t.stack.Name]; !ok {
+			order = append(order, t.stack.Name)
+		}
+		byName[t.stack.Name] = t
+	}
+	proposals, removed, err := p.proposedConfig(ctx, ev, files, cur)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, s := range review.Affected(cur, ev, files) {
+		add(target{stack: s, cfg: cur, head: true})
+	}
+	for _, c := range proposals {
+		for _, s := range c.changed {
+			head := len(review.Affected(&spec.Config{Stacks: []*spec.Stack{s}}, ev, files)) > 0
+			add(target{stack: s, cfg: c.cfg, head: head, new: c.added[s.Name]})
+		}
+	}
+	out := make([]target, 0, len(order))
+	for _, name := range order {
+		out = append(out, byName[name])
+	}
+	return out, removed, nil
+}
+
+// previews is a copy of pr's previews.
+func (p *Previewer) previews(pr *pullRequest) []review.Preview {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]review.Preview(nil), pr.view.Previews...)
+}
+
+// setPreview replaces preview i of pr.
+func (p *Previewer) setPreview(pr *pullRequest, i int, pv review.Preview) {
+	p.setView(pr, func(v *review.PullRequest) {
+		if i < len(v.Previews) && v.Previews[i].Stack == pv.Stack {
+			v.Previews[i] = pv
+		}
+	})
+}
+
+// report sets pv's commit status.
+func (p *Previewer) report(ctx context.Context, f review.Forge, ev review.Event, pv review.Preview) {
+	if pv.Result == review.Cancelled || ctx.Err() != nil {
+		return
+	}
+	st := review.Status{Context: "stackd/" + pv.Stack, State: review.Success, TargetURL: p.link(pv),
+		Description: "Preview: " + changeSummary(pv.Changes)}
+	if pv.Result == review.Failed {
+		st.State, st.Description = review.Failure, "Preview failed: "+firstLine(pv.Error)
+	}
+	p.setStatus(ctx, f, ev, st)
+}
+
+func (p *Previewer) setStatus(ctx context.Context, f review.Forge, ev review.Event, st review.Status) {
+	if err := f.SetStatus(ctx, ev.Repo, ev.HeadSHA, st); err != nil && ctx.Err() == nil {
+		p.log.Warn("cannot set a commit status", "pullRequest", ev.Key(), "context", st.Context, "err", err)
+	}
+}
+
+// comment writes the pull request's one comment.
+func (p *Previewer) comment(ctx context.Context, pr *pullRequest, ev review.Event, f review.Forge, r review.Report) {
+	p.mu.Lock()
+	id := pr.comment
+	p.mu.Unlock()
+	id, err := f.UpsertComment(ctx, ev.Repo, ev.Number, review.Marker, review.Comment(r, f.MaxComment()), id)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.log.Warn("cannot write the pull request's comment", "pullRequest", ev.Key(), "err", err)
+		}
+		return
+	}
+	p.mu.Lock()
+	pr.comment = id
+	p.mu.Unlock()
+	p.log.Info("pull request previewed", "pullRequest", ev.Key(), "commit", short(ev.HeadSHA), "stacks", len(r.Previews))
+}
+
+// link is the address of pv's page in the UI.
+func (p *Previewer) link(pv review.Preview) string {
+	if p.opts.UIURL == "" || pv.Update == "" {
+		return ""
+	}
+	return strings.TrimSuffix(p.opts.UIURL, "/") + "/previews/" + url.PathEscape(pv.Update)
+}
+
+// prLink is the address of the UI's page of pull requests.
+func (p *Previewer) prLink(review.Event) string {
+	if p.opts.UIURL == "" {
+		return ""
+	}
+	return strings.TrimSuffix(p.opts.UIURL, "/") + "/previews"
+}
+
+// changeSummary is "+1 ~2 -0 ±0".
+func changeSummary(c map[string]int) string {
+	return fmt.Sprintf("+%d ~%d -%d ±%d", c["create"], c["update"], c["delete"], c["replace"])
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// elapsed is the duration since start, for views.
+func elapsed(start time.Time) time.Duration { return time.Since(start).Round(time.Millisecond) }
+
+// stackDir is the work dir of one stack's preview of ev.
+func (p *Previewer) stackDir(ev review.Event, stack string) string {
+	return filepath.Join(p.opts.DataDir, "previews", workDir(ev), stack)
+}

@@ -1,0 +1,163 @@
+package preview
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/daemon/scrub"
+)
+
+// maxLog bounds what a preview's log keeps in memory; the store keeps
+// its own limit.
+const maxLog = 4 << 20
+
+// preview runs the preview of target t, records it in the stack's
+// history and returns it. It waits for a worker slot first: updates of
+// the reconcile loop go before previews.
+func (p *Previewer) preview(ctx context.Context, pr *pullRequest, ev review.Event, i int, t target) review.Preview {
+	pv := review.Preview{Stack: t.stack.Name, Result: review.Cancelled, New: t.new}
+	release, err := p.opts.Daemon.AcquireSlot(ctx)
+	if err != nil {
+		p.setPreview(pr, i, pv)
+		return pv
+	}
+	defer release()
+	start := time.Now()
+	pv.Result = review.Running
+	commit, u, err := p.begin(ctx, ev, t, start)
+	if err != nil {
+		pv.Result, pv.Error = review.Failed, err.Error()
+		p.setPreview(pr, i, pv)
+		p.finished(ev, pv)
+		return pv
+	}
+	pv.Update = u.ID
+	p.setPreview(pr, i, pv)
+
+	log, res, runErr, secrets := p.run(ctx, ev, t, commit)
+	pv.Duration = elapsed(start)
+	pv.Changes = res.Changes
+	pv.Diff = string(log)
+	u.EndTime, u.Changes, u.State = time.Now(), res.Changes, daemon.UpdateSucceeded
+	switch {
+	case ctx.Err() != nil:
+		pv.Result, u.State, u.Message = review.Cancelled, daemon.UpdateAborted, "superseded by a newer commit, or the pull request closed"
+	case runErr != nil:
+		pv.Result, u.State = review.Failed, daemon.UpdateFailed
+		pv.Error = scrub.New(nil, secrets).Clean(runErr.Error())
+		u.Message = pv.Error
+	default:
+		pv.Result = review.Succeeded
+	}
+	if err := p.opts.Store.PutLog(u.ID, log); err != nil {
+		p.log.Error("cannot store a preview's log", "update", u.ID, "err", err)
+	}
+	if err := p.opts.Store.PutUpdate(u); err != nil {
+		p.log.Error("cannot record a preview", "update", u.ID, "err", err)
+	}
+	p.setPreview(pr, i, pv)
+	p.finished(ev, pv)
+	return pv
+}
+
+// begin records the preview's start at the commit its program comes from.
+func (p *Previewer) begin(ctx context.Context, ev review.Event, t target, start time.Time) (string, daemon.Update, error) {
+	commit, err := p.programCommit(ctx, ev, t)
+	if err != nil {
+		return "", daemon.Update{}, err
+	}
+	u, err := p.opts.Store.BeginUpdate(daemon.Update{Stack: t.stack.Name, Type: daemon.UpdatePreview,
+		Reason: fmt.Sprintf("Preview of pull request #%d", ev.Number), Commit: commit, PullRequest: ev.Number,
+		StartTime: start, State: daemon.UpdateRunning})
+	if err != nil {
+		return "", daemon.Update{}, fmt.Errorf("record the preview: %w", err)
+	}
+	return commit, u, nil
+}
+
+// programCommit is the commit t's program is previewed at: the pull
+// request's head, or, for a manifests change, the stack's own commit.
+func (p *Previewer) programCommit(ctx context.Context, ev review.Event, t target) (string, error) {
+	s := &t.stack.Spec
+	switch {
+	case t.head:
+		return ev.HeadSHA, nil
+	case s.ProgramRef != nil:
+		return "", nil
+	case s.Commit != "":
+		return s.Commit, nil
+	}
+	src, _, _, err := p.opts.Daemon.Resolve(ctx, t.cfg, t.stack)
+	if err != nil {
+		return "", err
+	}
+	return p.opts.Fetcher.Resolve(ctx, src)
+}
+
+// run checks the program out into the preview's own work dir and runs
+// the preview there. It returns the scrubbed log, the result and error,
+// and the secrets it scrubbed.
+func (p *Previewer) run(ctx context.Context, ev review.Event, t target, commit string) ([]byte, daemon.Result, error, []string) {
+	dir := p.stackDir(ev, t.stack.Name)
+	defer os.RemoveAll(dir)
+	src, ws, secrets, err := p.opts.Daemon.Resolve(ctx, t.cfg, t.stack)
+	if err != nil {
+		return nil, daemon.Result{}, err, secrets
+	}
+	if ws.ProjectDir, err = p.program(ctx, ev, t, src, commit, dir); err != nil {
+		return nil, daemon.Result{}, err, secrets
+	}
+	var buf bytes.Buffer
+	w := scrub.New(&limitWriter{w: &buf, n: maxLog}, secrets)
+	s := &t.stack.Spec
+	op := daemon.Operation{Workspace: ws, Type: daemon.UpdatePreview, ReadOnly: true, Diff: true, Log: w,
+		Refresh: s.Refresh, Targets: s.Targets, TargetDependents: s.TargetDependents, Timeout: p.opts.Timeout,
+		Message: fmt.Sprintf("stackd: preview of pull request #%d", ev.Number)}
+	res, runErr := p.opts.Runner.Run(ctx, op)
+	w.Close()
+	return buf.Bytes(), res, runErr, secrets
+}
+
+// program puts t's program in dir and returns its project directory.
+func (p *Previewer) program(ctx context.Context, ev review.Event, t target, src daemon.GitSource, commit, dir string) (string, error) {
+	if ref := t.stack.Spec.ProgramRef; ref != nil {
+		prog := t.cfg.Programs[ref.Name]
+		if prog == nil {
+			return "", fmt.Errorf("program %q is not in the config", ref.Name)
+		}
+		return prog.WriteProject(filepath.Join(dir, "program"))
+	}
+	if t.head {
+		src.Ref, src.Shallow = ev.HeadRef(), true
+	}
+	return p.opts.Fetcher.Checkout(ctx, src, commit, filepath.Join(dir, "src"))
+}
+
+// finished counts a finished preview and tells of a failed one.
+func (p *Previewer) finished(ev review.Event, pv review.Preview) {
+	if p.opts.Observer != nil {
+		p.opts.Observer.PreviewDone(pv.Result, pv.Duration)
+	}
+	if pv.Result == review.Failed {
+		p.notifyFailed(ev, pv)
+	}
+}
+
+// limitWriter keeps the first n bytes written to it.
+type limitWriter struct {
+	w *bytes.Buffer
+	n int
+}
+
+func (l *limitWriter) Write(b []byte) (int, error) {
+	if room := l.n - l.w.Len(); room > 0 {
+		l.w.Write(b[:min(len(b), room)])
+	}
+	return len(b), nil
+}

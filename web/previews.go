@@ -1,0 +1,130 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/review"
+)
+
+// PreviewAPI runs previews of pull requests (package preview implements it).
+type PreviewAPI interface {
+	// PullRequest takes a verified pull-request event.
+	PullRequest(ev review.Event) review.Accepted
+	// PullRequests lists the open pull requests seen, newest first.
+	PullRequests() []review.PullRequest
+}
+
+// pullRequests lists the open pull requests, none when previews are not
+// configured. Neither the list nor any pull request's Previews is nil,
+// so that they encode as [].
+func (s *Server) pullRequests() []review.PullRequest {
+	if s.opts.Previews == nil {
+		return []review.PullRequest{}
+	}
+	prs := s.opts.Previews.PullRequests()
+	if prs == nil {
+		return []review.PullRequest{}
+	}
+	for i := range prs {
+		if prs[i].Previews == nil {
+			prs[i].Previews = []review.Preview{}
+		}
+	}
+	return prs
+}
+
+// listPreviews serves GET /api/v1/previews: {"pullRequests": [...]}, the
+// open pull requests newest first with their previews.
+func (s *Server) listPreviews(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"pullRequests": s.pullRequests()})
+}
+
+// previewsPage is the open pull requests' page at /previews.
+type previewsPage struct {
+	page
+	// Configured is whether previews run at all (--forge).
+	Configured   bool
+	PullRequests []review.PullRequest
+}
+
+func (s *Server) uiPreviews(w http.ResponseWriter, r *http.Request) {
+	p := previewsPage{page: s.newPage(r, "Previews"), Configured: s.opts.Previews != nil, PullRequests: s.pullRequests()}
+	p.Live, p.Section = true, sectionPreviews
+	s.render(w, http.StatusOK, "previews.html", p)
+}
+
+// previewPage is one preview's page at /previews/{id}, id being the
+// preview's update.
+type previewPage struct {
+	page
+	Update daemon.Update
+	// PR is the open pull request the preview belongs to; nil once it is
+	// closed or its head moved on.
+	PR  *review.PullRequest
+	Log *logView
+}
+
+// uiPreview shows a preview of a pull request: its update's facts and
+// log (followed while it runs). Any other update, or none, is a 404.
+func (s *Server) uiPreview(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	u, err := s.api.Update(id)
+	switch {
+	case errors.Is(err, daemon.ErrUnknownUpdate) || (err == nil && !isPullRequestPreview(u)):
+		s.renderError(w, r, http.StatusNotFound, "Not found", fmt.Sprintf("There is no preview of a pull request with the ID %q.", id))
+		return
+	case err != nil:
+		s.renderError(w, r, http.StatusInternalServerError, "Error", err.Error())
+		return
+	}
+	title := fmt.Sprintf("Preview of #%d on %s", u.PullRequest, u.Stack)
+	p := previewPage{page: s.newPage(r, title), Update: u, PR: s.pullRequestOf(id)}
+	p.Section, p.Live = sectionPreviews, u.State == daemon.UpdateRunning
+	p.Log = s.updateLog(u.ID, u.State)
+	s.render(w, http.StatusOK, "preview.html", p)
+}
+
+// isPullRequestPreview reports whether u previewed a pull request.
+func isPullRequestPreview(u daemon.Update) bool {
+	return u.Type == daemon.UpdatePreview && u.PullRequest != 0
+}
+
+// pullRequestOf is the open pull request one of whose previews is the
+// update id, or nil.
+func (s *Server) pullRequestOf(id string) *review.PullRequest {
+	for _, pr := range s.pullRequests() {
+		for _, pv := range pr.Previews {
+			if pv.Update == id {
+				return &pr
+			}
+		}
+	}
+	return nil
+}
+
+func previewPath(id string) string { return "/previews/" + url.PathEscape(id) }
+
+// counts is a preview's resource counts as "+create ~update -delete
+// ±replace"; empty when there are none yet.
+func counts(m map[string]int) string {
+	if m == nil {
+		return ""
+	}
+	return fmt.Sprintf("+%d ~%d -%d ±%d", m["create"], m["update"], m["delete"], m["replace"])
+}
+
+// took is how long a preview took, rounded to seconds; empty for none.
+func took(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return ""
+	case d < time.Second:
+		return "<1s"
+	}
+	return d.Round(time.Second).String()
+}
