@@ -36,6 +36,7 @@ Usage:
   stackd status [NAME] [--json]            show the stacks of a running daemon
   stackd sync NAME                         ask a running daemon to run a stack
   stackd logs NAME [--follow]              print a stack's last (or running) update log
+  stackd previews [--json]                 list open pull requests and their previews
   stackd pause [--wait D] / stackd resume  stop operations from starting (to copy the backend)
   stackd version                           print the version
 
@@ -73,6 +74,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = syncCommand(rest, stdout)
 	case "logs":
 		err = logsCommand(rest, stdout)
+	case "previews":
+		err = previewsCommand(rest, stdout)
 	case "pause", "resume":
 		err = pauseCommand(cmd, rest, stdout)
 	case "version", "--version":

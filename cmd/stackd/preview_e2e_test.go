@@ -33,16 +33,14 @@ const (
 // smart HTTP, so that their URLs have the forge's host, and a daemon that
 // reports to it.
 type forgeRig struct {
-	t     *testing.T
+	t     testing.TB
 	kind  review.Kind
 	forge *forgetest.Server
 	root  string // the served repositories
 	in    *instance
-	// repoPath is the repositories' path on the forge ("acme/<name>").
-	number int
 }
 
-func newForgeRig(t *testing.T, kind review.Kind) *forgeRig {
+func newForgeRig(t testing.TB, kind review.Kind) *forgeRig {
 	t.Helper()
 	g := &forgeRig{t: t, kind: kind, forge: forgetest.New(t, kind, forgeToken), root: t.TempDir()}
 	g.forge.Handle("/git/", http.StripPrefix("/git", gitBackend(t, g.root)))
@@ -126,6 +124,7 @@ func prWebhook(kind review.Kind, action string, pr *pullRequest, cloneURL, web s
 	headers := map[string]string{"Content-Type": "application/json"}
 	switch kind {
 	case review.GitLab:
+		action = map[string]string{"opened": "open", "synchronize": "update", "closed": "close"}[action]
 		srcProject := 7
 		if pr.fork {
 			srcProject = 99
