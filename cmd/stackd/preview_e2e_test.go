@@ -217,23 +217,14 @@ func (g *forgeRig) noLeaks(canaries ...string) {
 // previewStack is the stack the rig previews: its program in app/ of the
 // programs repository, a secret canary in its config and one in its env.
 func (g *forgeRig) previewStack(name, url, outDir string) string {
-	return fmt.Sprintf(`stacks:
-  - name: %s
-    stack: %s
-    projectRepo: %s
-    branch: main
-    repoDir: app
-    resyncFrequencySeconds: 1
-    config:
-      path: %s
-    secrets:
+	return manifest(name, url, outDir, "hello") + fmt.Sprintf(`    secrets:
       token: %s
     envRefs:
       STACKD_TEST_API_KEY:
         type: Literal
         literal:
           value: %s
-`, name, name, url, filepath.Join(outDir, name+".txt"), canaryConfig, canaryEnv)
+`, canaryConfig, canaryEnv)
 }
 
 // TestE2EPullRequestPreviewGitHub is the acceptance of previews on GitHub
