@@ -53,7 +53,7 @@ func (p *Previewer) round(ctx context.Context, pr *pullRequest, ev review.Event,
 	p.setView(pr, func(v *review.PullRequest) { v.Previews, v.Removed = previews, removed })
 	for _, t := range targets {
 		p.setStatus(ctx, f, ev, review.Status{Context: "stackd/" + t.stack.Name, State: review.Pending,
-			Description: "Preview queued", TargetURL: p.prLink(ev)})
+			Description: "Preview queued", TargetURL: p.prLink()})
 	}
 	var wg sync.WaitGroup
 	for i, t := range targets {
@@ -179,7 +179,7 @@ func (p *Previewer) link(pv review.Preview) string {
 }
 
 // prLink is the address of the UI's page of pull requests.
-func (p *Previewer) prLink(review.Event) string {
+func (p *Previewer) prLink() string {
 	if p.opts.UIURL == "" {
 		return ""
 	}

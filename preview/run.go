@@ -30,7 +30,8 @@ func (p *Previewer) preview(ctx context.Context, pr *pullRequest, ev review.Even
 	defer release()
 	start := time.Now()
 	pv.Result = review.Running
-	commit, u, err := p.begin(ctx, ev, t, start)
+	res := p.resolve(ctx, t)
+	commit, u, err := p.begin(ctx, ev, t, res, start)
 	if err != nil {
 		pv.Result, pv.Error = review.Failed, err.Error()
 		p.setPreview(pr, i, pv)
@@ -40,17 +41,17 @@ func (p *Previewer) preview(ctx context.Context, pr *pullRequest, ev review.Even
 	pv.Update = u.ID
 	p.setPreview(pr, i, pv)
 
-	log, res, runErr, secrets := p.run(ctx, ev, t, commit)
+	log, out, runErr := p.run(ctx, ev, t, res, commit)
 	pv.Duration = elapsed(start)
-	pv.Changes = res.Changes
+	pv.Changes = out.Changes
 	pv.Diff = string(log)
-	u.EndTime, u.Changes, u.State = time.Now(), res.Changes, daemon.UpdateSucceeded
+	u.EndTime, u.Changes, u.State = time.Now(), out.Changes, daemon.UpdateSucceeded
 	switch {
 	case ctx.Err() != nil:
 		pv.Result, u.State, u.Message = review.Cancelled, daemon.UpdateAborted, "superseded by a newer commit, or the pull request closed"
 	case runErr != nil:
 		pv.Result, u.State = review.Failed, daemon.UpdateFailed
-		pv.Error = scrub.New(nil, secrets).Clean(runErr.Error())
+		pv.Error = scrub.New(nil, res.secrets).Clean(runErr.Error())
 		u.Message = pv.Error
 	default:
 		pv.Result = review.Succeeded
@@ -66,9 +67,24 @@ func (p *Previewer) preview(ctx context.Context, pr *pullRequest, ev review.Even
 	return pv
 }
 
+// resolved is what the daemon resolved of a target's stack, once per
+// preview: its source, its workspace, the values to scrub, or why not.
+type resolved struct {
+	src     daemon.GitSource
+	ws      daemon.Workspace
+	secrets []string
+	err     error
+}
+
+func (p *Previewer) resolve(ctx context.Context, t target) resolved {
+	var r resolved
+	r.src, r.ws, r.secrets, r.err = p.opts.Daemon.Resolve(ctx, t.cfg, t.stack)
+	return r
+}
+
 // begin records the preview's start at the commit its program comes from.
-func (p *Previewer) begin(ctx context.Context, ev review.Event, t target, start time.Time) (string, daemon.Update, error) {
-	commit, err := p.programCommit(ctx, ev, t)
+func (p *Previewer) begin(ctx context.Context, ev review.Event, t target, r resolved, start time.Time) (string, daemon.Update, error) {
+	commit, err := p.programCommit(ctx, ev, t, r)
 	if err != nil {
 		return "", daemon.Update{}, err
 	}
@@ -83,7 +99,7 @@ func (p *Previewer) begin(ctx context.Context, ev review.Event, t target, start 
 
 // programCommit is the commit t's program is previewed at: the pull
 // request's head, or, for a manifests change, the stack's own commit.
-func (p *Previewer) programCommit(ctx context.Context, ev review.Event, t target) (string, error) {
+func (p *Previewer) programCommit(ctx context.Context, ev review.Event, t target, r resolved) (string, error) {
 	s := &t.stack.Spec
 	switch {
 	case t.head:
@@ -93,35 +109,34 @@ func (p *Previewer) programCommit(ctx context.Context, ev review.Event, t target
 	case s.Commit != "":
 		return s.Commit, nil
 	}
-	src, _, _, err := p.opts.Daemon.Resolve(ctx, t.cfg, t.stack)
-	if err != nil {
-		return "", err
+	if r.err != nil {
+		return "", r.err
 	}
-	return p.opts.Fetcher.Resolve(ctx, src)
+	return p.opts.Fetcher.Resolve(ctx, r.src)
 }
 
 // run checks the program out into the preview's own work dir and runs
-// the preview there. It returns the scrubbed log, the result and error,
-// and the secrets it scrubbed.
-func (p *Previewer) run(ctx context.Context, ev review.Event, t target, commit string) ([]byte, daemon.Result, error, []string) {
+// the preview there. It returns the scrubbed log, the result and error.
+func (p *Previewer) run(ctx context.Context, ev review.Event, t target, r resolved, commit string) ([]byte, daemon.Result, error) {
 	dir := p.stackDir(ev, t.stack.Name)
 	defer os.RemoveAll(dir)
-	src, ws, secrets, err := p.opts.Daemon.Resolve(ctx, t.cfg, t.stack)
-	if err != nil {
-		return nil, daemon.Result{}, err, secrets
+	if r.err != nil {
+		return nil, daemon.Result{}, r.err
 	}
-	if ws.ProjectDir, err = p.program(ctx, ev, t, src, commit, dir); err != nil {
-		return nil, daemon.Result{}, err, secrets
+	ws := r.ws
+	var err error
+	if ws.ProjectDir, err = p.program(ctx, ev, t, r.src, commit, dir); err != nil {
+		return nil, daemon.Result{}, err
 	}
 	var buf bytes.Buffer
-	w := scrub.New(&limitWriter{w: &buf, n: maxLog}, secrets)
+	w := scrub.New(&limitWriter{w: &buf, n: maxLog}, r.secrets)
 	s := &t.stack.Spec
 	op := daemon.Operation{Workspace: ws, Type: daemon.UpdatePreview, ReadOnly: true, Diff: true, Log: w,
 		Refresh: s.Refresh, Targets: s.Targets, TargetDependents: s.TargetDependents, Timeout: p.opts.Timeout,
 		Message: fmt.Sprintf("stackd: preview of pull request #%d", ev.Number)}
 	res, runErr := p.opts.Runner.Run(ctx, op)
 	w.Close()
-	return buf.Bytes(), res, runErr, secrets
+	return buf.Bytes(), res, runErr
 }
 
 // program puts t's program in dir and returns its project directory.

@@ -468,3 +468,22 @@ func (r *recorder) WriteHeader(code int) {
 	r.status = code
 	r.ResponseWriter.WriteHeader(code)
 }
+
+// editComment edits comment id of pr (number 0: any pull request of the
+// repository) to body and answers it as render shapes it, or the
+// dialect's 404 with notFound.
+func (s *Server) editComment(c *call, pr prKey, id int64, body string, render func(*comment) map[string]any, notFound string) {
+	s.mu.Lock()
+	cm := s.findCommentLocked(pr.repo, pr.number, id)
+	var out map[string]any
+	if cm != nil {
+		s.editLocked(cm, body)
+		out = render(cm)
+	}
+	s.mu.Unlock()
+	if cm == nil {
+		s.dialect.fail(c.w, http.StatusNotFound, notFound)
+		return
+	}
+	writeJSON(c.w, http.StatusOK, out)
+}

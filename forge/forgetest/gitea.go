@@ -159,19 +159,8 @@ func giteaEditComment(s *Server, c *call) {
 	if !ok {
 		return
 	}
-	s.mu.Lock()
-	cm := s.findCommentLocked(giteaRepo(c), 0, id)
-	var out map[string]any
-	if cm != nil {
-		s.editLocked(cm, *c.body.(*commentBody).Body)
-		out = giteaComment(c, cm)
-	}
-	s.mu.Unlock()
-	if cm == nil {
-		s.dialect.fail(c.w, http.StatusNotFound, "The target couldn't be found.")
-		return
-	}
-	writeJSON(c.w, http.StatusOK, out)
+	s.editComment(c, prKey{giteaRepo(c), 0}, id, *c.body.(*commentBody).Body,
+		func(cm *comment) map[string]any { return giteaComment(c, cm) }, "The target couldn't be found.")
 }
 
 // giteaComment is a comment as Gitea answers it.

@@ -183,19 +183,8 @@ func githubEditComment(s *Server, c *call) {
 	if !ok {
 		return
 	}
-	s.mu.Lock()
-	cm := s.findCommentLocked(githubRepo(c), 0, id)
-	var out map[string]any
-	if cm != nil {
-		s.editLocked(cm, *c.body.(*commentBody).Body)
-		out = githubComment(c, cm)
-	}
-	s.mu.Unlock()
-	if cm == nil {
-		s.dialect.fail(c.w, http.StatusNotFound, "Not Found")
-		return
-	}
-	writeJSON(c.w, http.StatusOK, out)
+	s.editComment(c, prKey{githubRepo(c), 0}, id, *c.body.(*commentBody).Body,
+		func(cm *comment) map[string]any { return githubComment(c, cm) }, "Not Found")
 }
 
 // githubComment is an issue comment as GitHub answers it.

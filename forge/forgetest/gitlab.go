@@ -267,19 +267,7 @@ func gitlabEditNote(s *Server, c *call) {
 	if !ok {
 		return
 	}
-	s.mu.Lock()
-	cm := s.findCommentLocked(mr.repo, mr.number, id)
-	var out map[string]any
-	if cm != nil {
-		s.editLocked(cm, *c.body.(*gitlabNoteEdit).Body)
-		out = gitlabNote(cm)
-	}
-	s.mu.Unlock()
-	if cm == nil {
-		s.dialect.fail(c.w, http.StatusNotFound, "404 Not found")
-		return
-	}
-	writeJSON(c.w, http.StatusOK, out)
+	s.editComment(c, mr, id, *c.body.(*gitlabNoteEdit).Body, gitlabNote, "404 Not found")
 }
 
 // gitlabNote is a merge request note as GitLab answers it.
