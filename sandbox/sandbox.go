@@ -1,0 +1,217 @@
+// Package sandbox confines the process trees stackd starts (the pulumi CLI,
+// its language host and its plugins) with Landlock, so that a program
+// committed to a tracked repository reaches its own stack's files and the
+// system's, and nothing else of the host: not the daemon's state, not
+// another stack's checkout, state or passphrase, not the daemon's secrets,
+// not the daemon's /proc entries.
+//
+// Landlock confines the calling thread and everything it later starts, so
+// it is applied in a small wrapper: the daemon starts its own binary with
+// the wrapper's name as argv[0]; Main, which the binary calls first, sees
+// that name, confines itself and execs the real command in its place (same
+// pid, same process group). The daemon itself stays unconfined, and a
+// caller's exec.Cmd is only rewritten (Confine), so process groups,
+// signals and pipes work as before.
+//
+// Landlock needs Linux 5.13 or later; the rules here use ABI 7 at most and
+// degrade to what the kernel has. The network is not restricted unless
+// Options.ConnectTCP asks for it.
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync/atomic"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// Modes of the --sandbox flag.
+const (
+	ModeLandlock = "landlock"
+	ModeOff      = "off"
+)
+
+// wrapperName is argv[0] of a wrapper process, and envPolicy carries its
+// policy; Main acts only when both are there.
+const (
+	wrapperName = "stackd-sandbox"
+	envPolicy   = "STACKD_SANDBOX_POLICY"
+)
+
+// exitWrapper is the wrapper's exit code when it cannot confine itself or
+// exec the command: it never runs a command unconfined.
+const exitWrapper = 126
+
+// hooked says Main ran in this process, so that its binary can serve as a
+// wrapper. Without it a re-exec would run the binary's own main (or, in a
+// test binary, every test) again.
+var hooked atomic.Bool
+
+// Main runs the wrapper when this process was started as one, and never
+// returns then. It must be the first thing main (and TestMain, in a
+// package whose tests confine commands) does.
+func Main() {
+	hooked.Store(true)
+	if filepath.Base(os.Args[0]) != wrapperName {
+		return
+	}
+	policy, ok := os.LookupEnv(envPolicy)
+	if !ok {
+		return
+	}
+	os.Unsetenv(envPolicy)
+	if err := wrap(policy, os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "stackd sandbox: %v\n", err)
+	}
+	os.Exit(exitWrapper)
+}
+
+// ProtectSelf makes this process (the daemon) non-dumpable: its
+// /proc/<pid> entries that need ptrace access (environ, maps, fd, mem)
+// are then closed to every process of the same user without
+// CAP_SYS_PTRACE, and confined processes have no capability. Landlock's
+// own ptrace rule covers attaching, not reading /proc/<pid>/environ. It
+// also keeps the daemon's memory, which holds secrets, out of core dumps.
+func ProtectSelf() error {
+	return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+}
+
+// Options configure a Landlock sandbox.
+type Options struct {
+	// ReadOnly and ReadWrite are paths every confined process may read
+	// (and execute), or read and write, besides its own (--sandbox-ro,
+	// --sandbox-rw). A path that does not exist is skipped.
+	ReadOnly, ReadWrite []string
+	// ConnectTCP, when not empty, are the only TCP ports confined
+	// processes may connect to (on kernels with Landlock ABI 4 or later).
+	ConnectTCP []uint16
+}
+
+// Landlock confines commands with Landlock.
+type Landlock struct {
+	opts Options
+	abi  int
+}
+
+// ABI is the Landlock ABI version the kernel offers, 0 when it has none.
+func ABI() int {
+	v, err := llsys.LandlockGetABIVersion()
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// ErrUnsupported says the kernel does not enforce Landlock.
+var ErrUnsupported = errors.New("the kernel does not enforce Landlock (Linux 5.13 or later with landlock in the lsm= boot list)")
+
+// New checks that the kernel enforces Landlock and that this binary can
+// serve as the wrapper.
+func New(opts Options) (*Landlock, error) {
+	if !hooked.Load() {
+		return nil, errors.New("sandbox: the binary does not call sandbox.Main first")
+	}
+	abi := ABI()
+	if abi < 1 {
+		return nil, ErrUnsupported
+	}
+	if len(opts.ConnectTCP) > 0 && abi < 4 {
+		return nil, fmt.Errorf("restricting TCP ports needs Landlock ABI 4 (Linux 6.7); this kernel has ABI %d", abi)
+	}
+	return &Landlock{opts: opts, abi: abi}, nil
+}
+
+// ABI is the Landlock ABI version enforced.
+func (l *Landlock) ABI() int { return l.abi }
+
+// policy is what the wrapper receives.
+type policy struct {
+	ReadOnly   []string `json:"ro,omitempty"`
+	ReadWrite  []string `json:"rw,omitempty"`
+	ConnectTCP []uint16 `json:"tcp,omitempty"`
+}
+
+// Confine rewrites cmd, not started yet, so that it runs confined: it may
+// read readOnly, read and write readWrite, and the system paths a process
+// needs; everything else of the file system is denied, and so are ptrace,
+// signals and abstract sockets reaching processes outside the sandbox
+// (the daemon among them). cmd.Path must be absolute.
+func (l *Landlock) Confine(cmd *exec.Cmd, readOnly, readWrite []string) error {
+	if !filepath.IsAbs(cmd.Path) {
+		return fmt.Errorf("sandbox: command %q is not an absolute path", cmd.Path)
+	}
+	p := policy{
+		ReadOnly:   append(slices.Concat(readOnly, l.opts.ReadOnly), filepath.Dir(cmd.Path)),
+		ReadWrite:  slices.Concat(readWrite, l.opts.ReadWrite),
+		ConnectTCP: l.opts.ConnectTCP,
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = append(slices.Clip(env), envPolicy+"="+string(data))
+	cmd.Args = append([]string{wrapperName, cmd.Path}, cmd.Args[1:]...)
+	cmd.Path = "/proc/self/exe"
+	cmd.Err = nil // exec.Command's lookup of the original name no longer matters
+	return nil
+}
+
+// wrap confines this process by the JSON policy and execs args.
+func wrap(data string, args []string) error {
+	if len(args) == 0 {
+		return errors.New("no command")
+	}
+	var p policy
+	if err := json.Unmarshal([]byte(data), &p); err != nil {
+		return fmt.Errorf("read policy: %w", err)
+	}
+	// Capabilities are per thread: drop them on the thread that execs.
+	runtime.LockOSThread()
+	if err := dropCapabilities(); err != nil {
+		return fmt.Errorf("drop capabilities: %w", err)
+	}
+	if err := restrict(p); err != nil {
+		return fmt.Errorf("confine: %w", err)
+	}
+	err := execve(args[0], args, os.Environ())
+	return fmt.Errorf("exec %s: %w", args[0], err)
+}
+
+// config is what Landlock restricts: the file system and IPC scopes of
+// ABI 7, and TCP connects when ports are named. Best effort: a kernel with
+// an older ABI restricts what it can.
+func config(tcp bool) landlock.Config {
+	c := landlock.Config{HandledAccessFS: landlock.V7.HandledAccessFS, Scoped: landlock.V7.Scoped}
+	if tcp {
+		c.HandledAccessNet = landlock.V7.HandledAccessNet
+	}
+	return c.BestEffort()
+}
+
+// restrict applies p to this process.
+func restrict(p policy) error {
+	rules := systemRules()
+	if len(p.ReadOnly) > 0 {
+		rules = append(rules, landlock.RODirs(p.ReadOnly...).IgnoreIfMissing())
+	}
+	if len(p.ReadWrite) > 0 {
+		rules = append(rules, landlock.RWDirs(p.ReadWrite...).WithRefer().IgnoreIfMissing())
+	}
+	for _, port := range p.ConnectTCP {
+		rules = append(rules, landlock.ConnectTCP(port))
+	}
+	return config(len(p.ConnectTCP) > 0).Restrict(rules...)
+}

@@ -1,0 +1,71 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+)
+
+// System paths every confined process may use. /etc is not among them as
+// a whole: operators keep tokens and secrets there (/etc/stackd); only
+// what name resolution, TLS, time zones and the dynamic linker read is.
+var (
+	systemRODirs = []string{
+		"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
+		"/etc/ssl", "/etc/pki", "/etc/ca-certificates", "/etc/crypto-policies",
+		"/etc/alternatives", "/etc/ld.so.conf.d",
+		// /proc/<pid> of a process outside the sandbox is still closed:
+		// Landlock denies ptrace access to it, which environ, mem, fd
+		// and maps need.
+		"/proc", "/sys",
+	}
+	systemROFiles = []string{
+		"/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf",
+		"/etc/gai.conf", "/etc/passwd", "/etc/group", "/etc/localtime", "/etc/timezone",
+		"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/os-release", "/etc/mime.types",
+		"/etc/protocols", "/etc/services",
+		"/dev/random", "/dev/urandom",
+	}
+	systemRWFiles = []string{"/dev/null", "/dev/zero", "/dev/full"}
+)
+
+func systemRules() []landlock.Rule {
+	return []landlock.Rule{
+		landlock.RODirs(systemRODirs...).IgnoreIfMissing(),
+		landlock.ROFiles(systemROFiles...).IgnoreIfMissing(),
+		landlock.RWFiles(systemRWFiles...).IgnoreIfMissing(),
+	}
+}
+
+// execve replaces this process with path.
+func execve(path string, args, env []string) error { return syscall.Exec(path, args, env) }
+
+// dropCapabilities empties the bounding, ambient, inheritable, permitted
+// and effective capability sets of the calling thread, so that a command
+// started by a daemon that runs as root execs with none: it cannot read
+// the daemon's /proc entries (see ProtectSelf) or override file modes.
+// For a daemon without capabilities it changes nothing.
+func dropCapabilities() error {
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("clear ambient capabilities: %w", err)
+	}
+	for c := 0; c <= 63; c++ {
+		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
+		if errors.Is(err, unix.EINVAL) {
+			break // past the kernel's last capability
+		}
+		if err != nil && !errors.Is(err, unix.EPERM) {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+		}
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var none [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &none[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	return nil
+}
