@@ -75,6 +75,10 @@ type Workspace struct {
 	// ProjectDir holds Pulumi.yaml: a checkout (joined with repoDir) or the
 	// directory a Program document was written to.
 	ProjectDir string
+	// WorkDir is the directory of the stack's program that its processes
+	// may read and write in the sandbox: the whole checkout, of which
+	// ProjectDir is the repoDir. Empty means ProjectDir.
+	WorkDir string
 	// Backend is spec.backend; empty means the runner's default backend.
 	Backend string
 	// SecretsProvider is used when the stack is created; empty means the

@@ -44,6 +44,7 @@ func (d *Daemon) prepare(ctx context.Context, j job) (*prepared, error) {
 	if err != nil {
 		return nil, &prepareError{ReasonSpecInvalid, err}
 	}
+	ws.WorkDir = d.stackDir(j.stack.Name)
 	p.ws, p.secrets = ws, append(p.secrets, secrets...)
 	if j.stack.Spec.DestroyOnFinalize && !j.stack.Spec.Preview {
 		p.destroy = destroySpec(j.stack, dir)
@@ -73,7 +74,7 @@ func (d *Daemon) prepareRemoved(ctx context.Context, j job) (*prepared, error) {
 	if err != nil {
 		return nil, &prepareError{ReasonSpecInvalid, err}
 	}
-	ws := Workspace{Name: s.Name, Stack: ds.Stack, ProjectDir: ds.ProjectDir, Backend: ds.Backend,
+	ws := Workspace{Name: s.Name, Stack: ds.Stack, ProjectDir: ds.ProjectDir, WorkDir: d.stackDir(s.Name), Backend: ds.Backend,
 		SecretsProvider: ds.SecretsProvider, UseLocalStackOnly: true, Env: env, KeepConfig: true}
 	return &prepared{ws: ws, secrets: append(secrets, outSecrets...)}, nil
 }
@@ -224,7 +225,7 @@ func (d *Daemon) outputsOf(ctx context.Context, name string, cfg *spec.Config) (
 	if err != nil {
 		return nil, err
 	}
-	ws := Workspace{Name: s.Name, Stack: s.Spec.Stack, ProjectDir: dir, Backend: s.Spec.Backend,
+	ws := Workspace{Name: s.Name, Stack: s.Spec.Stack, ProjectDir: dir, WorkDir: d.stackDir(s.Name), Backend: s.Spec.Backend,
 		SecretsProvider: s.Spec.SecretsProvider, Env: env}
 	outs, err := d.opts.Runner.Outputs(ctx, ws)
 	if err != nil {

@@ -128,6 +128,7 @@ func (p *Previewer) run(ctx context.Context, ev review.Event, t target, r resolv
 	if ws.ProjectDir, err = p.program(ctx, ev, t, r.src, commit, dir); err != nil {
 		return nil, daemon.Result{}, err
 	}
+	ws.WorkDir = dir
 	var buf bytes.Buffer
 	w := scrub.New(&limitWriter{w: &buf, n: maxLog}, r.secrets)
 	s := &t.stack.Spec

@@ -52,6 +52,22 @@ type CommandOptions struct {
 	// OutputLimit bounds the stdout and stderr a Run keeps and returns
 	// (DefaultOutputLimit each). Writers passed to Run see everything.
 	OutputLimit int
+	// Sandbox, when set, confines every process tree (see Access).
+	Sandbox Confiner
+}
+
+// Confiner confines the process tree of a command not started yet: it
+// may read (and execute) readOnly, read and write readWrite, and what any
+// process needs of the system; nothing else (the sandbox package's
+// Landlock).
+type Confiner interface {
+	Confine(cmd *exec.Cmd, readOnly, readWrite []string) error
+}
+
+// Access is what a confined process tree may reach of the file system
+// besides the system's libraries and the CLI's directory.
+type Access struct {
+	ReadOnly, ReadWrite []string
 }
 
 // Command runs the pulumi CLI for the Automation API in a sandbox; it
@@ -79,7 +95,11 @@ func NewCommand(ctx context.Context, opts CommandOptions) (*Command, error) {
 	if opts.OutputLimit <= 0 {
 		opts.OutputLimit = DefaultOutputLimit
 	}
-	c := &Command{path: filepath.Join(opts.Bin, "pulumi"), opts: opts}
+	bin, err := filepath.Abs(opts.Bin)
+	if err != nil {
+		return nil, fmt.Errorf("pulumi directory: %w", err)
+	}
+	c := &Command{path: filepath.Join(bin, "pulumi"), opts: opts}
 	c.env = c.baseEnv(os.Environ())
 	out, _, _, err := c.Run(ctx, "", nil, nil, nil, nil, "version")
 	if err != nil {
@@ -122,10 +142,23 @@ func matchesAny(globs []string, name string) bool {
 // Version is the CLI's version.
 func (c *Command) Version() semver.Version { return c.version }
 
-// Run runs pulumi with args in workdir. additionalEnv comes last, so it
-// overrides the base environment. It returns what the process printed (up
-// to the output limit), its exit code and an error when it failed.
+// Run runs pulumi with args in workdir, which is all it may write when the
+// Command has a sandbox. additionalEnv comes last, so it overrides the
+// base environment. It returns what the process printed (up to the output
+// limit), its exit code and an error when it failed.
 func (c *Command) Run(ctx context.Context, workdir string, stdin io.Reader,
+	additionalOutput, additionalErrorOutput []io.Writer, additionalEnv []string, args ...string,
+) (string, string, int, error) {
+	var access Access
+	if workdir != "" {
+		access.ReadWrite = []string{workdir}
+	}
+	return c.RunIn(ctx, access, workdir, stdin, additionalOutput, additionalErrorOutput, additionalEnv, args...)
+}
+
+// RunIn is Run with the process tree confined to access when the Command
+// has a sandbox.
+func (c *Command) RunIn(ctx context.Context, access Access, workdir string, stdin io.Reader,
 	additionalOutput, additionalErrorOutput []io.Writer, additionalEnv []string, args ...string,
 ) (string, string, int, error) {
 	if !slices.Contains(args, "--non-interactive") {
@@ -140,6 +173,11 @@ func (c *Command) Run(ctx context.Context, workdir string, stdin io.Reader,
 	cmd.Stdout = io.MultiWriter(append(additionalOutput, stdout)...)
 	cmd.Stderr = io.MultiWriter(append(additionalErrorOutput, stderr)...)
 	cmd.SysProcAttr = procAttr()
+	if c.opts.Sandbox != nil {
+		if err := c.opts.Sandbox.Confine(cmd, access.ReadOnly, access.ReadWrite); err != nil {
+			return "", "", -2, fmt.Errorf("sandbox: %w", err)
+		}
+	}
 
 	err := c.runGroup(ctx, cmd)
 	code := -2 // the Automation API's "unknown"

@@ -35,7 +35,7 @@ type lockInfo struct {
 // backends, whose locks it cannot inspect, and returns an error wrapping
 // ErrLockHeld when a lock may belong to a running update.
 func (r *Runner) Unlock(ctx context.Context, ws daemon.Workspace) error {
-	w, err := r.workspace(ws)
+	w, err := r.open(ws)
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func (r *Runner) cancel(ctx context.Context, w *workspace) (bool, error) {
 // locks reads the lock files of w's stack; none on a backend that is not
 // a file backend.
 func (w *workspace) locks() ([]lockInfo, error) {
-	root, ok := fileBackendDir(w.backend)
+	root, ok := fileBackendDir(w.state)
 	if !ok {
 		return nil, nil
 	}

@@ -95,7 +95,7 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation)
 
 	log := newLogWriter(op.Log, w.redact)
 	start := time.Now()
-	stdout, stderr, code, runErr := r.cmd.Run(ctx, w.ProjectDir, nil,
+	stdout, stderr, code, runErr := r.cmd.RunIn(ctx, r.access(w), w.ProjectDir, nil,
 		[]io.Writer{log.stdout}, []io.Writer{log.stderr}, w.env, args...)
 	log.flush()
 

@@ -52,6 +52,9 @@ type Options struct {
 	PassEnv []string
 	// Logger receives the runner's records; nil means slog.Default().
 	Logger *slog.Logger
+	// Sandbox, when set, confines every pulumi process tree to what its
+	// stack may reach (see Runner.access).
+	Sandbox Confiner
 }
 
 // Runner runs Pulumi operations with the pulumi CLI; it implements
@@ -111,6 +114,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		Env:         r.daemonEnv(),
 		KillDelay:   opts.KillDelay,
 		OutputLimit: opts.OutputLimit,
+		Sandbox:     opts.Sandbox,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
@@ -127,7 +131,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 // prepareDataDir creates the directories, the passphrase file and the
 // key of the config digests.
 func (r *Runner) prepareDataDir() error {
-	for _, sub := range []string{"", "workspaces", "pulumi-home", "tmp", "home"} {
+	for _, sub := range []string{"", "workspaces", "pulumi-home", "pulumi-home/plugins", "tmp", "home"} {
 		if err := os.MkdirAll(filepath.Join(r.opts.DataDir, sub), 0o700); err != nil {
 			return err
 		}
@@ -186,11 +190,8 @@ func (r *Runner) Run(ctx context.Context, op daemon.Operation) (daemon.Result, e
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	w, err := r.workspace(op.Workspace)
+	w, err := r.open(op.Workspace)
 	if err != nil {
-		return daemon.Result{}, err
-	}
-	if err := w.mkdir(); err != nil {
 		return daemon.Result{}, err
 	}
 	if op.ReadOnly {
@@ -233,7 +234,7 @@ func (r *Runner) Run(ctx context.Context, op daemon.Operation) (daemon.Result, e
 
 // Outputs reads ws's outputs with secrets in clear. It logs no value.
 func (r *Runner) Outputs(ctx context.Context, ws daemon.Workspace) (map[string]any, error) {
-	w, err := r.workspace(ws)
+	w, err := r.open(ws)
 	if err != nil {
 		return nil, err
 	}
@@ -247,6 +248,27 @@ func (r *Runner) Outputs(ctx context.Context, ws daemon.Workspace) (map[string]a
 		return nil, fmt.Errorf("read outputs of stack %s: decode: %w", w.Stack, err)
 	}
 	return outputs, nil
+}
+
+// open is workspace, with w's directories made and its state moved into
+// its own backend when it is still in the shared one.
+func (r *Runner) open(ws daemon.Workspace) (*workspace, error) {
+	w, err := r.workspace(ws)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.mkdirs(r.pluginDir()); err != nil {
+		return nil, err
+	}
+	if w.backend == r.localBackend() {
+		if err := os.MkdirAll(r.ownStateDir(w), 0o700); err != nil {
+			return nil, fmt.Errorf("stack %s: backend: %w", w.Name, err)
+		}
+	}
+	if err := r.moveState(w); err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 // call describes one auxiliary CLI process.
@@ -266,7 +288,7 @@ func (r *Runner) pulumi(ctx context.Context, w *workspace, c call, args ...strin
 		dir = w.ProjectDir
 	}
 	start := time.Now()
-	stdout, stderr, code, err := r.cmd.Run(ctx, dir, c.stdin, nil, nil, w.env, args...)
+	stdout, stderr, code, err := r.cmd.RunIn(ctx, r.access(w), dir, c.stdin, nil, nil, w.env, args...)
 	r.log.Debug("pulumi command", "stack", w.Name, "command", strings.Join(args[:min(2, len(args))], " "), "code", code, "duration", time.Since(start))
 	if err == nil {
 		return stdout, nil

@@ -272,9 +272,14 @@ func TestRunStaleLock(t *testing.T) {
 
 // writeLock writes a lock file of the test stack in the format of
 // Pulumi's file backend, as observed with CLI v3.250.0.
+// The stack has run once, so its own file backend exists.
 func writeLock(t *testing.T, h *harness, pid int, host string) string {
 	t.Helper()
-	dir := filepath.Join(h.dataDir, "backend", ".pulumi", "locks", "organization", "runnertest", "dev")
+	backends, _ := filepath.Glob(filepath.Join(h.dataDir, "backends", "*"))
+	if len(backends) != 1 {
+		t.Fatalf("backends of the data dir: %v, want the stack's own", backends)
+	}
+	dir := filepath.Join(backends[0], ".pulumi", "locks", "organization", "runnertest", "dev")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

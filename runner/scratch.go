@@ -26,7 +26,11 @@ func (r *Runner) scratch(ctx context.Context, w *workspace) (func(), error) {
 		done()
 		return nil, fmt.Errorf("stack %s: copy the stack's state: %w", w.Name, err)
 	}
-	w.dir, w.configFile = dir, filepath.Join(dir, w.stackFile)
+	w.dir, w.configFile, w.readOnly = dir, filepath.Join(dir, w.stackFile), true
+	if err := w.mkdirs(r.pluginDir()); err != nil {
+		done()
+		return nil, err
+	}
 	exists, err := r.stackExists(ctx, w)
 	if err != nil {
 		done()
@@ -70,6 +74,7 @@ func (r *Runner) scratchBackend(w *workspace, dir string) error {
 	}
 	w.forget()
 	w.backend, w.passphraseFile, w.ownPassphrase = "file://"+backend, pass, true
+	w.state, w.readOnly = w.backend, false // the copy's own
 	w.UseLocalStackOnly = false
 	if w.SecretsProvider == "" || isPassphrase(w.SecretsProvider) {
 		w.SecretsProvider = ""

@@ -28,8 +28,14 @@ import (
 // workspace is a daemon.Workspace with what the runner derives from it.
 type workspace struct {
 	daemon.Workspace
-	dir        string   // <DataDir>/workspaces/<Name>: the runner's state
-	backend    string   // the backend URL in effect
+	dir     string // <DataDir>/workspaces/<Name>: the runner's state
+	backend string // the backend URL in effect
+	// state is the backend URL its processes use: backend, or the stack's
+	// own file backend for a stack of the data dir's (see stateURL).
+	state string
+	// readOnly marks a read-only operation's copy (see scratch): its
+	// processes may read the stack's state, not write it.
+	readOnly   bool
 	project    string   // the project's name, from Pulumi.yaml
 	stackFile  string   // Pulumi.<last element of Stack>.yaml
 	configFile string   // dir/stackFile, passed as --config-file
@@ -66,6 +72,7 @@ func (r *Runner) workspace(ws daemon.Workspace) (*workspace, error) {
 		return nil, fmt.Errorf("stack %s: %w", ws.Name, err)
 	}
 	w.project = project
+	w.state = r.stateURL(w)
 	w.stackFile = "Pulumi." + stackBase(ws.Stack) + ".yaml"
 	w.configFile = filepath.Join(w.dir, w.stackFile)
 	if err := r.choosePassphrase(w); err != nil {
@@ -148,13 +155,17 @@ func envList(env map[string]string) []string {
 // workspaceEnv is the environment of w's processes: the stack's own
 // variables, then what the runner needs, which they cannot override.
 func (r *Runner) workspaceEnv(w *workspace) []string {
-	env := envList(w.Env)
+	env := []string{"PULUMI_HOME=" + w.pulumiHomeDir(), "TMPDIR=" + w.tmpDir()}
+	if !slices.ContainsFunc(r.opts.Env, func(kv string) bool { return strings.HasPrefix(kv, "HOME=") }) {
+		env = append(env, "HOME="+w.homeDir())
+	}
+	env = append(env, envList(w.Env)...)
 	_, ok1 := w.Env["PULUMI_CONFIG_PASSPHRASE"]
 	_, ok2 := w.Env["PULUMI_CONFIG_PASSPHRASE_FILE"]
 	if !ok1 && !ok2 {
 		env = append(env, "PULUMI_CONFIG_PASSPHRASE_FILE="+w.passphraseFile)
 	}
-	return append(env, "PULUMI_BACKEND_URL="+w.backend, "PULUMI_DEBUG_COMMANDS=true")
+	return append(env, "PULUMI_BACKEND_URL="+w.state, "PULUMI_DEBUG_COMMANDS=true")
 }
 
 // choosePassphrase picks w's passphrase file. A Pulumi stack created on
@@ -180,16 +191,19 @@ func (r *Runner) choosePassphrase(w *workspace) error {
 	return nil
 }
 
-// inLocalBackend says whether w's stack exists in the data dir's backend.
+// inLocalBackend says whether w's stack exists in the data dir's backend:
+// in the shared one, or in its own (see moveState).
 func (r *Runner) inLocalBackend(w *workspace) bool {
-	root, _ := fileBackendDir(r.localBackend())
+	shared, _ := fileBackendDir(r.localBackend())
 	org, project := w.orgProject("organization")
-	for _, p := range []string{
-		filepath.Join(root, ".pulumi", "stacks", project, stackBase(w.Stack)+".json"),
-		filepath.Join(root, ".pulumi", "stacks", org, project, stackBase(w.Stack)+".json"),
-	} {
-		if _, err := os.Stat(p); err == nil {
-			return true
+	for _, root := range []string{shared, r.ownStateDir(w)} {
+		for _, p := range []string{
+			filepath.Join(root, ".pulumi", "stacks", project, stackBase(w.Stack)+".json"),
+			filepath.Join(root, ".pulumi", "stacks", org, project, stackBase(w.Stack)+".json"),
+		} {
+			if _, err := os.Stat(p); err == nil {
+				return true
+			}
 		}
 	}
 	return false
@@ -256,14 +270,6 @@ func projectFile(dir string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no Pulumi.yaml in the project directory %s", dir)
-}
-
-// mkdir creates w's state directory.
-func (w *workspace) mkdir() error {
-	if err := os.MkdirAll(w.dir, 0o700); err != nil {
-		return fmt.Errorf("stack %s: workspace: %w", w.Name, err)
-	}
-	return nil
 }
 
 // marker records, in w's state directory, that the stack exists and

@@ -204,14 +204,29 @@ func config(tcp bool) landlock.Config {
 // restrict applies p to this process.
 func restrict(p policy) error {
 	rules := systemRules()
-	if len(p.ReadOnly) > 0 {
-		rules = append(rules, landlock.RODirs(p.ReadOnly...).IgnoreIfMissing())
-	}
-	if len(p.ReadWrite) > 0 {
-		rules = append(rules, landlock.RWDirs(p.ReadWrite...).WithRefer().IgnoreIfMissing())
-	}
+	roDirs, roFiles := splitDirs(p.ReadOnly)
+	rwDirs, rwFiles := splitDirs(p.ReadWrite)
+	rules = append(rules,
+		landlock.RODirs(roDirs...), landlock.ROFiles(roFiles...),
+		landlock.RWDirs(rwDirs...).WithRefer(), landlock.RWFiles(rwFiles...))
 	for _, port := range p.ConnectTCP {
 		rules = append(rules, landlock.ConnectTCP(port))
 	}
 	return config(len(p.ConnectTCP) > 0).Restrict(rules...)
+}
+
+// splitDirs sorts paths into directories and other files, as Landlock
+// grants them different rights; paths that do not exist are left out.
+func splitDirs(paths []string) (dirs, files []string) {
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		switch {
+		case err != nil:
+		case fi.IsDir():
+			dirs = append(dirs, p)
+		default:
+			files = append(files, p)
+		}
+	}
+	return dirs, files
 }

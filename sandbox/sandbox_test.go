@@ -60,6 +60,7 @@ func TestConfine(t *testing.T) {
 	ro := dir("ro", "readme", "readable")
 	rw := dir("rw", "notes", "writable")
 	extra := dir("extra", "shared", "extra")
+	single := dir("single", "file", "one file")
 	secret := dir("secret", "token", "canary-7d1f")
 	environ := "/proc/" + strconv.Itoa(os.Getpid()) + "/environ"
 
@@ -73,6 +74,8 @@ func TestConfine(t *testing.T) {
 		{"write a read-only path", "echo x > " + ro + "/new", false, "Permission denied"},
 		{"write a read-write path", "echo x > " + rw + "/new && mkdir " + rw + "/d && mv " + rw + "/new " + rw + "/d/ && cat " + rw + "/d/new", true, "x"},
 		{"write an operator's path", "echo y > " + extra + "/new && cat " + extra + "/new", true, "y"},
+		{"read a file granted alone", "cat " + single + "/file", true, "one file"},
+		{"list the directory of a file granted alone", "ls " + single, false, "Permission denied"},
 		{"read a denied file", "cat " + secret + "/token", false, "Permission denied"},
 		{"list a denied directory", "ls " + secret, false, "Permission denied"},
 		{"read the daemon's environment", "cat " + environ, false, "Permission denied"},
@@ -83,7 +86,7 @@ func TestConfine(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			out, ok := run(t, l, []string{ro}, []string{rw}, c.script)
+			out, ok := run(t, l, []string{ro, single + "/file", root + "/missing"}, []string{rw}, c.script)
 			if ok != c.ok || !strings.Contains(out, c.want) {
 				t.Errorf("%s: ok=%v, want %v; output:\n%s", c.script, ok, c.ok, out)
 			}

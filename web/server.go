@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -82,6 +83,9 @@ type Options struct {
 	// Addr is the listen address (DefaultAddr).
 	Addr string
 	API  API
+	// Warnings are settings of the daemon that leave it open (the sandbox
+	// off), shown in GET /api/v1/config.
+	Warnings []string
 	// Registry is what GET /metrics serves; nil serves no /metrics. See
 	// NewMetrics for stackd's own metrics.
 	Registry *prometheus.Registry
@@ -301,13 +305,14 @@ func (s *Server) getConfig(w http.ResponseWriter, _ *http.Request) {
 	}{s.api.ConfigStatus(), s.Warnings()})
 }
 
-// Warnings lists the server's settings that leave it open: a listen
-// address other hosts reach, with no token.
+// Warnings lists the settings that leave the daemon open: Options.Warnings,
+// and a listen address other hosts reach, with no token.
 func (s *Server) Warnings() []string {
+	warnings := slices.Clip(s.opts.Warnings)
 	if s.opts.Token != "" || isLoopback(s.opts.Addr) {
-		return nil
+		return warnings
 	}
-	return []string{"the API listens on " + s.opts.Addr + " with no --api-token-file: anyone who reaches it can sync stacks and reload the config"}
+	return append(warnings, "the API listens on "+s.opts.Addr+" with no --api-token-file: anyone who reaches it can sync stacks and reload the config")
 }
 
 // isLoopback says whether a listen address reaches this host only.

@@ -168,7 +168,10 @@ func startDaemonWith(t testing.TB, config, dataDir string, tweak func(*runFlags)
 	in.flags = runFlags{sourceFlags: sourceFlags{config: stringsFlag{cfgPath}, pollInterval: time.Second}, dataDir: dataDir, listen: "127.0.0.1:0", pulumiBin: bin,
 		secretsDir:    filepath.Join(dataDir, "..", "secrets"),
 		maxConcurrent: 2, maxFailures: 3, minResync: time.Second, retryBackoff: 300 * time.Millisecond,
-		opTimeout: 2 * time.Minute, gitTimeout: 10 * time.Second, shutdownGrace: 30 * time.Second}
+		opTimeout: 2 * time.Minute, gitTimeout: 10 * time.Second, shutdownGrace: 30 * time.Second,
+		// Programs write their test-provider files in the test's
+		// directories; the sandbox tests narrow this.
+		sandboxFlags: sandboxFlags{sandboxRW: stringsFlag{filepath.Dir(t.TempDir())}}}
 	if tweak != nil {
 		tweak(&in.flags)
 	}

@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+
+	"github.com/stackd/stackd/sandbox"
 )
 
 // version is set by the Makefile from git.
@@ -46,6 +48,7 @@ command's flags.
 `
 
 func main() {
+	sandbox.Main() // a sandbox wrapper execs its command here
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

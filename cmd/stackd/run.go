@@ -67,6 +67,7 @@ type runFlags struct {
 	passEnv               stringsFlag
 	envFiles              stringsFlag
 	installTimeout        time.Duration
+	sandboxFlags
 }
 
 // stringsFlag is a repeatable string flag: each use adds one value. Its
@@ -89,6 +90,7 @@ func (f *runFlags) define(fs *flag.FlagSet) {
 	f.sourceFlags.define(fs)
 	f.clusterFlags.define(fs)
 	f.forgeFlags.define(fs)
+	f.sandboxFlags.define(fs)
 	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir, "directory for state, checkouts and the default backend")
 	fs.StringVar(&f.listen, "listen", web.DefaultAddr, "HTTP listen address")
 	fs.StringVar(&f.pulumiBin, "pulumi-bin", "", "directory holding the pulumi CLI (default: beside stackd, else on PATH)")
@@ -290,12 +292,13 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 		return nil, err
 	}
 	metrics.SetAPI(d)
+	registerSandboxMetric(reg, f.sandboxWarn == "")
 	if err := d.Start(ctx); err != nil {
 		return nil, err
 	}
 	srv := web.New(web.Options{Addr: f.listen, API: d, Logger: log.With("component", "web"), Registry: reg, Metrics: metrics,
 		Version: version, Token: token, ReadRequiresToken: f.readToken, WebhookSecret: hookSecret,
-		AllowedHosts: allowedHosts(f), Previews: previewAPI(pv)})
+		AllowedHosts: allowedHosts(f), Previews: previewAPI(pv), Warnings: nonEmpty(f.sandboxWarn)})
 	for _, w := range srv.Warnings() {
 		log.Warn(w)
 	}
@@ -434,9 +437,13 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemo
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	sb, err := newSandbox(&f.sandboxFlags, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	run, err := runner.New(ctx, runner.Options{Bin: bin, DataDir: dataDir, DefaultBackend: f.backend,
 		PassphraseFile: f.secretsPassphraseFile, Timeout: f.opTimeout, Logger: log.With("component", "runner"),
-		PassEnv: f.passEnv, Env: env, InstallTimeout: f.installTimeout})
+		PassEnv: f.passEnv, Env: env, InstallTimeout: f.installTimeout, Sandbox: sb})
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stackd/stackd/runner"
+	"github.com/stackd/stackd/sandbox"
+)
+
+// sandboxFlags configure the confinement of pulumi processes.
+type sandboxFlags struct {
+	sandbox     string
+	sandboxRO   stringsFlag
+	sandboxRW   stringsFlag
+	requireSB   bool
+	connectTCP  stringsFlag
+	sandboxWarn string // set by newSandbox: why programs run unconfined
+}
+
+func (f *sandboxFlags) define(fs *flag.FlagSet) {
+	fs.StringVar(&f.sandbox, "sandbox", sandbox.ModeLandlock, "confine every pulumi process: landlock or off")
+	fs.Var(&f.sandboxRO, "sandbox-ro", "`PATH` every program may read besides its own files and the system's (repeatable)")
+	fs.Var(&f.sandboxRW, "sandbox-rw", "`PATH` every program may read and write besides its own files (repeatable)")
+	fs.BoolVar(&f.requireSB, "require-sandbox", false, "refuse to start where the kernel cannot enforce the sandbox")
+	fs.Var(&f.connectTCP, "sandbox-connect-tcp", "TCP `PORT` programs may connect to; when given, no other (repeatable; Landlock ABI 4)")
+}
+
+// newSandbox is the runner's sandbox as the flags say; nil runs programs
+// unconfined, which f.sandboxWarn then explains. Without Landlock in the
+// kernel the daemon starts with that warning, unless --require-sandbox.
+func newSandbox(f *sandboxFlags, log *slog.Logger) (runner.Confiner, error) {
+	switch f.sandbox {
+	case sandbox.ModeOff:
+		f.sandboxWarn = "--sandbox=off: programs run unconfined and can read every file the stackd user can, the daemon's secrets and other stacks' state among them"
+		return nil, nil
+	case sandbox.ModeLandlock, "":
+	default:
+		return nil, usageErrorf("run: --sandbox must be %s or %s", sandbox.ModeLandlock, sandbox.ModeOff)
+	}
+	ports := make([]uint16, 0, len(f.connectTCP))
+	for _, p := range f.connectTCP {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil || n == 0 {
+			return nil, usageErrorf("run: --sandbox-connect-tcp %q is not a TCP port", p)
+		}
+		ports = append(ports, uint16(n))
+	}
+	l, err := sandbox.New(sandbox.Options{ReadOnly: f.sandboxRO, ReadWrite: f.sandboxRW, ConnectTCP: ports})
+	switch {
+	case errors.Is(err, sandbox.ErrUnsupported) && !f.requireSB:
+		f.sandboxWarn = "the sandbox is off: " + err.Error() + "; programs can read every file the stackd user can"
+		log.Error("SANDBOX NOT ENFORCED: " + f.sandboxWarn)
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	if err := sandbox.ProtectSelf(); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	log.Info("programs run in the sandbox", "landlock_abi", l.ABI(), "read_only", len(f.sandboxRO), "read_write", len(f.sandboxRW))
+	return l, nil
+}
+
+// registerSandboxMetric exports whether programs run confined.
+func registerSandboxMetric(reg *prometheus.Registry, enforced bool) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "stackd_sandbox_enforced",
+		Help: "1 when every pulumi process runs confined by the sandbox (Landlock), 0 when programs run unconfined.",
+	})
+	if enforced {
+		g.Set(1)
+	}
+	reg.MustRegister(g)
+}
+
+// nonEmpty is s as a list: none when s is empty.
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}

@@ -1,0 +1,172 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// A stack on the data dir's own backend keeps its Pulumi state in a file
+// backend of its own, <DataDir>/backends/<identity>, rather than in the
+// shared <DataDir>/backend: the sandbox then grants a program its own
+// stack's state and nothing of another's. The backend URL the stack is
+// known by (in its identity, marker and messages) stays the shared one.
+
+// stateDirs are the directories of a file backend that hold a stack's
+// files, each under <project>/<stack> (locks under <org>/<project>).
+var stateDirs = []string{"history", "backups", "locks"}
+
+// ownStateDir is the file backend of w's own state, on the data dir's
+// backend.
+func (r *Runner) ownStateDir(w *workspace) string {
+	return filepath.Join(r.opts.DataDir, "backends", r.identity(w))
+}
+
+// stateURL is the backend URL w's processes use: its own file backend
+// for a stack of the data dir's backend, else its backend.
+func (r *Runner) stateURL(w *workspace) string {
+	if w.backend != r.localBackend() {
+		return w.backend
+	}
+	return "file://" + r.ownStateDir(w)
+}
+
+// moveState moves what the shared backend holds of w's stack into the
+// stack's own backend: a data dir written before stacks had their own.
+// Every step is a rename, the checkpoint last, so a move that was
+// interrupted is finished by the next one and nothing is copied twice or
+// lost; the shared backend's meta.yaml is copied, as other stacks keep
+// using it.
+func (r *Runner) moveState(w *workspace) error {
+	if w.backend != r.localBackend() {
+		return nil
+	}
+	shared, _ := fileBackendDir(r.localBackend())
+	own := r.ownStateDir(w)
+	_, project := w.orgProject("organization")
+	base := stackBase(w.Stack)
+	checkpoints, _ := filepath.Glob(filepath.Join(shared, ".pulumi", "stacks", project, base+".json*"))
+	if len(checkpoints) == 0 {
+		return nil
+	}
+	for _, name := range []string{"meta.yaml", "meta.yaml.attrs"} {
+		if err := copyIfMissing(filepath.Join(shared, ".pulumi", name), filepath.Join(own, ".pulumi", name)); err != nil {
+			return fmt.Errorf("stack %s: move its state to its own backend: %w", w.Name, err)
+		}
+	}
+	var moves [][2]string
+	for _, kind := range stateDirs {
+		for _, rel := range []string{filepath.Join(project, base), filepath.Join("organization", project, base)} {
+			moves = append(moves, [2]string{filepath.Join(shared, ".pulumi", kind, rel), filepath.Join(own, ".pulumi", kind, rel)})
+		}
+	}
+	for _, p := range checkpoints {
+		moves = append(moves, [2]string{p, filepath.Join(own, ".pulumi", "stacks", project, filepath.Base(p))})
+	}
+	for _, m := range moves {
+		if err := moveInto(m[0], m[1]); err != nil {
+			return fmt.Errorf("stack %s: move its state to its own backend: %w", w.Name, err)
+		}
+	}
+	r.log.Info("moved the stack's Pulumi state into a backend of its own", "stack", w.Name, "files", len(checkpoints))
+	return nil
+}
+
+// moveInto renames src to dst, creating dst's parents. A src that is gone
+// was moved already; a directory whose dst exists (an interrupted move)
+// has its entries moved one by one.
+func moveInto(src, dst string) error {
+	fi, err := os.Lstat(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(dst); err == nil && fi.IsDir() {
+		entries, err := os.ReadDir(src)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if err := moveInto(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+				return err
+			}
+		}
+		return os.Remove(src)
+	}
+	return os.Rename(src, dst)
+}
+
+// copyIfMissing copies src to dst unless dst exists or src does not.
+func copyIfMissing(src, dst string) error {
+	if _, err := os.Stat(dst); err == nil {
+		return nil
+	}
+	data, err := os.ReadFile(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
+	}
+	return writeFileAtomic(dst, data, 0o600)
+}
+
+// access is what w's processes may reach in the sandbox: the program's
+// work dir, the runner's state directory of the stack (its config file,
+// HOME, TMPDIR and PULUMI_HOME), the stack's own state when it is on a
+// file backend (read-only for a read-only operation), its passphrase,
+// and the shared plugin cache, read-only.
+func (r *Runner) access(w *workspace) Access {
+	a := Access{
+		ReadOnly:  []string{r.pluginDir()},
+		ReadWrite: []string{cmpOr(w.WorkDir, w.ProjectDir), w.dir},
+	}
+	if dir, ok := fileBackendDir(w.state); ok {
+		if w.readOnly {
+			a.ReadOnly = append(a.ReadOnly, dir)
+		} else {
+			a.ReadWrite = append(a.ReadWrite, dir)
+		}
+	}
+	if w.passphraseFile != "" {
+		a.ReadOnly = append(a.ReadOnly, w.passphraseFile)
+	}
+	return a
+}
+
+// pluginDir is the plugin cache every stack shares.
+func (r *Runner) pluginDir() string { return filepath.Join(r.opts.DataDir, "pulumi-home", "plugins") }
+
+// Per-stack directories in the runner's state directory of a stack.
+func (w *workspace) homeDir() string       { return filepath.Join(w.dir, "home") }
+func (w *workspace) tmpDir() string        { return filepath.Join(w.dir, "tmp") }
+func (w *workspace) pulumiHomeDir() string { return filepath.Join(w.dir, "pulumi-home") }
+
+// mkdirs creates w's state directory with the stack's own HOME, TMPDIR
+// and PULUMI_HOME, whose plugins are the shared cache (a symbolic link).
+func (w *workspace) mkdirs(pluginDir string) error {
+	for _, dir := range []string{w.dir, w.homeDir(), w.tmpDir(), w.pulumiHomeDir()} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("stack %s: workspace: %w", w.Name, err)
+		}
+	}
+	link := filepath.Join(w.pulumiHomeDir(), "plugins")
+	if target, err := os.Readlink(link); err == nil && target == pluginDir {
+		return nil
+	}
+	_ = os.RemoveAll(link)
+	if err := os.Symlink(pluginDir, link); err != nil {
+		return fmt.Errorf("stack %s: workspace: %w", w.Name, err)
+	}
+	return nil
+}
