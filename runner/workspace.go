@@ -67,8 +67,11 @@ func (r *Runner) workspace(ws daemon.Workspace) (*workspace, error) {
 	if len(ws.Environments) > 0 && !isCloudBackend(w.backend) {
 		return nil, fmt.Errorf("spec.environment needs a Pulumi Cloud backend; this stack's backend is %s", redactURL(w.backend))
 	}
-	project, err := projectName(ws.ProjectDir)
+	project, main, err := readProject(ws.ProjectDir)
 	if err != nil {
+		return nil, fmt.Errorf("stack %s: %w", ws.Name, err)
+	}
+	if err := checkMain(cmpOr(ws.WorkDir, ws.ProjectDir), ws.ProjectDir, main); err != nil {
 		return nil, fmt.Errorf("stack %s: %w", ws.Name, err)
 	}
 	w.project = project
@@ -241,24 +244,50 @@ func redactURL(backend string) string {
 
 // projectName reads the project's name from Pulumi.yaml (or Pulumi.yml).
 func projectName(dir string) (string, error) {
+	name, _, err := readProject(dir)
+	return name, err
+}
+
+// readProject reads the name and the main entry point of dir's project.
+func readProject(dir string) (name, main string, err error) {
 	path, err := projectFile(dir)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("read project: %w", err)
+		return "", "", fmt.Errorf("read project: %w", err)
 	}
 	var p struct {
 		Name string `yaml:"name"`
+		Main string `yaml:"main"`
 	}
 	if err := yaml.Unmarshal(data, &p); err != nil {
-		return "", fmt.Errorf("parse %s: %w", filepath.Base(path), err)
+		return "", "", fmt.Errorf("parse %s: %w", filepath.Base(path), err)
 	}
 	if p.Name == "" {
-		return "", fmt.Errorf("%s has no project name", filepath.Base(path))
+		return "", "", fmt.Errorf("%s has no project name", filepath.Base(path))
 	}
-	return p.Name, nil
+	return p.Name, p.Main, nil
+}
+
+// checkMain refuses a project whose main entry point (Pulumi.yaml's
+// main:, relative to projectDir) leads outside workDir, the checkout the
+// stack deploys: the CLI would run a program of the host's. Links are
+// not followed here; the sandbox denies what they lead to.
+func checkMain(workDir, projectDir, main string) error {
+	if main == "" {
+		return nil
+	}
+	target := main
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(projectDir, target)
+	}
+	rel, err := filepath.Rel(workDir, filepath.Clean(target))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("Pulumi.yaml's main %q leads outside the checkout; refusing to run it", main)
+	}
+	return nil
 }
 
 // projectFile is the path of dir's Pulumi.yaml or Pulumi.yml.

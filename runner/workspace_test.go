@@ -236,3 +236,28 @@ func TestOwnPassphrases(t *testing.T) {
 		t.Errorf("another backend: %q, want the shared %q", other["PULUMI_CONFIG_PASSPHRASE_FILE"], r.opts.PassphraseFile)
 	}
 }
+
+// TestCheckMain: a project's main entry point must stay in its checkout.
+func TestCheckMain(t *testing.T) {
+	cases := []struct {
+		work, project, main string
+		ok                  bool
+	}{
+		{"/w", "/w", "", true},
+		{"/w", "/w", "src", true},
+		{"/w", "/w/infra", "../shared", true},
+		{"/w", "/w", "./src/../lib", true},
+		{"/w", "/w", "/etc", false},
+		{"/w", "/w", "/w/src", true},
+		{"/w", "/w", "..", false},
+		{"/w", "/w/infra", "../../other", false},
+		{"/w", "/w", "../w2", false},
+		{"/w", "/w", "..foo", true},
+	}
+	for _, c := range cases {
+		err := checkMain(c.work, c.project, c.main)
+		if (err == nil) != c.ok {
+			t.Errorf("checkMain(%q, %q, %q) = %v, want ok=%v", c.work, c.project, c.main, err, c.ok)
+		}
+	}
+}
