@@ -59,7 +59,8 @@ type repoURLs struct {
 // naming them: {"stacks": [...], "sources": [...]}, sources left out
 // when none); a verified pull-request event goes to Options.Previews
 // (see pullRequest); any other verified event is acknowledged and
-// ignored (202).
+// ignored (202). A verified delivery whose body or delivery id came
+// within the last deliveryWindow is a replay: acknowledged, ignored.
 func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	if s.opts.WebhookSecret == "" {
 		writeError(w, http.StatusNotFound, "webhooks are not configured")
@@ -80,8 +81,8 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "bad or missing webhook signature")
 		return
 	}
-	if id := deliveryID(r.Header); id != "" && s.deliveries.seen(ev.forge+"/"+id, time.Now()) {
-		writeJSON(w, http.StatusAccepted, map[string]string{"ignored": "delivery " + id + " seen already"})
+	if seen := s.deliveries.seen(deliveryKeys(ev.forge, r.Header, body), time.Now()); seen != "" {
+		writeJSON(w, http.StatusAccepted, map[string]string{"ignored": seen + " seen already"})
 		return
 	}
 	if ev.pullRequest {
@@ -95,6 +96,25 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	s.push(w, ev.forge, body)
 }
 
+// deliveryKeys are what identifies a delivery: the SHA-256 of its signed
+// body, and the forge's delivery id when it sends one. A replay is caught
+// by either, so changing or dropping the delivery header of a captured
+// request does not make it new. The body's hash is not scoped to the
+// forge: the same body signed with the same secret under another forge's
+// headers is the same replay. Real events differ in their bodies: forges
+// put the new head, an update time or both in each.
+func deliveryKeys(forge string, h http.Header, body []byte) []deliveryKey {
+	sum := sha256.Sum256(body)
+	keys := []deliveryKey{{"sha256:" + hex.EncodeToString(sum[:]), "an identical body"}}
+	if id := deliveryID(h); id != "" {
+		keys = append(keys, deliveryKey{forge + "/" + id, "delivery " + id})
+	}
+	return keys
+}
+
+// deliveryKey is one key of a delivery and how an answer names it.
+type deliveryKey struct{ key, name string }
+
 // deliveryID is the forge's id of a webhook delivery, which a redelivery
 // (or a replay of a captured request) repeats.
 func deliveryID(h http.Header) string {
@@ -106,26 +126,41 @@ func deliveryID(h http.Header) string {
 	return ""
 }
 
-// deliveryWindow is how long a delivery id is remembered;
+// deliveryWindow is how long a delivery's keys are remembered;
 // maxDeliveries bounds how many.
 const (
 	deliveryWindow = 10 * time.Minute
 	maxDeliveries  = 4096
 )
 
-// recentDeliveries remembers the delivery ids of the last deliveryWindow.
+// recentDeliveries remembers the delivery keys of the last deliveryWindow.
 type recentDeliveries struct {
 	mu sync.Mutex
 	at map[string]time.Time
 }
 
-// seen reports whether id came within the window, and remembers it.
-func (d *recentDeliveries) seen(id string, now time.Time) bool {
+// seen returns the name of the first of keys that came within the
+// window, or "" when none did, and then it remembers them all. A replay
+// adds nothing to what is remembered: varying its delivery id cannot fill
+// the memory and wash out the body's hash. A key's window runs from when
+// it was first seen.
+func (d *recentDeliveries) seen(keys []deliveryKey, now time.Time) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if at, ok := d.at[id]; ok && now.Sub(at) < deliveryWindow {
-		return true
+	for _, k := range keys {
+		if at, ok := d.at[k.key]; ok && now.Sub(at) < deliveryWindow {
+			return k.name
+		}
 	}
+	for _, k := range keys {
+		d.remember(k.key, now)
+	}
+	return ""
+}
+
+// remember records key at now, first dropping expired keys when the map
+// is full.
+func (d *recentDeliveries) remember(key string, now time.Time) {
 	if d.at == nil || len(d.at) >= maxDeliveries {
 		for k, at := range d.at {
 			if now.Sub(at) >= deliveryWindow {
@@ -136,8 +171,7 @@ func (d *recentDeliveries) seen(id string, now time.Time) bool {
 			d.at = map[string]time.Time{} // a flood: start over rather than grow
 		}
 	}
-	d.at[id] = now
-	return false
+	d.at[key] = now
 }
 
 // push handles a verified push payload.

@@ -180,7 +180,7 @@ func TestWebhookIgnored(t *testing.T) {
 
 // TestWebhookDeliveryOnce: a delivery the forge sends again (or a
 // captured request replayed) with the same delivery id is acknowledged
-// and not acted on twice; another id is.
+// and not acted on twice; another delivery is.
 func TestWebhookDeliveryOnce(t *testing.T) {
 	api := &fakeAPI{}
 	_, url := startWith(t, Options{API: api, WebhookSecret: hookSecret})
@@ -191,8 +191,10 @@ func TestWebhookDeliveryOnce(t *testing.T) {
 			t.Fatalf("push = %d %v", code, v)
 		}
 	}
+	next := strings.Replace(githubPush, "4b825dc6", "5c936ed7", 1)
+	h = githubHeaders("push", sign(hookSecret, next))
 	h.Set("X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0959")
-	callWith(t, "POST", url+webhookPath, h, githubPush)
+	callWith(t, "POST", url+webhookPath, h, next)
 	api.mu.Lock()
 	defer api.mu.Unlock()
 	if len(api.pushes) != 2 {
@@ -200,16 +202,84 @@ func TestWebhookDeliveryOnce(t *testing.T) {
 	}
 }
 
-func TestRecentDeliveriesForget(t *testing.T) {
+// TestWebhookReplayedBody: a captured request replayed with its delivery
+// header changed, dropped, or swapped for another forge's headers over
+// the same signed body is acknowledged as a replay and not acted on, for
+// push and pull-request events alike; nor is a body sent again under the
+// id of a delivery already seen.
+func TestWebhookReplayedBody(t *testing.T) {
+	api, previews := &fakeAPI{}, &fakePreviews{}
+	_, url := startWith(t, Options{API: api, WebhookSecret: hookSecret, Previews: previews})
+	gh := fixture(t, "github-pull-request.json", nil)
+	gl := fixture(t, "gitlab-merge-request.json", nil)
+	withID := func(h http.Header, k, id string) http.Header {
+		if id != "" {
+			h.Set(k, id)
+		}
+		return h
+	}
+	const id1, id2 = "72d3162e-cc78-11e3-81ab-4c9367dc0958", "8b1a2c3d-cc78-11e3-81ab-4c9367dc0958"
+	other := strings.Replace(githubPush, "4b825dc6", "5c936ed7", 1)
+	for _, tt := range []struct {
+		name   string
+		h      http.Header
+		body   string
+		replay bool
+	}{
+		{"push", withID(githubHeaders("push", sign(hookSecret, githubPush)), "X-GitHub-Delivery", id1), githubPush, false},
+		{"push, new delivery id", withID(githubHeaders("push", sign(hookSecret, githubPush)), "X-GitHub-Delivery", id2), githubPush, true},
+		{"push, no delivery id", githubHeaders("push", sign(hookSecret, githubPush)), githubPush, true},
+		{"push, as gitea", withID(giteaHeaders("push", sign(hookSecret, githubPush)), "X-Gitea-Delivery", "g-1"), githubPush, true},
+		{"another push, a seen id", withID(githubHeaders("push", sign(hookSecret, other)), "X-GitHub-Delivery", id1), other, true},
+		{"pull request", withID(githubHeaders("pull_request", sign(hookSecret, gh)), "X-GitHub-Delivery", "pr-1"), gh, false},
+		{"pull request, new delivery id", withID(githubHeaders("pull_request", sign(hookSecret, gh)), "X-GitHub-Delivery", "pr-2"), gh, true},
+		{"pull request, no delivery id", githubHeaders("pull_request", sign(hookSecret, gh)), gh, true},
+		{"merge request", withID(gitlabHeaders("Merge Request Hook", hookSecret), "X-Gitlab-Event-UUID", "mr-1"), gl, false},
+		{"merge request, new uuid", withID(gitlabHeaders("Merge Request Hook", hookSecret), "X-Gitlab-Event-UUID", "mr-2"), gl, true},
+		{"merge request, no uuid", gitlabHeaders("Merge Request Hook", hookSecret), gl, true},
+	} {
+		code, v := callWith(t, "POST", url+webhookPath, tt.h, tt.body)
+		ignored, _ := v["ignored"].(string)
+		if code != 202 || tt.replay != strings.HasSuffix(ignored, "seen already") {
+			t.Errorf("%s = %d %v, replay %v", tt.name, code, v, tt.replay)
+		}
+	}
+	if _, _, pushes := api.calls(); pushes != 1 {
+		t.Errorf("%d pushes acted on, want 1", pushes)
+	}
+	if evs := previews.taken(); len(evs) != 2 {
+		t.Errorf("%d pull-request events previewed, want 2", len(evs))
+	}
+}
+
+// TestRecentDeliveries: a key is remembered for the window from when it
+// was first seen; a delivery is seen when any of its keys is; a replay
+// remembers none of its new keys, so varying its delivery id cannot fill
+// the memory; the memory is bounded.
+func TestRecentDeliveries(t *testing.T) {
 	var d recentDeliveries
 	now := time.Now()
-	if d.seen("a", now) || !d.seen("a", now.Add(time.Minute)) || d.seen("a", now.Add(deliveryWindow+time.Minute)) {
-		t.Fatal("a delivery id is remembered for the window only")
+	body := deliveryKey{"sha256:ab", "an identical body"}
+	key := func(id string) deliveryKey { return deliveryKey{"github/" + id, "delivery " + id} }
+	if d.seen([]deliveryKey{body, key("a")}, now) != "" {
+		t.Fatal("a first delivery is new")
+	}
+	if got := d.seen([]deliveryKey{{"sha256:cd", ""}, key("a")}, now.Add(time.Minute)); got != "delivery a" {
+		t.Fatalf("same id, other body: seen %q", got)
+	}
+	if got := d.seen([]deliveryKey{body, key("b")}, now.Add(time.Minute)); got != "an identical body" {
+		t.Fatalf("same body, other id: seen %q", got)
+	}
+	if _, ok := d.at["github/b"]; ok || len(d.at) != 2 {
+		t.Fatalf("a replay's keys were remembered: %v", d.at)
+	}
+	if d.seen([]deliveryKey{body, key("a")}, now.Add(deliveryWindow+time.Minute)) != "" {
+		t.Fatal("a delivery is remembered for the window only")
 	}
 	for i := range maxDeliveries + 10 {
-		d.seen(fmt.Sprint(i), now)
+		d.seen([]deliveryKey{key(fmt.Sprint(i))}, now)
 	}
 	if len(d.at) > maxDeliveries {
-		t.Fatalf("%d ids remembered", len(d.at))
+		t.Fatalf("%d keys remembered", len(d.at))
 	}
 }
