@@ -1,6 +1,8 @@
 // Package scrub keeps secrets out of what stackd shows: it replaces known
-// secret values in update logs, messages and outputs, line by line or in
-// JSON, and drops terminal escape sequences.
+// secret values and the credentials of URLs in update logs, messages,
+// outputs and the daemon's own log, line by line or in JSON, and drops
+// terminal escape sequences. The daemon holds one Redactor with every
+// secret it knows, so that no stack's output shows another's secret.
 package scrub
 
 import (
@@ -8,49 +10,26 @@ import (
 	"encoding/json"
 	"io"
 	"regexp"
-	"strings"
 )
 
 // MinLen is the shortest value scrubbed: shorter ones would mangle
 // output without protecting anything.
 const MinLen = 4
 
-// Writer writes lines to w with every secret replaced by "[secret]" and
-// terminal escapes dropped. It holds back a partial line until its end
-// (or Close), so a secret split across writes is still caught.
+// Writer writes lines to w cleaned by a Redactor (secrets replaced by
+// "[secret]", URL credentials masked, terminal escapes dropped). It holds
+// back a partial line until its end (or Close), so a secret split across
+// writes is still caught. Secrets added to the Redactor while it writes
+// are scrubbed from the lines that follow.
 type Writer struct {
 	w       io.Writer
-	secrets []string
+	r       *Redactor
 	partial []byte
 }
 
 // New scrubs secrets from what is written to w.
 func New(w io.Writer, secrets []string) *Writer {
-	return &Writer{w: w, secrets: list(secrets)}
-}
-
-// list keeps the secrets worth scrubbing, each line of multi-line
-// ones too, longest first so that no shorter one breaks a longer one.
-func list(secrets []string) []string {
-	var out []string
-	for _, s := range secrets {
-		for _, part := range append([]string{s}, strings.Split(s, "\n")...) {
-			part = strings.TrimSpace(part)
-			if len(part) >= MinLen {
-				out = append(out, part)
-			}
-		}
-	}
-	sortLongestFirst(out)
-	return out
-}
-
-func sortLongestFirst(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && len(s[j]) > len(s[j-1]); j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
+	return NewRedactor(secrets...).Writer(w)
 }
 
 // maxPartial bounds the unfinished line a Writer holds: output without
@@ -73,10 +52,7 @@ func (s *Writer) Write(p []byte) (int, error) {
 		// Cut the line: scrub it whole, and keep the tail that may hold
 		// the start of a secret still to come.
 		text := s.Clean(string(s.partial))
-		keep := 0
-		if len(s.secrets) > 0 {
-			keep = len(s.secrets[0]) - 1 // the longest
-		}
+		keep := max(0, s.r.longest()-1)
 		cut := max(0, len(text)-keep)
 		s.partial = append(s.partial[:0], text[cut:]...)
 		if _, err := s.w.Write([]byte(text[:cut])); err != nil {
@@ -98,13 +74,9 @@ func (s *Writer) Close() {
 // output may hold whatever the CLI is told.
 var ansiEscape = regexp.MustCompile("\x1b\\[[0-9;?]*[ -/]*[@-~]")
 
-// Clean replaces every secret in text, and drops terminal escapes.
+// Clean cleans text with the Writer's Redactor.
 func (s *Writer) Clean(text string) string {
-	text = ansiEscape.ReplaceAllString(text, "")
-	for _, secret := range s.secrets {
-		text = strings.ReplaceAll(text, secret, "[secret]")
-	}
-	return text
+	return s.r.Clean(text)
 }
 
 // JSON applies clean to every string of a JSON value, and to the
