@@ -312,7 +312,7 @@ func (s *Server) Warnings() []string {
 	if s.opts.Token != "" || isLoopback(s.opts.Addr) {
 		return warnings
 	}
-	return append(warnings, "the API listens on "+s.opts.Addr+" with no --api-token-file: anyone who reaches it can sync stacks and reload the config")
+	return append(warnings, "the API listens on "+s.opts.Addr+" with no API token: anyone who reaches it can sync stacks and reload the config")
 }
 
 // isLoopback says whether a listen address reaches this host only.

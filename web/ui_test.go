@@ -449,13 +449,15 @@ func TestUISyncNeedsToken(t *testing.T) {
 		wantContains(t, page, "v9.8.7")
 		wantLacks(t, page, "/sync")
 	}
+	wantContains(t, getPage(t, base+"/stacks/db", http.StatusOK), "Actions need the API token")
 	resp, _ := fetch(t, http.MethodPost, base+"/stacks/db/sync", nil)
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("sync without the token: status %d", resp.StatusCode)
 	}
 	bearer := http.Header{"Authorization": {"Bearer t0ken"}}
-	if resp, page := fetch(t, http.MethodGet, base+"/stacks/db", bearer); resp.StatusCode != http.StatusOK || !strings.Contains(page, `action="/stacks/db/sync"`) {
-		t.Errorf("stack page with the token: status %d, no sync button", resp.StatusCode)
+	if resp, page := fetch(t, http.MethodGet, base+"/stacks/db", bearer); resp.StatusCode != http.StatusOK || !strings.Contains(page, `action="/stacks/db/sync"`) ||
+		strings.Contains(page, "Actions need the API token") {
+		t.Errorf("stack page with the token: status %d, no sync button or a note that the token is needed", resp.StatusCode)
 	}
 	resp, _ = fetch(t, http.MethodPost, base+"/stacks/db/sync", bearer)
 	if resp.StatusCode != http.StatusSeeOther {

@@ -22,25 +22,43 @@ import (
 type client struct {
 	server string
 	token  string
-	http   *http.Client
+	// hint is added to a 401 answer: where the token comes from.
+	hint string
+	http *http.Client
+}
+
+// clientOpts are the flags every client command shares.
+type clientOpts struct {
+	server, tokenFile, dataDir string
 }
 
 // clientFlags defines the flags every client command shares.
-func clientFlags(fs *flag.FlagSet) (server, tokenFile *string) {
-	server = fs.String("server", "http://"+web.DefaultAddr, "URL of the daemon's HTTP API")
-	tokenFile = fs.String("api-token-file", "", "file holding the API token, when the daemon requires one")
-	return server, tokenFile
+func clientFlags(fs *flag.FlagSet) *clientOpts {
+	o := &clientOpts{}
+	fs.StringVar(&o.server, "server", "http://"+web.DefaultAddr, "URL of the daemon's HTTP API")
+	fs.StringVar(&o.tokenFile, "api-token-file", "", "file holding the API token (default: the daemon's "+apiTokenFile+" in --data-dir)")
+	fs.StringVar(&o.dataDir, "data-dir", defaultDataDir, "data directory of the daemon on this host, whose "+apiTokenFile+" file the commands send to a loopback --server")
+	return o
 }
 
-func newClient(server, tokenFile string) (*client, error) {
+func (o *clientOpts) newClient() (*client, error) {
+	return newClient(o.server, o.tokenFile, o.dataDir)
+}
+
+// newClient is a client of the daemon at server that sends the token of
+// tokenFile, or without one the token in dataDir (see localToken).
+func newClient(server, tokenFile, dataDir string) (*client, error) {
 	c := &client{server: strings.TrimSuffix(server, "/"), http: &http.Client{}}
-	if tokenFile != "" {
-		data, err := os.ReadFile(tokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("read the API token: %w", err)
-		}
-		c.token = strings.TrimSpace(string(data))
+	if tokenFile == "" {
+		c.token, c.hint = localToken(c.server, dataDir)
+		return c, nil
 	}
+	data, err := os.ReadFile(tokenFile)
+	if err != nil {
+		return nil, fmt.Errorf("read the API token: %w", err)
+	}
+	c.token = strings.TrimSpace(string(data))
+	c.hint = "the API token of --api-token-file " + tokenFile + " was refused"
 	return c, nil
 }
 
@@ -67,7 +85,11 @@ func (c *client) do(method, path string) (*http.Response, error) {
 	if json.Unmarshal(body, &e) != nil || e.Error == "" {
 		e.Error = strings.TrimSpace(string(body))
 	}
-	return nil, &apiError{fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, e.Error), resp.StatusCode}
+	msg := fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, e.Error)
+	if resp.StatusCode == http.StatusUnauthorized && c.hint != "" {
+		msg += "\n" + c.hint
+	}
+	return nil, &apiError{msg, resp.StatusCode}
 }
 
 // apiError is an answer of the API that is not 2xx.
@@ -93,7 +115,7 @@ func (c *client) getJSON(path string, v any) error {
 // statusCommand runs "stackd status [NAME] [--json]".
 func statusCommand(args []string, stdout io.Writer) error {
 	fs := newFlagSet("status")
-	server, tokenFile := clientFlags(fs)
+	opts := clientFlags(fs)
 	asJSON := fs.Bool("json", false, "print the API's JSON")
 	if err := parseFlags(fs, "status [NAME] [--json] [flags]", args, stdout); err != nil {
 		return err
@@ -101,7 +123,7 @@ func statusCommand(args []string, stdout io.Writer) error {
 	if fs.NArg() > 1 {
 		return usageErrorf("status: at most one stack name")
 	}
-	c, err := newClient(*server, *tokenFile)
+	c, err := opts.newClient()
 	if err != nil {
 		return err
 	}
@@ -280,14 +302,14 @@ func since(now, t time.Time) string {
 // syncCommand runs "stackd sync NAME".
 func syncCommand(args []string, stdout io.Writer) error {
 	fs := newFlagSet("sync")
-	server, tokenFile := clientFlags(fs)
+	opts := clientFlags(fs)
 	if err := parseFlags(fs, "sync NAME [flags]", args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usageErrorf("sync: give one stack name")
 	}
-	c, err := newClient(*server, *tokenFile)
+	c, err := opts.newClient()
 	if err != nil {
 		return err
 	}
@@ -309,7 +331,7 @@ func syncCommand(args []string, stdout io.Writer) error {
 // wait ended), so that the backend can be copied.
 func pauseCommand(name string, args []string, stdout io.Writer) error {
 	fs := newFlagSet(name)
-	server, tokenFile := clientFlags(fs)
+	opts := clientFlags(fs)
 	wait := fs.Duration("wait", 5*time.Minute, "how long pause waits for running operations to end")
 	if err := parseFlags(fs, name+" [flags]", args, stdout); err != nil {
 		return err
@@ -317,7 +339,7 @@ func pauseCommand(name string, args []string, stdout io.Writer) error {
 	if fs.NArg() != 0 {
 		return usageErrorf("%s: unexpected argument %q", name, fs.Arg(0))
 	}
-	c, err := newClient(*server, *tokenFile)
+	c, err := opts.newClient()
 	if err != nil {
 		return err
 	}
@@ -352,7 +374,7 @@ func pauseCommand(name string, args []string, stdout io.Writer) error {
 // update, else of the last one.
 func logsCommand(args []string, stdout io.Writer) error {
 	fs := newFlagSet("logs")
-	server, tokenFile := clientFlags(fs)
+	opts := clientFlags(fs)
 	follow := fs.Bool("follow", false, "stream the running update's log until it ends")
 	if err := parseFlags(fs, "logs NAME [--follow] [flags]", args, stdout); err != nil {
 		return err
@@ -360,7 +382,7 @@ func logsCommand(args []string, stdout io.Writer) error {
 	if fs.NArg() != 1 {
 		return usageErrorf("logs: give one stack name")
 	}
-	c, err := newClient(*server, *tokenFile)
+	c, err := opts.newClient()
 	if err != nil {
 		return err
 	}

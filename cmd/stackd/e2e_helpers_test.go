@@ -126,6 +126,9 @@ type instance struct {
 	flags   runFlags
 	logs    *syncBuffer
 	cfgPath string
+	// token is the API token the daemon requires: its --api-token-file's
+	// or the one it generated into its data dir; "" with --api-no-token.
+	token string
 }
 
 // syncBuffer collects the daemon's log lines.
@@ -186,7 +189,32 @@ func startDaemonWith(t testing.TB, config, dataDir string, tweak func(*runFlags)
 	}
 	in.app, in.url = a, "http://"+a.srv.Addr()
 	t.Cleanup(func() { in.stop() })
+	in.token = apiTokenOf(t, &in.flags)
 	return in
+}
+
+// apiTokenOf is the token a daemon started with f requires, read as the
+// client commands read it.
+func apiTokenOf(t testing.TB, f *runFlags) string {
+	t.Helper()
+	path := filepath.Join(f.dataDir, apiTokenFile)
+	switch {
+	case f.noToken:
+		return ""
+	case f.tokenFile != "":
+		path = f.tokenFile
+	}
+	token, err := readAPIToken(path)
+	if err != nil {
+		t.Fatalf("the API token: %v", err)
+	}
+	return token
+}
+
+// clientArgs are args of a client command for this daemon: its URL, and
+// its data dir, where the command finds the API token.
+func (in *instance) clientArgs(args ...string) []string {
+	return append(args, "--server", in.url, "--data-dir", in.flags.dataDir)
 }
 
 func (in *instance) stop() {
@@ -262,7 +290,14 @@ func (in *instance) stack(name string) daemon.StackView {
 
 func (in *instance) sync(name string) string {
 	in.t.Helper()
-	resp, err := http.Post(in.url+"/api/v1/stacks/"+name+"/sync", "application/json", nil)
+	req, err := http.NewRequest(http.MethodPost, in.url+"/api/v1/stacks/"+name+"/sync", nil)
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	if in.token != "" {
+		req.Header.Set("Authorization", "Bearer "+in.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		in.t.Fatal(err)
 	}

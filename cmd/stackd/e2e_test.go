@@ -329,7 +329,7 @@ func TestE2EClientCommands(t *testing.T) {
 	cli := func(args ...string) string {
 		t.Helper()
 		var stdout, stderr strings.Builder
-		if code := run(context.Background(), append(args, "--server", in.url), &stdout, &stderr); code != 0 {
+		if code := run(context.Background(), in.clientArgs(args...), &stdout, &stderr); code != 0 {
 			t.Fatalf("stackd %s: exit %d: %s", strings.Join(args, " "), code, stderr.String())
 		}
 		return stdout.String()

@@ -148,12 +148,21 @@ func TestParseInterspersed(t *testing.T) {
 	}
 }
 
-// TestFailOpenFlags: asking for the token on reads without a token is a
-// usage error, not an open API.
+// TestFailOpenFlags: token flags that contradict each other are usage
+// errors, not an open API.
 func TestFailOpenFlags(t *testing.T) {
-	code, _, stderr := stackd(t, "run", "--config", "x.yaml", "--api-read-requires-token")
-	if code != exitUsage || !strings.Contains(stderr, "--api-read-requires-token needs --api-token-file") {
-		t.Errorf("exit %d, stderr %q", code, stderr)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--api-no-token", "--api-read-requires-token"}, "--api-read-requires-token needs a token"},
+		{[]string{"--api-no-token", "--api-token-file", "token"}, "--api-no-token and --api-token-file exclude each other"},
+		{[]string{"--api-read-requires-token", "--cluster-etcd", "http://127.0.0.1:2379"}, "--api-read-requires-token needs --api-token-file"},
+	} {
+		code, _, stderr := stackd(t, append([]string{"run", "--config", "x.yaml"}, tt.args...)...)
+		if code != exitUsage || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q", tt.args, code, stderr)
+		}
 	}
 }
 

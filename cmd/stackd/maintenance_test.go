@@ -23,7 +23,7 @@ func TestE2EBackupAndPause(t *testing.T) {
 	in.waitStack("app", "deployed", time.Minute, isReady)
 
 	file := filepath.Join(t.TempDir(), "copy.db")
-	if code, stdout, stderr := stackd(t, "backup", "--server", in.url, file); code != exitOK || !strings.Contains(stdout, "wrote") {
+	if code, stdout, stderr := stackd(t, in.clientArgs("backup", file)...); code != exitOK || !strings.Contains(stdout, "wrote") {
 		t.Fatalf("backup --server: exit %d\n%s%s", code, stdout, stderr)
 	}
 	copied, err := store.Open(file, store.Options{ReadOnly: true})
@@ -40,7 +40,7 @@ func TestE2EBackupAndPause(t *testing.T) {
 	r.commit(map[string]string{"Pulumi.yaml": program("v2")})
 	in.waitStack("app", "the second update", time.Minute, func(v daemon.StackView) bool { return v.Status.CurrentUpdate != nil })
 	start := time.Now()
-	if code, stdout, stderr := stackd(t, "pause", "--server", in.url); code != exitOK || !strings.Contains(stdout, "paused") {
+	if code, stdout, stderr := stackd(t, in.clientArgs("pause")...); code != exitOK || !strings.Contains(stdout, "paused") {
 		t.Fatalf("pause: exit %d\n%s%s", code, stdout, stderr)
 	}
 	if v := in.stack("app"); v.Status.CurrentUpdate != nil || time.Since(start) < 500*time.Millisecond {
@@ -52,7 +52,7 @@ func TestE2EBackupAndPause(t *testing.T) {
 	if v := in.stack("app"); v.Status.CurrentUpdate != nil || output(v, "content") != "hello v2" {
 		t.Fatalf("an update ran while paused: %s", output(v, "content"))
 	}
-	if code, stdout, _ := stackd(t, "resume", "--server", in.url); code != exitOK || !strings.Contains(stdout, "resumed") {
+	if code, stdout, _ := stackd(t, in.clientArgs("resume")...); code != exitOK || !strings.Contains(stdout, "resumed") {
 		t.Fatalf("resume: exit %d %s", code, stdout)
 	}
 	in.waitStack("app", "v3 after resume", time.Minute, func(v daemon.StackView) bool { return isReady(v) && output(v, "content") == "hello v3" })

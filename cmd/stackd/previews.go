@@ -20,7 +20,7 @@ const previewsPath = "/api/v1/previews"
 // requests a running daemon previews, each with its stacks' previews.
 func previewsCommand(args []string, stdout io.Writer) error {
 	fs := newFlagSet("previews")
-	server, tokenFile := clientFlags(fs)
+	opts := clientFlags(fs)
 	asJSON := fs.Bool("json", false, "print the API's JSON")
 	if err := parseFlags(fs, "previews [--json] [flags]", args, stdout); err != nil {
 		return err
@@ -28,7 +28,7 @@ func previewsCommand(args []string, stdout io.Writer) error {
 	if fs.NArg() != 0 {
 		return usageErrorf("previews: unexpected argument %q", fs.Arg(0))
 	}
-	c, err := newClient(*server, *tokenFile)
+	c, err := opts.newClient()
 	if err != nil {
 		return err
 	}

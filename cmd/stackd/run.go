@@ -56,6 +56,7 @@ type runFlags struct {
 	logFormat             string
 	tokenFile             string
 	readToken             bool
+	noToken               bool
 	webhookFile           string
 	notifyURLs            stringsFlag
 	notifySlack           stringsFlag
@@ -114,8 +115,9 @@ func (f *runFlags) define(fs *flag.FlagSet) {
 	fs.DurationVar(&f.driftInterval, "drift-interval", 0, "check every deployed stack for drift this often, unless its driftDetection says otherwise (0: off)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
-	fs.StringVar(&f.tokenFile, "api-token-file", "", "file holding the bearer token that mutating API requests need")
+	fs.StringVar(&f.tokenFile, "api-token-file", "", "file holding the bearer token that mutating API requests need (default: generated once into <data-dir>/"+apiTokenFile+")")
 	fs.BoolVar(&f.readToken, "api-read-requires-token", false, "require the token for reads too (the web UI then needs it as well)")
+	fs.BoolVar(&f.noToken, "api-no-token", false, "let mutating API requests through without a token: every local user can sync, reload, pause and back up")
 	fs.Var(&f.allowedHosts, "allowed-host", "host `NAME` (glob) the API answers for besides IP addresses, localhost and the listen address (repeatable)")
 	fs.StringVar(&f.webhookFile, "webhook-secret-file", "", "file holding the secret that signs Git push webhooks (unset: no webhooks)")
 	fs.Var(&f.notifyURLs, "notify-url", "webhook `URL` that receives stack events as JSON (repeatable)")
@@ -138,8 +140,9 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer) error {
 		return usageErrorf("run: unexpected argument %q", fs.Arg(0))
 	case len(f.config) == 0:
 		return usageErrorf("run: --config is required")
-	case f.readToken && f.tokenFile == "":
-		return usageErrorf("run: --api-read-requires-token needs --api-token-file")
+	}
+	if err := f.checkAPIToken(); err != nil {
+		return err
 	}
 	log, err := newLogger(stderr, f.logLevel, f.logFormat)
 	if err != nil {
@@ -264,7 +267,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 			closeStore()
 		}
 	}()
-	token, err := readSecretFile(f.tokenFile, "--api-token-file")
+	token, err := f.apiToken(dataDir, log)
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +301,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	}
 	srv := web.New(web.Options{Addr: f.listen, API: d, Logger: log.With("component", "web"), Registry: reg, Metrics: metrics,
 		Version: version, Token: token, ReadRequiresToken: f.readToken, WebhookSecret: hookSecret,
-		AllowedHosts: allowedHosts(f), Previews: previewAPI(pv), Warnings: nonEmpty(f.sandboxWarn)})
+		AllowedHosts: allowedHosts(f), Previews: previewAPI(pv), Warnings: append(apiWarnings(f), nonEmpty(f.sandboxWarn)...)})
 	for _, w := range srv.Warnings() {
 		log.Warn(w)
 	}

@@ -55,9 +55,9 @@ func storeCommand(args []string, stdout io.Writer) error {
 // backup writes a consistent copy of the state file.
 func backup(args []string, stdout io.Writer) error {
 	fs := newFlagSet("backup")
-	dataDir := fs.String("data-dir", defaultDataDir, "data directory holding "+store.FileName)
+	dataDir := fs.String("data-dir", defaultDataDir, "data directory holding "+store.FileName+" (with --server: holding the daemon's "+apiTokenFile+")")
 	server := fs.String("server", "", "URL of a running daemon's HTTP API to back up through (instead of --data-dir)")
-	tokenFile := fs.String("api-token-file", "", "file holding the API token, when the daemon requires one")
+	tokenFile := fs.String("api-token-file", "", "file holding the API token (default: the daemon's "+apiTokenFile+" in --data-dir)")
 	if err := parseFlags(fs, "backup [--data-dir DIR | --server URL] FILE", args, stdout); err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func backup(args []string, stdout io.Writer) error {
 		return usageErrorf("backup: name the file to write")
 	}
 	if *server != "" {
-		return backupFromServer(*server, *tokenFile, fs.Arg(0), stdout)
+		return backupFromServer(&clientOpts{server: *server, tokenFile: *tokenFile, dataDir: *dataDir}, fs.Arg(0), stdout)
 	}
 	s, err := openReadOnly(*dataDir)
 	if errors.Is(err, store.ErrLocked) {
@@ -84,8 +84,8 @@ func backup(args []string, stdout io.Writer) error {
 
 // backupFromServer writes the copy a running daemon streams to dst, and
 // checks it before it replaces dst.
-func backupFromServer(server, tokenFile, dst string, stdout io.Writer) error {
-	c, err := newClient(server, tokenFile)
+func backupFromServer(opts *clientOpts, dst string, stdout io.Writer) error {
+	c, err := opts.newClient()
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func backupFromServer(server, tokenFile, dst string, stdout io.Writer) error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("backup: %w", err)
 	}
-	fmt.Fprintf(stdout, "wrote %s (%d bytes) from %s\n", dst, n, server)
+	fmt.Fprintf(stdout, "wrote %s (%d bytes) from %s\n", dst, n, opts.server)
 	return nil
 }
 
