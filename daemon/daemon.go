@@ -15,6 +15,7 @@ import (
 
 	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/sched"
+	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
 )
 
@@ -107,6 +108,13 @@ type Options struct {
 	Ownership Ownership
 	// Node names this replica in update records (cluster mode).
 	Node string
+	// Redactor scrubs every secret the daemon knows from what it stores,
+	// serves and tells, whichever stack it belongs to; the caller seeds it
+	// with the daemon's own secrets (tokens, webhook URLs, passphrases) and
+	// shares it with the log handler and the runner. The daemon adds the
+	// secrets of each config it applies, and SourceAuth's. Nil: a
+	// Redactor of the daemon's own.
+	Redactor *scrub.Redactor
 	// HandoverGrace bounds how long a stack's running operation may go on
 	// once another replica should hold it, and how long a new holder waits
 	// before breaking a Pulumi lock that a dead holder left
@@ -158,6 +166,8 @@ func (o Options) withDefaults() Options {
 type Daemon struct {
 	opts Options
 	log  *slog.Logger
+	// red scrubs every secret the daemon knows (Options.Redactor).
+	red *scrub.Redactor
 	// own says which stacks this replica acts on; clustered is set when
 	// Options gave one.
 	own       Ownership
@@ -266,6 +276,8 @@ type stackState struct {
 	// from the moment it took the stack over (gained) until it lost or
 	// released it.
 	held bool
+	// scrubbed is the redactor's version the status was last cleaned at.
+	scrubbed uint64
 }
 
 // New makes a daemon for cfg; with cfg nil, Start reads Options.Sources.
@@ -278,9 +290,19 @@ func New(cfg *spec.Config, opts Options) (*Daemon, error) {
 		return nil, errors.New("daemon: a config or Sources is required")
 	}
 	opts = opts.withDefaults()
+	if opts.Redactor == nil {
+		opts.Redactor = scrub.NewRedactor()
+	}
+	if opts.SourceAuth != nil {
+		opts.Redactor.Add(opts.SourceAuth.Secrets()...)
+	}
+	opts.Logger = scrub.Logger(opts.Logger, opts.Redactor)
+	opts.Store = scrubStore{Store: opts.Store, r: opts.Redactor}
+	opts.Notifier = scrubNotifier{Notifier: opts.Notifier, r: opts.Redactor}
 	d := &Daemon{
 		opts:      opts,
 		log:       opts.Logger,
+		red:       opts.Redactor,
 		own:       opts.Ownership,
 		clustered: opts.Ownership != nil,
 		cfg:       cfg,
@@ -312,6 +334,9 @@ func (d *Daemon) Start(ctx context.Context) error {
 	recs, err := d.opts.Store.Stacks()
 	if err != nil {
 		return fmt.Errorf("daemon: read stacks: %w", err)
+	}
+	if d.cfg != nil {
+		d.learnConfig(d.cfg)
 	}
 	d.mu.Lock()
 	for _, rec := range recs {
@@ -394,6 +419,7 @@ func (d *Daemon) recover() error {
 // Apply replaces the config in force. cfg must be valid (Load without
 // errors). Stacks that left it are kept until their removal is done.
 func (d *Daemon) Apply(cfg *spec.Config) error {
+	d.learnConfig(cfg)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.applyLocked(cfg); err != nil {

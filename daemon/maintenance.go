@@ -18,7 +18,11 @@ var ErrNoBackup = errors.New("this daemon's state cannot be backed up through st
 // Backup writes a consistent copy of the state to w, from one read
 // transaction, while the daemon goes on.
 func (d *Daemon) Backup(w io.Writer) (int64, error) {
-	b, ok := d.opts.Store.(Backuper)
+	st := d.opts.Store
+	if s, ok := st.(scrubStore); ok {
+		st = s.Store
+	}
+	b, ok := st.(Backuper)
 	if !ok {
 		return 0, ErrNoBackup
 	}

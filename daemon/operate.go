@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/livelog"
-	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
 
 	"github.com/stackd/stackd/daemon/notify"
@@ -74,7 +73,8 @@ func (d *Daemon) operate(ctx context.Context, j job) {
 		d.notPrepared(j, &prepareError{ReasonWorkspaceFailed, err})
 		return
 	}
-	sw := scrub.New(j.st.live, p.secrets)
+	d.red.Add(p.secrets...)
+	sw := d.red.Writer(j.st.live)
 	op := d.operation(j, p)
 	op.Log = sw
 	res, runErr := d.opts.Runner.Run(ctx, op)
@@ -90,7 +90,7 @@ func (d *Daemon) operate(ctx context.Context, j job) {
 	}
 	sw.Close()
 	for k, v := range res.Outputs {
-		res.Outputs[k] = scrub.JSON(v, sw.Clean)
+		res.Outputs[k] = d.red.JSON(v)
 	}
 	d.finish(ctx, j, u, res, runErr)
 }

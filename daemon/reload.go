@@ -59,6 +59,7 @@ func (d *Daemon) reloadConfig(trigger string) error {
 // swap applies cfg unless it means what the config in force means or
 // removes too many stacks. It records the revision it applied.
 func (d *Daemon) swap(cfg *spec.Config, revs []RevisionSource, trigger string, now time.Time) error {
+	d.learnConfig(cfg) // also when it is the same: a Secret file may have changed
 	d.mu.Lock()
 	sameConfig := d.cfg != nil && cfg.Fingerprint() == d.cfg.Fingerprint()
 	rev := ConfigRevision{Time: now, Trigger: trigger, Sources: revs, Applied: true}
@@ -209,7 +210,7 @@ func (d *Daemon) ConfigStatus() ConfigStatus {
 		}
 	}
 	status.Health = &h
-	return status
+	return scrubConfigStatus(status, d.red)
 }
 
 func (d *Daemon) sourceStatusLocked(s *sourceState) SourceStatus {

@@ -434,6 +434,9 @@ func (d *Daemon) finalize(st *stackState) {
 func (d *Daemon) putStack(st *stackState) {
 	d.touch(st)
 	st.rec.Status.Health = healthPtr(HealthOf(&st.rec.Status, st.rec.Generation))
+	v := d.red.Version()
+	st.rec.Status, _ = scrubStatus(st.rec.Status, d.red)
+	st.scrubbed = v
 	if !d.acts(st) {
 		return // its holder writes it
 	}

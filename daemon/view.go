@@ -50,6 +50,7 @@ func (d *Daemon) StackVersions() []StackVersion {
 	defer d.mu.Unlock()
 	out := make([]StackVersion, 0, len(d.stacks))
 	for _, name := range slices.Sorted(maps.Keys(d.stacks)) {
+		d.scrubLocked(d.stacks[name])
 		v := StackVersion{Name: name, Version: d.stacks[name].version}
 		if d.clustered {
 			v.Holder = d.own.Holder(name)
@@ -89,6 +90,7 @@ func (d *Daemon) Stack(name string) (StackView, error) {
 }
 
 func (d *Daemon) viewLocked(st *stackState) StackView {
+	d.scrubLocked(st)
 	v := StackView{Name: st.rec.Name, Status: st.rec.Status.Clone(), Removed: st.rec.Removed, LastSuccess: st.rec.LastSuccess}
 	v.Status.Health = healthPtr(HealthOf(&st.rec.Status, st.rec.Generation))
 	if st.stack != nil {
@@ -149,13 +151,13 @@ func (d *Daemon) Ready() error {
 }
 
 // tracking names what a stack follows: "<repo>@<branch>", "<repo>@<commit>"
-// or "program <name>".
-func tracking(spec *spec.StackSpec) string {
+// or "program <name>", the repository's URL without credentials.
+func tracking(s *spec.StackSpec) string {
 	switch {
-	case spec.ProgramRef != nil:
-		return "program " + spec.ProgramRef.Name
-	case spec.Branch != "":
-		return spec.ProjectRepo + "@" + spec.Branch
+	case s.ProgramRef != nil:
+		return "program " + s.ProgramRef.Name
+	case s.Branch != "":
+		return spec.RedactURL(s.ProjectRepo) + "@" + s.Branch
 	}
-	return spec.ProjectRepo + "@" + spec.Commit
+	return spec.RedactURL(s.ProjectRepo) + "@" + s.Commit
 }

@@ -67,3 +67,12 @@ func (h *handler) attr(a slog.Attr) slog.Attr {
 	}
 	return slog.Attr{Key: a.Key, Value: v}
 }
+
+// Logger returns l with its records cleaned by r; l itself when r cleans
+// them already.
+func Logger(l *slog.Logger, r *Redactor) *slog.Logger {
+	if h, ok := l.Handler().(*handler); ok && h.r == r {
+		return l
+	}
+	return slog.New(NewHandler(l.Handler(), r))
+}
