@@ -84,7 +84,7 @@ type Options struct {
 	Addr string
 	API  API
 	// Warnings are settings of the daemon that leave it open (the sandbox
-	// off), shown in GET /api/v1/config.
+	// off, no API token), shown in GET /api/v1/config.
 	Warnings []string
 	// Registry is what GET /metrics serves; nil serves no /metrics. See
 	// NewMetrics for stackd's own metrics.

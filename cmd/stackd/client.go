@@ -37,7 +37,7 @@ func clientFlags(fs *flag.FlagSet) *clientOpts {
 	o := &clientOpts{}
 	fs.StringVar(&o.server, "server", "http://"+web.DefaultAddr, "URL of the daemon's HTTP API")
 	fs.StringVar(&o.tokenFile, "api-token-file", "", "file holding the API token (default: the daemon's "+apiTokenFile+" in --data-dir)")
-	fs.StringVar(&o.dataDir, "data-dir", defaultDataDir, "data directory of the daemon on this host, whose "+apiTokenFile+" file the commands send to a loopback --server")
+	fs.StringVar(&o.dataDir, "data-dir", defaultDataDir, "data directory of the daemon on this host: its "+apiTokenFile+" is sent to a loopback --server")
 	return o
 }
 
