@@ -20,6 +20,7 @@ import (
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/notify"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
 )
 
@@ -29,6 +30,8 @@ type Daemon interface {
 	ConfigInputs() ([]spec.Input, error)
 	Resolve(ctx context.Context, cfg *spec.Config, s *spec.Stack) (daemon.GitSource, daemon.Workspace, []string, error)
 	AcquireSlot(ctx context.Context) (release func(), err error)
+	// Redactor scrubs every secret the daemon knows.
+	Redactor() *scrub.Redactor
 }
 
 // Store records previews in the stacks' histories.
@@ -207,6 +210,7 @@ func (p *Previewer) setView(pr *pullRequest, change func(v *review.PullRequest))
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	change(&pr.view)
+	pr.view.Error = p.clean(pr.view.Error)
 	pr.view.UpdatedAt = time.Now()
 }
 
@@ -222,7 +226,7 @@ func (p *Previewer) notifyFailed(ev review.Event, pv review.Preview) {
 		return
 	}
 	p.opts.Notifier.Notify(notify.Event{Kind: notify.PreviewFailed, Stack: pv.Stack, Time: time.Now(),
-		Message: fmt.Sprintf("the preview of pull request #%d (%s) failed: %s", ev.Number, ev.Repo, firstLine(pv.Error)),
+		Message: p.clean(fmt.Sprintf("the preview of pull request #%d (%s) failed: %s", ev.Number, ev.Repo, firstLine(pv.Error))),
 		Update:  pv.Update, Commit: ev.HeadSHA})
 }
 

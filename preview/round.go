@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -74,7 +75,7 @@ func (p *Previewer) roundFailed(ctx context.Context, pr *pullRequest, ev review.
 	if ctx.Err() != nil {
 		return
 	}
-	msg := err.Error()
+	msg := p.clean(err.Error())
 	p.log.Warn("cannot preview a pull request", "pullRequest", ev.Key(), "err", msg)
 	p.setView(pr, func(v *review.PullRequest) { v.Error = msg })
 	p.comment(ctx, pr, ev, f, review.Report{Commit: ev.HeadSHA, Error: msg})
@@ -147,6 +148,7 @@ func (p *Previewer) report(ctx context.Context, f review.Forge, ev review.Event,
 }
 
 func (p *Previewer) setStatus(ctx context.Context, f review.Forge, ev review.Event, st review.Status) {
+	st.Description = p.clean(st.Description)
 	if err := f.SetStatus(ctx, ev.Repo, ev.HeadSHA, st); err != nil && ctx.Err() == nil {
 		p.log.Warn("cannot set a commit status", "pullRequest", ev.Key(), "context", st.Context, "err", err)
 	}
@@ -157,6 +159,10 @@ func (p *Previewer) comment(ctx context.Context, pr *pullRequest, ev review.Even
 	p.mu.Lock()
 	id := pr.comment
 	p.mu.Unlock()
+	r.Error, r.Previews = p.clean(r.Error), slices.Clone(r.Previews)
+	for i := range r.Previews {
+		r.Previews[i].Error, r.Previews[i].Diff = p.clean(r.Previews[i].Error), p.clean(r.Previews[i].Diff)
+	}
 	id, err := f.UpsertComment(ctx, ev.Repo, ev.Number, review.Marker, review.Comment(r, f.MaxComment()), id)
 	if err != nil {
 		if ctx.Err() == nil {

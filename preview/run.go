@@ -31,9 +31,12 @@ func (p *Previewer) preview(ctx context.Context, pr *pullRequest, ev review.Even
 	start := time.Now()
 	pv.Result = review.Running
 	res := p.resolve(ctx, t)
+	// The stack's secrets are scrubbed from this preview only: a pull
+	// request's manifests may call any text a secret.
+	red := p.opts.Daemon.Redactor().With(res.secrets...)
 	commit, u, err := p.begin(ctx, ev, t, res, start)
 	if err != nil {
-		pv.Result, pv.Error = review.Failed, err.Error()
+		pv.Result, pv.Error = review.Failed, red.Clean(err.Error())
 		p.setPreview(pr, i, pv)
 		p.finished(ev, pv)
 		return pv
@@ -41,7 +44,7 @@ func (p *Previewer) preview(ctx context.Context, pr *pullRequest, ev review.Even
 	pv.Update = u.ID
 	p.setPreview(pr, i, pv)
 
-	log, out, runErr := p.run(ctx, ev, t, res, commit)
+	log, out, runErr := p.run(ctx, ev, t, res, commit, red)
 	pv.Duration = elapsed(start)
 	pv.Changes = out.Changes
 	pv.Diff = string(log)
@@ -51,7 +54,7 @@ func (p *Previewer) preview(ctx context.Context, pr *pullRequest, ev review.Even
 		pv.Result, u.State, u.Message = review.Cancelled, daemon.UpdateAborted, "superseded by a newer commit, or the pull request closed"
 	case runErr != nil:
 		pv.Result, u.State = review.Failed, daemon.UpdateFailed
-		pv.Error = scrub.New(nil, res.secrets).Clean(runErr.Error())
+		pv.Error = red.Clean(runErr.Error())
 		u.Message = pv.Error
 	default:
 		pv.Result = review.Succeeded
@@ -116,8 +119,9 @@ func (p *Previewer) programCommit(ctx context.Context, ev review.Event, t target
 }
 
 // run checks the program out into the preview's own work dir and runs
-// the preview there. It returns the scrubbed log, the result and error.
-func (p *Previewer) run(ctx context.Context, ev review.Event, t target, r resolved, commit string) ([]byte, daemon.Result, error) {
+// the preview there. It returns the log scrubbed by red, the result and
+// error.
+func (p *Previewer) run(ctx context.Context, ev review.Event, t target, r resolved, commit string, red *scrub.Redactor) ([]byte, daemon.Result, error) {
 	dir := p.stackDir(ev, t.stack.Name)
 	defer os.RemoveAll(dir)
 	if r.err != nil {
@@ -130,7 +134,7 @@ func (p *Previewer) run(ctx context.Context, ev review.Event, t target, r resolv
 	}
 	ws.WorkDir = dir
 	var buf bytes.Buffer
-	w := scrub.New(&limitWriter{w: &buf, n: maxLog}, r.secrets)
+	w := red.Writer(&limitWriter{w: &buf, n: maxLog})
 	s := &t.stack.Spec
 	op := daemon.Operation{Workspace: ws, Type: daemon.UpdatePreview, ReadOnly: true, Diff: true, Log: w,
 		Refresh: s.Refresh, Targets: s.Targets, TargetDependents: s.TargetDependents, Timeout: p.opts.Timeout,
@@ -153,6 +157,13 @@ func (p *Previewer) program(ctx context.Context, ev review.Event, t target, src 
 		src.Ref, src.Shallow = ev.HeadRef(), true
 	}
 	return p.opts.Fetcher.Checkout(ctx, src, commit, filepath.Join(dir, "src"))
+}
+
+// clean scrubs every secret the daemon knows from text, for what a
+// preview shows: its view, the forge's statuses and comment, its
+// notification.
+func (p *Previewer) clean(text string) string {
+	return p.opts.Daemon.Redactor().Clean(text)
 }
 
 // finished counts a finished preview and tells of a failed one.
