@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -44,6 +45,9 @@ func (r *Runner) redactor(w *workspace) *redactor {
 	if w.ownPassphrase {
 		if data, err := os.ReadFile(w.passphraseFile); err == nil && len(bytes.TrimSpace(data)) >= minRedactSecret {
 			secrets = append(secrets, string(bytes.TrimSpace(data)))
+			if filepath.Dir(w.passphraseFile) == r.passphrasesDir() && r.opts.Secrets != nil {
+				r.opts.Secrets(string(bytes.TrimSpace(data))) // a stack's own; a preview's scratch one is not kept
+			}
 		}
 	}
 	if u, err := url.Parse(w.backend); err == nil && u.User != nil && len(u.User.String()) >= minRedactSecret {
@@ -53,6 +57,25 @@ func (r *Runner) redactor(w *workspace) *redactor {
 		}
 	}
 	return newRedactor(secrets)
+}
+
+// passphrasesDir holds the passphrases of the stacks that have their own.
+func (r *Runner) passphrasesDir() string { return filepath.Join(r.opts.DataDir, "passphrases") }
+
+// learnSecrets tells Options.Secrets the shared passphrase, the stacks'
+// own passphrases and the secret values of the daemon-wide environment.
+func (r *Runner) learnSecrets() {
+	if r.opts.Secrets == nil {
+		return
+	}
+	values := append([]string{r.passphrase}, r.secretDaemonEnv...)
+	files, _ := filepath.Glob(filepath.Join(r.passphrasesDir(), "*"))
+	for _, f := range files {
+		if data, err := os.ReadFile(f); err == nil {
+			values = append(values, string(bytes.TrimSpace(data)))
+		}
+	}
+	r.opts.Secrets(values...)
 }
 
 // redactor masks secrets; longest is the length of the longest form it

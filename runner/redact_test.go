@@ -1,8 +1,14 @@
 package runner
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/stackd/stackd/daemon"
 )
 
 // TestLogWriterLongLineKeepsSecretsWhole: a line too long to hold is cut,
@@ -26,5 +32,53 @@ func TestLogWriterLongLineKeepsSecretsWhole(t *testing.T) {
 		if want := at + len("[redacted]") + 101; len(got) != want {
 			t.Errorf("secret at %d: %d bytes out, want %d", at, len(got), want)
 		}
+	}
+}
+
+// TestSecretsTold: the runner tells Options.Secrets the shared
+// passphrase and the secret daemon-wide environment at start, a stack's
+// own passphrase when it is made, and the own passphrases found at the
+// next start.
+func TestSecretsTold(t *testing.T) {
+	data := t.TempDir()
+	var mu sync.Mutex
+	told := map[string]bool{}
+	opts := Options{Bin: fakePulumi(t, "env\n"), DataDir: data, Env: []string{"API_TOKEN=daemon-wide-tok", "REGION=plain-region"},
+		Secrets: func(values ...string) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, v := range values {
+				told[v] = true
+			}
+		}}
+	r, err := New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, err := os.ReadFile(filepath.Join(data, "passphrase"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !told[strings.TrimSpace(string(shared))] || !told["daemon-wide-tok"] || told["plain-region"] {
+		t.Fatalf("told %d values at start: the shared passphrase %v, the token %v, a plain value %v",
+			len(told), told[strings.TrimSpace(string(shared))], told["daemon-wide-tok"], told["plain-region"])
+	}
+	if _, err := r.workspace(daemon.Workspace{Name: "s", Stack: "dev", ProjectDir: project(t)}); err != nil {
+		t.Fatal(err)
+	}
+	own, _ := filepath.Glob(filepath.Join(data, "passphrases", "*"))
+	if len(own) != 1 {
+		t.Fatalf("own passphrases: %v", own)
+	}
+	pass, _ := os.ReadFile(own[0])
+	if !told[strings.TrimSpace(string(pass))] {
+		t.Error("the stack's own passphrase was not told")
+	}
+	clear(told)
+	if _, err := New(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	if !told[strings.TrimSpace(string(pass))] {
+		t.Error("the stack's own passphrase was not told at the next start")
 	}
 }

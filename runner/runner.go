@@ -55,6 +55,11 @@ type Options struct {
 	// Sandbox, when set, confines every pulumi process tree to what its
 	// stack may reach (see Runner.access).
 	Sandbox Confiner
+	// Secrets, when set, is told the passphrases and the secret values of
+	// the daemon-wide environment as the runner reads them, so that the
+	// daemon scrubs them from every stack's output, not only from the
+	// operations that use them.
+	Secrets func(values ...string)
 }
 
 // Runner runs Pulumi operations with the pulumi CLI; it implements
@@ -124,6 +129,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 			r.secretDaemonEnv = append(r.secretDaemonEnv, v)
 		}
 	}
+	r.learnSecrets()
 	go r.cmd.reapOrphans(ctx)
 	return r, nil
 }
