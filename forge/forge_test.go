@@ -206,6 +206,27 @@ func TestGitLabProjectPathEncoded(t *testing.T) {
 	}
 }
 
+// TestGitLabPullRequestAuthor: the author of a merge request is read
+// from the merge request's API, which webhooks triggered by other users
+// do not name; a merge request the forge does not know is an error.
+func TestGitLabPullRequestAuthor(t *testing.T) {
+	srv, f, _ := setup(t, review.GitLab, token)
+	finder, ok := f.(review.AuthorFinder)
+	if !ok {
+		t.Fatal("the GitLab client is no review.AuthorFinder")
+	}
+	srv.SetAuthor("group/sub/app", number, forgetest.User{ID: 51, Username: "alice"})
+	if got, err := finder.PullRequestAuthor(ctx(t), "group/sub/app", number); err != nil || got != "alice" {
+		t.Fatalf("author = %q, %v; want alice", got, err)
+	}
+	if p := srv.Requests()[0].Path; p != "/api/v4/projects/group%2Fsub%2Fapp/merge_requests/7" {
+		t.Errorf("asked %s", p)
+	}
+	if got, err := finder.PullRequestAuthor(ctx(t), "group/sub/app", number+1); err == nil || got != "" {
+		t.Errorf("unknown merge request: author %q, error %v", got, err)
+	}
+}
+
 func TestUpsertComment(t *testing.T) {
 	eachForge(t, func(t *testing.T, fc forgeCase) {
 		srv, f, _ := setup(t, fc.kind, token)

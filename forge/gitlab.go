@@ -13,6 +13,8 @@ import (
 	"github.com/stackd/stackd/daemon/review"
 )
 
+var _ review.AuthorFinder = (*gitLab)(nil)
+
 // gitlabMaxComment is the longest note GitLab takes.
 const gitlabMaxComment = 1000000
 
@@ -71,6 +73,23 @@ func (g *gitLab) ChangedFiles(ctx context.Context, repo string, number int) ([]s
 		opts.Page = resp.NextPage
 	}
 	return p.list, nil
+}
+
+// PullRequestAuthor implements review.AuthorFinder: GitLab's merge
+// request webhooks name who triggered the event and only the id of the
+// merge request's author.
+func (g *gitLab) PullRequestAuthor(ctx context.Context, repo string, number int) (string, error) {
+	if err := checkProjectPath(repo); err != nil {
+		return "", g.wrap(err, "get the author of %s!%d", repo, number)
+	}
+	mr, _, err := g.c.MergeRequests.GetMergeRequest(repo, int64(number), nil, gitlab.WithContext(ctx))
+	if err != nil {
+		return "", g.wrap(err, "get the author of %s!%d", repo, number)
+	}
+	if mr.Author == nil || mr.Author.Username == "" {
+		return "", g.wrap(errors.New("the answer names no author"), "get the author of %s!%d", repo, number)
+	}
+	return mr.Author.Username, nil
 }
 
 // gitlabStates maps review's states to GitLab's.

@@ -61,7 +61,9 @@ type Options struct {
 	// code with the stacks' credentials.
 	ForkPRs bool
 	// Authors, when set, are the only authors whose pull requests are
-	// previewed.
+	// previewed. An event that does not name the author (GitLab's,
+	// triggered by another user) is held until the forge tells it
+	// (review.AuthorFinder).
 	Authors []string
 	// SourceAuth is the credentials of the Git config sources.
 	SourceAuth *daemon.GitAuth
@@ -129,7 +131,7 @@ func (p *Previewer) PullRequest(ev review.Event) review.Accepted {
 		return acc
 	}
 	f, _, ok := p.opts.Forges.For(ev.URLs)
-	if why := p.refuse(ev, ok); why != "" {
+	if why := p.refuse(ev, f, ok); why != "" {
 		acc.Ignored = why
 		p.log.Info("pull request not previewed", "pullRequest", ev.Key(), "why", why)
 		return acc
@@ -165,17 +167,71 @@ func (p *Previewer) PullRequest(ev review.Event) review.Accepted {
 	return acc
 }
 
-// refuse says why ev is not previewed, or "".
-func (p *Previewer) refuse(ev review.Event, hasForge bool) string {
+// refuse says why ev is not previewed, or "". An event that does not
+// name its author passes when f can tell the author: the round asks
+// (checkAuthor) before anything else.
+func (p *Previewer) refuse(ev review.Event, f review.Forge, hasForge bool) string {
+	_, canFind := f.(review.AuthorFinder)
 	switch {
 	case !hasForge:
 		return "no forge is declared for the repository's host (--forge)"
 	case ev.Fork && !p.opts.ForkPRs:
 		return "the pull request comes from a fork; previews of forks need --preview-fork-prs"
-	case len(p.opts.Authors) > 0 && !slices.Contains(p.opts.Authors, ev.Author):
-		return "the pull request's author is not in --preview-authors"
+	case ev.Author == "" && len(p.opts.Authors) > 0 && !canFind:
+		return "the event does not name the pull request's author, which --preview-author needs"
+	case ev.Author != "":
+		return p.refuseAuthor(ev.Author)
 	}
 	return ""
+}
+
+// refuseAuthor says why a pull request of author is not previewed, or "".
+func (p *Previewer) refuseAuthor(author string) string {
+	if len(p.opts.Authors) > 0 && !slices.Contains(p.opts.Authors, author) {
+		return "the pull request's author is not in --preview-author"
+	}
+	return ""
+}
+
+// checkAuthor asks the forge for the author of a pull request whose
+// event did not name it, when --preview-author needs it, and says
+// whether the round may go on. A refused pull request is forgotten, as
+// refuse's are, unless a newer event of it took over; one whose author
+// cannot be told shows the error, and nothing is written on the forge.
+func (p *Previewer) checkAuthor(ctx context.Context, pr *pullRequest, ev *review.Event, f review.Forge) bool {
+	if ev.Author != "" || len(p.opts.Authors) == 0 {
+		return true
+	}
+	finder, ok := f.(review.AuthorFinder)
+	if !ok {
+		return false // refuse let no such event through
+	}
+	author, err := finder.PullRequestAuthor(ctx, ev.Repo, ev.Number)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.log.Warn("cannot tell a pull request's author", "pullRequest", ev.Key(), "err", err)
+			p.setView(pr, func(v *review.PullRequest) { v.Error = "cannot tell the pull request's author: " + err.Error() })
+		}
+		return false
+	}
+	ev.Author = author
+	p.setView(pr, func(v *review.PullRequest) { v.Author = author })
+	if why := p.refuseAuthor(author); why != "" {
+		p.log.Info("pull request not previewed", "pullRequest", ev.Key(), "why", why)
+		p.forget(pr, ev.HeadSHA)
+		return false
+	}
+	return true
+}
+
+// forget drops pr unless an event of a newer head commit took it over.
+func (p *Previewer) forget(pr *pullRequest, head string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	key := pr.view.Key
+	if p.prs[key] == pr && pr.view.HeadSHA == head {
+		delete(p.prs, key)
+	}
 }
 
 // closed cancels the round of a closed pull request and forgets it.

@@ -31,6 +31,9 @@ type target struct {
 // stopping) writes no comment: the next round does.
 func (p *Previewer) round(ctx context.Context, pr *pullRequest, ev review.Event, f review.Forge) {
 	defer os.RemoveAll(filepath.Join(p.opts.DataDir, "previews", workDir(ev)))
+	if !p.checkAuthor(ctx, pr, &ev, f) {
+		return
+	}
 	files, err := f.ChangedFiles(ctx, ev.Repo, ev.Number)
 	if err != nil {
 		p.roundFailed(ctx, pr, ev, f, fmt.Errorf("list the changed files: %w", err))

@@ -194,7 +194,10 @@ func parseGitHubPullRequest(forge string, body []byte) (review.Event, string, er
 // payload stackd reads.
 type gitlabMergeRequest struct {
 	ObjectKind string `json:"object_kind"`
-	User       struct {
+	// User is who triggered the event: the author, or whoever pushed,
+	// reopened or merged.
+	User struct {
+		ID       int64  `json:"id"`
 		Username string `json:"username"`
 	} `json:"user"`
 	Project prRepo `json:"project"`
@@ -208,6 +211,7 @@ type gitlabMergeRequest struct {
 		TargetBranch    string `json:"target_branch"`
 		SourceProjectID int64  `json:"source_project_id"`
 		TargetProjectID int64  `json:"target_project_id"`
+		AuthorID        int64  `json:"author_id"`
 		LastCommit      struct {
 			ID string `json:"id"`
 		} `json:"last_commit"`
@@ -243,5 +247,17 @@ func parseGitLabMergeRequest(body []byte) (review.Event, string, error) {
 	}
 	return review.Event{Forge: review.GitLab, Action: action, Repo: p.Project.PathWithNamespace, URLs: p.Project.urls(),
 		Number: a.IID, BaseBranch: a.TargetBranch, HeadSHA: strings.ToLower(a.LastCommit.ID), HeadBranch: a.SourceBranch,
-		Fork: a.SourceProjectID != a.TargetProjectID, Author: p.User.Username, Title: a.Title, WebURL: a.URL}, "", nil
+		Fork: a.SourceProjectID != a.TargetProjectID, Author: p.author(), Title: a.Title, WebURL: a.URL}, "", nil
+}
+
+// author is the merge request's author's username when the payload
+// tells it: the payload gives only the author's id, so the user who
+// triggered the event is the author only when the ids match. Otherwise
+// it is "" (previews ask the forge), never the name of whoever pushed
+// or reopened.
+func (p *gitlabMergeRequest) author() string {
+	if p.User.ID != 0 && p.User.ID == p.Attrs.AuthorID {
+		return p.User.Username
+	}
+	return ""
 }

@@ -82,6 +82,24 @@ type pullRequest struct {
 	number int
 	head   string
 	fork   bool
+	// author opened the pull request, actor triggers its events; zero
+	// means alice, and the author.
+	author, actor forgetest.User
+}
+
+// alice is the default author of pull requests.
+var alice = forgetest.User{ID: 7, Username: "alice"}
+
+// people returns pr's author and the user who triggers its events.
+func (pr *pullRequest) people() (author, actor forgetest.User) {
+	author, actor = pr.author, pr.actor
+	if author == (forgetest.User{}) {
+		author = alice
+	}
+	if actor == (forgetest.User{}) {
+		actor = author
+	}
+	return author, actor
 }
 
 // push makes commit the pull request's head (refs/pull/N/head, or
@@ -99,6 +117,8 @@ func (g *forgeRig) push(r *repo, pr *pullRequest, files map[string]string) {
 		changed = append(changed, f)
 	}
 	g.forge.SetFiles(pr.repo, pr.number, changed)
+	author, _ := pr.people()
+	g.forge.SetAuthor(pr.repo, pr.number, author)
 }
 
 // hook posts the pull-request webhook of action and returns the answer.
@@ -122,6 +142,7 @@ func prWebhook(kind review.Kind, action string, pr *pullRequest, cloneURL, web s
 	repository := map[string]any{"full_name": pr.repo, "clone_url": cloneURL, "html_url": web + "/" + pr.repo}
 	var payload map[string]any
 	headers := map[string]string{"Content-Type": "application/json"}
+	author, actor := pr.people()
 	switch kind {
 	case review.GitLab:
 		action = map[string]string{"opened": "open", "synchronize": "update", "closed": "close"}[action]
@@ -129,17 +150,17 @@ func prWebhook(kind review.Kind, action string, pr *pullRequest, cloneURL, web s
 		if pr.fork {
 			srcProject = 99
 		}
-		payload = map[string]any{"object_kind": "merge_request", "user": map[string]any{"username": "alice"},
+		payload = map[string]any{"object_kind": "merge_request", "user": map[string]any{"id": actor.ID, "username": actor.Username},
 			"project": map[string]any{"id": 7, "path_with_namespace": pr.repo, "git_http_url": cloneURL, "web_url": web + "/" + pr.repo},
 			"object_attributes": map[string]any{"iid": pr.number, "action": action, "source_branch": "feature", "target_branch": "main",
-				"source_project_id": srcProject, "target_project_id": 7, "title": "Change things", "url": web + "/" + pr.repo + "/-/merge_requests/1",
+				"source_project_id": srcProject, "target_project_id": 7, "author_id": author.ID, "title": "Change things", "url": web + "/" + pr.repo + "/-/merge_requests/1",
 				"last_commit": map[string]any{"id": pr.head}, "oldrev": strings.Repeat("0", 40)}}
 		headers["X-Gitlab-Event"], headers["X-Gitlab-Token"] = "Merge Request Hook", prHookSecret
 		headers["X-Gitlab-Event-UUID"] = fmt.Sprintf("%s-%d-%s", action, pr.number, pr.head)
 	default:
 		payload = map[string]any{"action": action, "number": pr.number, "repository": repository,
 			"pull_request": map[string]any{"number": pr.number, "title": "Change things", "html_url": web + "/" + pr.repo + "/pull/1",
-				"user": map[string]any{"login": "alice"}, "head": head,
+				"user": map[string]any{"login": author.Username}, "head": head,
 				"base": map[string]any{"ref": "main", "sha": strings.Repeat("b", 40), "repo": map[string]any{"full_name": pr.repo}}}}
 		event, sig, delivery := "X-GitHub-Event", "X-Hub-Signature-256", "X-GitHub-Delivery"
 		if kind == review.Gitea {

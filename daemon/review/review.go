@@ -61,7 +61,12 @@ type Event struct {
 	HeadSHA    string
 	HeadBranch string
 	// Fork is set when the head branch lives in another repository.
-	Fork   bool
+	Fork bool
+	// Author is the username of the pull request's author, when the
+	// payload names it: GitHub's and Gitea's do; GitLab's names the user
+	// who triggered the event, which is the author only when its id is
+	// the merge request's author_id. Empty when unknown: AuthorFinder
+	// asks the forge.
 	Author string
 	Title  string
 	WebURL string
@@ -119,6 +124,14 @@ type Forge interface {
 	UpsertComment(ctx context.Context, repo string, number int, marker, body string, id int64) (int64, error)
 	// MaxComment is the largest comment body the forge takes, in bytes.
 	MaxComment() int
+}
+
+// AuthorFinder is implemented by the forges whose webhooks may not name
+// a pull request's author (GitLab).
+type AuthorFinder interface {
+	// PullRequestAuthor returns the username of the author of pull
+	// request number of repo, as the forge's API tells it.
+	PullRequestAuthor(ctx context.Context, repo string, number int) (string, error)
 }
 
 // Host is the host (with a port other than the scheme's default) a

@@ -33,6 +33,7 @@ func gitlabDialect() *dialect {
 		maxSize:     100,
 		pageHeaders: gitlabPageHeaders,
 		routes: []route{
+			{method: "GET", path: "projects/{id}/merge_requests/{iid}", query: []string{"render_html", "include_diverged_commits_count", "include_rebase_in_progress"}, serve: gitlabGetMR},
 			{method: "GET", path: "projects/{id}/merge_requests/{iid}/diffs", query: append([]string{"unidiff"}, pages...), serve: gitlabDiffs},
 			{method: "POST", path: "projects/{id}/statuses/{sha}", body: func() checker { return &gitlabStatus{} }, serve: gitlabSetStatus},
 			{method: "GET", path: "projects/{id}/merge_requests/{iid}/notes", query: append([]string{"order_by", "sort"}, pages...), serve: gitlabListNotes},
@@ -160,6 +161,27 @@ func gitlabDiffs(s *Server, c *call) {
 		})
 	}
 	writeJSON(c.w, http.StatusOK, out)
+}
+
+// gitlabGetMR answers a merge request set with SetAuthor, trimmed to its
+// identity and author, or 404 as GitLab does for one it does not know.
+func gitlabGetMR(s *Server, c *call) {
+	mr, ok := gitlabMR(c)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	author, ok := s.authors[mr]
+	s.mu.Unlock()
+	if !ok {
+		s.dialect.fail(c.w, http.StatusNotFound, "404 Not found")
+		return
+	}
+	writeJSON(c.w, http.StatusOK, map[string]any{
+		"id": 1000 + mr.number, "iid": mr.number, "project_id": 1, "state": "opened",
+		"author": map[string]any{"id": author.ID, "username": author.Username, "name": author.Username,
+			"state": "active", "locked": false, "avatar_url": nil, "web_url": "http://gitlab.example/" + author.Username},
+	})
 }
 
 // gitlabStates maps GitLab's states to review's.

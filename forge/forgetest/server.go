@@ -56,6 +56,7 @@ type Server struct {
 
 	mu        sync.Mutex
 	files     map[prKey][]change
+	authors   map[prKey]User
 	statuses  map[string][]status // by repo + "@" + sha
 	comments  []*comment          // oldest first
 	nextID    int64
@@ -98,6 +99,7 @@ func New(t testing.TB, kind review.Kind, token string) *Server {
 		t: t, kind: kind, token: token, dialect: d,
 		mux:      http.NewServeMux(),
 		files:    map[prKey][]change{},
+		authors:  map[prKey]User{},
 		statuses: map[string][]status{},
 		nextID:   d.firstID,
 		changed:  make(chan struct{}),
@@ -132,6 +134,22 @@ func (s *Server) SetFiles(repo string, number int, files []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.files[prKey{repo, number}] = list
+	s.notifyLocked()
+}
+
+// User is a forge user.
+type User struct {
+	ID       int64
+	Username string
+}
+
+// SetAuthor makes u the author of pull request number of repo, as the
+// API's pull request (GitLab: merge request) tells it; the API answers
+// 404 for a pull request without one.
+func (s *Server) SetAuthor(repo string, number int, u User) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.authors[prKey{repo, number}] = u
 	s.notifyLocked()
 }
 
