@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/notify"
+	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/gitwatch"
 	"github.com/stackd/stackd/preview"
@@ -237,6 +238,8 @@ type app struct {
 
 // start wires the packages together and starts them.
 func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err error) {
+	red := scrub.NewRedactor(f.daemonSecrets()...) // every secret the daemon knows, scrubbed everywhere
+	log = scrub.Logger(log, red)
 	srcs, err := f.sources()
 	if err != nil {
 		return nil, err
@@ -275,6 +278,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	if err != nil {
 		return nil, err
 	}
+	red.Add(token, hookSecret)
 	wh, err := newWebhookNotifier(f, log)
 	if err != nil {
 		return nil, err
@@ -286,7 +290,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	}()
 	reg := prometheus.NewRegistry()
 	metrics := web.NewMetrics(reg, nil, version)
-	d, run, fetcher, err := newDaemon(ctx, f, srcs, auth, dataDir, st, own, metrics, asNotifier(wh), log)
+	d, run, fetcher, err := newDaemon(ctx, f, srcs, auth, dataDir, st, own, metrics, asNotifier(wh), red, log)
 	if err != nil {
 		return nil, err
 	}
@@ -430,7 +434,7 @@ func closeNotifier(wh *notify.Webhook, grace time.Duration) {
 }
 
 func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemon.GitAuth, dataDir string, st daemon.Store,
-	own daemon.Ownership, obs daemon.Observer, notifier daemon.Notifier, log *slog.Logger,
+	own daemon.Ownership, obs daemon.Observer, notifier daemon.Notifier, red *scrub.Redactor, log *slog.Logger,
 ) (*daemon.Daemon, daemon.Runner, daemon.Fetcher, error) {
 	bin, err := pulumiBin(f.pulumiBin)
 	if err != nil {
@@ -446,7 +450,8 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemo
 	}
 	run, err := runner.New(ctx, runner.Options{Bin: bin, DataDir: dataDir, DefaultBackend: f.backend,
 		PassphraseFile: f.secretsPassphraseFile, Timeout: f.opTimeout, Logger: log.With("component", "runner"),
-		PassEnv: f.passEnv, Env: env, InstallTimeout: f.installTimeout, Sandbox: sb})
+		PassEnv: f.passEnv, Env: env, InstallTimeout: f.installTimeout, Sandbox: sb,
+		Secrets: func(v ...string) { red.Add(v...) }})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -460,7 +465,7 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemo
 		BackoffBase: f.retryBackoff, OpTimeout: f.opTimeout,
 		Sources: srcs, SourceAuth: auth, SourcePoll: f.pollInterval, Observer: obs, WatchConfig: f.watchConfig, AllowMassRemoval: f.massRemoval,
 		DriftInterval: f.driftInterval, Notifier: notifier,
-		Ownership: own, Node: nodeName(own), HandoverGrace: f.handover,
+		Ownership: own, Node: nodeName(own), HandoverGrace: f.handover, Redactor: red,
 	})
 	return d, run, fetcher, err
 }
