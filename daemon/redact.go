@@ -18,7 +18,7 @@ import (
 // in an error. One Redactor holds them all (Options.Redactor): the
 // daemon's own secrets, given at start; every stack's secret config,
 // secretsRef, secret envRefs and gitAuth, and the Secret documents of the
-// config, learned when a config is applied; what an operation resolves
+// config, learned whenever a config is read; what an operation resolves
 // (other stacks' secret outputs), learned when it starts. Its choke
 // points are the Store (every record written or read), the Notifier,
 // the status in memory (putStack, viewLocked) and an operation's log.
