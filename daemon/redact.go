@@ -149,6 +149,29 @@ func scrubOutputs(outs map[string]json.RawMessage, r *scrub.Redactor) (map[strin
 	return clean, true
 }
 
+// scrubPlain returns a plain value (maps, slices and scalars, as
+// spec.Plain makes them) with every string and key cleaned, in new maps
+// and slices: a stack's spec view shows no other stack's secret either.
+func scrubPlain(v any, r *scrub.Redactor) any {
+	switch t := v.(type) {
+	case string:
+		return r.Clean(t)
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[r.Clean(k)] = scrubPlain(e, r)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = scrubPlain(e, r)
+		}
+		return out
+	}
+	return v
+}
+
 // scrubUpdate returns u with its reason and message cleaned by r.
 func scrubUpdate(u Update, r *scrub.Redactor) Update {
 	u.Reason, u.Message = r.Clean(u.Reason), r.Clean(u.Message)

@@ -43,6 +43,7 @@ stacks:
     stack: dev
     projectRepo: https://git.example/b.git?private_token=` + repoTok + `
     branch: main
+    config: {copied: ` + literalA + `}
 `
 
 // leakRunner runs stack "leaky" as a program that prints, fails with and
@@ -91,9 +92,10 @@ func (b *syncBuffer) String() string {
 
 // TestOneStacksSecretsScrubbedFromAnother: stack b's program prints,
 // fails with and outputs stack a's secrets (literal, Secret reference,
-// env literal), the daemon's API token and a URL with credentials; none
-// of them reaches the store, the API, the notifications or the daemon's
-// log, where each shows as [secret].
+// env literal), the daemon's API token and a URL with credentials, and
+// its spec copies a's literal into a plain config value; none of them
+// reaches the store, the API, the notifications or the daemon's log,
+// where each shows as [secret].
 func TestOneStacksSecretsScrubbedFromAnother(t *testing.T) {
 	n := &recordingNotifier{}
 	var logBuf syncBuffer

@@ -94,7 +94,7 @@ func (d *Daemon) viewLocked(st *stackState) StackView {
 	v := StackView{Name: st.rec.Name, Status: st.rec.Status.Clone(), Removed: st.rec.Removed, LastSuccess: st.rec.LastSuccess}
 	v.Status.Health = healthPtr(HealthOf(&st.rec.Status, st.rec.Generation))
 	if st.stack != nil {
-		v.Spec = spec.Redacted(&st.stack.Spec)
+		v.Spec, _ = scrubPlain(spec.Redacted(&st.stack.Spec), d.red).(map[string]any)
 		v.ExternalLink = st.stack.ExternalLink()
 		v.Tracking = tracking(&st.stack.Spec)
 		v.Source = st.stack.Source
