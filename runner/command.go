@@ -129,6 +129,17 @@ func (c *Command) baseEnv(environ []string) []string {
 	return append(env, c.opts.Env...)
 }
 
+// SearchPath is the PATH of the processes c starts.
+func (c *Command) SearchPath() string {
+	var path string
+	for _, kv := range c.env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	return path
+}
+
 // matchesAny says whether name matches one of the globs.
 func matchesAny(globs []string, name string) bool {
 	for _, g := range globs {

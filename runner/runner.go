@@ -77,6 +77,9 @@ type Runner struct {
 	// ownPassphrases gives stacks of the data dir's backend a passphrase
 	// each (no PassphraseFile was given).
 	ownPassphrases bool
+	// ambient are the resource plugins on the CLI's PATH, which each
+	// stack finds through links of its own (see linkAmbient).
+	ambient []string
 	// secretDaemonEnv are the values of the daemon-wide environment
 	// (PassEnv, Env) whose names say secret: hidden in logs and outputs.
 	secretDaemonEnv []string
@@ -124,6 +127,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
+	r.ambient = ambientProviders(r.cmd.SearchPath())
 	for _, kv := range r.cmd.env {
 		if k, v, _ := strings.Cut(kv, "="); spec.SecretName(k) && len(v) >= minRedactSecret {
 			r.secretDaemonEnv = append(r.secretDaemonEnv, v)
@@ -263,7 +267,7 @@ func (r *Runner) open(ws daemon.Workspace) (*workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := w.mkdirs(r.pluginDir()); err != nil {
+	if err := r.mkdirs(w); err != nil {
 		return nil, err
 	}
 	if w.backend == r.localBackend() {

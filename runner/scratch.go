@@ -27,7 +27,7 @@ func (r *Runner) scratch(ctx context.Context, w *workspace) (func(), error) {
 		return nil, fmt.Errorf("stack %s: copy the stack's state: %w", w.Name, err)
 	}
 	w.dir, w.configFile, w.readOnly = dir, filepath.Join(dir, w.stackFile), true
-	if err := w.mkdirs(r.pluginDir()); err != nil {
+	if err := r.mkdirs(w); err != nil {
 		done()
 		return nil, err
 	}

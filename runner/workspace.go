@@ -158,7 +158,8 @@ func envList(env map[string]string) []string {
 // workspaceEnv is the environment of w's processes: the stack's own
 // variables, then what the runner needs, which they cannot override.
 func (r *Runner) workspaceEnv(w *workspace) []string {
-	env := []string{"PULUMI_HOME=" + w.pulumiHomeDir(), "TMPDIR=" + w.tmpDir()}
+	env := []string{"PULUMI_HOME=" + w.pulumiHomeDir(), "TMPDIR=" + w.tmpDir(),
+		"PATH=" + w.ambientDir() + string(os.PathListSeparator) + r.cmd.SearchPath()}
 	if !slices.ContainsFunc(r.opts.Env, func(kv string) bool { return strings.HasPrefix(kv, "HOME=") }) {
 		env = append(env, "HOME="+w.homeDir())
 	}

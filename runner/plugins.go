@@ -1,0 +1,191 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// A stack's processes see the plugins of the shared cache, which they
+// may not write (one stack must not plant a binary another runs), in a
+// plugin directory of their own, which they may: there the language host
+// caches provider schemas (beside the plugin's directory, and it fails
+// when it cannot), and a plugin the program needs and the cache lacks is
+// downloaded for that stack alone.
+//
+// Pulumi lists only real directories as plugins, so a shared plugin is
+// mirrored as a directory of the stack's whose entries are symbolic
+// links to the shared plugin's: writing through one is writing the shared
+// file, which the sandbox denies. A provider on PATH (an "ambient"
+// plugin) gets a link in a bin directory of the stack's, first on its
+// PATH, for the same reason: its schema is cached beside that directory.
+
+// mirrorPlugins makes own, the plugin directory of a stack, show every
+// plugin of shared: a directory per plugin, of links to the shared
+// plugin's entries. Mirrors of plugins that left shared are removed;
+// what the stack downloaded itself is kept.
+func mirrorPlugins(shared, own string) error {
+	if fi, err := os.Lstat(own); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		// A data dir of a version that linked the whole cache.
+		if err := os.Remove(own); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(own, 0o700); err != nil {
+		return err
+	}
+	plugins, err := sharedPlugins(shared)
+	if err != nil {
+		return err
+	}
+	for _, name := range plugins {
+		if err := mirrorPlugin(filepath.Join(shared, name), filepath.Join(own, name)); err != nil {
+			return fmt.Errorf("plugin %s: %w", name, err)
+		}
+	}
+	return pruneMirrors(shared, own, plugins)
+}
+
+// sharedPlugins lists the installed plugins of dir: directories with no
+// ".partial" marker (an install in progress).
+func sharedPlugins(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(dir, e.Name()+".partial")); err == nil {
+			continue
+		}
+		names = append(names, e.Name())
+	}
+	return names, nil
+}
+
+// mirrorPlugin makes dst a directory of links to src's entries.
+func mirrorPlugin(src, dst string) error {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := ensureLink(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pruneMirrors removes the mirrors in own of plugins that are no longer
+// in shared: directories whose entries are all links into shared.
+func pruneMirrors(shared, own string, plugins []string) error {
+	entries, err := os.ReadDir(own)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.IsDir() || slices.Contains(plugins, e.Name()) {
+			continue
+		}
+		dir := filepath.Join(own, e.Name())
+		if isMirror(dir, filepath.Join(shared, e.Name())) {
+			if err := os.RemoveAll(dir); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// isMirror says whether dir holds only links into src.
+func isMirror(dir, src string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		return false
+	}
+	for _, e := range entries {
+		target, err := os.Readlink(filepath.Join(dir, e.Name()))
+		if err != nil || target != filepath.Join(src, e.Name()) {
+			return false
+		}
+	}
+	return true
+}
+
+// ensureLink makes link a symbolic link to target, replacing whatever
+// else is there.
+func ensureLink(target, link string) error {
+	if got, err := os.Readlink(link); err == nil && got == target {
+		return nil
+	}
+	if err := os.RemoveAll(link); err != nil {
+		return err
+	}
+	return os.Symlink(target, link)
+}
+
+// ambientProviders lists the resource plugins found on path (a PATH
+// value), the first of each name, as pulumi would find them.
+func ambientProviders(path string) []string {
+	var found []string
+	seen := map[string]bool{}
+	for _, dir := range filepath.SplitList(path) {
+		entries, err := os.ReadDir(dir)
+		if err != nil || !filepath.IsAbs(dir) {
+			continue
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if !strings.HasPrefix(name, "pulumi-resource-") || seen[name] {
+				continue
+			}
+			p := filepath.Join(dir, name)
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+				seen[name] = true
+				found = append(found, p)
+			}
+		}
+	}
+	return found
+}
+
+// linkAmbient makes dir hold a link to each of providers (and nothing
+// else), so that the stack's processes find them there first.
+func linkAmbient(dir string, providers []string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(providers))
+	for _, p := range providers {
+		names = append(names, filepath.Base(p))
+		if err := ensureLink(p, filepath.Join(dir, filepath.Base(p))); err != nil {
+			return err
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !slices.Contains(names, e.Name()) {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

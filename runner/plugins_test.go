@@ -1,0 +1,113 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func mkfile(t *testing.T, path, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// TestMirrorPlugins: a stack's plugin directory shows the shared plugins
+// as real directories of links (pulumi lists only directories), skips
+// installs in progress, keeps what the stack downloaded itself, and drops
+// mirrors of plugins gone from the cache.
+func TestMirrorPlugins(t *testing.T) {
+	root := t.TempDir()
+	shared, own := filepath.Join(root, "shared"), filepath.Join(root, "own")
+	mkfile(t, filepath.Join(shared, "resource-a-v1.0.0", "pulumi-resource-a"), "a", 0o755)
+	mkfile(t, filepath.Join(shared, "resource-a-v1.0.0.lock"), "", 0o600)
+	mkfile(t, filepath.Join(shared, "resource-b-v2.0.0", "pulumi-resource-b"), "b", 0o755)
+	mkfile(t, filepath.Join(shared, "resource-c-v3.0.0", "pulumi-resource-c"), "c", 0o755)
+	mkfile(t, filepath.Join(shared, "resource-c-v3.0.0.partial"), "", 0o600)
+	// A data dir of an older version linked the whole cache.
+	if err := os.MkdirAll(filepath.Dir(own), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(shared, own); err != nil {
+		t.Fatal(err)
+	}
+	if err := mirrorPlugins(shared, own); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := dirNames(t, own), []string{"resource-a-v1.0.0", "resource-b-v2.0.0"}; !slices.Equal(got, want) {
+		t.Fatalf("mirrored %v, want %v", got, want)
+	}
+	fi, err := os.Lstat(filepath.Join(own, "resource-a-v1.0.0"))
+	if err != nil || !fi.IsDir() {
+		t.Fatalf("the mirror of a plugin is no directory: %v %v", fi, err)
+	}
+	if got := readFileString(t, filepath.Join(own, "resource-a-v1.0.0", "pulumi-resource-a")); got != "a" {
+		t.Errorf("through the mirror: %q", got)
+	}
+	// The stack downloads a plugin of its own; b leaves the cache.
+	mkfile(t, filepath.Join(own, "resource-d-v4.0.0", "pulumi-resource-d"), "d", 0o755)
+	if err := os.RemoveAll(filepath.Join(shared, "resource-b-v2.0.0")); err != nil {
+		t.Fatal(err)
+	}
+	if err := mirrorPlugins(shared, own); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := dirNames(t, own), []string{"resource-a-v1.0.0", "resource-d-v4.0.0"}; !slices.Equal(got, want) {
+		t.Fatalf("after a change: %v, want %v", got, want)
+	}
+}
+
+// TestAmbientProviders: the first provider of each name on PATH, only
+// executables, linked into a stack's directory that keeps nothing else.
+func TestAmbientProviders(t *testing.T) {
+	root := t.TempDir()
+	d1, d2 := filepath.Join(root, "d1"), filepath.Join(root, "d2")
+	mkfile(t, filepath.Join(d1, "pulumi-resource-x"), "x1", 0o755)
+	mkfile(t, filepath.Join(d2, "pulumi-resource-x"), "x2", 0o755)
+	mkfile(t, filepath.Join(d2, "pulumi-resource-y"), "y", 0o755)
+	mkfile(t, filepath.Join(d2, "pulumi-resource-notexec"), "n", 0o644)
+	mkfile(t, filepath.Join(d2, "pulumi-language-yaml"), "l", 0o755)
+	found := ambientProviders(d1 + string(os.PathListSeparator) + "relative" + string(os.PathListSeparator) + d2)
+	want := []string{filepath.Join(d1, "pulumi-resource-x"), filepath.Join(d2, "pulumi-resource-y")}
+	if !slices.Equal(found, want) {
+		t.Fatalf("found %v, want %v", found, want)
+	}
+	dir := filepath.Join(root, "stack", "ambient", "bin")
+	mkfile(t, filepath.Join(dir, "pulumi-resource-old"), "", 0o755)
+	if err := linkAmbient(dir, found); err != nil {
+		t.Fatal(err)
+	}
+	if got := dirNames(t, dir); !slices.Equal(got, []string{"pulumi-resource-x", "pulumi-resource-y"}) {
+		t.Fatalf("linked %v", got)
+	}
+	if got := readFileString(t, filepath.Join(dir, "pulumi-resource-x")); got != "x1" {
+		t.Errorf("x is %q, want the first on PATH", got)
+	}
+}
+
+func readFileString(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
