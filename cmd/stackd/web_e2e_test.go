@@ -127,7 +127,11 @@ func TestE2EUIExample(t *testing.T) {
 	if out, err := script.CombinedOutput(); err != nil {
 		t.Fatalf("example.sh: %v\n%s", err, out)
 	}
-	t.Setenv("STACKD_EXAMPLE_OUT", filepath.Join(root, ".data", "example-out"))
+	out := filepath.Join(root, ".data", "example-out")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("STACKD_EXAMPLE_OUT", out)
 	t.Setenv("PULUMI_IGNORE_AMBIENT_PLUGINS", "true")
 	// The example's relative repository path starts at the config's
 	// directory: the config goes where configs/ is in the repository.
@@ -138,6 +142,7 @@ func TestE2EUIExample(t *testing.T) {
 	in := startDaemonWith(t, string(example), state, func(f *runFlags) {
 		f.config = stringsFlag{cfgPath}
 		_ = f.passEnv.Set("PULUMI_IGNORE_AMBIENT_PLUGINS")
+		f.sandboxRW = stringsFlag{out}
 	})
 	for _, name := range []string{"hello", "example"} {
 		v := in.waitStack(name, "deployed", time.Minute, isReady)
