@@ -7,9 +7,9 @@
 //
 // Landlock confines the calling thread and everything it later starts, so
 // it is applied in a small wrapper: the daemon starts its own binary with
-// the wrapper's name as argv[0]; Main, which the binary calls first, sees
-// that name, confines itself and execs the real command in its place (same
-// pid, same process group). The daemon itself stays unconfined, and a
+// the wrapper's name as argv[0]; this package's initializer sees that
+// name, confines the process and execs the real command in its place
+// (same pid, same process group). The daemon itself stays unconfined, and a
 // caller's exec.Cmd is only rewritten (Confine), so process groups,
 // signals and pipes work as before.
 //
@@ -27,7 +27,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sync/atomic"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -51,16 +50,13 @@ const (
 // exec the command: it never runs a command unconfined.
 const exitWrapper = 126
 
-// hooked says Main ran in this process, so that its binary can serve as a
-// wrapper. Without it a re-exec would run the binary's own main (or, in a
-// test binary, every test) again.
-var hooked atomic.Bool
-
-// Main runs the wrapper when this process was started as one, and never
-// returns then. It must be the first thing main (and TestMain, in a
-// package whose tests confine commands) does.
-func Main() {
-	hooked.Store(true)
+// init turns this process into the wrapper when it was started as one
+// (see Confine), and never returns then. It runs as a package
+// initializer, so that the wrapper confines itself and execs before the
+// initializers of the binary's heavier packages (templates, schemas, RPC
+// registries) cost every pulumi process milliseconds: any binary that
+// imports this package serves as its own wrapper.
+func init() {
 	if filepath.Base(os.Args[0]) != wrapperName {
 		return
 	}
@@ -117,9 +113,6 @@ var ErrUnsupported = errors.New("the kernel does not enforce Landlock (Linux 5.1
 // New checks that the kernel enforces Landlock and that this binary can
 // serve as the wrapper.
 func New(opts Options) (*Landlock, error) {
-	if !hooked.Load() {
-		return nil, errors.New("sandbox: the binary does not call sandbox.Main first")
-	}
 	abi := ABI()
 	if abi < 1 {
 		return nil, ErrUnsupported

@@ -10,7 +10,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	Main()
 	if err := ProtectSelf(); err != nil {
 		panic(err)
 	}

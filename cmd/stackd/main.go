@@ -12,8 +12,6 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
-
-	"github.com/stackd/stackd/sandbox"
 )
 
 // version is set by the Makefile from git.
@@ -48,7 +46,6 @@ command's flags.
 `
 
 func main() {
-	sandbox.Main() // a sandbox wrapper execs its command here
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

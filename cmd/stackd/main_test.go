@@ -9,16 +9,8 @@ import (
 	"testing"
 
 	"github.com/stackd/stackd/daemon"
-	"github.com/stackd/stackd/sandbox"
 	"github.com/stackd/stackd/store"
 )
-
-// TestMain lets the test binary serve as the sandbox's wrapper, as
-// stackd's main does: the daemons the tests start confine their programs.
-func TestMain(m *testing.M) {
-	sandbox.Main()
-	os.Exit(m.Run())
-}
 
 // stackd runs the command line in-process and returns its exit code and
 // output.
