@@ -81,7 +81,7 @@ type Command struct {
 	env     []string
 	opts    CommandOptions
 	// live are the CLI processes started and not waited for yet: the
-	// orphan reaper of PID 1 must never take them.
+	// orphan reaper must never take them.
 	live liveSet
 }
 
@@ -236,7 +236,7 @@ func (c *Command) runGroup(ctx context.Context, cmd *exec.Cmd) error {
 	close(done)
 	wg.Wait()
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	reapGroup(pgid)
+	c.reapGroup(pgid)
 	if ctxErr := ctx.Err(); ctxErr != nil && err != nil {
 		err = fmt.Errorf("%w (%w)", ctxErr, err)
 	}
@@ -245,14 +245,17 @@ func (c *Command) runGroup(ctx context.Context, cmd *exec.Cmd) error {
 
 // reapGroup waits for what is left of process group pgid once its leader
 // ended: the plugins pulumi leaves behind. They are this process's
-// children only when stackd is PID 1 (a container without an init),
-// where nothing else would reap them; otherwise there is nothing to wait
-// for. It gives up after a second.
-func reapGroup(pgid int) {
+// children only when orphans come here (PID 1 in a container without an
+// init, or a subreaper), where nothing else would reap them; otherwise
+// there is nothing to wait for. It gives up after a second. Each wait holds the live set's lock,
+// as the orphan reaper's do (reapEnded).
+func (c *Command) reapGroup(pgid int) {
 	deadline := time.Now().Add(time.Second)
 	for {
 		var ws syscall.WaitStatus
+		c.live.mu.Lock()
 		pid, err := syscall.Wait4(-pgid, &ws, syscall.WNOHANG, nil)
+		c.live.mu.Unlock()
 		switch {
 		case err != nil: // ECHILD: none left that are this process's
 			return
