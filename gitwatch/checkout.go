@@ -45,6 +45,11 @@ import (
 // passes and leaves the fetch to finish in the background, where it
 // removes its own temp dir (its clone slot is released at once).
 //
+// The fetched pack and the checkout are bounded by MaxCheckoutBytes, each
+// object of the pack and each file by MaxFileBytes; sizes are read from
+// object headers before anything is inflated or written, and a checkout
+// over a limit fails with an error that wraps ErrTooLarge, dir untouched.
+//
 // RepoDir must be relative without "..", and resolve (symlinks followed)
 // to a directory inside dir; otherwise the error wraps ErrUnsafeRepoDir
 // (or says the directory is missing) and dir is left as it was.
@@ -205,7 +210,7 @@ func (f *Fetcher) fetchTemp(ctx context.Context, src daemon.GitSource, h plumbin
 		return "", err
 	}
 	defer release()
-	job := fetchJob{src: src, auth: auth, specs: specs, what: what, commit: h, dir: dir}
+	job := fetchJob{src: src, auth: auth, specs: specs, what: what, commit: h, dir: dir, lim: f.limits()}
 	if src.Shallow {
 		tmp, err := f.attempt(ctx, job, 1)
 		if err == nil || !errors.Is(err, ErrCommitNotFound) {
@@ -264,6 +269,7 @@ type fetchJob struct {
 	what   string
 	commit plumbing.Hash
 	dir    string
+	lim    limits
 }
 
 // attempt fetches job into a new temp dir with the given depth (0: full),
@@ -311,9 +317,12 @@ func (f *Fetcher) removeTemp(tmp string) {
 }
 
 // fetchInto initializes a repository in tmp, fetches job's refspecs into
-// it and checks out job.commit, detached.
+// it and checks out job.commit, detached, once checkTree has found it
+// within the limits. The pack goes to disk, never whole into memory.
 func fetchInto(ctx context.Context, tmp string, job fetchJob, depth int) error {
-	repo, err := initRepo(tmp)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	repo, st, err := initRepo(tmp, job.lim, cancel)
 	if err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
@@ -325,6 +334,9 @@ func fetchInto(ctx context.Context, tmp string, job fetchJob, depth int) error {
 		Auth:       job.auth,
 		Tags:       git.NoTags,
 	})
+	if refused := st.refusal(); refused != nil {
+		return fmt.Errorf("fetch %s: %w", job.what, refused)
+	}
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return fmt.Errorf("fetch %s: %w", job.what, err)
 	}
@@ -332,20 +344,29 @@ func fetchInto(ctx context.Context, tmp string, job fetchJob, depth int) error {
 	if err != nil {
 		return fmt.Errorf("%s in %s: %w", job.commit, job.what, err)
 	}
+	if err := checkTree(st.Storage, target, job.lim); err != nil {
+		return err
+	}
 	return checkoutHash(repo, target, job.src.URL, job.specs)
 }
 
 // initRepo is git.PlainInit with a BoundOS worktree: go-git's default
 // ChrootOS rewrites an absolute symlink target "/etc" to "<tmp>/etc",
 // which dangles once tmp is renamed; BoundOS writes targets verbatim and
-// never follows a symlink out of the worktree while writing.
-func initRepo(dir string) (*git.Repository, error) {
+// never follows a symlink out of the worktree while writing. Its storage
+// streams blobs larger than streamAbove to their files, and checks the
+// packs it receives against lim, calling cancel to stop a fetch whose
+// pack it refuses (guardedStorage).
+func initRepo(dir string, lim limits, cancel context.CancelFunc) (*git.Repository, *guardedStorage, error) {
 	wt := osfs.New(dir, osfs.WithBoundOS())
 	dot, err := wt.Chroot(git.GitDirName)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return git.Init(filesystem.NewStorage(dot, cache.NewObjectLRUDefault()), wt)
+	st := &guardedStorage{lim: lim, cancel: cancel, Storage: filesystem.NewStorageWithOptions(dot,
+		cache.NewObjectLRUDefault(), filesystem.Options{LargeObjectThreshold: streamAbove})}
+	repo, err := git.Init(st, wt)
+	return repo, st, err
 }
 
 // peelCommit returns h, or the commit h's tag object points at.

@@ -50,6 +50,13 @@ type Options struct {
 	CacheFor time.Duration
 	// MaxClones bounds concurrent clones (2); ls-remote is not limited.
 	MaxClones int
+	// MaxCheckoutBytes bounds the files of one checkout together, and
+	// the pack fetched for it (DefaultMaxCheckoutBytes); negative: no
+	// limit.
+	MaxCheckoutBytes int64
+	// MaxFileBytes bounds one file of a checkout, and each object of the
+	// fetched pack (DefaultMaxFileBytes); negative: no limit.
+	MaxFileBytes int64
 	// KnownHosts is the known_hosts file for SSH host key checking; ""
 	// means $SSH_KNOWN_HOSTS (a path list), then ~/.ssh/known_hosts.
 	KnownHosts string
@@ -109,6 +116,12 @@ func New(opts Options) *Fetcher {
 	}
 	if opts.MaxClones <= 0 {
 		opts.MaxClones = DefaultMaxClones
+	}
+	if opts.MaxCheckoutBytes == 0 {
+		opts.MaxCheckoutBytes = DefaultMaxCheckoutBytes
+	}
+	if opts.MaxFileBytes == 0 {
+		opts.MaxFileBytes = DefaultMaxFileBytes
 	}
 	if opts.RemoteCall == nil {
 		opts.RemoteCall = func(string) {}
