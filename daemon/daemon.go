@@ -115,10 +115,10 @@ type Options struct {
 	// secrets of each config it applies, and SourceAuth's. Nil: a
 	// Redactor of the daemon's own.
 	Redactor *scrub.Redactor
-	// HandoverGrace bounds how long a stack's running operation may go on
-	// once another replica should hold it, and how long a new holder waits
-	// before breaking a Pulumi lock that a dead holder left
-	// (DefaultHandoverGrace).
+	// HandoverGrace is how long a new holder waits before breaking a
+	// Pulumi lock that a holder which died or froze during an update may
+	// have left (DefaultHandoverGrace). It must exceed the runner's
+	// heartbeat bound, by which that holder's processes are dead.
 	HandoverGrace time.Duration
 
 	// pollEvery replaces every stack's poll period; unit tests use it to
@@ -262,10 +262,8 @@ type stackState struct {
 	// repairs (with a refresh).
 	remediate string
 	// releasing is set once another replica should hold the stack: it is
-	// released when idle, and a running operation is interrupted at
-	// releaseBy.
+	// released when idle (a running operation ends first).
 	releasing bool
-	releaseBy time.Time
 	// breakLockAt is set when this replica took the stack from a holder
 	// that died during an update: its Pulumi lock may be left, and is
 	// broken by the next operation, which waits until then.

@@ -141,14 +141,17 @@ func (d *Daemon) handover(name string) {
 		d.own.Release(name)
 		return
 	}
-	st.releasing, st.releaseBy = true, time.Now().Add(d.opts.HandoverGrace)
+	st.releasing = true
 	d.markDirty(st)
 }
 
-// handingOver releases st once no operation runs on it, interrupting one
-// that outlasts the grace; it reports whether st is still being handed
-// over (and so must not start anything). Called with d.mu held.
-func (d *Daemon) handingOver(st *stackState, now time.Time) (bool, time.Duration) {
+// handingOver releases st once no operation runs on it; it reports
+// whether st is still being handed over (and so must not start
+// anything). A running operation is never interrupted for a handover:
+// the member that should hold the stack (one that joined, or came back
+// after a freeze) waits for it to end, rather than aborting an update
+// half-way and running its own. Called with d.mu held.
+func (d *Daemon) handingOver(st *stackState, _ time.Time) (bool, time.Duration) {
 	if !st.releasing {
 		return false, 0
 	}
@@ -156,15 +159,6 @@ func (d *Daemon) handingOver(st *stackState, now time.Time) (bool, time.Duration
 		st.releasing, st.held = false, false
 		d.own.Release(st.rec.Name)
 		d.log.Info("handed the stack over", "stack", st.rec.Name)
-		return true, 0
-	}
-	if now.Before(st.releaseBy) {
-		return true, st.releaseBy.Sub(now)
-	}
-	if st.cancel != nil {
-		d.log.Warn("the handover grace ended during an operation; interrupting it", "stack", st.rec.Name)
-		st.cancel()
-		st.cancel = nil
 	}
 	return true, 0
 }

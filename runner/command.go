@@ -54,6 +54,22 @@ type CommandOptions struct {
 	OutputLimit int
 	// Sandbox, when set, confines every process tree (see Access).
 	Sandbox Confiner
+	// Watchdog, with Heartbeat, makes every process tree die when this
+	// process stops sending it heartbeats for Heartbeat: frozen (SIGSTOP,
+	// a paused VM) or gone. A replica's operations then end with its
+	// lease, before another replica takes its stacks over.
+	Watchdog  Watchdog
+	Heartbeat time.Duration
+}
+
+// Watchdog kills the process group of a command whose heartbeat stops
+// (the sandbox package's Watchdog).
+type Watchdog interface {
+	// Watch rewrites cmd, not started yet, so that its group is killed
+	// when no byte came on heartbeat, a pipe's read end, for bound.
+	Watch(cmd *exec.Cmd, heartbeat *os.File, bound time.Duration) error
+	// Heartbeat writes on w until done is closed, then closes w.
+	Heartbeat(w io.WriteCloser, bound time.Duration, done <-chan struct{})
 }
 
 // Confiner confines the process tree of a command not started yet: it
@@ -189,8 +205,12 @@ func (c *Command) RunIn(ctx context.Context, access Access, workdir string, stdi
 			return "", "", -2, fmt.Errorf("sandbox: %w", err)
 		}
 	}
+	hb, err := c.watch(cmd)
+	if err != nil {
+		return "", "", -2, err
+	}
 
-	err := c.runGroup(ctx, cmd)
+	err = c.runGroup(ctx, cmd, hb)
 	code := -2 // the Automation API's "unknown"
 	var exitErr *exec.ExitError
 	switch {
@@ -205,12 +225,60 @@ func (c *Command) RunIn(ctx context.Context, access Access, workdir string, stdi
 	return stdout.String(), stderr.String(), code, err
 }
 
+// heartbeat is the daemon's end of a watched command's heartbeat pipe.
+type heartbeat struct {
+	r, w  *os.File
+	bound time.Duration
+	beat  func(w io.WriteCloser, bound time.Duration, done <-chan struct{})
+	done  chan struct{}
+}
+
+// watch puts cmd under the watchdog when c has one; nil otherwise.
+func (c *Command) watch(cmd *exec.Cmd) (*heartbeat, error) {
+	if c.opts.Watchdog == nil || c.opts.Heartbeat <= 0 {
+		return nil, nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("watchdog: %w", err)
+	}
+	if err := c.opts.Watchdog.Watch(cmd, r, c.opts.Heartbeat); err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("watchdog: %w", err)
+	}
+	return &heartbeat{r: r, w: w, bound: c.opts.Heartbeat, beat: c.opts.Watchdog.Heartbeat, done: make(chan struct{})}, nil
+}
+
+// started closes the read end the child holds now, and starts beating
+// when the child started; else it closes the pipe.
+func (h *heartbeat) started(ok bool) {
+	if h == nil {
+		return
+	}
+	h.r.Close()
+	if !ok {
+		h.w.Close()
+		return
+	}
+	go h.beat(h.w, h.bound, h.done)
+}
+
+// stop ends the heartbeat, once the command ended.
+func (h *heartbeat) stop() {
+	if h != nil {
+		close(h.done)
+	}
+}
+
 // runGroup starts cmd in its own process group and waits for it. When ctx
 // ends first, the group gets SIGINT, then SIGKILL after KillDelay. Once
 // the CLI exits, whatever it left in its group (a plugin that ignored its
 // parent's exit) is killed.
-func (c *Command) runGroup(ctx context.Context, cmd *exec.Cmd) error {
-	if err := c.live.start(cmd); err != nil {
+func (c *Command) runGroup(ctx context.Context, cmd *exec.Cmd, hb *heartbeat) error {
+	err := c.live.start(cmd)
+	hb.started(err == nil)
+	if err != nil {
 		return err
 	}
 	defer c.live.done(cmd.Process.Pid)
@@ -232,7 +300,8 @@ func (c *Command) runGroup(ctx context.Context, cmd *exec.Cmd) error {
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		}
 	}()
-	err := cmd.Wait()
+	err = cmd.Wait()
+	hb.stop()
 	close(done)
 	wg.Wait()
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)

@@ -55,6 +55,10 @@ type Options struct {
 	// Sandbox, when set, confines every pulumi process tree to what its
 	// stack may reach (see Runner.access).
 	Sandbox Confiner
+	// Watchdog and Heartbeat make every pulumi process tree die when the
+	// daemon stops for Heartbeat (see CommandOptions).
+	Watchdog  Watchdog
+	Heartbeat time.Duration
 	// Secrets, when set, is told the passphrases and the secret values of
 	// the daemon-wide environment as the runner reads them, so that the
 	// daemon scrubs them from every stack's output, not only from the
@@ -123,6 +127,8 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		KillDelay:   opts.KillDelay,
 		OutputLimit: opts.OutputLimit,
 		Sandbox:     opts.Sandbox,
+		Watchdog:    opts.Watchdog,
+		Heartbeat:   opts.Heartbeat,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("runner: %w", err)

@@ -39,11 +39,13 @@ const (
 	ModeOff      = "off"
 )
 
-// wrapperName is argv[0] of a wrapper process, and envPolicy carries its
-// policy; Main acts only when both are there.
+// wrapperName is argv[0] of a wrapper process; envPolicy carries its
+// Landlock policy and envWatchdog its watchdog. The wrapper acts only when
+// its name and one of them are there.
 const (
 	wrapperName = "stackd-sandbox"
 	envPolicy   = "STACKD_SANDBOX_POLICY"
+	envWatchdog = "STACKD_SANDBOX_WATCHDOG"
 )
 
 // exitWrapper is the wrapper's exit code when it cannot confine itself or
@@ -60,15 +62,18 @@ func init() {
 	if filepath.Base(os.Args[0]) != wrapperName {
 		return
 	}
-	policy, ok := os.LookupEnv(envPolicy)
-	if !ok {
+	policy, confine := os.LookupEnv(envPolicy)
+	watch, watched := os.LookupEnv(envWatchdog)
+	if !confine && !watched {
 		return
 	}
 	os.Unsetenv(envPolicy)
-	if err := wrap(policy, os.Args[1:]); err != nil {
+	os.Unsetenv(envWatchdog)
+	code, err := wrap(policy, confine, watch, watched, os.Args[1:])
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "stackd sandbox: %v\n", err)
 	}
-	os.Exit(exitWrapper)
+	os.Exit(code)
 }
 
 // ProtectSelf makes this process (the daemon) non-dumpable: its
@@ -139,11 +144,12 @@ type policy struct {
 // signals and abstract sockets reaching processes outside the sandbox
 // (the daemon among them). cmd.Path must be absolute.
 func (l *Landlock) Confine(cmd *exec.Cmd, readOnly, readWrite []string) error {
-	if !filepath.IsAbs(cmd.Path) {
-		return fmt.Errorf("sandbox: command %q is not an absolute path", cmd.Path)
+	path := target(cmd)
+	if !filepath.IsAbs(path) {
+		return fmt.Errorf("sandbox: command %q is not an absolute path", path)
 	}
 	p := policy{
-		ReadOnly:   append(slices.Concat(readOnly, l.opts.ReadOnly), filepath.Dir(cmd.Path)),
+		ReadOnly:   append(slices.Concat(readOnly, l.opts.ReadOnly), filepath.Dir(path)),
 		ReadWrite:  slices.Concat(readWrite, l.opts.ReadWrite),
 		ConnectTCP: l.opts.ConnectTCP,
 	}
@@ -151,36 +157,81 @@ func (l *Landlock) Confine(cmd *exec.Cmd, readOnly, readWrite []string) error {
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}
-	env := cmd.Env
-	if env == nil {
-		env = os.Environ()
-	}
-	cmd.Env = append(slices.Clip(env), envPolicy+"="+string(data))
-	cmd.Args = append([]string{wrapperName, cmd.Path}, cmd.Args[1:]...)
-	cmd.Path = "/proc/self/exe"
-	cmd.Err = nil // exec.Command's lookup of the original name no longer matters
+	throughWrapper(cmd, envPolicy+"="+string(data))
 	return nil
 }
 
-// wrap confines this process by the JSON policy and execs args.
-func wrap(data string, args []string) error {
-	if len(args) == 0 {
-		return errors.New("no command")
+// target is the command cmd runs, through the wrapper or not.
+func target(cmd *exec.Cmd) string {
+	if cmd.Path == selfExe && len(cmd.Args) > 1 && cmd.Args[0] == wrapperName {
+		return cmd.Args[1]
 	}
+	return cmd.Path
+}
+
+// selfExe starts the running binary again.
+const selfExe = "/proc/self/exe"
+
+// throughWrapper makes cmd, not started yet, start the wrapper with env
+// added, unless it does already; the wrapper then runs cmd's command.
+func throughWrapper(cmd *exec.Cmd, env string) {
+	base := cmd.Env
+	if base == nil {
+		base = os.Environ()
+	}
+	cmd.Env = append(slices.Clip(base), env)
+	if cmd.Path == selfExe && len(cmd.Args) > 0 && cmd.Args[0] == wrapperName {
+		return
+	}
+	cmd.Args = append([]string{wrapperName, cmd.Path}, cmd.Args[1:]...)
+	cmd.Path = selfExe
+	cmd.Err = nil // exec.Command's lookup of the original name no longer matters
+}
+
+// wrap confines this process by the JSON policy when confine is set, then
+// runs args: in its place (exec), or, when watched, as its child under
+// the watchdog (see Watch). It returns the exit code the wrapper ends
+// with when it does not exec.
+func wrap(policy string, confine bool, watch string, watched bool, args []string) (int, error) {
+	if len(args) == 0 {
+		return exitWrapper, errors.New("no command")
+	}
+	var wd watchdog
+	if watched {
+		var err error
+		if wd, err = parseWatchdog(watch); err != nil {
+			return exitWrapper, err
+		}
+	}
+	// Capabilities are per thread: drop them on the thread that execs
+	// (or starts the child).
+	runtime.LockOSThread()
+	if confine {
+		if err := confineSelf(policy); err != nil {
+			return exitWrapper, err
+		}
+	}
+	if watched {
+		return wd.supervise(args)
+	}
+	err := execve(args[0], args, os.Environ())
+	return exitWrapper, fmt.Errorf("exec %s: %w", args[0], err)
+}
+
+// confineSelf drops this thread's capabilities and applies the JSON
+// policy to the process.
+func confineSelf(data string) error {
 	var p policy
 	if err := json.Unmarshal([]byte(data), &p); err != nil {
 		return fmt.Errorf("read policy: %w", err)
 	}
-	// Capabilities are per thread: drop them on the thread that execs.
-	runtime.LockOSThread()
 	if err := dropCapabilities(); err != nil {
 		return fmt.Errorf("drop capabilities: %w", err)
 	}
 	if err := restrict(p); err != nil {
 		return fmt.Errorf("confine: %w", err)
 	}
-	err := execve(args[0], args, os.Environ())
-	return fmt.Errorf("exec %s: %w", args[0], err)
+	return nil
 }
 
 // config is what Landlock restricts: the file system and IPC scopes of

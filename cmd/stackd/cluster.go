@@ -35,7 +35,7 @@ func (f *clusterFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&f.node, "node-name", "", "this replica's name, unique in the cluster (default: the host name)")
 	fs.StringVar(&f.advertise, "advertise-url", "", "URL at which the other replicas reach this replica's API")
 	fs.DurationVar(&f.leaseTTL, "cluster-lease-ttl", cluster.DefaultTTL, "time to live of this replica's etcd session: how long its stacks wait after it died")
-	fs.DurationVar(&f.handover, "handover-grace", daemon.DefaultHandoverGrace, "how long a running operation may go on once its stack moves to another replica")
+	fs.DurationVar(&f.handover, "handover-grace", daemon.DefaultHandoverGrace, "how long a replica that took a stack over from one that died or froze during an update waits before breaking its Pulumi lock")
 	fs.BoolVar(&f.sharedBackend, "shared-backend", false, "in a cluster, accept a file:// --default-backend: the operator declares it shared by every replica")
 }
 
@@ -52,6 +52,19 @@ func (f *clusterFlags) defineEtcd(fs *flag.FlagSet, urlFlag, urlUsage string) {
 
 // enabled says whether cluster mode is on.
 func (f *clusterFlags) enabled() bool { return f.etcd != "" }
+
+// heartbeat bounds how long a replica's pulumi processes outlive it when
+// it freezes (the runner's watchdog): two thirds of the lease, when a
+// replica that cannot renew its lease stops acting, so that they are
+// dead by the time the lease can expire and another replica take the
+// stack (which then waits --handover-grace before breaking its lock).
+// None outside a cluster.
+func (f *clusterFlags) heartbeat() time.Duration {
+	if !f.enabled() {
+		return 0
+	}
+	return f.leaseTTL * 2 / 3
+}
 
 // check refuses a cluster setup that cannot work: a default backend or
 // secrets passphrase that only this replica can reach.

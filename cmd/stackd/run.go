@@ -25,6 +25,7 @@ import (
 	"github.com/stackd/stackd/gitwatch"
 	"github.com/stackd/stackd/preview"
 	"github.com/stackd/stackd/runner"
+	"github.com/stackd/stackd/sandbox"
 	"github.com/stackd/stackd/store"
 	"github.com/stackd/stackd/web"
 )
@@ -451,6 +452,7 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemo
 	run, err := runner.New(ctx, runner.Options{Bin: bin, DataDir: dataDir, DefaultBackend: f.backend,
 		PassphraseFile: f.secretsPassphraseFile, Timeout: f.opTimeout, Logger: log.With("component", "runner"),
 		PassEnv: f.passEnv, Env: env, InstallTimeout: f.installTimeout, Sandbox: sb,
+		Watchdog: sandbox.Watchdog{}, Heartbeat: f.heartbeat(),
 		Secrets: func(v ...string) { red.Add(v...) }})
 	if err != nil {
 		return nil, nil, nil, err

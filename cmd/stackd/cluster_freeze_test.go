@@ -1,0 +1,179 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stackd/stackd/cluster/etcdtest"
+	"github.com/stackd/stackd/daemon"
+)
+
+// TestE2EClusterFreeze: a replica frozen (SIGSTOP) in the middle of an
+// update for twice its lease. Its pulumi processes die with its
+// heartbeat, before the other replica, which takes the stack over,
+// breaks the lock and runs its own update; when the frozen replica
+// resumes it does not take the stack back in the middle of that update.
+// Sampled every 25 ms: no moment with pulumi processes of both replicas,
+// and no aborted update of the new holder.
+func TestE2EClusterFreeze(t *testing.T) {
+	toolchainBin(t)
+	etcd := etcdtest.Start(t, 1)
+	e := newClusterEnv(t, etcd.Endpoints())
+	src := newRepo(t)
+	src.commit(map[string]string{"Pulumi.yaml": clusterProgram})
+	e.writeConfig(src, 1, map[string]string{"c00": "10s"})
+	a, b := e.start("node-1"), e.start("node-2")
+
+	var holder *replica
+	waitFor(t, "an update of c00 running", 2*time.Minute, func() bool {
+		for _, v := range a.stacks() {
+			if v.Name == "c00" && v.Status.CurrentUpdate != nil && v.Holder != "" {
+				holder = e.replicas[v.Holder]
+			}
+		}
+		return holder != nil
+	})
+	other := a
+	if holder == a {
+		other = b
+	}
+	s := sampleProcesses(t, map[string]int{holder.name: holder.cmd.Process.Pid, other.name: other.cmd.Process.Pid})
+	time.Sleep(2 * time.Second) // inside the resource's create
+	if err := holder.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	frozen := time.Now()
+	time.Sleep(2 * clusterTTL)
+	if err := holder.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed := time.Now()
+
+	// The other replica finishes an update of its own, and whoever holds
+	// the stack in the end finds nothing more to do.
+	e.waitAll(other, 1, "c00 deployed by the other replica", 3*time.Minute, func(v daemon.StackView) bool {
+		return isReady(v) && v.Status.LastUpdate != nil && strings.HasPrefix(v.Status.LastUpdate.Name, "c00") &&
+			lastUpdateBy(e, other, other.name)
+	})
+	time.Sleep(3 * time.Second) // the resumed replica settles
+	samples, overlaps := s.stop()
+	gone := s.last[holder.name].Sub(frozen)
+	bound := clusterTTL * 2 / 3
+	t.Logf("%d samples; the frozen replica's pulumi processes last seen %s after it froze (heartbeat bound %s); resumed after %s",
+		samples, gone.Round(time.Millisecond), bound, resumed.Sub(frozen).Round(time.Millisecond))
+	if overlaps > 0 {
+		t.Errorf("%d samples saw pulumi processes of both replicas at once", overlaps)
+	}
+	if s.last[holder.name].IsZero() || gone > bound+time.Second {
+		t.Errorf("the frozen replica's pulumi processes lived %s after it froze, longer than the heartbeat bound %s", gone, bound)
+	}
+	aborted := 0
+	for _, u := range e.updatesOf(other, "c00") {
+		t.Logf("update %s by %s: %s %s", u.ID, u.Node, u.State, u.Message)
+		if u.State == daemon.UpdateAborted && u.Node == other.name {
+			aborted++
+		}
+	}
+	if aborted > 0 {
+		t.Errorf("%d updates of the new holder were aborted", aborted)
+	}
+	e.checkNoOverlap(other, []string{"c00"})
+}
+
+// lastUpdateBy says whether the last update of c00, as r serves it, is
+// node's and succeeded.
+func lastUpdateBy(e *clusterEnv, r *replica, node string) bool {
+	us := e.updatesOf(r, "c00")
+	return len(us) > 0 && us[len(us)-1].Node == node && us[len(us)-1].State == daemon.UpdateSucceeded
+}
+
+// processSampler looks at the process table every 25 ms and counts the
+// samples in which pulumi processes (the CLI, its language host, its
+// providers) descend from more than one of the replicas.
+type processSampler struct {
+	replicas map[string]int
+	done     chan struct{}
+	wg       sync.WaitGroup
+	// What the samples found, read once stopped: how many, how many saw
+	// more than one replica's, when each replica's were last seen.
+	samples, overlaps int
+	last              map[string]time.Time
+}
+
+func sampleProcesses(t *testing.T, replicas map[string]int) *processSampler {
+	s := &processSampler{replicas: replicas, done: make(chan struct{}), last: map[string]time.Time{}}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		tick := time.NewTicker(25 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-tick.C:
+			}
+			s.sample()
+		}
+	}()
+	t.Cleanup(func() { s.stop() })
+	return s
+}
+
+// sample reads /proc once.
+func (s *processSampler) sample() {
+	parent, comm := map[int]int{}, map[int]string{}
+	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		text := string(data)
+		open, end := strings.IndexByte(text, '('), strings.LastIndexByte(text, ')')
+		fields := strings.Fields(text[end+1:])
+		if open < 0 || end < open || len(fields) < 2 || fields[0] == "Z" {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		parent[pid], _ = strconv.Atoi(fields[1])
+		comm[pid] = text[open+1 : end]
+	}
+	now := time.Now()
+	seen := map[string]bool{}
+	for pid, name := range comm {
+		if !strings.HasPrefix(name, "pulumi") {
+			continue
+		}
+		for p, hops := parent[pid], 0; p > 1 && hops < 10; p, hops = parent[p], hops+1 {
+			for node, rpid := range s.replicas {
+				if p == rpid {
+					seen[node] = true
+					s.last[node] = now
+				}
+			}
+		}
+	}
+	s.samples++
+	if len(seen) > 1 {
+		s.overlaps++
+	}
+}
+
+// stop ends the sampling and reports the samples taken, and those with
+// pulumi processes of more than one replica.
+func (s *processSampler) stop() (samples, overlaps int) {
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
+	s.wg.Wait()
+	return s.samples, s.overlaps
+}
