@@ -1,7 +1,9 @@
 package daemon
 
 import (
+	"context"
 	"errors"
+	"net/url"
 	"time"
 )
 
@@ -141,3 +143,19 @@ type Access interface {
 // ErrUnauthenticated is wrapped by Access for a credential that does not
 // establish who the caller is.
 var ErrUnauthenticated = errors.New("not authenticated")
+
+// SignIn runs OpenID Connect's authorization code flow, with PKCE, state
+// and nonce, for the web UI (the auth package).
+type SignIn interface {
+	// Start begins a sign-in that returns to returnTo, a path of this
+	// server (anything else is refused, so that the flow cannot redirect
+	// elsewhere): the issuer's URL to send the browser to, and the value
+	// of a short-lived cookie that binds the flow (state, nonce, PKCE
+	// verifier) to this browser.
+	Start(returnTo string) (redirect, flowCookie string, err error)
+	// Finish completes it on the callback, from the callback's query
+	// (code, state, or the issuer's error) and the flow cookie: who signed
+	// in, the value of their session cookie, and where to return. Its
+	// errors wrap ErrUnauthenticated.
+	Finish(ctx context.Context, query url.Values, flowCookie string) (p Principal, session, returnTo string, err error)
+}
