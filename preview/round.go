@@ -24,6 +24,10 @@ type target struct {
 	// otherwise it is the stack's own source (a manifests change).
 	head bool
 	new  bool // added by the pull request's manifests
+	// unresolved are the references of a proposed spec that the config
+	// in force does not grant the stack: the target's stack reads
+	// nothing for them.
+	unresolved []string
 }
 
 // round previews the stacks ev's head commit changes and reports on f.
@@ -52,7 +56,7 @@ func (p *Previewer) round(ctx context.Context, pr *pullRequest, ev review.Event,
 	}
 	previews := make([]review.Preview, len(targets))
 	for i, t := range targets {
-		previews[i] = review.Preview{Stack: t.stack.Name, Result: review.Queued, New: t.new}
+		previews[i] = review.Preview{Stack: t.stack.Name, Result: review.Queued, New: t.new, Unresolved: t.unresolved}
 	}
 	p.setView(pr, func(v *review.PullRequest) { v.Previews, v.Removed = previews, removed })
 	for _, t := range targets {
@@ -111,7 +115,8 @@ func (p *Previewer) targets(ctx context.Context, ev review.Event, files []string
 	for _, c := range proposals {
 		for _, s := range c.changed {
 			head := len(review.Affected(&spec.Config{Stacks: []*spec.Stack{s}}, ev, files)) > 0
-			add(target{stack: s, cfg: c.cfg, head: head, new: c.added[s.Name]})
+			unresolved := ungranted(cur, cur.Stack(s.Name), c.cfg, s)
+			add(target{stack: withhold(s, unresolved), cfg: c.cfg, head: head, new: c.added[s.Name], unresolved: unresolved})
 		}
 	}
 	out := make([]target, 0, len(order))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/stackd/stackd/daemon"
@@ -21,7 +22,7 @@ const maxLog = 4 << 20
 // history and returns it. It waits for a worker slot first: updates of
 // the reconcile loop go before previews.
 func (p *Previewer) preview(ctx context.Context, pr *pullRequest, ev review.Event, i int, t target) review.Preview {
-	pv := review.Preview{Stack: t.stack.Name, Result: review.Cancelled, New: t.new}
+	pv := review.Preview{Stack: t.stack.Name, Result: review.Cancelled, New: t.new, Unresolved: t.unresolved}
 	release, err := p.opts.Daemon.AcquireSlot(ctx)
 	if err != nil {
 		p.setPreview(pr, i, pv)
@@ -135,6 +136,10 @@ func (p *Previewer) run(ctx context.Context, ev review.Event, t target, r resolv
 	ws.WorkDir = dir
 	var buf bytes.Buffer
 	w := red.Writer(&limitWriter{w: &buf, n: maxLog})
+	if len(t.unresolved) > 0 {
+		fmt.Fprintf(w, "stackd: not resolved in a preview, as the config in force does not grant them to this stack (a placeholder stands in): %s\n",
+			strings.Join(t.unresolved, ", "))
+	}
 	s := &t.stack.Spec
 	op := daemon.Operation{Workspace: ws, Type: daemon.UpdatePreview, ReadOnly: true, Diff: true, Log: w,
 		Refresh: s.Refresh, Targets: s.Targets, TargetDependents: s.TargetDependents, Timeout: p.opts.Timeout,

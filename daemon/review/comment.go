@@ -101,11 +101,21 @@ func (r Report) link(p Preview) string {
 
 // section is p's collapsed details: its diff, cut to diff, and its error.
 func (r Report) section(p Preview, diff string) string {
-	if p.Diff == "" && p.Error == "" {
+	if p.Diff == "" && p.Error == "" && len(p.Unresolved) == 0 {
 		return ""
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n<details><summary>%s: %s</summary>\n\n", p.Stack, resultText(p.Result))
+	if len(p.Unresolved) > 0 {
+		b.WriteString("**Not resolved in a preview** (the config in force does not grant them to this stack; a placeholder stands in): ")
+		for i, path := range p.Unresolved {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("`" + strings.ReplaceAll(path, "`", "'") + "`")
+		}
+		b.WriteString("\n\n")
+	}
 	if p.Error != "" {
 		b.WriteString("**Error**\n\n" + fence(p.Error) + "\n")
 	}

@@ -77,6 +77,17 @@ func TestComment(t *testing.T) {
 	}
 }
 
+// TestCommentUnresolved: a stack's section lists the references its
+// preview did not resolve, even without a diff, each in code.
+func TestCommentUnresolved(t *testing.T) {
+	r := Report{Previews: []Preview{{Stack: "app", Result: Failed, Unresolved: []string{"envRefs.DB", "secretsRef.a`b"}}}}
+	c := Comment(r, 65536)
+	if !strings.Contains(c, "<details><summary>app: ❌ failed</summary>") ||
+		!strings.Contains(c, "**Not resolved in a preview** (the config in force does not grant them to this stack; a placeholder stands in): `envRefs.DB`, `secretsRef.a'b`\n") {
+		t.Errorf("the comment does not list what was not resolved:\n%s", c)
+	}
+}
+
 func TestCommentWithinLimit(t *testing.T) {
 	big := strings.Repeat("  ~ test:index:Thing update é\n", 5000)
 	r := Report{Previews: []Preview{

@@ -58,6 +58,10 @@ type Preview struct {
 	Error string `json:"error,omitempty"`
 	// New marks a stack that the pull request's manifests add.
 	New bool `json:"new,omitempty"`
+	// Unresolved are the field paths of references that the pull
+	// request's manifests add or change and the config in force does
+	// not grant the stack: the preview ran without reading them.
+	Unresolved []string `json:"unresolved,omitempty"`
 	// diff is the preview's output, scrubbed, for the comment.
 	Diff string `json:"-"`
 }
