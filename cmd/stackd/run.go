@@ -35,6 +35,7 @@ type runFlags struct {
 	sourceFlags
 	clusterFlags
 	forgeFlags
+	limitFlags
 	dataDir   string
 	listen    string
 	pulumiBin string
@@ -94,6 +95,7 @@ func (f *runFlags) define(fs *flag.FlagSet) {
 	f.clusterFlags.define(fs)
 	f.forgeFlags.define(fs)
 	f.sandboxFlags.define(fs)
+	f.limitFlags.define(fs)
 	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir, "directory for state, checkouts and the default backend")
 	fs.StringVar(&f.listen, "listen", web.DefaultAddr, "HTTP listen address")
 	fs.StringVar(&f.pulumiBin, "pulumi-bin", "", "directory holding the pulumi CLI (default: beside stackd, else on PATH)")
@@ -457,8 +459,8 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemo
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	fetcher := gitwatch.New(gitwatch.Options{Timeout: f.gitTimeout, CacheFor: f.minResync / 2,
-		RemoteCall: remoteCall(obs), Logger: log.With("component", "gitwatch")})
+	fetcher := gitwatch.New(f.withLimits(gitwatch.Options{Timeout: f.gitTimeout, CacheFor: f.minResync / 2,
+		RemoteCall: remoteCall(obs), Logger: log.With("component", "gitwatch")}))
 	d, err := daemon.New(nil, daemon.Options{
 		Store: st, Runner: run, Logger: log.With("component", "daemon"), DataDir: dataDir,
 		Fetcher:       fetcher,
@@ -481,7 +483,7 @@ func checkLocalConfig(srcs []spec.Source, log *slog.Logger) error {
 	if len(paths) < len(srcs) {
 		return nil
 	}
-	_, diags, err := spec.Load(paths...)
+	_, diags, err := spec.LoadInputs(localInputs(srcs))
 	if err != nil {
 		for _, d := range diags {
 			log.Error("config", "problem", d.String())

@@ -21,6 +21,7 @@ type sourceFlags struct {
 	passwordFile   string
 	sshKeyFile     string
 	passphraseFile string
+	maxConfig      byteSize
 }
 
 func (f *sourceFlags) define(fs *flag.FlagSet) {
@@ -31,6 +32,7 @@ func (f *sourceFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&f.passwordFile, "config-git-password-file", "", "file holding the password of --config-git-username")
 	fs.StringVar(&f.sshKeyFile, "config-git-ssh-key-file", "", "file holding an SSH private key (PEM) for Git config sources")
 	fs.StringVar(&f.passphraseFile, "config-git-ssh-passphrase-file", "", "file holding the passphrase of --config-git-ssh-key-file")
+	defineMaxConfig(fs, &f.maxConfig)
 }
 
 // sources parses the --config values.
@@ -41,6 +43,7 @@ func (f *sourceFlags) sources() ([]spec.Source, error) {
 		if err != nil {
 			return nil, usageErrorf("run: --config: %v", err)
 		}
+		s.MaxBytes = f.maxConfig.limit()
 		out = append(out, s)
 	}
 	return out, nil

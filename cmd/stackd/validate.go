@@ -13,13 +13,19 @@ import (
 func validate(args []string, stdout io.Writer) error {
 	fs := newFlagSet("validate")
 	quiet := fs.Bool("quiet", false, "print errors only, not notes about ignored Kubernetes kinds and fields")
-	if err := parseFlags(fs, "validate [--quiet] PATH...", args, stdout); err != nil {
+	var maxConfig byteSize
+	defineMaxConfig(fs, &maxConfig)
+	if err := parseFlags(fs, "validate [--quiet] [--max-config-bytes SIZE] PATH...", args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
 		return usageErrorf("validate: name at least one config file or directory")
 	}
-	cfg, diags, err := spec.Load(fs.Args()...)
+	var srcs []spec.Source
+	for _, p := range fs.Args() {
+		srcs = append(srcs, spec.Source{Path: p, MaxBytes: maxConfig.limit()})
+	}
+	cfg, diags, err := spec.LoadInputs(localInputs(srcs))
 	for _, d := range diags {
 		if !d.Note || !*quiet {
 			fmt.Fprintln(stdout, d)

@@ -18,6 +18,9 @@ type Source struct {
 	Path string
 	// Git is set for a Git source.
 	Git *GitDir
+	// MaxBytes bounds the size of the source's config files together
+	// (Input.MaxBytes: DefaultMaxSourceBytes when 0, none when negative).
+	MaxBytes int64
 }
 
 // GitDir is a directory of a Git repository, written like a Terraform
