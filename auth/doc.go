@@ -1,0 +1,44 @@
+// Package auth says who a request is and what it may do: the roles file
+// (--auth-file) with its named API tokens, roles and bindings; signed
+// session cookies; and sign-in through an OpenID Connect provider. It
+// implements daemon.Access and daemon.SignIn; web asks it about every
+// request and serves the sign-in endpoints, cmd/stackd wires it.
+//
+// # Threat model: what each credential proves
+//
+// The admin token (--api-token-file, or the one generated into the data
+// dir) proves that its holder may read that file: it allows everything.
+// It is the break-glass credential, kept when every other one fails.
+//
+// A named API token proves possession of a secret whose SHA-256 is in
+// the roles file. The file holds hashes only, so reading it gives no
+// token; an unsalted SHA-256 is enough because tokens are random (32
+// bytes from GenerateToken, or `openssl rand -hex 32`), which no one can
+// search for; a short or guessable token is not. A token is revoked by
+// removing it from the file; it expires at its expires time.
+//
+// A session cookie proves that a daemon holding the session key signed
+// its holder in through the OpenID provider less than the session
+// lifetime ago. It carries the identity only (name, subject, groups);
+// roles are looked up in the roles file in force on every request, so a
+// changed binding applies at once. A session cannot be revoked alone
+// before it expires: signing out deletes the browser's cookie, and a new
+// session key ends every session. Anyone who reads the key can mint
+// sessions for any name.
+//
+// Sign-in trusts the provider for who the user is: its ID token is
+// checked for the provider's signature (keys from its JWKS; alg none is
+// refused), issuer, audience (the client ID, and the authorized party
+// when there are several audiences), expiry, not-before and the nonce.
+// The flow cookie binds the callback to the browser that started the
+// sign-in (with the state: no login CSRF, and a state used once is
+// refused again); PKCE (S256) keeps an intercepted code useless; the
+// return path is a path of this server, never a redirect elsewhere. An
+// email is used as the name only when the provider does not say it is
+// unverified.
+//
+// Out of this package's reach: TLS (the cookies must be Secure), cross-
+// site request forgery of cookie-authenticated requests (web sets
+// SameSite and checks the method and origin), and the provider's own
+// account security.
+package auth
