@@ -41,6 +41,10 @@ var DefaultScopes = []string{oidc.ScopeOpenID, "profile", "email"}
 // when Start needs it.
 const discoveryTimeout = 15 * time.Second
 
+// maxNameLen bounds a user's name and subject, which a session cookie
+// carries (OpenID Connect bounds a subject to 255 characters).
+const maxNameLen = 256
+
 // maxUsedStates bounds the states remembered to refuse a replayed
 // callback.
 const maxUsedStates = 10000
@@ -322,8 +326,12 @@ func (s *SignIn) finish(ctx context.Context, query url.Values, flowCookie string
 	if err != nil {
 		return anonymous, "", err
 	}
-	return daemon.Principal{Kind: daemon.PrincipalUser, Name: userName(claims, s.opts.NameClaim),
-		Subject: idt.Subject, Groups: groupsOf(claims[s.opts.GroupsClaim])}, f.ReturnTo, nil
+	name := userName(claims, s.opts.NameClaim)
+	if len(name) > maxNameLen || len(idt.Subject) > maxNameLen {
+		return anonymous, "", fmt.Errorf("the user's name or subject is longer than %d bytes", maxNameLen)
+	}
+	return daemon.Principal{Kind: daemon.PrincipalUser, Name: name, Subject: idt.Subject,
+		Groups: groupsOf(claims[s.opts.GroupsClaim])}, f.ReturnTo, nil
 }
 
 // checkFlow checks the flow cookie, the provider's answer and the state,

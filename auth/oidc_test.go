@@ -417,6 +417,10 @@ func TestFinishRefusesBadIDTokens(t *testing.T) {
 			delete(c, "nonce")
 			return sign(t, jose.ES256, f.key, "k1", c)
 		}, "nonce"},
+		{"a name too long for a session", func(c map[string]any) string {
+			c["email"] = strings.Repeat("a", 300) + "@example.com"
+			return sign(t, jose.ES256, f.key, "k1", c)
+		}, "longer than 256 bytes"},
 		{"no ID token", func(map[string]any) string { return "" }, "no ID token"},
 		{"not a JWT", func(map[string]any) string { return "garbage" }, "malformed jwt"},
 	}
