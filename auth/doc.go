@@ -37,8 +37,8 @@
 // email is used as the name only when the provider does not say it is
 // unverified.
 //
-// Out of this package's reach: TLS (the cookies must be Secure), cross-
-// site request forgery of cookie-authenticated requests (web sets
+// Out of this package's reach: TLS (the cookies must be Secure),
+// cross-site request forgery of cookie-authenticated requests (web sets
 // SameSite and checks the method and origin), and the provider's own
 // account security.
 package auth
