@@ -9,7 +9,7 @@ import (
 
 // TestImportRules keeps the package layout the README describes: the
 // spec is pure, notifications and the loop import no sibling of stackd's,
-// and the leaves (gitwatch, runner, store, web, cluster) never import each
+// and the leaves (gitwatch, runner, store, web, cluster, auth, …) never import each
 // other.
 func TestImportRules(t *testing.T) {
 	const mod = "github.com/stackd/stackd/"
@@ -42,7 +42,7 @@ func TestImportRules(t *testing.T) {
 	forbid("daemon", func(dep string) bool {
 		return strings.HasPrefix(dep, mod) && !strings.HasPrefix(dep, mod+"daemon/")
 	})
-	leaves := []string{"gitwatch", "runner", "store", "web", "cluster", "forge", "preview"}
+	leaves := []string{"gitwatch", "runner", "store", "web", "cluster", "forge", "preview", "auth"}
 	for _, leaf := range leaves {
 		forbid(leaf, func(dep string) bool {
 			return slices.ContainsFunc(leaves, func(l string) bool { return dep == mod+l || strings.HasPrefix(dep, mod+l+"/") })
