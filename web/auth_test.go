@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stackd/stackd/daemon"
 )
 
 func bearer(token string) http.Header {
@@ -87,8 +89,9 @@ func TestAuthReads(t *testing.T) {
 	}
 }
 
-// TestAuthorized is the helper the UI's handlers use.
-func TestAuthorized(t *testing.T) {
+// TestIdentifyToken: without Access, the single token identifies the
+// admin and anything else is anonymous.
+func TestIdentifyToken(t *testing.T) {
 	open := New(Options{API: &fakeAPI{}})
 	closed := New(Options{API: &fakeAPI{}, Token: "tok"})
 	req := func(auth string) *http.Request {
@@ -98,11 +101,31 @@ func TestAuthorized(t *testing.T) {
 		}
 		return r
 	}
-	if !open.authorized(req("")) || closed.authorized(req("")) || closed.authorized(req("Bearer tok2")) || !closed.authorized(req("Bearer tok")) {
-		t.Fatal("authorized gives the wrong answers")
+	for _, c := range []struct {
+		s    *Server
+		auth string
+		want string
+	}{
+		{open, "", daemon.PrincipalAnonymous},
+		{open, "Bearer tok", daemon.PrincipalAnonymous},
+		{closed, "", daemon.PrincipalAnonymous},
+		{closed, "Bearer tok2", daemon.PrincipalAnonymous},
+		{closed, "Basic tok", daemon.PrincipalAnonymous},
+		{closed, "Bearer tok", daemon.PrincipalAdmin},
+		{closed, "bearer  tok ", daemon.PrincipalAdmin},
+	} {
+		if id := c.s.identify(req(c.auth)); id.p.Kind != c.want || id.err != nil {
+			t.Errorf("token %q, Authorization %q: %+v, want %s", c.s.opts.Token, c.auth, id, c.want)
+		}
 	}
-	if !closed.needsToken(req("")) || closed.needsToken(httptest.NewRequest("GET", "/stacks/app", nil)) {
-		t.Fatal("needsToken gives the wrong answers")
+	if ok, _ := open.allowed(anonymous, daemon.ActionSync, &daemon.StackRef{Name: "app"}); !ok {
+		t.Error("without a token, an anonymous sync is refused")
+	}
+	if ok, _ := closed.allowed(anonymous, daemon.ActionSync, &daemon.StackRef{Name: "app"}); ok {
+		t.Error("with a token, an anonymous sync is allowed")
+	}
+	if ok, _ := closed.allowed(anonymous, daemon.ActionRead, &daemon.StackRef{Name: "app"}); !ok {
+		t.Error("with a token, an anonymous read is refused")
 	}
 }
 

@@ -42,6 +42,8 @@ type Metrics struct {
 	driftChecks    *prometheus.CounterVec
 	previews       *prometheus.CounterVec
 	previewTook    prometheus.Histogram
+	audit          *prometheus.CounterVec
+	auditDropped   prometheus.Counter
 }
 
 // apiRef boxes an API for atomic.Pointer.
@@ -117,6 +119,14 @@ func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
 			Help:    "Duration of finished previews of pull requests.",
 			Buckets: updateBuckets,
 		}),
+		audit: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stackd_audit_total",
+			Help: "Requests recorded in the audit trail, by action (read, sync, pause, reload, approve, cancel, admin, sign-in, sign-out) and outcome (allowed, failed, denied, unauthenticated).",
+		}, []string{"action", "outcome"}),
+		auditDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "stackd_audit_dropped_total",
+			Help: "Unauthenticated refusals not written to the audit trail because they came faster than one a second after a burst of 60.",
+		}),
 	}
 	for _, typ := range updateTypes {
 		for _, res := range updateResults {
@@ -135,9 +145,14 @@ func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
 	for _, res := range previewResults {
 		m.previews.WithLabelValues(res)
 	}
+	for _, action := range auditActions {
+		for _, outcome := range auditOutcomes {
+			m.audit.WithLabelValues(action, outcome)
+		}
+	}
 	m.SetAPI(api)
 	reg.MustRegister(buildInfo(version), m.updates, m.updateDuration, m.polls, m.pollDuration, m.remoteCalls, m.commitApplied, m.driftChecks,
-		m.previews, m.previewTook,
+		m.previews, m.previewTook, m.audit, m.auditDropped,
 		stateCollector{m: m},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -222,6 +237,27 @@ func (m *Metrics) PreviewDone(result string, took time.Duration) {
 	}
 	m.previews.WithLabelValues(result).Inc()
 	m.previewTook.Observe(took.Seconds())
+}
+
+// auditActions and auditOutcomes are the label values of
+// stackd_audit_total, each pair at zero from the start.
+var (
+	auditActions = []string{daemon.ActionRead, daemon.ActionSync, daemon.ActionPause, daemon.ActionReload,
+		daemon.ActionApprove, daemon.ActionCancel, daemon.ActionAdmin, auditSignIn, auditSignOut}
+	auditOutcomes = []string{daemon.AuditAllowed, daemon.AuditFailed, daemon.AuditDenied, daemon.AuditUnauthenticated}
+)
+
+// Audited counts a request recorded in the audit trail; action and
+// outcome are bounded enumerations, never a name.
+func (m *Metrics) Audited(action, outcome string) {
+	m.events.Add(1)
+	m.audit.WithLabelValues(action, outcome).Inc()
+}
+
+// AuditDropped counts an unauthenticated refusal left out of the trail.
+func (m *Metrics) AuditDropped() {
+	m.events.Add(1)
+	m.auditDropped.Inc()
 }
 
 // Descriptions of the gauges read at scrape time.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/stackd/stackd/daemon"
@@ -38,10 +39,33 @@ func (s *Server) pullRequests() []review.PullRequest {
 	return prs
 }
 
+// readablePRs keeps of prs what p may read: while reads need a role,
+// the previews and removals of stacks p may read, and the pull requests
+// left with any.
+func (s *Server) readablePRs(p daemon.Principal, prs []review.PullRequest) []review.PullRequest {
+	if s.openReads() || p.Kind == daemon.PrincipalAdmin {
+		return prs
+	}
+	hidden := func(stack string) bool {
+		ok, _ := s.permit(p, daemon.ActionRead, s.stackRef(stack))
+		return !ok
+	}
+	out := []review.PullRequest{}
+	for _, pr := range prs {
+		pr.Previews = slices.DeleteFunc(slices.Clone(pr.Previews), func(pv review.Preview) bool { return hidden(pv.Stack) })
+		pr.Removed = slices.DeleteFunc(slices.Clone(pr.Removed), hidden)
+		if len(pr.Previews) > 0 || len(pr.Removed) > 0 {
+			out = append(out, pr)
+		}
+	}
+	return out
+}
+
 // listPreviews serves GET /api/v1/previews: {"pullRequests": [...]}, the
-// open pull requests newest first with their previews.
-func (s *Server) listPreviews(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"pullRequests": s.pullRequests()})
+// open pull requests newest first with their previews (of the stacks the
+// caller may read).
+func (s *Server) listPreviews(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"pullRequests": s.readablePRs(principal(r), s.pullRequests())})
 }
 
 // previewsPage is the open pull requests' page at /previews.
@@ -53,7 +77,8 @@ type previewsPage struct {
 }
 
 func (s *Server) uiPreviews(w http.ResponseWriter, r *http.Request) {
-	p := previewsPage{page: s.newPage(r, "Previews"), Configured: s.opts.Previews != nil, PullRequests: s.pullRequests()}
+	p := previewsPage{page: s.newPage(r, "Previews"), Configured: s.opts.Previews != nil,
+		PullRequests: s.readablePRs(principal(r), s.pullRequests())}
 	p.Live, p.Section = true, sectionPreviews
 	s.render(w, http.StatusOK, "previews.html", p)
 }

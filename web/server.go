@@ -94,11 +94,36 @@ type Options struct {
 	Metrics *Metrics
 	// Version is stackd's version, for the UI.
 	Version string
-	// Token, when set, is the bearer token every mutating request needs
-	// (and every read, with ReadRequiresToken). /healthz, /readyz and the
-	// webhook, which has its own secret, never need it.
-	Token             string
+	// Token, when set and Access is nil, is the bearer token every
+	// mutating request needs (and every read, with ReadRequiresToken).
+	// /healthz, /readyz and the webhook, which has its own secret, never
+	// need it.
+	Token string
+	// ReadRequiresToken closes reads to anonymous requests: without it
+	// anyone may read, and with Access every read needs a role that
+	// allows it on the stack read (lists show those stacks only).
 	ReadRequiresToken bool
+	// Access, when set, says who every request is (named API tokens, the
+	// admin token, session cookies) and what it may do (roles per stack);
+	// Token is then not consulted. Nil keeps the single Token.
+	Access daemon.Access
+	// SignIn, when set (with Access), serves sign-in through OpenID
+	// Connect at /auth/login and /auth/callback. Nil: no sign-in.
+	SignIn daemon.SignIn
+	// SessionTTL, when set, is how long the browser keeps a session
+	// cookie (the session itself ends when Access says so); zero keeps it
+	// until the browser closes.
+	SessionTTL time.Duration
+	// SecureCookies marks every cookie Secure, whatever the request came
+	// over: the UI is reached through https URLs (a TLS-terminating
+	// proxy that sets no X-Forwarded-Proto). Requests over TLS, or with
+	// X-Forwarded-Proto: https, get Secure cookies anyway.
+	SecureCookies bool
+	// Audit, when set, keeps the audit trail: every request that changes
+	// something or is refused, every sign-in and sign-out. Nil: none.
+	Audit daemon.AuditLog
+	// Node names this replica in audit records (cluster mode).
+	Node string
 	// WebhookSecret verifies push and pull-request webhooks (GitHub and
 	// Gitea signatures, GitLab's token); empty disables the webhook
 	// endpoint.
@@ -127,6 +152,8 @@ type Server struct {
 	deliveries recentDeliveries
 	// stacks are the stacks as last rendered.
 	stacks stackCache
+	// unauthLimit bounds the unauthenticated refusals recorded.
+	unauthLimit bucket
 }
 
 // New makes a server; Start listens.
@@ -180,12 +207,15 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/backup", s.backup)
 	mux.HandleFunc("POST /api/v1/pause", s.pause)
 	mux.HandleFunc("POST /api/v1/resume", s.resume)
+	mux.HandleFunc("GET /api/v1/audit", s.listAudit)
 	mux.HandleFunc("POST "+webhookPath, s.webhook)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint")
 	})
 	s.routeUI(mux)
-	return s.checkHost(limitBody(crossOrigin(s.requireToken(mux))))
+	s.routeSignIn(mux)
+	// The guard sees what crossOrigin refuses, to record it.
+	return s.checkHost(limitBody(s.guard(crossOrigin(mux))))
 }
 
 // crossOrigin refuses (403) unsafe requests a browser sends from another
@@ -213,8 +243,9 @@ func (s *Server) Start() error {
 			s.log.Error("http server failed", "err", err)
 		}
 	}()
-	s.log.Info("serving http", "addr", ln.Addr().String(), "auth", s.opts.Token != "",
-		"webhooks", s.opts.WebhookSecret != "", "previews", s.opts.Previews != nil, "metrics", s.opts.Registry != nil)
+	s.log.Info("serving http", "addr", ln.Addr().String(), "auth", s.opts.Token != "" || s.opts.Access != nil,
+		"sign-in", s.opts.SignIn != nil, "audit", s.opts.Audit != nil, "webhooks", s.opts.WebhookSecret != "",
+		"previews", s.opts.Previews != nil, "metrics", s.opts.Registry != nil)
 	return nil
 }
 
@@ -255,13 +286,24 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := s.api.Ready(); err != nil {
 		msg := "not ready"
-		if s.opts.Token == "" || s.authorized(r) {
-			msg = err.Error() // the detail stays behind the token
+		if s.readsDetail(principal(r)) {
+			msg = err.Error() // the detail stays behind a credential
 		}
 		writeError(w, http.StatusServiceUnavailable, msg)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// readsDetail says whether p may see why the daemon is not ready: an
+// identified caller allowed to read daemon-wide, or anyone on a daemon
+// without credentials.
+func (s *Server) readsDetail(p daemon.Principal) bool {
+	if s.unprotected() {
+		return true
+	}
+	ok, _ := s.permit(p, daemon.ActionRead, nil)
+	return ok && p.Kind != daemon.PrincipalAnonymous
 }
 
 func (s *Server) getStack(w http.ResponseWriter, r *http.Request) {
@@ -309,7 +351,7 @@ func (s *Server) getConfig(w http.ResponseWriter, _ *http.Request) {
 // and a listen address other hosts reach, with no token.
 func (s *Server) Warnings() []string {
 	warnings := slices.Clip(s.opts.Warnings)
-	if s.opts.Token != "" || isLoopback(s.opts.Addr) {
+	if s.opts.Token != "" || s.opts.Access != nil || isLoopback(s.opts.Addr) {
 		return warnings
 	}
 	return append(warnings, "the API listens on "+s.opts.Addr+" with no API token: anyone who reaches it can sync stacks and reload the config")

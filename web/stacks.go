@@ -207,7 +207,7 @@ func (s *Server) listStacks(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
-	page, total, next := q.page(s.stacks.list(s.api))
+	page, total, next := q.page(s.readable(principal(r), s.stacks.list(s.api)))
 	var b strings.Builder
 	b.WriteString(`{"stacks":[`)
 	for i, e := range page {
@@ -231,3 +231,18 @@ func (s *Server) listStacks(w http.ResponseWriter, r *http.Request) {
 }
 
 const maxInt = int(^uint(0) >> 1)
+
+// readable keeps the entries p may read: every one while reads are open
+// or for the admin token, else those a role of p allows reading.
+func (s *Server) readable(p daemon.Principal, entries []*stackEntry) []*stackEntry {
+	if s.openReads() || p.Kind == daemon.PrincipalAdmin {
+		return entries
+	}
+	out := make([]*stackEntry, 0, len(entries))
+	for _, e := range entries {
+		if ok, _ := s.permit(p, daemon.ActionRead, refOf(&e.view)); ok {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -64,15 +64,49 @@ func (s *Server) routeUI(mux *http.ServeMux) {
 	mux.HandleFunc("GET /config", s.uiConfig)
 	mux.HandleFunc("GET /previews", s.uiPreviews)
 	mux.HandleFunc("GET /previews/{id}", s.uiPreview)
+	mux.HandleFunc("GET /audit", s.uiAudit)
 	mux.Handle("POST /stacks/{name}/sync",
 		http.NewCrossOriginProtection().Handler(http.HandlerFunc(s.uiSync)))
 	mux.HandleFunc("GET /static/", serveStatic)
 }
 
-// canSync reports whether r may start a sync, which decides whether the
-// pages show sync buttons.
-func (s *Server) canSync(r *http.Request) bool {
-	return s.authorized(r)
+// permission says whether the page's viewer may take an action: the UI
+// shows one it may not take disabled, with the reason, never hides it.
+type permission struct {
+	Allowed bool
+	// Reason is the whole refusal, shown on hover; Hint is its short
+	// form, shown beside the disabled button.
+	Reason, Hint string
+}
+
+// may is p's permission to take action on stack (nil: daemon-wide).
+func (s *Server) may(p daemon.Principal, action string, stack *daemon.StackRef) permission {
+	ok, why := s.allowed(p, action, stack)
+	if ok {
+		return permission{Allowed: true}
+	}
+	perm := permission{Reason: why, Hint: "needs a role with " + action + " on this stack"}
+	switch {
+	case s.opts.Access == nil:
+		perm.Hint = "needs the API token"
+		if stack != nil {
+			perm.Reason += "; on the daemon's host: stackd " + action + " " + stack.Name
+		}
+	case p.Kind == daemon.PrincipalAnonymous && s.opts.SignIn != nil:
+		perm.Hint = "sign in to " + action
+	case stack == nil:
+		perm.Hint = "needs a role with " + action + " on every stack"
+	}
+	return perm
+}
+
+// viewer is who looks at a page, for the header.
+type viewer struct {
+	daemon.Principal
+	// SignIn says sign-in is set up; Login is then its URL, returning to
+	// the page.
+	SignIn bool
+	Login  string
 }
 
 // Sections of the UI, which the header's navigation marks.
@@ -80,6 +114,7 @@ const (
 	sectionStacks   = "stacks"
 	sectionConfig   = "config"
 	sectionPreviews = "previews"
+	sectionAudit    = "audit"
 )
 
 // page is what every page's layout needs.
@@ -90,21 +125,45 @@ type page struct {
 	// Version is stackd's version, if known.
 	Version string
 	Stats   daemon.Stats
-	Config  daemon.ConfigStatus
-	CanSync bool
+	// Config is the config's status; zero unless DaemonRead.
+	Config daemon.ConfigStatus
+	// Who is the viewer; DaemonRead says they may read what is not any
+	// one stack's (the config, the cluster).
+	Who        viewer
+	DaemonRead bool
 	// Live pages refresh themselves, by script or else by reloading.
 	Live bool
 }
 
 func (s *Server) newPage(r *http.Request, title string) page {
-	return page{Title: title, Version: s.opts.Version, Stats: s.api.Stats(), Config: s.api.ConfigStatus(), CanSync: s.canSync(r)}
+	p := principal(r)
+	pg := page{Title: title, Version: s.opts.Version, Stats: s.api.Stats(),
+		Who: viewer{Principal: p, SignIn: s.opts.SignIn != nil}}
+	if pg.Who.SignIn {
+		pg.Who.Login = loginPath + "?" + url.Values{"return": {returnPath(r)}}.Encode()
+	}
+	if pg.DaemonRead, _ = s.allowed(p, daemon.ActionRead, nil); pg.DaemonRead {
+		pg.Config = s.api.ConfigStatus()
+	}
+	return pg
+}
+
+// stackItem is a stack's row with what the viewer may do to the stack.
+type stackItem struct {
+	stackRow
+	Sync permission
+}
+
+// item is row with p's permissions on v.
+func (s *Server) item(p daemon.Principal, v *daemon.StackView, row stackRow) stackItem {
+	return stackItem{stackRow: row, Sync: s.may(p, daemon.ActionSync, refOf(v))}
 }
 
 // listPage is the stack list at /: a page of the stacks that pass the
 // filters (?health=, ?source=, ?q=), after the name ?after=.
 type listPage struct {
 	page
-	Stacks []stackRow
+	Stacks []stackItem
 	// All counts every stack, Matched those that pass the filters.
 	All, Matched int
 	// Health, Source and Q are the filters; Sources the config sources
@@ -125,13 +184,14 @@ func (s *Server) uiList(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusBadRequest, "Bad request", err.Error())
 		return
 	}
-	all := s.stacks.list(s.api)
+	who := principal(r)
+	all := s.readable(who, s.stacks.list(s.api))
 	rows, matched, next := q.page(all)
-	p := listPage{page: s.newPage(r, "Stacks"), Stacks: make([]stackRow, 0, len(rows)), All: len(all), Matched: matched,
+	p := listPage{page: s.newPage(r, "Stacks"), Stacks: make([]stackItem, 0, len(rows)), All: len(all), Matched: matched,
 		Health: q.health, Source: q.source, Q: q.q}
 	p.Live, p.Section = true, sectionStacks
 	for _, e := range rows {
-		p.Stacks = append(p.Stacks, e.row)
+		p.Stacks = append(p.Stacks, s.item(who, &e.view, e.row))
 	}
 	for _, src := range p.Config.Sources {
 		p.Sources = append(p.Sources, src.Source)
@@ -154,7 +214,7 @@ func (s *Server) uiList(w http.ResponseWriter, r *http.Request) {
 	if q.after != "" {
 		p.First = link("")
 	}
-	if cs, ok := s.api.ClusterStatus(); ok {
+	if cs, ok := s.api.ClusterStatus(); ok && p.DaemonRead {
 		p.Cluster = &cs
 	}
 	s.render(w, http.StatusOK, "list.html", p)
@@ -220,7 +280,7 @@ func splitTracking(t string) (repo, ref string) {
 // stackPage is a stack's page at /stacks/{name}.
 type stackPage struct {
 	page
-	Stack      stackRow
+	Stack      stackItem
 	View       daemon.StackView
 	Spec       string
 	Outputs    []output
@@ -252,7 +312,8 @@ func (s *Server) uiStack(w http.ResponseWriter, r *http.Request) {
 		s.renderAPIError(w, r, err)
 		return
 	}
-	p := stackPage{page: s.newPage(r, v.Name), Stack: summarize(v), View: v, Spec: specYAML(v.Spec), Outputs: outputs(v.Status.Outputs)}
+	p := stackPage{page: s.newPage(r, v.Name), Stack: s.item(principal(r), &v, summarize(v)), View: v, Spec: specYAML(v.Spec),
+		Outputs: outputs(v.Status.Outputs)}
 	p.Live, p.Section = true, sectionStacks
 	p.Updates, err = s.api.Updates(v.Name, 0, historyLimit)
 	if err != nil {
@@ -426,12 +487,9 @@ func outputs(raw map[string]json.RawMessage) []output {
 	return out
 }
 
-// uiSync asks for a sync of the named stack, then shows its page.
+// uiSync asks for a sync of the named stack, then shows its page. The
+// guard has checked that the viewer may.
 func (s *Server) uiSync(w http.ResponseWriter, r *http.Request) {
-	if !s.canSync(r) {
-		s.renderError(w, r, http.StatusForbidden, "Not allowed", "Syncing a stack needs the API token.")
-		return
-	}
 	name := r.PathValue("name")
 	token, err := s.api.Sync(name)
 	if err != nil {
@@ -483,7 +541,7 @@ func (s *Server) render(w http.ResponseWriter, status int, name string, data any
 }
 
 // pages maps each page's file to its template, parsed with the layout.
-var pages = parsePages("list.html", "stack.html", "config.html", "previews.html", "preview.html", "error.html")
+var pages = parsePages("list.html", "stack.html", "config.html", "previews.html", "preview.html", "audit.html", "error.html")
 
 func parsePages(names ...string) map[string]*template.Template {
 	m := make(map[string]*template.Template, len(names))
@@ -509,6 +567,8 @@ var funcs = template.FuncMap{
 	"changes":     changes,
 	"lower":       strings.ToLower,
 	"list":        func(items ...string) []string { return items },
+	"join":        strings.Join,
+	"actor":       actorOf,
 }
 
 func stackPath(name string) string { return "/stacks/" + url.PathEscape(name) }

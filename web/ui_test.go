@@ -444,19 +444,20 @@ func TestUISyncNeedsToken(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = s.Stop(context.Background()) })
 	base := "http://" + s.Addr()
+	// Without the token the sync buttons show, disabled, with the reason.
 	for _, p := range []string{"/", "/stacks/db"} {
 		page := getPage(t, base+p, http.StatusOK)
-		wantContains(t, page, "v9.8.7")
-		wantLacks(t, page, "/sync")
+		wantContains(t, page, "v9.8.7", `<button type="button" disabled title="a valid API token is required`, "needs the API token")
+		wantLacks(t, page, `action="/stacks/db/sync"`)
 	}
-	wantContains(t, getPage(t, base+"/stacks/db", http.StatusOK), "Actions need the API token")
+	wantContains(t, getPage(t, base+"/stacks/db", http.StatusOK), "on the daemon&#39;s host: stackd sync db")
 	resp, _ := fetch(t, http.MethodPost, base+"/stacks/db/sync", nil)
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("sync without the token: status %d", resp.StatusCode)
 	}
 	bearer := http.Header{"Authorization": {"Bearer t0ken"}}
 	if resp, page := fetch(t, http.MethodGet, base+"/stacks/db", bearer); resp.StatusCode != http.StatusOK || !strings.Contains(page, `action="/stacks/db/sync"`) ||
-		strings.Contains(page, "Actions need the API token") {
+		strings.Contains(page, "needs the API token") {
 		t.Errorf("stack page with the token: status %d, no sync button or a note that the token is needed", resp.StatusCode)
 	}
 	resp, _ = fetch(t, http.MethodPost, base+"/stacks/db/sync", bearer)

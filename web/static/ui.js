@@ -79,13 +79,21 @@
   }
 
   var busy = false;
+  var timer = null;
 
-  // refresh fetches the page again, while it is visible.
+  // refresh fetches the page again, while it is visible. Once the session
+  // is gone (401) it stops: the next navigation signs in again.
   function refresh() {
-    if (busy || document.hidden) return;
+    if (busy || document.hidden || timer === false) return;
     busy = true;
     fetch(location.href, {cache: 'no-store', headers: {Accept: 'text/html'}})
-      .then(function (resp) { return resp.ok ? resp.text() : null; })
+      .then(function (resp) {
+        if (resp.status === 401) {
+          clearInterval(timer);
+          timer = false;
+        }
+        return resp.ok ? resp.text() : null;
+      })
       .then(function (html) {
         if (html) swap(new DOMParser().parseFromString(html, 'text/html'));
       })
@@ -95,7 +103,7 @@
 
   document.querySelectorAll('pre[data-follow]').forEach(follow);
   if (document.body.hasAttribute('data-refresh') && window.fetch && window.DOMParser) {
-    setInterval(refresh, period);
+    timer = setInterval(refresh, period);
     document.addEventListener('visibilitychange', refresh);
   }
 })();

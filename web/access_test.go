@@ -1,0 +1,513 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+func TestRouteOf(t *testing.T) {
+	open := route{Scope: scopeOpen}
+	stack := func(action, name string) route { return route{Scope: scopeStack, Action: action, Stack: name} }
+	update := func(id string) route { return route{Scope: scopeUpdate, Action: daemon.ActionRead, Update: id} }
+	list := route{Scope: scopeList, Action: daemon.ActionRead}
+	daemonWide := func(action string) route { return route{Scope: scopeDaemon, Action: action} }
+	audit := func(name string) route { return route{Scope: scopeAudit, Action: daemon.ActionRead, Stack: name} }
+	cases := []struct {
+		method, target string
+		want           route
+	}{
+		{"GET", "/healthz", open},
+		{"HEAD", "/readyz", open},
+		{"GET", "/static/style.css?v=1", open},
+		{"POST", "/api/v1/webhooks/git", open},
+		{"GET", "/auth/login?return=/stacks/app", open},
+		{"GET", "/auth/callback?code=c&state=s", open},
+		{"POST", "/auth/logout", open},
+
+		{"GET", "/", list},
+		{"GET", "/?health=Degraded", list},
+		{"GET", "/api/v1/stacks?view=summary", list},
+		{"GET", "/previews", list},
+		{"GET", "/api/v1/previews", list},
+
+		{"GET", "/api/v1/stacks/app", stack(daemon.ActionRead, "app")},
+		{"HEAD", "/api/v1/stacks/app/updates?limit=5", stack(daemon.ActionRead, "app")},
+		{"GET", "/stacks/app", stack(daemon.ActionRead, "app")},
+		{"GET", "/stacks/a%2Fb", stack(daemon.ActionRead, "a/b")},
+		{"GET", "/api/v1/updates/app-3/log?follow=1", update("app-3")},
+		{"GET", "/previews/app-4", update("app-4")},
+
+		{"GET", "/config", daemonWide(daemon.ActionRead)},
+		{"GET", "/api/v1/config", daemonWide(daemon.ActionRead)},
+		{"GET", "/api/v1/config/revisions", daemonWide(daemon.ActionRead)},
+		{"GET", "/api/v1/cluster", daemonWide(daemon.ActionRead)},
+		{"GET", "/metrics", daemonWide(daemon.ActionRead)},
+		{"GET", "/api/v1/nothing", daemonWide(daemon.ActionRead)},
+		{"GET", "/api/v1/backup", daemonWide(daemon.ActionAdmin)},
+		{"GET", "/api/v1/audit", audit("")},
+		{"GET", "/api/v1/audit?stack=app&since=24h", audit("app")},
+		{"GET", "/audit?stack=db", audit("db")},
+
+		{"POST", "/api/v1/stacks/app/sync", stack(daemon.ActionSync, "app")},
+		{"POST", "/stacks/app/sync", stack(daemon.ActionSync, "app")},
+		{"POST", "/stacks/a%2Fb/sync", stack(daemon.ActionSync, "a/b")},
+		{"POST", "/api/v1/stacks/app/approve", stack(daemon.ActionApprove, "app")},
+		{"POST", "/api/v1/stacks/app/cancel", stack(daemon.ActionCancel, "app")},
+		{"POST", "/api/v1/reload", daemonWide(daemon.ActionReload)},
+		{"POST", "/api/v1/pause?wait=1s", daemonWide(daemon.ActionPause)},
+		{"POST", "/api/v1/resume", daemonWide(daemon.ActionPause)},
+
+		// What no entry names is closed: admin for anything that may
+		// change something.
+		{"POST", "/api/v1/stacks/app", daemonWide(daemon.ActionAdmin)},
+		{"POST", "/api/v1/stacks/app/destroy", daemonWide(daemon.ActionAdmin)},
+		{"PUT", "/api/v1/stacks/app/sync", daemonWide(daemon.ActionAdmin)},
+		{"DELETE", "/api/v1/stacks/app", daemonWide(daemon.ActionAdmin)},
+		{"OPTIONS", "/healthz", daemonWide(daemon.ActionAdmin)},
+		{"POST", "/healthz", daemonWide(daemon.ActionAdmin)},
+		// Paths are cleaned as the mux cleans them.
+		{"POST", "/api/v1/../v1/stacks/app/sync", stack(daemon.ActionSync, "app")},
+		{"POST", "//api/v1/reload", daemonWide(daemon.ActionReload)},
+		{"GET", "/stacks/app/", stack(daemon.ActionRead, "app")},
+	}
+	for _, c := range cases {
+		u, err := url.ParseRequestURI(c.target) // as the server parses it
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := routeOf(c.method, u); got != c.want {
+			t.Errorf("%s %s = %+v, want %+v", c.method, c.target, got, c.want)
+		}
+	}
+}
+
+func TestLocalPath(t *testing.T) {
+	for p, want := range map[string]bool{
+		"/": true, "/stacks/app": true, "/?health=Degraded&q=x": true, "/audit?stack=a%2Fb": true,
+		"": false, "stacks": false, "//evil.example/": false, "/\\evil.example": false,
+		"https://evil.example/": false, "/a\nb": false, "javascript:alert(1)": false,
+	} {
+		if got := localPath(p); got != want {
+			t.Errorf("localPath(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
+
+// fakeAccess knows tokens and session cookies by value and grants
+// actions by principal name ("" for anonymous requests): each grant is
+// an action (admin allows all) and a stack glob, empty for every stack
+// and daemon-wide.
+type fakeAccess struct {
+	tokens   map[string]daemon.Principal
+	sessions map[string]daemon.Principal
+	grants   map[string][]grant
+}
+
+type grant struct{ action, glob string }
+
+func (f *fakeAccess) Bearer(tok string) (daemon.Principal, error) {
+	if p, ok := f.tokens[tok]; ok {
+		return p, nil
+	}
+	return anonymous, fmt.Errorf("unknown or revoked API token: %w", daemon.ErrUnauthenticated)
+}
+
+func (f *fakeAccess) Session(c string) (daemon.Principal, error) {
+	if p, ok := f.sessions[c]; ok {
+		return p, nil
+	}
+	return anonymous, fmt.Errorf("session: bad signature: %w", daemon.ErrUnauthenticated)
+}
+
+func (f *fakeAccess) Allowed(p daemon.Principal, action string, stack *daemon.StackRef) (bool, string) {
+	if p.Kind == daemon.PrincipalAdmin {
+		return true, ""
+	}
+	for _, g := range f.grants[p.Name] {
+		if g.action != action && g.action != daemon.ActionAdmin {
+			continue
+		}
+		if g.glob == "" {
+			return true, ""
+		}
+		if stack == nil {
+			continue
+		}
+		if ok, _ := path.Match(g.glob, stack.Name); ok {
+			return true, ""
+		}
+	}
+	on := "daemon-wide"
+	if stack != nil {
+		on = "stack " + stack.Name
+	}
+	return false, fmt.Sprintf("%s %q may not %s %s", p.Kind, p.Name, action, on)
+}
+
+// RolesAllowing makes fakeAccess a RoleLister.
+func (f *fakeAccess) RolesAllowing(action string, stack *daemon.StackRef) []string {
+	return []string{"operator"}
+}
+
+// Credentials of newFakeAccess.
+const (
+	viewerToken   = "viewer-token-secret"
+	operatorToken = "operator-token-secret"
+	adminToken    = "admin-token-secret"
+	aliceCookie   = "alice-session-cookie"
+)
+
+// newFakeAccess: the token ci-viewer reads every stack; the token ci
+// reads and syncs every stack; alice (signed in) reads and syncs app*
+// only; the admin token does everything.
+func newFakeAccess() *fakeAccess {
+	return &fakeAccess{
+		tokens: map[string]daemon.Principal{
+			viewerToken:   {Kind: daemon.PrincipalToken, Name: "ci-viewer"},
+			operatorToken: {Kind: daemon.PrincipalToken, Name: "ci"},
+			adminToken:    {Kind: daemon.PrincipalAdmin},
+		},
+		sessions: map[string]daemon.Principal{
+			aliceCookie: {Kind: daemon.PrincipalUser, Name: "alice", Subject: "sub-1", Groups: []string{"dev", "ops"}},
+		},
+		grants: map[string][]grant{
+			"ci-viewer": {{daemon.ActionRead, ""}},
+			"ci":        {{daemon.ActionRead, ""}, {daemon.ActionSync, "*"}},
+			"alice":     {{daemon.ActionRead, "app*"}, {daemon.ActionSync, "app*"}},
+		},
+	}
+}
+
+// memAudit is an AuditLog in memory.
+type memAudit struct {
+	mu      sync.Mutex
+	entries []daemon.AuditEntry
+	err     error
+}
+
+func (m *memAudit) PutAudit(e daemon.AuditEntry) (daemon.AuditEntry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return e, m.err
+	}
+	e.Seq = uint64(len(m.entries) + 1)
+	m.entries = append(m.entries, e)
+	return e, nil
+}
+
+func (m *memAudit) Audit(f daemon.AuditFilter) ([]daemon.AuditEntry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []daemon.AuditEntry
+	for i := len(m.entries) - 1; i >= 0; i-- {
+		e := m.entries[i]
+		if f.Matches(e) && (f.Before == 0 || e.Seq < f.Before) && (f.Limit == 0 || len(out) < f.Limit) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (m *memAudit) PruneAudit(time.Time) (int, error) { return 0, nil }
+
+// all is every entry, oldest first.
+func (m *memAudit) all() []daemon.AuditEntry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.entries)
+}
+
+// twoStacks is a daemon with the stacks app and db.
+func twoStacks() *fakeAPI {
+	return &fakeAPI{stacks: []daemon.StackView{
+		{Name: "app", Spec: map[string]any{"stack": "dev"}, Source: "/etc/stackd/app.yaml"},
+		{Name: "db", Spec: map[string]any{"stack": "prod"}, Source: "/etc/stackd/db.yaml"},
+	}, updates: []daemon.Update{{ID: "db-1", Stack: "db", Seq: 1, State: daemon.UpdateSucceeded}},
+		logs: map[string][]byte{"db-1": []byte("db's log\n")}}
+}
+
+// TestAccessSync: a token without sync gets 403 naming the action, the
+// stack and the roles that would allow it; no credential and a revoked
+// one get 401; the operator token syncs. Each is in the audit trail with
+// who it was, and the allowed sync too.
+func TestAccessSync(t *testing.T) {
+	api, trail := twoStacks(), &memAudit{}
+	_, base := startWith(t, Options{API: api, Access: newFakeAccess(), Audit: trail, Node: "node-1"})
+	sync := base + "/api/v1/stacks/app/sync?note=" + operatorToken // a query is never recorded
+
+	code, v := callWith(t, "POST", sync, bearer(viewerToken), "")
+	if code != http.StatusForbidden || v["action"] != "sync" || v["stack"] != "app" ||
+		!strings.Contains(fmt.Sprint(v["error"]), `may not sync stack app`) || fmt.Sprint(v["allowedBy"]) != "[operator]" {
+		t.Errorf("viewer's sync = %d %v", code, v)
+	}
+	for name, h := range map[string]http.Header{"none": nil, "revoked": bearer("revoked-token-secret")} {
+		resp, body := send(t, "POST", sync, h, "")
+		if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") == "" {
+			t.Errorf("%s: sync = %d %s", name, resp.StatusCode, body)
+		}
+	}
+	if n, _, _ := api.calls(); n != 0 {
+		t.Fatalf("refused syncs ran: %d", n)
+	}
+	if code, v := callWith(t, "POST", sync, bearer(operatorToken), ""); code != http.StatusAccepted {
+		t.Fatalf("operator's sync = %d %v", code, v)
+	}
+	if code, _ := callWith(t, "POST", base+"/api/v1/stacks/nope/sync", bearer(operatorToken), ""); code != http.StatusNotFound {
+		t.Errorf("operator's sync of an unknown stack = %d", code)
+	}
+
+	got := trail.all()
+	want := []struct{ kind, name, outcome string }{
+		{daemon.PrincipalToken, "ci-viewer", daemon.AuditDenied},
+		{daemon.PrincipalAnonymous, "", daemon.AuditUnauthenticated},
+		{daemon.PrincipalAnonymous, "", daemon.AuditUnauthenticated},
+		{daemon.PrincipalToken, "ci", daemon.AuditAllowed},
+		{daemon.PrincipalToken, "ci", daemon.AuditFailed},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("audit trail: %+v", got)
+	}
+	// The two unauthenticated ones came in either order (map).
+	for i, w := range want {
+		e := got[i]
+		if e.Principal.Kind != w.kind || e.Principal.Name != w.name || e.Outcome != w.outcome || e.Action != daemon.ActionSync {
+			t.Errorf("entry %d = %+v, want %+v", i, e, w)
+		}
+		if e.Method != "POST" || e.Node != "node-1" || e.Remote != "127.0.0.1" || e.Time.IsZero() {
+			t.Errorf("entry %d lacks the request's facts: %+v", i, e)
+		}
+	}
+	if e := got[0]; e.Stack != "app" || e.Path != "/api/v1/stacks/app/sync" || e.Status != 403 || !strings.Contains(e.Reason, "may not sync") {
+		t.Errorf("denied entry = %+v", e)
+	}
+	if e := got[3]; e.Status != 202 || e.Reason != "" {
+		t.Errorf("allowed entry = %+v", e)
+	}
+	if e := got[4]; e.Status != 404 || e.Stack != "nope" || !strings.Contains(e.Reason, "unknown stack") {
+		t.Errorf("failed entry = %+v", e)
+	}
+	if reasons := got[1].Reason + got[2].Reason; !strings.Contains(reasons, "revoked") {
+		t.Errorf("the revoked token's refusal does not say so: %q", reasons)
+	}
+	raw, _ := json.Marshal(got)
+	for _, secret := range []string{viewerToken, operatorToken, "revoked-token-secret", "note="} {
+		if strings.Contains(string(raw), secret) {
+			t.Errorf("the audit trail holds %q: %s", secret, raw)
+		}
+	}
+}
+
+// TestAccessDaemonWide: reload, pause and backup need a role without a
+// stack scope; the admin token has it.
+func TestAccessDaemonWide(t *testing.T) {
+	api, trail := twoStacks(), &memAudit{}
+	_, base := startWith(t, Options{API: api, Access: newFakeAccess(), Audit: trail})
+	for _, path := range []string{"/api/v1/reload", "/api/v1/pause?wait=0s", "/api/v1/resume"} {
+		if code, v := callWith(t, "POST", base+path, bearer(operatorToken), ""); code != http.StatusForbidden {
+			t.Errorf("operator POST %s = %d %v", path, code, v)
+		}
+		if code, v := callWith(t, "POST", base+path, bearer(adminToken), ""); code != http.StatusOK {
+			t.Errorf("admin POST %s = %d %v", path, code, v)
+		}
+	}
+	if resp, body := send(t, "GET", base+"/api/v1/backup", bearer(operatorToken), ""); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("operator backup = %d %s", resp.StatusCode, body)
+	}
+	if _, reloads, _ := api.calls(); reloads != 1 {
+		t.Errorf("reloads = %d, want 1", reloads)
+	}
+	var actions []string
+	for _, e := range trail.all() {
+		actions = append(actions, e.Action+" "+e.Outcome)
+	}
+	want := []string{"reload denied", "reload allowed", "pause denied", "pause allowed", "pause denied", "pause allowed", "admin denied"}
+	if !slices.Equal(actions, want) {
+		t.Errorf("audit trail = %q, want %q", actions, want)
+	}
+}
+
+// TestAccessReadsOpen: without ReadRequiresToken everyone reads, and
+// reads are not recorded; a credential that is refused is still 401.
+func TestAccessReadsOpen(t *testing.T) {
+	trail := &memAudit{}
+	_, base := startWith(t, Options{API: twoStacks(), Access: newFakeAccess(), Audit: trail})
+	for _, p := range []string{"/api/v1/stacks", "/api/v1/stacks/db", "/api/v1/config", "/api/v1/updates/db-1/log"} {
+		if resp, body := send(t, "GET", base+p, nil, ""); resp.StatusCode != http.StatusOK {
+			t.Errorf("anonymous GET %s = %d %s", p, resp.StatusCode, body)
+		}
+	}
+	if resp, _ := send(t, "GET", base+"/api/v1/stacks", bearer("revoked-token-secret"), ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a revoked token's read = %d", resp.StatusCode)
+	}
+	if resp, _ := send(t, "GET", base+"/healthz", bearer("revoked-token-secret"), ""); resp.StatusCode != http.StatusOK {
+		t.Errorf("a probe with a revoked token = %d", resp.StatusCode)
+	}
+	if got := trail.all(); len(got) != 1 || got[0].Outcome != daemon.AuditUnauthenticated || got[0].Action != daemon.ActionRead {
+		t.Errorf("audit trail = %+v, want the one refused read", got)
+	}
+}
+
+// TestAccessReadsFollowRoles: with ReadRequiresToken, alice (app* only)
+// lists app alone, reads it, and gets 403 for db, its updates' logs and
+// the config; anonymous API reads get 401; refused reads are recorded.
+func TestAccessReadsFollowRoles(t *testing.T) {
+	api, trail := twoStacks(), &memAudit{}
+	api.stacks = append(api.stacks, daemon.StackView{Name: "app-2", Source: "/etc/stackd/app.yaml"})
+	_, base := startWith(t, Options{API: api, Access: newFakeAccess(), Audit: trail, ReadRequiresToken: true})
+	alice := http.Header{"Cookie": {sessionCookie + "=" + aliceCookie}}
+
+	var list struct{ Stacks []daemon.StackView }
+	resp, body := send(t, "GET", base+"/api/v1/stacks", alice, "")
+	if err := json.Unmarshal(body, &list); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("alice's list = %d %s", resp.StatusCode, body)
+	}
+	var names []string
+	for _, v := range list.Stacks {
+		names = append(names, v.Name)
+	}
+	if !slices.Equal(names, []string{"app", "app-2"}) {
+		t.Errorf("alice lists %q, want [app app-2]", names)
+	}
+	for path, want := range map[string]int{
+		"/api/v1/stacks/app": 200, "/api/v1/stacks/db": 403, "/api/v1/stacks/db/updates": 403,
+		"/api/v1/updates/db-1/log": 403, "/api/v1/config": 403, "/api/v1/audit": 403,
+	} {
+		if resp, body := send(t, "GET", base+path, alice, ""); resp.StatusCode != want {
+			t.Errorf("alice GET %s = %d, want %d: %s", path, resp.StatusCode, want, body)
+		}
+	}
+	if resp, _ := send(t, "GET", base+"/api/v1/stacks", nil, ""); resp.StatusCode != 401 {
+		t.Errorf("anonymous list = %d, want 401", resp.StatusCode)
+	}
+	if code, _ := callWith(t, "GET", base+"/api/v1/stacks", bearer(viewerToken), ""); code != 200 {
+		t.Errorf("viewer's list = %d", code)
+	}
+	denied := 0
+	for _, e := range trail.all() {
+		if e.Outcome == daemon.AuditDenied && e.Principal.Name == "alice" {
+			denied++
+		}
+		if e.Path == "/api/v1/updates/db-1/log" && e.Stack != "db" {
+			t.Errorf("the refused log read names stack %q, want db", e.Stack)
+		}
+	}
+	if denied != 5 {
+		t.Errorf("%d refused reads of alice recorded, want 5: %+v", denied, trail.all())
+	}
+}
+
+// TestAccessUI: the header names who is signed in; a sync the viewer may
+// not start is shown disabled with the reason; one they may start is a
+// form; a refused UI sync is a 403 page.
+func TestAccessUI(t *testing.T) {
+	api := twoStacks()
+	_, base := startWith(t, Options{API: api, Access: newFakeAccess(), SignIn: &fakeSignIn{}, Audit: &memAudit{}})
+	alice := http.Header{"Cookie": {sessionCookie + "=" + aliceCookie}}
+
+	resp, page := fetch(t, "GET", base+"/", alice)
+	if resp.StatusCode != 200 {
+		t.Fatalf("list = %d", resp.StatusCode)
+	}
+	wantContains(t, page, "Signed in as <strong>alice</strong>", "(dev, ops)", `action="/auth/logout"`, "Sign out",
+		`action="/stacks/app/sync"`, `disabled title="user &#34;alice&#34; may not sync stack db"`, "needs a role with sync on this stack")
+	wantLacks(t, page, `action="/stacks/db/sync"`, "Sign in</a>")
+
+	_, page = fetch(t, "GET", base+"/stacks/db", nil)
+	wantContains(t, page, `href="/auth/login?return=%2Fstacks%2Fdb"`, "Sign in", "sign in to sync", `disabled title=`)
+	wantLacks(t, page, "Sign out")
+
+	_, page = fetch(t, "GET", base+"/", bearer(operatorToken))
+	wantContains(t, page, "Token <strong>ci</strong>", `action="/stacks/db/sync"`)
+	_, page = fetch(t, "GET", base+"/", bearer(adminToken))
+	wantContains(t, page, "Admin token")
+
+	resp, page = fetch(t, "POST", base+"/stacks/db/sync", alice)
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "may not sync stack db") {
+		t.Errorf("alice's UI sync of db = %d", resp.StatusCode)
+	}
+	if resp, _ := fetch(t, "POST", base+"/stacks/app/sync", alice); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("alice's UI sync of app = %d", resp.StatusCode)
+	}
+	if n, _, _ := api.calls(); n != 1 {
+		t.Errorf("%d syncs, want 1", n)
+	}
+}
+
+// TestAccessSignInRedirect: with reads closed and sign-in set up, a
+// browser navigating to a page is sent to sign in, returning there; the
+// page's own refresh (fetch) gets a 401; the API always gets a 401; a
+// session cookie that is refused is deleted.
+func TestAccessSignInRedirect(t *testing.T) {
+	trail := &memAudit{}
+	_, base := startWith(t, Options{API: twoStacks(), Access: newFakeAccess(), SignIn: &fakeSignIn{}, Audit: trail, ReadRequiresToken: true})
+	for _, h := range []http.Header{nil, {"Sec-Fetch-Mode": {"navigate"}}} {
+		resp, _ := fetch(t, "GET", base+"/stacks/app?x=1", h)
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/auth/login?return=%2Fstacks%2Fapp%3Fx%3D1" {
+			t.Errorf("navigation %v: %d to %q", h, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+	if resp, _ := fetch(t, "GET", base+"/stacks/app", http.Header{"Sec-Fetch-Mode": {"cors"}}); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a refresh: %d, want 401", resp.StatusCode)
+	}
+	if resp, _ := fetch(t, "GET", base+"/api/v1/stacks/app", nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the API: %d, want 401", resp.StatusCode)
+	}
+	resp, _ := fetch(t, "GET", base+"/", http.Header{"Cookie": {sessionCookie + "=forged"}})
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/auth/login") {
+		t.Errorf("a forged session: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if c := cookieNamed(resp, sessionCookie); c == nil || c.MaxAge >= 0 {
+		t.Errorf("the forged session cookie is not deleted: %+v", c)
+	}
+	last := trail.all()[len(trail.all())-1]
+	if last.Outcome != daemon.AuditUnauthenticated || !strings.Contains(last.Reason, "bad signature") || last.Status != http.StatusSeeOther {
+		t.Errorf("the forged session's record = %+v", last)
+	}
+}
+
+// TestAccessLegacyToken: without Access, the single token still decides
+// exactly as before, and the trail records the admin token's actions.
+func TestAccessLegacyToken(t *testing.T) {
+	trail := &memAudit{}
+	_, base := startWith(t, Options{API: twoStacks(), Token: "tok", Audit: trail})
+	if code, _ := callWith(t, "GET", base+"/api/v1/stacks", bearer("wrong"), ""); code != 200 {
+		t.Errorf("a read with a wrong token = %d, want 200 as before", code)
+	}
+	if code, _ := callWith(t, "POST", base+"/api/v1/stacks/app/sync", bearer("wrong"), ""); code != 401 {
+		t.Errorf("a sync with a wrong token = %d", code)
+	}
+	if code, _ := callWith(t, "POST", base+"/api/v1/stacks/app/sync", bearer("tok"), ""); code != 202 {
+		t.Errorf("a sync with the token = %d", code)
+	}
+	if code, _ := callWith(t, "GET", base+"/api/v1/audit", nil, ""); code != 401 {
+		t.Errorf("the audit trail without the token = %d", code)
+	}
+	code, v := callWith(t, "GET", base+"/api/v1/audit", bearer("tok"), "")
+	entries, _ := v["entries"].([]any)
+	if code != 200 || len(entries) != 3 { // the refused sync, the sync, the refused audit read
+		t.Fatalf("audit = %d %v", code, v)
+	}
+	if e := entries[1].(map[string]any); fmt.Sprint(e["principal"]) != "map[kind:admin]" || e["outcome"] != "allowed" {
+		t.Errorf("the admin token's sync = %v", e)
+	}
+}
+
+func cookieNamed(resp *http.Response, name string) *http.Cookie {
+	for _, c := range resp.Cookies() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// Sign-in through OpenID Connect (Options.SignIn): GET /auth/login starts
+// it and sends the browser to the issuer, GET /auth/callback finishes it
+// and sets the session cookie, POST /auth/logout deletes that cookie.
+// Signing in and out, and every failure to, are recorded in the audit
+// trail; a failure shows a plain page, never the issuer's answer.
+
+// Actions of the audit trail that no role governs.
+const (
+	auditSignIn  = "sign-in"
+	auditSignOut = "sign-out"
+)
+
+// flowTTL bounds a sign-in in progress: its cookie's lifetime.
+const flowTTL = 10 * time.Minute
+
+// routeSignIn registers the sign-in endpoints.
+func (s *Server) routeSignIn(mux *http.ServeMux) {
+	mux.HandleFunc("POST "+logoutPath, s.logout)
+	if s.opts.SignIn == nil {
+		return
+	}
+	mux.HandleFunc("GET "+loginPath, s.login)
+	mux.HandleFunc("GET "+callbackPath, s.callback)
+}
+
+// login starts a sign-in that returns to ?return= (a path of this
+// server; the stack list by default).
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	ret := r.URL.Query().Get("return")
+	if ret == "" {
+		ret = "/"
+	}
+	if !localPath(ret) {
+		s.signInFailed(w, r, http.StatusBadRequest, "the return address is not a path of this server")
+		return
+	}
+	redirect, flow, err := s.opts.SignIn.Start(ret)
+	if err != nil {
+		s.log.Warn("cannot start a sign-in", "err", err)
+		s.signInFailed(w, r, http.StatusBadRequest, "cannot start the sign-in: "+err.Error())
+		return
+	}
+	s.setCookie(w, r, &http.Cookie{Name: flowCookie, Value: flow, Path: "/auth/", MaxAge: int(flowTTL / time.Second)})
+	http.Redirect(w, r, redirect, http.StatusFound)
+}
+
+// callback finishes a sign-in: the issuer sent the browser back with a
+// code (or an error) and the state that the flow cookie must match.
+func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
+	c, err := r.Cookie(flowCookie)
+	if err != nil || c.Value == "" {
+		s.signInFailed(w, r, http.StatusBadRequest,
+			"no sign-in was started in this browser, or it took longer than "+flowTTL.String()+": sign in again")
+		return
+	}
+	s.clearCookie(w, r, flowCookie, "/auth/") // used once, whatever the outcome
+	p, session, ret, err := s.opts.SignIn.Finish(r.Context(), r.URL.Query(), c.Value)
+	if err != nil {
+		status := http.StatusBadRequest
+		if errors.Is(err, daemon.ErrUnauthenticated) {
+			status = http.StatusUnauthorized
+		}
+		s.signInFailed(w, r, status, err.Error())
+		return
+	}
+	if !localPath(ret) {
+		ret = "/"
+	}
+	cookie := &http.Cookie{Name: sessionCookie, Value: session, Path: "/"}
+	if s.opts.SessionTTL > 0 {
+		cookie.MaxAge = int(s.opts.SessionTTL / time.Second)
+	}
+	s.setCookie(w, r, cookie)
+	s.log.Info("signed in", "user", p.Name, "groups", len(p.Groups))
+	s.record(r, p, auditSignIn, "", daemon.AuditAllowed, http.StatusSeeOther, "")
+	http.Redirect(w, r, ret, http.StatusSeeOther)
+}
+
+// logout deletes the session cookie. The session itself stays valid
+// until it expires (a copy of the cookie still works): it is signed, not
+// kept.
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	p := principal(r) // the guard read the session cookie
+	s.clearCookie(w, r, sessionCookie, "/")
+	s.record(r, p, auditSignOut, "", daemon.AuditAllowed, http.StatusSeeOther, "")
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// signInFailed shows why a sign-in failed and records it.
+func (s *Server) signInFailed(w http.ResponseWriter, r *http.Request, status int, reason string) {
+	s.record(r, anonymous, auditSignIn, "", daemon.AuditUnauthenticated, status, reason)
+	s.renderError(w, r, status, "Sign-in failed", "The sign-in failed: "+reason)
+}
+
+// setCookie sets c with the flags every cookie of the UI has: HttpOnly
+// (no script reads it), SameSite=Lax (a cross-site POST does not carry
+// it, a top-level navigation back from the issuer does) and Secure when
+// the page is served over HTTPS.
+func (s *Server) setCookie(w http.ResponseWriter, r *http.Request, c *http.Cookie) {
+	c.HttpOnly, c.SameSite, c.Secure = true, http.SameSiteLaxMode, s.secureCookies(r)
+	http.SetCookie(w, c)
+}
+
+// clearCookie tells the browser to delete the cookie name of path.
+func (s *Server) clearCookie(w http.ResponseWriter, r *http.Request, name, path string) {
+	s.setCookie(w, r, &http.Cookie{Name: name, Value: "", Path: path, MaxAge: -1})
+}
+
+// secureCookies says whether cookies set in answer to r are marked
+// Secure, so that a browser sends them over HTTPS only: always with
+// Options.SecureCookies (the daemon is reached through https URLs), and
+// when r came over TLS or through a proxy that says the client used
+// https (X-Forwarded-Proto). The header can be forged, but only to have
+// the sender's own cookies marked Secure.
+func (s *Server) secureCookies(r *http.Request) bool {
+	if s.opts.SecureCookies || r.TLS != nil {
+		return true
+	}
+	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+	return strings.EqualFold(strings.TrimSpace(proto), "https")
+}
