@@ -49,14 +49,35 @@ func (h *harness) bare(configFile string, args ...string) time.Duration {
 		"TMPDIR=" + filepath.Join(h.dataDir, "tmp"),
 		"PULUMI_SKIP_UPDATE_CHECK=true",
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true",
-		"PULUMI_BACKEND_URL=file://" + filepath.Join(h.dataDir, "backend"),
-		"PULUMI_CONFIG_PASSPHRASE_FILE=" + filepath.Join(h.dataDir, "passphrase"),
+		"PULUMI_BACKEND_URL=file://" + h.ownBackend(),
+		"PULUMI_CONFIG_PASSPHRASE_FILE=" + h.ownPassphrase(),
 	}
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
 		h.t.Fatalf("bare pulumi %s: %v", args[0], err)
 	}
 	return time.Since(start)
+}
+
+// ownBackend is the file backend of the harness's stack, which the
+// runner gives it in the data dir (see Runner.stateURL).
+func (h *harness) ownBackend() string {
+	h.t.Helper()
+	dirs, _ := filepath.Glob(filepath.Join(h.dataDir, "backends", "*"))
+	if len(dirs) != 1 {
+		h.t.Fatalf("own backends %v, want one", dirs)
+	}
+	return dirs[0]
+}
+
+// ownPassphrase is the passphrase file of the harness's stack.
+func (h *harness) ownPassphrase() string {
+	h.t.Helper()
+	files, _ := filepath.Glob(filepath.Join(h.dataDir, "passphrases", "*"))
+	if len(files) != 1 {
+		h.t.Fatalf("own passphrases %v, want one", files)
+	}
+	return files[0]
 }
 
 // report adds the mean times of both sides and their ratio.

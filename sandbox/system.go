@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
 // System paths every confined process may use. /etc is not among them as
@@ -33,8 +34,15 @@ var (
 	systemRWFiles = []string{"/dev/null", "/dev/zero", "/dev/full"}
 )
 
+// listable is where confined processes may list directories: every
+// name of the file system, no file's content. `pulumi install` reads
+// every directory from the project's up to the root (looking for a
+// policy pack) and fails at the first it cannot.
+const listable = "/"
+
 func systemRules() []landlock.Rule {
 	return []landlock.Rule{
+		landlock.PathAccess(llsys.AccessFSReadDir, listable),
 		landlock.RODirs(systemRODirs...).IgnoreIfMissing(),
 		landlock.ROFiles(systemROFiles...).IgnoreIfMissing(),
 		landlock.RWFiles(systemRWFiles...).IgnoreIfMissing(),

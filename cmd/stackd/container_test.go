@@ -277,6 +277,7 @@ func (f *stackFixture) deploy(p *podman, image string, path ...string) string {
 		"-e", "PATH="+strings.Join(append(path, "/opt/stackdtest/bin"), ":"),
 		"-e", "STACKD_LISTEN="+addr,
 		"-e", "STACKD_SECRETS_DIR=/run/stackd-secrets",
+		"-e", "STACKD_SANDBOX_RW=/out", // the test program's File resource
 		"-e", "STACKD_RETRY_BACKOFF=1s")
 	in := &instance{t: t, url: "http://" + addr}
 	waitReadyz(t, in, 30*time.Second)

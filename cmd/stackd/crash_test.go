@@ -38,17 +38,26 @@ func freeAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-// startProcess runs the stackd binary; its output goes to log.
+// startProcess runs the stackd binary; its output goes to log. Its
+// programs may write in the test's temporary directories, as those of
+// the daemons started in-process (startDaemonWith).
 func startProcess(t testing.TB, exe, bin, config, dataDir, addr string, log *os.File, extra ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(exe, append([]string{"run", "--config", config, "--data-dir", dataDir, "--listen", addr,
-		"--pulumi-bin", bin, "--min-resync-interval", "1s", "--retry-backoff", "300ms"}, extra...)...)
+		"--pulumi-bin", bin, "--min-resync-interval", "1s", "--retry-backoff", "300ms",
+		"--sandbox-rw", filepath.Dir(t.TempDir())}, extra...)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=true")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	return cmd
+}
+
+// lockFiles lists the Pulumi lock files of the data dir's default
+// backend: in each stack's own file backend.
+func lockFiles(dataDir string) ([]string, error) {
+	return filepath.Glob(filepath.Join(dataDir, "backends", "*", ".pulumi", "locks", "*", "*", "*", "*.json"))
 }
 
 // descendants lists the pids of every process below pid.
@@ -104,7 +113,7 @@ func TestE2ESIGKILLMidUp(t *testing.T) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	_ = cmd.Wait()
-	locks, _ := filepath.Glob(filepath.Join(dataDir, "backend", ".pulumi", "locks", "*", "*", "*", "*.json"))
+	locks, _ := lockFiles(dataDir)
 	t.Logf("killed stackd and %d child processes; %d lock file(s) left", len(victims), len(locks))
 
 	cmd = startProcess(t, exe, bin, config, dataDir, addr, logFile)
@@ -123,7 +132,7 @@ func TestE2ESIGKILLMidUp(t *testing.T) {
 	if v.Status.LastUpdate.Name != "app-2" {
 		t.Fatalf("last update %q, want app-2 (the one after the aborted app-1)", v.Status.LastUpdate.Name)
 	}
-	if locks, _ := filepath.Glob(filepath.Join(dataDir, "backend", ".pulumi", "locks", "*", "*", "*", "*.json")); len(locks) != 0 {
+	if locks, _ := lockFiles(dataDir); len(locks) != 0 {
 		t.Fatalf("locks left after recovery: %v", locks)
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -173,7 +182,7 @@ func TestE2ESIGTERMGrace(t *testing.T) {
 			if err != nil || len(ups) != 1 || ups[0].State != tc.want {
 				t.Fatalf("updates = %+v (%v), want one %s", ups, err, tc.want)
 			}
-			if locks, _ := filepath.Glob(filepath.Join(dataDir, "backend", ".pulumi", "locks", "*", "*", "*", "*.json")); len(locks) != 0 {
+			if locks, _ := lockFiles(dataDir); len(locks) != 0 {
 				t.Fatalf("locks left: %v", locks)
 			}
 		})

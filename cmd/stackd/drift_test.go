@@ -123,8 +123,12 @@ func TestE2EDriftCheckFailed(t *testing.T) {
 	out := filepath.Join(dir, "note.txt")
 	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+"    driftDetection:\n      interval: 1s\n"), filepath.Join(dir, "data"))
 	in.waitStack("app", "in sync", time.Minute, driftState(spec.DriftInSync))
-	// The backend's state disappears: checks fail.
-	if err := os.RemoveAll(filepath.Join(dir, "data", "backend", ".pulumi")); err != nil {
+	// The stack's state disappears from its backend: checks fail.
+	states, _ := filepath.Glob(filepath.Join(dir, "data", "backends", "*", ".pulumi"))
+	if len(states) != 1 {
+		t.Fatalf("the stack's own backend: %v", states)
+	}
+	if err := os.RemoveAll(states[0]); err != nil {
 		t.Fatal(err)
 	}
 	v := in.waitStack("app", "check failed", time.Minute, driftState(spec.DriftCheckFailed))

@@ -297,7 +297,7 @@ func TestE2EStopDrainsThenInterrupts(t *testing.T) {
 			in.app = nil
 			t.Logf("stop took %v", took.Round(time.Millisecond))
 			dataDir := in.flags.dataDir
-			locks, _ := filepath.Glob(filepath.Join(dataDir, "backend", ".pulumi", "locks", "*", "*", "*", "*.json"))
+			locks, _ := lockFiles(dataDir)
 			if len(locks) != 0 {
 				t.Fatalf("locks left: %v", locks)
 			}

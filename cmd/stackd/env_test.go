@@ -40,7 +40,7 @@ func TestE2EProgramEnvironment(t *testing.T) {
 	v := in.waitStack("app", "deployed", time.Minute, isReady)
 	for name, want := range map[string]string{
 		"passed": "passed-value", "other": "", "file": "file-value",
-		"home": filepath.Join(dataDir, "home"), "region": "eu-west-9", "token": "[redacted]",
+		"home": filepath.Join(dataDir, "workspaces", "app", "home"), "region": "eu-west-9", "token": "[redacted]",
 	} {
 		if got := output(v, name); got != want {
 			t.Errorf("output %s = %q, want %q", name, got, want)
