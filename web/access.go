@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"unicode"
 
 	"github.com/stackd/stackd/daemon"
 )
@@ -259,6 +260,12 @@ func (s *Server) permit(p daemon.Principal, action string, stack *daemon.StackRe
 	return false, "a valid API token is required (Authorization: Bearer <token>)"
 }
 
+// consults says whether deciding on action asks Access about the
+// stack: not without Access, nor for reads while they are open.
+func (s *Server) consults(action string) bool {
+	return s.opts.Access != nil && !(action == daemon.ActionRead && s.openReads())
+}
+
 // RoleLister is what an Options.Access may also implement: the roles that
 // would allow action on stack, named in a 403 answer so that the caller
 // knows what to ask for.
@@ -268,9 +275,12 @@ type RoleLister interface {
 
 // stackRef is what a role's selector sees of the stack name: its name
 // and the config source it came from; only the name for a stack the
-// daemon does not know.
+// daemon does not know, or without Access, which has no selectors.
 func (s *Server) stackRef(name string) *daemon.StackRef {
 	ref := &daemon.StackRef{Name: name}
+	if s.opts.Access == nil {
+		return ref
+	}
 	if v, err := s.api.Stack(name); err == nil {
 		ref.Source = v.Source
 	}
@@ -296,6 +306,11 @@ func (s *Server) authorize(r *http.Request, id identity, rt route) decision {
 		return decision{stack: rt.Stack, reason: id.err.Error()}
 	}
 	d := decision{stack: rt.Stack}
+	if !s.consults(rt.Action) && (rt.Scope == scopeStack || rt.Scope == scopeUpdate) {
+		// The answer does not depend on the stack: no need to look it up.
+		d.allowed, d.reason = s.allowed(id.p, rt.Action, &daemon.StackRef{Name: rt.Stack})
+		return d
+	}
 	switch rt.Scope {
 	case scopeStack:
 		d.allowed, d.reason = s.allowed(id.p, rt.Action, s.stackRef(rt.Stack))
@@ -451,15 +466,19 @@ func returnPath(r *http.Request) string {
 	return r.URL.RequestURI()
 }
 
-// localPath says whether p is a path of this server: it starts with one
-// slash, and no browser could read it as another host ("//host",
-// "/\host").
+// localPath says whether p is a path of this server that is safe to
+// redirect to: it starts with one slash, and no browser could read it as
+// another host ("//host", and backslashes, which browsers read as
+// slashes, control characters and spaces, which they strip).
 func localPath(p string) bool {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") {
+		return false
+	}
+	if strings.ContainsFunc(p, func(r rune) bool { return r == '\\' || unicode.IsControl(r) || unicode.IsSpace(r) }) {
 		return false
 	}
 	u, err := url.Parse(p)
-	return err == nil && u.Scheme == "" && u.Host == "" && !strings.ContainsAny(p, "\r\n\t")
+	return err == nil && u.Scheme == "" && u.Host == "" && u.User == nil
 }
 
 // statusRecorder notes the status a handler answers and the start of an

@@ -95,7 +95,8 @@ func TestLocalPath(t *testing.T) {
 	for p, want := range map[string]bool{
 		"/": true, "/stacks/app": true, "/?health=Degraded&q=x": true, "/audit?stack=a%2Fb": true,
 		"": false, "stacks": false, "//evil.example/": false, "/\\evil.example": false,
-		"https://evil.example/": false, "/a\nb": false, "javascript:alert(1)": false,
+		"https://evil.example/": false, "/a\nb": false, "javascript:alert(1)": false, "/\t/evil.example": false,
+		"/a\\b": false, "/ /evil.example": false,
 	} {
 		if got := localPath(p); got != want {
 			t.Errorf("localPath(%q) = %v, want %v", p, got, want)

@@ -82,7 +82,6 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 		cookie.MaxAge = int(s.opts.SessionTTL / time.Second)
 	}
 	s.setCookie(w, r, cookie)
-	s.log.Info("signed in", "user", p.Name, "groups", len(p.Groups))
 	s.record(r, p, auditSignIn, "", daemon.AuditAllowed, http.StatusSeeOther, "")
 	http.Redirect(w, r, ret, http.StatusSeeOther)
 }

@@ -28,13 +28,13 @@ func (f *runFlags) checkAPIToken() error {
 	switch {
 	case f.noToken && f.tokenFile != "":
 		return usageErrorf("run: --api-no-token and --api-token-file exclude each other")
-	case f.noToken && f.readToken:
+	case f.noToken && f.readToken && f.authFile == "":
 		return usageErrorf("run: --api-read-requires-token needs a token: drop --api-no-token")
 	case f.readToken && f.tokenFile == "" && f.clusterFlags.enabled():
 		// A replica passes a log request on with the client's token.
 		return usageErrorf("run: in a cluster --api-read-requires-token needs --api-token-file, the same on every replica")
 	}
-	return nil
+	return f.accessFlags.check(f.clusterFlags.enabled())
 }
 
 // apiToken is the token mutating requests need: the --api-token-file's,
@@ -60,9 +60,11 @@ func (f *runFlags) apiToken(dataDir string, log *slog.Logger) (string, error) {
 	return token, nil
 }
 
-// apiWarnings are the API settings that leave the daemon open.
+// apiWarnings are the API settings that leave the daemon open. With a
+// roles file, --api-no-token only means no admin token: requests without
+// a credential get the file's anonymous roles.
 func apiWarnings(f *runFlags) []string {
-	if f.noToken {
+	if f.noToken && f.authFile == "" {
 		return []string{noTokenWarning}
 	}
 	return nil

@@ -38,6 +38,7 @@ Usage:
   stackd logs NAME [--follow]              print a stack's last (or running) update log
   stackd previews [--json]                 list open pull requests and their previews
   stackd pause [--wait D] / stackd resume  stop operations from starting (to copy the backend)
+  stackd audit [--stack S] [--since D]     show who synced, paused, reloaded or was refused
   stackd version                           print the version
 
 Every flag may also be given as an environment variable STACKD_<FLAG>,
@@ -78,6 +79,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = previewsCommand(rest, stdout)
 	case "pause", "resume":
 		err = pauseCommand(cmd, rest, stdout)
+	case "audit":
+		err = auditCommand(rest, stdout)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "stackd %s (%s %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	case "help", "-h", "-help", "--help":

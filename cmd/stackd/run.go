@@ -36,6 +36,7 @@ type runFlags struct {
 	clusterFlags
 	forgeFlags
 	limitFlags
+	accessFlags
 	dataDir   string
 	listen    string
 	pulumiBin string
@@ -96,6 +97,7 @@ func (f *runFlags) define(fs *flag.FlagSet) {
 	f.forgeFlags.define(fs)
 	f.sandboxFlags.define(fs)
 	f.limitFlags.define(fs)
+	f.accessFlags.define(fs)
 	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir, "directory for state, checkouts and the default backend")
 	fs.StringVar(&f.listen, "listen", web.DefaultAddr, "HTTP listen address")
 	fs.StringVar(&f.pulumiBin, "pulumi-bin", "", "directory holding the pulumi CLI (default: beside stackd, else on PATH)")
@@ -237,6 +239,8 @@ type app struct {
 	closeStore func() error
 	// notifier delivers stack events; nil without --notify-* URLs.
 	notifier *notify.Webhook
+	// access is the roles file and sign-in, and the audit trail.
+	access *accessSetup
 }
 
 // start wires the packages together and starts them.
@@ -282,6 +286,15 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 		return nil, err
 	}
 	red.Add(token, hookSecret)
+	acc, err := f.newAccess(ctx, token, st, nodeName(own), dataDir, red, log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			acc.close()
+		}
+	}()
 	wh, err := newWebhookNotifier(f, log)
 	if err != nil {
 		return nil, err
@@ -306,9 +319,9 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	if err := d.Start(ctx); err != nil {
 		return nil, err
 	}
-	srv := web.New(web.Options{Addr: f.listen, API: d, Logger: log.With("component", "web"), Registry: reg, Metrics: metrics,
+	srv := web.New(acc.webOptions(web.Options{Addr: f.listen, API: d, Logger: log.With("component", "web"), Registry: reg, Metrics: metrics,
 		Version: version, Token: token, ReadRequiresToken: f.readToken, WebhookSecret: hookSecret,
-		AllowedHosts: allowedHosts(f), Previews: previewAPI(pv), Warnings: append(apiWarnings(f), nonEmpty(f.sandboxWarn)...)})
+		AllowedHosts: allowedHosts(f), Previews: previewAPI(pv), Warnings: append(apiWarnings(f), nonEmpty(f.sandboxWarn)...)}))
 	for _, w := range srv.Warnings() {
 		log.Warn(w)
 	}
@@ -317,7 +330,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 		return nil, err
 	}
 	log.Info("stackd started", "version", version, "config", f.config.String(), "data_dir", dataDir, "stacks", len(d.Stacks()))
-	return &app{srv: srv, d: d, previews: pv, closeStore: closeStore, notifier: wh}, nil
+	return &app{srv: srv, d: d, previews: pv, closeStore: closeStore, notifier: wh, access: acc}, nil
 }
 
 // readEnvFiles reads --env-file files: NAME=value lines, blank lines and
@@ -525,6 +538,7 @@ func (a *app) stop(grace context.Context) error {
 	}
 	errDaemon := a.d.Stop(grace)
 	closeNotifier(a.notifier, notifyGrace)
+	a.access.close()
 	return errors.Join(errHTTP, errPreviews, errDaemon, a.closeStore())
 }
 
