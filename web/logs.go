@@ -138,6 +138,7 @@ func (s *Server) proxyLog(w http.ResponseWriter, r *http.Request, base string) {
 			pr.SetURL(target)
 			pr.Out.Header.Set(forwardedHeader, "1")
 		},
+		Transport:     s.peers,
 		FlushInterval: -1, // a followed log streams
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			s.log.Warn("cannot reach the replica running the update", "replica", target.Host, "err", err)

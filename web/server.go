@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -135,7 +136,14 @@ type Options struct {
 	// server answers for, besides IP addresses, localhost and the listen
 	// address: the names clients, forges and other replicas use.
 	AllowedHosts []string
-	Logger       *slog.Logger
+	// TLS, when set, makes the server serve HTTPS only (TLS 1.2 and
+	// later, Go's default cipher suites) with the certificate of its
+	// files, read again when they change.
+	TLS *CertFiles
+	// PeerRootCAs verify the https URLs of the other replicas, from which
+	// the logs of the updates they run are fetched; nil: the system's.
+	PeerRootCAs *x509.CertPool
+	Logger      *slog.Logger
 }
 
 // Server serves the HTTP API.
@@ -154,6 +162,9 @@ type Server struct {
 	stacks stackCache
 	// unauthLimit bounds the unauthenticated refusals recorded.
 	unauthLimit bucket
+	// peers is the transport of requests to other replicas (nil: the
+	// default one).
+	peers http.RoundTripper
 }
 
 // New makes a server; Start listens.
@@ -164,7 +175,7 @@ func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{api: opts.API, opts: opts, log: opts.Logger, done: make(chan struct{})}
+	s := &Server{api: opts.API, opts: opts, log: opts.Logger, done: make(chan struct{}), peers: peerTransport(opts.PeerRootCAs)}
 	s.stopped, s.stop = context.WithCancel(context.Background())
 	s.srv = &http.Server{
 		Addr:              opts.Addr,
@@ -174,6 +185,9 @@ func New(opts Options) *Server {
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
 		ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),
+	}
+	if opts.TLS != nil {
+		s.srv.TLSConfig = opts.TLS.serverConfig()
 	}
 	s.srv.RegisterOnShutdown(s.stop)
 	return s
@@ -239,14 +253,23 @@ func (s *Server) Start() error {
 	s.ln = ln
 	go func() {
 		defer close(s.done)
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("http server failed", "err", err)
 		}
 	}()
-	s.log.Info("serving http", "addr", ln.Addr().String(), "auth", s.opts.Token != "" || s.opts.Access != nil,
+	s.log.Info("serving http", "addr", ln.Addr().String(), "tls", s.opts.TLS != nil, "auth", s.opts.Token != "" || s.opts.Access != nil,
 		"sign-in", s.opts.SignIn != nil, "audit", s.opts.Audit != nil, "webhooks", s.opts.WebhookSecret != "",
 		"previews", s.opts.Previews != nil, "metrics", s.opts.Registry != nil)
 	return nil
+}
+
+// serve serves ln: HTTPS only with Options.TLS, whose certificate the
+// TLS config gets on each handshake; else HTTP.
+func (s *Server) serve(ln net.Listener) error {
+	if s.opts.TLS != nil {
+		return s.srv.ServeTLS(ln, "", "")
+	}
+	return s.srv.Serve(ln)
 }
 
 // Addr is the address the server listens on (useful with port 0).
@@ -266,6 +289,9 @@ func (s *Server) Stop(ctx context.Context) error {
 	}
 	err := s.srv.Shutdown(ctx)
 	<-s.done
+	if tr, ok := s.peers.(interface{ CloseIdleConnections() }); ok {
+		tr.CloseIdleConnections() // the other replicas' servers need not wait for them
+	}
 	if err != nil {
 		return fmt.Errorf("web: shutdown: %w", err)
 	}
