@@ -394,6 +394,9 @@ func TestAccessReadsFollowRoles(t *testing.T) {
 	if code, _ := callWith(t, "GET", base+"/api/v1/stacks", bearer(viewerToken), ""); code != 200 {
 		t.Errorf("viewer's list = %d", code)
 	}
+	_, page := fetch(t, "GET", base+"/", alice)
+	wantContains(t, page, "2 stacks", "1 more that your roles do not let you read", `href="/stacks/app-2"`)
+	wantLacks(t, page, `href="/stacks/db"`)
 	denied := 0
 	for _, e := range trail.all() {
 		if e.Outcome == daemon.AuditDenied && e.Principal.Name == "alice" {

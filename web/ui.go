@@ -164,8 +164,9 @@ func (s *Server) item(p daemon.Principal, v *daemon.StackView, row stackRow) sta
 type listPage struct {
 	page
 	Stacks []stackItem
-	// All counts every stack, Matched those that pass the filters.
-	All, Matched int
+	// All counts every stack the viewer may read, Matched those that
+	// pass the filters, Hidden those the viewer may not read.
+	All, Matched, Hidden int
 	// Health, Source and Q are the filters; Sources the config sources
 	// to choose from.
 	Health, Source, Q string
@@ -185,10 +186,11 @@ func (s *Server) uiList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	who := principal(r)
-	all := s.readable(who, s.stacks.list(s.api))
+	every := s.stacks.list(s.api)
+	all := s.readable(who, every)
 	rows, matched, next := q.page(all)
 	p := listPage{page: s.newPage(r, "Stacks"), Stacks: make([]stackItem, 0, len(rows)), All: len(all), Matched: matched,
-		Health: q.health, Source: q.source, Q: q.q}
+		Hidden: len(every) - len(all), Health: q.health, Source: q.source, Q: q.q}
 	p.Live, p.Section = true, sectionStacks
 	for _, e := range rows {
 		p.Stacks = append(p.Stacks, s.item(who, &e.view, e.row))
