@@ -81,6 +81,8 @@ func LoadCertFiles(certFile, keyFile string, log *slog.Logger) (*CertFiles, erro
 	}
 	c.cert.Store(cert)
 	c.due.Store(c.now().Add(c.interval).UnixNano())
+	log.Info("TLS certificate loaded", "file", certFile, "serial", cert.Leaf.SerialNumber.String(),
+		"subject", cert.Leaf.Subject.String(), "not_after", cert.Leaf.NotAfter)
 	c.warnValidity(cert.Leaf)
 	return c, nil
 }

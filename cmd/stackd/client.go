@@ -30,6 +30,8 @@ type client struct {
 // clientOpts are the flags every client command shares.
 type clientOpts struct {
 	server, tokenFile, dataDir string
+	// caFile verifies an https server (see httpClient).
+	caFile string
 }
 
 // clientFlags defines the flags every client command shares.
@@ -38,11 +40,19 @@ func clientFlags(fs *flag.FlagSet) *clientOpts {
 	fs.StringVar(&o.server, "server", "http://"+web.DefaultAddr, "URL of the daemon's HTTP API")
 	fs.StringVar(&o.tokenFile, "api-token-file", "", "file holding the API token (default: the daemon's "+apiTokenFile+" in --data-dir)")
 	fs.StringVar(&o.dataDir, "data-dir", defaultDataDir, "data directory of the daemon on this host: its "+apiTokenFile+" is sent to a loopback --server")
+	fs.StringVar(&o.caFile, "ca-file", "", "PEM CA certificates that verify an https --server (default: the system's)")
 	return o
 }
 
 func (o *clientOpts) newClient() (*client, error) {
-	return newClient(o.server, o.tokenFile, o.dataDir)
+	c, err := newClient(o.server, o.tokenFile, o.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	if c.http, err = httpClient(o.caFile); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // newClient is a client of the daemon at server that sends the token of
@@ -74,7 +84,7 @@ func (c *client) do(method, path string) (*http.Response, error) {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach stackd at %s: %w", c.server, err)
+		return nil, fmt.Errorf("cannot reach stackd at %s: %w%s", c.server, err, tlsHint(err))
 	}
 	if resp.StatusCode/100 == 2 {
 		return resp, nil

@@ -37,6 +37,7 @@ type runFlags struct {
 	forgeFlags
 	limitFlags
 	accessFlags
+	tlsFlags
 	dataDir   string
 	listen    string
 	pulumiBin string
@@ -98,6 +99,7 @@ func (f *runFlags) define(fs *flag.FlagSet) {
 	f.sandboxFlags.define(fs)
 	f.limitFlags.define(fs)
 	f.accessFlags.define(fs)
+	f.tlsFlags.define(fs)
 	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir, "directory for state, checkouts and the default backend")
 	fs.StringVar(&f.listen, "listen", web.DefaultAddr, "HTTP listen address")
 	fs.StringVar(&f.pulumiBin, "pulumi-bin", "", "directory holding the pulumi CLI (default: beside stackd, else on PATH)")
@@ -148,6 +150,9 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer) error {
 		return usageErrorf("run: --config is required")
 	}
 	if err := f.checkAPIToken(); err != nil {
+		return err
+	}
+	if err := f.tlsFlags.check(f.advertise); err != nil {
 		return err
 	}
 	log, err := newLogger(stderr, f.logLevel, f.logFormat)
@@ -261,6 +266,10 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	if err := f.clusterFlags.check(f.backend, f.secretsPassphraseFile); err != nil {
 		return nil, err
 	}
+	https, err := f.tlsFlags.load(f.advertise, log)
+	if err != nil {
+		return nil, err
+	}
 	dataDir, err := filepath.Abs(f.dataDir)
 	if err != nil {
 		return nil, err
@@ -319,9 +328,9 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	if err := d.Start(ctx); err != nil {
 		return nil, err
 	}
-	srv := web.New(acc.webOptions(web.Options{Addr: f.listen, API: d, Logger: log.With("component", "web"), Registry: reg, Metrics: metrics,
+	srv := web.New(https.webOptions(acc.webOptions(web.Options{Addr: f.listen, API: d, Logger: log.With("component", "web"), Registry: reg, Metrics: metrics,
 		Version: version, Token: token, ReadRequiresToken: f.readToken, WebhookSecret: hookSecret,
-		AllowedHosts: allowedHosts(f), Previews: previewAPI(pv), Warnings: append(apiWarnings(f), nonEmpty(f.sandboxWarn)...)}))
+		AllowedHosts: allowedHosts(f), Previews: previewAPI(pv), Warnings: append(apiWarnings(f), nonEmpty(f.sandboxWarn)...)})))
 	for _, w := range srv.Warnings() {
 		log.Warn(w)
 	}

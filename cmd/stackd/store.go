@@ -58,6 +58,7 @@ func backup(args []string, stdout io.Writer) error {
 	dataDir := fs.String("data-dir", defaultDataDir, "data directory holding "+store.FileName+" (with --server: holding the daemon's "+apiTokenFile+")")
 	server := fs.String("server", "", "URL of a running daemon's HTTP API to back up through (instead of --data-dir)")
 	tokenFile := fs.String("api-token-file", "", "file holding the API token (default: the daemon's "+apiTokenFile+" in --data-dir)")
+	caFile := fs.String("ca-file", "", "PEM CA certificates that verify an https --server (default: the system's)")
 	if err := parseFlags(fs, "backup [--data-dir DIR | --server URL] FILE", args, stdout); err != nil {
 		return err
 	}
@@ -65,7 +66,7 @@ func backup(args []string, stdout io.Writer) error {
 		return usageErrorf("backup: name the file to write")
 	}
 	if *server != "" {
-		return backupFromServer(&clientOpts{server: *server, tokenFile: *tokenFile, dataDir: *dataDir}, fs.Arg(0), stdout)
+		return backupFromServer(&clientOpts{server: *server, tokenFile: *tokenFile, dataDir: *dataDir, caFile: *caFile}, fs.Arg(0), stdout)
 	}
 	s, err := openReadOnly(*dataDir)
 	if errors.Is(err, store.ErrLocked) {
