@@ -266,7 +266,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	if err := f.clusterFlags.check(f.backend, f.secretsPassphraseFile); err != nil {
 		return nil, err
 	}
-	https, err := f.tlsFlags.load(f.advertise, log)
+	https, err := f.tlsFlags.load(f.advertise, f.sandboxFlags.grants, log)
 	if err != nil {
 		return nil, err
 	}

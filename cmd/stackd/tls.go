@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 
+	"github.com/stackd/stackd/sandbox"
 	"github.com/stackd/stackd/web"
 )
 
@@ -31,6 +32,8 @@ func (f *tlsFlags) define(fs *flag.FlagSet) {
 type httpsSetup struct {
 	certs *web.CertFiles // nil: plain HTTP
 	peers *x509.CertPool // nil: the system's roots
+	// warning says that programs may read the key.
+	warning string
 }
 
 // check refuses (usage error) a certificate without its key or the
@@ -48,7 +51,8 @@ func (f *tlsFlags) check(advertise string) error {
 
 // load checks the flags and reads the certificate and key and the
 // peers' CA file, so that a broken file stops the start with its name.
-func (f *tlsFlags) load(advertise string, log *slog.Logger) (*httpsSetup, error) {
+// A key that programs may read (grants) is served with a warning.
+func (f *tlsFlags) load(advertise string, grants func(path string) bool, log *slog.Logger) (*httpsSetup, error) {
 	if err := f.check(advertise); err != nil {
 		return nil, err
 	}
@@ -59,6 +63,9 @@ func (f *tlsFlags) load(advertise string, log *slog.Logger) (*httpsSetup, error)
 			return nil, fmt.Errorf("--tls-cert-file, --tls-key-file: %w", err)
 		}
 		s.certs = certs
+		if grants(f.tlsKeyFile) {
+			s.warning = "--tls-key-file " + f.tlsKeyFile + " lies where every program may read it (a system path of the sandbox such as /etc/ssl or /etc/pki, or --sandbox-ro, --sandbox-rw): keep it elsewhere, such as /etc/stackd"
+		}
 	}
 	if f.peerCAFile != "" {
 		pool, err := readCAFile(f.peerCAFile, "--peer-ca-file")
@@ -74,6 +81,9 @@ func (f *tlsFlags) load(advertise string, log *slog.Logger) (*httpsSetup, error)
 // certificate's metrics in o.Registry.
 func (s *httpsSetup) webOptions(o web.Options) web.Options {
 	o.TLS, o.PeerRootCAs = s.certs, s.peers
+	if s.warning != "" {
+		o.Warnings = append(o.Warnings, s.warning)
+	}
 	if s.certs == nil {
 		return o
 	}
@@ -81,6 +91,15 @@ func (s *httpsSetup) webOptions(o web.Options) web.Options {
 		o.Registry.MustRegister(s.certs)
 	}
 	return o
+}
+
+// grants says whether every program may read path; said of no path when
+// the sandbox is off, which is warned of as a whole.
+func (f *sandboxFlags) grants(path string) bool {
+	if f.sandbox == sandbox.ModeOff {
+		return false
+	}
+	return sandbox.Options{ReadOnly: f.sandboxRO, ReadWrite: f.sandboxRW}.Grants(path)
 }
 
 // readCAFile reads PEM CA certificates into a pool of their own: they

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/sandbox"
+	"github.com/stackd/stackd/web"
 	"github.com/stackd/stackd/web/tlstest"
 )
 
@@ -48,6 +51,33 @@ func TestTLSFlags(t *testing.T) {
 		code, _, stderr := stackd(t, args...)
 		if code != c.code || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, stderr, c.code, c.want)
+		}
+	}
+}
+
+// TestTLSKeyProgramsMayRead: a key where every program may read it is
+// served with a warning (in the log and GET /api/v1/config).
+func TestTLSKeyProgramsMayRead(t *testing.T) {
+	ca := tlstest.NewCA(t, "test CA")
+	dir := t.TempDir()
+	files := tlstest.WriteFiles(t, dir, ca.Issue(t, time.Hour))
+	for _, c := range []struct {
+		sb   sandboxFlags
+		warn bool
+	}{
+		{sandboxFlags{}, false},
+		{sandboxFlags{sandboxRO: stringsFlag{dir}}, true},
+		{sandboxFlags{sandboxRW: stringsFlag{filepath.Dir(dir)}}, true},
+		{sandboxFlags{sandbox: sandbox.ModeOff, sandboxRO: stringsFlag{dir}}, false}, // warned of as a whole
+	} {
+		f := tlsFlags{tlsCertFile: files.Cert, tlsKeyFile: files.Key}
+		s, err := f.load("", c.sb.grants, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := s.webOptions(web.Options{})
+		if warned := len(o.Warnings) == 1 && strings.Contains(o.Warnings[0], files.Key); warned != c.warn || o.TLS == nil {
+			t.Errorf("%+v: warnings %q, want a warning: %v", c.sb, o.Warnings, c.warn)
 		}
 	}
 }
