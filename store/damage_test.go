@@ -19,7 +19,7 @@ import (
 
 // validStoreFile writes a closed store with enough data for ~60 pages:
 // branch and leaf pages, nested buckets, overflow pages of logs, and
-// config revisions.
+// config revisions, audit entries.
 func validStoreFile(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), FileName)
@@ -38,6 +38,11 @@ func validStoreFile(t *testing.T) string {
 	}
 	for range 3 {
 		if _, err := s.PutRevision(storetest.NewRevision("git")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		if _, err := s.PutAudit(storetest.NewAuditEntry("alice", "sync", "stack-01", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -381,7 +386,7 @@ func TestMissingBucket(t *testing.T) {
 // TestDamagedRecord: a flipped byte inside a record's JSON is invisible
 // to bbolt (data pages have no checksum); Open's JSON check notices it.
 func TestDamagedRecord(t *testing.T) {
-	for _, record := range []string{`{"name":"stack-07"`, `{"id":"stack-03-4"`, `{"seq":2,`} {
+	for _, record := range []string{`{"name":"stack-07"`, `{"id":"stack-03-4"`, `{"seq":2,`, `"principal":{`} {
 		path := validStoreFile(t)
 		data, err := os.ReadFile(path)
 		if err != nil {

@@ -106,7 +106,7 @@ func isSystemError(err error) bool {
 // verify is Open's consistency pass, run (after preflight) before
 // anything else reads or writes the file; it returns the file's schema
 // version. It walks every bucket and key, runs bbolt's full tx.Check, and
-// checks that stack, update and revision records are JSON.
+// checks that stack, update, revision and audit records are JSON.
 //
 // Why all of it at every start: bbolt trusts page contents, and on a
 // damaged file it panics or faults. safely makes both recoverable, but
@@ -215,10 +215,11 @@ func walk(b *bbolt.Bucket, depth int) error {
 	return nil
 }
 
-// checkRecords checks that every stack, update and revision record is
-// valid JSON, which catches damage inside a value that bbolt cannot see.
+// checkRecords checks that every stack, update, revision and audit
+// record is valid JSON, which catches damage inside a value that bbolt
+// cannot see.
 func checkRecords(tx *bbolt.Tx) error {
-	for _, name := range [][]byte{bucketStacks, bucketRevisions} {
+	for _, name := range [][]byte{bucketStacks, bucketRevisions, bucketAudit} {
 		if err := jsonValues(tx.Bucket(name)); err != nil {
 			return fmt.Errorf("bucket %q: %w", name, err)
 		}

@@ -9,7 +9,7 @@ import (
 
 // schemaVersion is the schema this build writes. It must equal the "to" of
 // the last migration (TestSchemaVersion checks it).
-const schemaVersion = 2
+const schemaVersion = 3
 
 // Bucket names and the schema version key.
 var (
@@ -18,6 +18,7 @@ var (
 	bucketUpdates   = []byte("updates")
 	bucketLogs      = []byte("logs")
 	bucketRevisions = []byte("revisions") // from schema version 2
+	bucketAudit     = []byte("audit")     // from schema version 3
 
 	keySchemaVersion = []byte("schema_version")
 )
@@ -40,6 +41,7 @@ type migration struct {
 var migrations = []migration{
 	{to: 1, name: "create buckets", fn: createBuckets},
 	{to: 2, name: "create revisions bucket", fn: createRevisions},
+	{to: 3, name: "create audit bucket", fn: createAudit},
 }
 
 // topBuckets lists every top-level bucket with the schema version whose
@@ -53,6 +55,7 @@ var topBuckets = []struct {
 	{bucketUpdates, 1},
 	{bucketLogs, 1},
 	{bucketRevisions, 2},
+	{bucketAudit, 3},
 }
 
 func createBuckets(tx *bbolt.Tx) error {
@@ -68,6 +71,14 @@ func createBuckets(tx *bbolt.Tx) error {
 func createRevisions(tx *bbolt.Tx) error {
 	if _, err := tx.CreateBucketIfNotExists(bucketRevisions); err != nil {
 		return fmt.Errorf("create bucket %q: %w", bucketRevisions, err)
+	}
+	return nil
+}
+
+// createAudit creates the audit bucket.
+func createAudit(tx *bbolt.Tx) error {
+	if _, err := tx.CreateBucketIfNotExists(bucketAudit); err != nil {
+		return fmt.Errorf("create bucket %q: %w", bucketAudit, err)
 	}
 	return nil
 }

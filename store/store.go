@@ -1,9 +1,9 @@
 // Package store keeps stackd's state in one BoltDB file: the record of
 // every stack, each stack's update history and update logs, the history
-// of config revisions, and small metadata values. It is the only package
-// of stackd that imports bbolt.
+// of config revisions, the audit trail, and small metadata values. It is
+// the only package of stackd that imports bbolt.
 //
-// Layout (schema version 2):
+// Layout (schema version 3):
 //
 //	meta      "schema_version" → decimal string; "kv:<key>" → PutMeta values
 //	stacks    <name> → JSON daemon.StackRecord
@@ -12,6 +12,8 @@
 //	logs      <stack>/ (nested bucket) 8-byte big-endian seq → log bytes
 //	revisions 8-byte big-endian seq (the bucket's sequence) →
 //	              JSON daemon.ConfigRevision (since version 2)
+//	audit     8-byte big-endian seq (the bucket's sequence) →
+//	              JSON daemon.AuditEntry (since version 3)
 //
 // A *Store is safe for concurrent use by multiple goroutines. bbolt allows
 // one writer at a time and any number of readers; every method runs one
