@@ -184,7 +184,7 @@ func New(opts Options) *Server {
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
-		ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),
+		ErrorLog:          serverErrorLog(opts.Logger),
 	}
 	if opts.TLS != nil {
 		s.srv.TLSConfig = opts.TLS.serverConfig()

@@ -494,3 +494,38 @@ func TestLogOfReplicaOverTLS(t *testing.T) {
 		t.Fatalf("rest %q, %v", rest, err)
 	}
 }
+
+// TestServerErrorLog: handshakes that ended before they began (health
+// checks, scanners) are logged at Debug; other server errors at Warn.
+func TestServerErrorLog(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want slog.Level
+	}{
+		{"http: TLS handshake error from 10.0.0.9:51234: EOF\n", slog.LevelDebug},
+		{"http: TLS handshake error from 10.0.0.9:51234: read tcp 10.0.0.1:8443->10.0.0.9:51234: read: connection reset by peer\n", slog.LevelDebug},
+		{"http: TLS handshake error from 10.0.0.9:51234: remote error: tls: bad certificate\n", slog.LevelWarn},
+		{"http: TLS handshake error from 10.0.0.9:51234: tls: client offered only unsupported versions: [302 301]\n", slog.LevelWarn},
+		{"http: Accept error: too many open files; retrying in 5ms\n", slog.LevelWarn},
+	} {
+		var logs syncBuffer
+		serverErrorLog(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))).Print(c.line)
+		if want := "level=" + c.want.String(); !strings.Contains(logs.String(), want) {
+			t.Errorf("%q logged as %s, want %s", c.line, logs.String(), want)
+		}
+	}
+}
+
+// TestCertFilesExpired: an expired certificate is served, being what the
+// files hold, with a warning.
+func TestCertFilesExpired(t *testing.T) {
+	ca := tlstest.NewCA(t, "test CA")
+	var logs syncBuffer
+	f := tlstest.WriteFiles(t, t.TempDir(), ca.Issue(t, -time.Hour))
+	if _, err := LoadCertFiles(f.Cert, f.Key, slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "the TLS certificate has expired") {
+		t.Fatalf("no warning:\n%s", logs.String())
+	}
+}

@@ -55,6 +55,25 @@ func TestTLSFlags(t *testing.T) {
 	}
 }
 
+// TestCAFileErrors: a --ca-file that cannot serve is refused with its
+// name before any request.
+func TestCAFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "ca.txt")
+	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{
+		filepath.Join(dir, "nope.pem"): "--ca-file: open " + filepath.Join(dir, "nope.pem"),
+		notPEM:                         "--ca-file: " + notPEM + " holds no PEM certificate",
+	} {
+		code, _, stderr := stackd(t, "status", "--server", "https://127.0.0.1:1", "--ca-file", file)
+		if code != exitFail || !strings.Contains(stderr, want) {
+			t.Errorf("--ca-file %s: exit %d, stderr %q", file, code, stderr)
+		}
+	}
+}
+
 // TestTLSKeyProgramsMayRead: a key where every program may read it is
 // served with a warning (in the log and GET /api/v1/config).
 func TestTLSKeyProgramsMayRead(t *testing.T) {
