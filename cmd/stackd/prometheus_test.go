@@ -133,7 +133,8 @@ func TestAlertRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range []string{"stackd_stack_stalled", "stackd_stack_failing", "stackd_config_last_reload_successful",
-		"stackd_stack_last_success_timestamp_seconds", "stackd_stack_ready", "stackd_stack_drifted", "stackd_drift_checks_total"} {
+		"stackd_stack_last_success_timestamp_seconds", "stackd_stack_ready", "stackd_stack_drifted", "stackd_drift_checks_total",
+		"stackd_tls_certificate_expiry_timestamp_seconds", "stackd_tls_certificate_last_reload_successful"} {
 		if !strings.Contains(string(data), m) {
 			t.Errorf("the rules do not use %s", m)
 		}
