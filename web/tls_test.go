@@ -529,3 +529,30 @@ func TestCertFilesExpired(t *testing.T) {
 		t.Fatalf("no warning:\n%s", logs.String())
 	}
 }
+
+// BenchmarkCertFilesGetCertificate: the cost a handshake pays for the
+// reload check, between looks at the files and when a look is due (two
+// stats of unchanged files).
+func BenchmarkCertFilesGetCertificate(b *testing.B) {
+	ca := tlstest.NewCA(b, "test CA")
+	dir := b.TempDir()
+	files := tlstest.Mount(b, dir, ca.Issue(b, time.Hour))
+	for _, c := range []struct {
+		name     string
+		interval time.Duration
+	}{{"between looks", time.Hour}, {"look due", 0}} {
+		b.Run(c.name, func(b *testing.B) {
+			certs, err := LoadCertFiles(files.Cert, files.Key, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			certs.interval = c.interval
+			certs.due.Store(0)
+			for b.Loop() {
+				if cert, _ := certs.GetCertificate(nil); cert == nil {
+					b.Fatal("no certificate")
+				}
+			}
+		})
+	}
+}
