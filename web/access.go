@@ -39,7 +39,8 @@ const (
 	// reload, pause and backup.
 	scopeDaemon
 	// scopeAudit is the audit trail: a stack's (?stack=), which needs
-	// read on it, or the whole of it, which needs admin.
+	// read on it, or the whole of it, which needs admin daemon-wide; a
+	// role must grant either, even while reads are open.
 	scopeAudit
 )
 
@@ -54,10 +55,10 @@ type route struct {
 }
 
 // audited says whether a request on the route is recorded in the audit
-// trail whatever its outcome: every action but reading (refused reads
-// are recorded too, by the guard).
+// trail whatever its outcome: every action but reading, the trail
+// included (refused reads are recorded too, by the guard).
 func (rt route) audited() bool {
-	return rt.Scope != scopeOpen && rt.Action != daemon.ActionRead
+	return rt.Scope != scopeOpen && rt.Scope != scopeAudit && rt.Action != daemon.ActionRead
 }
 
 // Paths of the sign-in endpoints (signin.go).
@@ -118,7 +119,10 @@ func readRoute(seg []string, q url.Values) route {
 	case match(seg, "previews", "*"):
 		return update(seg[1])
 	case match(seg, "api", "v1", "audit"), match(seg, "audit"):
-		return route{Scope: scopeAudit, Action: daemon.ActionRead, Stack: q.Get("stack")}
+		if stack := q.Get("stack"); stack != "" {
+			return route{Scope: scopeAudit, Action: daemon.ActionRead, Stack: stack}
+		}
+		return route{Scope: scopeAudit, Action: daemon.ActionAdmin}
 	case match(seg, "api", "v1", "backup"):
 		return route{Scope: scopeDaemon, Action: daemon.ActionAdmin}
 	}
@@ -331,11 +335,11 @@ func (s *Server) authorize(r *http.Request, id identity, rt route) decision {
 		d.allowed, d.reason = s.allowed(id.p, rt.Action, nil)
 	case scopeAudit:
 		// The trail names people and addresses: never open to everyone.
+		var ref *daemon.StackRef
 		if rt.Stack != "" {
-			d.allowed, d.reason = s.permit(id.p, daemon.ActionRead, s.stackRef(rt.Stack))
-		} else {
-			d.allowed, d.reason = s.permit(id.p, daemon.ActionAdmin, nil)
+			ref = s.stackRef(rt.Stack)
 		}
+		d.allowed, d.reason = s.permit(id.p, rt.Action, ref)
 	default:
 		d.allowed = true
 	}
@@ -390,6 +394,9 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, id identity, rt 
 	case status == http.StatusUnauthorized && s.sendToSignIn(r):
 		target := loginPath + "?" + url.Values{"return": {returnPath(r)}}.Encode()
 		http.Redirect(w, r, target, http.StatusSeeOther)
+		if id.err == nil {
+			return // a browser without a session, sent to sign in: its sign-in is recorded
+		}
 		status = http.StatusSeeOther
 	case isAPI(r.URL.Path):
 		s.refuseAPI(w, status, p, rt.Action, d)

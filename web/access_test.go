@@ -21,7 +21,12 @@ func TestRouteOf(t *testing.T) {
 	update := func(id string) route { return route{Scope: scopeUpdate, Action: daemon.ActionRead, Update: id} }
 	list := route{Scope: scopeList, Action: daemon.ActionRead}
 	daemonWide := func(action string) route { return route{Scope: scopeDaemon, Action: action} }
-	audit := func(name string) route { return route{Scope: scopeAudit, Action: daemon.ActionRead, Stack: name} }
+	audit := func(name string) route {
+		if name == "" {
+			return route{Scope: scopeAudit, Action: daemon.ActionAdmin}
+		}
+		return route{Scope: scopeAudit, Action: daemon.ActionRead, Stack: name}
+	}
 	cases := []struct {
 		method, target string
 		want           route
@@ -460,6 +465,9 @@ func TestAccessSignInRedirect(t *testing.T) {
 		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/auth/login?return=%2Fstacks%2Fapp%3Fx%3D1" {
 			t.Errorf("navigation %v: %d to %q", h, resp.StatusCode, resp.Header.Get("Location"))
 		}
+	}
+	if n := len(trail.all()); n != 0 {
+		t.Errorf("browsers sent to sign in are recorded: %+v", trail.all())
 	}
 	if resp, _ := fetch(t, "GET", base+"/stacks/app", http.Header{"Sec-Fetch-Mode": {"cors"}}); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("a refresh: %d, want 401", resp.StatusCode)

@@ -42,6 +42,8 @@ bindings:
     roles: [viewer]
   - group: platform-team
     roles: [operator]
+  - group: platform-admins
+    roles: [admin]
 `
 }
 

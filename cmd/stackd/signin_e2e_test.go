@@ -39,11 +39,13 @@ var opUsers = map[string]*storage.User{
 		FirstName: "Alice", LastName: "Liddell"},
 	"u2": {ID: "u2", Username: "bob", Password: "bob", Email: "bob@example.com", EmailVerified: true,
 		FirstName: "Bob", LastName: "Builder"},
+	"u3": {ID: "u3", Username: "carol", Password: "lorac", Email: "carol@example.com", EmailVerified: true,
+		FirstName: "Carol", LastName: "Danvers"},
 }
 
 // opGroups are the users' groups, in the groups claim when the groups
 // scope is asked for, as Dex and Keycloak do.
-var opGroups = map[string][]string{"u1": {"readers"}, "u2": {"platform-team", "readers"}}
+var opGroups = map[string][]string{"u1": {"readers"}, "u2": {"platform-team", "readers"}, "u3": {"platform-admins"}}
 
 // startTestOP starts a provider whose client stackd (secret
 // client-secret) may return to redirectURL.
@@ -130,8 +132,8 @@ func (c groupsScope) IsScopeAllowed(scope string) bool {
 // TestE2ESignInChromium: reads need sign-in; headless Chromium asking
 // for a stack's page is sent to the OpenID provider and back, signed in.
 // alice, a viewer, sees the stack with its Sync button disabled and the
-// reason; bob, an operator through his group, may sync. Both sign-ins
-// are in the audit trail.
+// reason; bob, an operator through his group, may sync; carol, an admin
+// through hers, reads the audit trail, which holds every sign-in.
 func TestE2ESignInChromium(t *testing.T) {
 	chromium := tool(t, "chromium")
 	r := newRepo(t)
@@ -182,6 +184,18 @@ func TestE2ESignInChromium(t *testing.T) {
 		}
 	}
 	screenshot(t, chromium, in.url+"/stacks/app", "e2e-signed-in-operator.png")
+
+	// carol, an admin through her group, reads the whole trail.
+	carol := "carol"
+	tp.user.Store(&carol)
+	dom = chromiumRun(t, chromium, "--dump-dom", in.url+"/audit")
+	for _, want := range []string{"Audit trail", "Signed in as <strong>carol@example.com</strong>", "alice@example.com", "bob@example.com",
+		"GET /auth/callback</code> 303", "outcome-allowed"} {
+		if !strings.Contains(dom, want) {
+			t.Fatalf("carol's audit page lacks %q:\n%s", want, dom)
+		}
+	}
+	screenshot(t, chromium, in.url+"/audit", "e2e-audit.png")
 
 	var signIns []string
 	for _, e := range in.audit("?limit=20") {
