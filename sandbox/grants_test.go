@@ -8,7 +8,7 @@ import (
 
 // TestGrants: paths under the system paths and the daemon-wide extra
 // paths are readable by programs, through symbolic links too; the rest
-// of /etc and other directories are not.
+// of /etc (private keys among it) and other directories are not.
 func TestGrants(t *testing.T) {
 	ro, elsewhere := t.TempDir(), t.TempDir()
 	secret := filepath.Join(ro, "tls.key")
@@ -24,8 +24,9 @@ func TestGrants(t *testing.T) {
 		path string
 		want bool
 	}{
-		{"/etc/ssl/private/stackd.key", true},
-		{"/etc/pki/tls/private/stackd.key", true},
+		{"/etc/ssl/private/stackd.key", false},
+		{"/etc/pki/tls/private/stackd.key", false},
+		{"/etc/ssl/certs/ca-certificates.crt", true},
 		{"/etc/hosts", true},
 		{"/etc/stackd/tls.key", false},
 		{"/etc/sslx/stackd.key", false},

@@ -17,7 +17,9 @@ import (
 var (
 	systemRODirs = []string{
 		"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
-		"/etc/ssl", "/etc/pki", "/etc/ca-certificates", "/etc/crypto-policies",
+		// Certificates, not private keys: /etc/ssl/private and
+		// /etc/pki/tls/private stay closed.
+		"/etc/ssl/certs", "/etc/pki/ca-trust", "/etc/pki/tls/certs", "/etc/ca-certificates", "/etc/crypto-policies",
 		"/etc/alternatives", "/etc/ld.so.conf.d",
 		// /proc/<pid> of a process outside the sandbox is still closed:
 		// Landlock denies ptrace access to it, which environ, mem, fd
@@ -29,6 +31,7 @@ var (
 		"/etc/gai.conf", "/etc/passwd", "/etc/group", "/etc/localtime", "/etc/timezone",
 		"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/os-release", "/etc/mime.types",
 		"/etc/protocols", "/etc/services",
+		"/etc/ssl/openssl.cnf", "/etc/ssl/cert.pem", "/etc/pki/tls/openssl.cnf", "/etc/pki/tls/cert.pem",
 		"/dev/random", "/dev/urandom",
 	}
 	systemRWFiles = []string{"/dev/null", "/dev/zero", "/dev/full"}
