@@ -119,6 +119,9 @@ type Cluster struct {
 	moves    uint64
 	lost     uint64
 
+	// audit is the audit trail's counter as this replica last saw it.
+	audit auditCounter
+
 	events *queue
 	kick   chan struct{}
 	cancel context.CancelFunc

@@ -19,13 +19,14 @@ type Exporter interface {
 	Updates(stack string, before uint64, limit int) ([]daemon.Update, error)
 	Log(id string) ([]byte, error)
 	Revisions(before uint64, limit int) ([]daemon.ConfigRevision, error)
+	Audit(f daemon.AuditFilter) ([]daemon.AuditEntry, error)
 	MetaKeys() ([]string, error)
 	Meta(key string) ([]byte, error)
 }
 
 // Imported counts what Import wrote.
 type Imported struct {
-	Stacks, Updates, Logs, Revisions, Meta int
+	Stacks, Updates, Logs, Revisions, Meta, Audit int
 }
 
 // maxOps is how many writes one etcd transaction carries (etcd's default
@@ -33,9 +34,11 @@ type Imported struct {
 const maxOps = 100
 
 // Import copies a single node's state into the cluster, which must hold no
-// stack yet: records, update history with logs, config revisions and
-// metadata. Sequence numbers carry over, so update IDs stay the same and
-// are never reused. The cluster need not be started.
+// stack yet: records, update history with logs, config revisions, the
+// audit trail and metadata. Sequence numbers carry over, so update IDs
+// stay the same and are never reused; the audit trail's do too unless the
+// cluster has one already (replicas that ran before the import), which
+// the imported entries then follow. The cluster need not be started.
 func (c *Cluster) Import(ctx context.Context, src Exporter) (Imported, error) {
 	var n Imported
 	resp, err := c.cli.Get(ctx, c.opts.Prefix+"stacks/", clientv3.WithPrefix(), clientv3.WithCountOnly())
@@ -56,6 +59,9 @@ func (c *Cluster) Import(ctx context.Context, src Exporter) (Imported, error) {
 		}
 	}
 	if err := c.importRevisions(w, src, &n); err != nil {
+		return n, err
+	}
+	if err := c.importAudit(w, src, &n); err != nil {
 		return n, err
 	}
 	keys, err := src.MetaKeys()
@@ -141,6 +147,40 @@ func (c *Cluster) importRevisions(w *batch, src Exporter, n *Imported) error {
 	}
 	if last > 0 {
 		w.put(c.opts.Prefix+"revseq", []byte(strconv.FormatUint(last, 10)))
+	}
+	return w.err
+}
+
+// importAudit copies the audit trail, its Seqs above those of the
+// cluster's own trail (none before the first replica ran).
+func (c *Cluster) importAudit(w *batch, src Exporter, n *Imported) error {
+	base, _, err := c.counter(c.auditSeqKey())
+	if err != nil {
+		return fmt.Errorf("cluster: import: audit: %w", err)
+	}
+	var last uint64
+	for f := (daemon.AuditFilter{Limit: daemon.AuditPageMax}); ; {
+		es, err := src.Audit(f)
+		if err != nil {
+			return fmt.Errorf("cluster: import: audit: %w", err)
+		}
+		if len(es) == 0 {
+			break
+		}
+		for _, e := range es {
+			f.Before = e.Seq
+			e.Seq += base
+			last = max(last, e.Seq)
+			v, err := json.Marshal(e)
+			if err != nil {
+				return err
+			}
+			w.put(c.auditKey(e.Seq), v)
+			n.Audit++
+		}
+	}
+	if last > 0 {
+		w.put(c.auditSeqKey(), []byte(strconv.FormatUint(last, 10)))
 	}
 	return w.err
 }

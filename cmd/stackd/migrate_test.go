@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stackd/stackd/cluster"
 	"github.com/stackd/stackd/cluster/etcdtest"
@@ -15,8 +16,9 @@ import (
 )
 
 // TestStoreMigrate: stackd store migrate copies a single node's records,
-// history, logs, revisions and metadata into an empty cluster, keeping
-// update IDs; a second migration into the same cluster is refused.
+// history, logs, revisions, audit trail and metadata into an empty
+// cluster, keeping update IDs and audit Seqs; a second migration into the
+// same cluster is refused.
 func TestStoreMigrate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an etcd member")
@@ -46,6 +48,18 @@ func TestStoreMigrate(t *testing.T) {
 	if err := st.PutMeta("source:abc", []byte(`{"commit":"x"}`)); err != nil {
 		t.Fatal(err)
 	}
+	var trail []daemon.AuditEntry
+	for i := range 4 {
+		e, err := st.PutAudit(storetest.NewAuditEntry("alice", daemon.ActionSync, "app", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		trail = append([]daemon.AuditEntry{e}, trail...) // newest first
+	}
+	if n, err := st.PruneAudit(storetest.T0.Add(time.Minute)); err != nil || n != 1 {
+		t.Fatalf("PruneAudit = %d, %v", n, err)
+	}
+	trail = trail[:3]
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +70,7 @@ func TestStoreMigrate(t *testing.T) {
 	if err := storeCommand([]string{"migrate", "--data-dir", dataDir, "--to-etcd", eps, "--cluster-name", "prod"}, &out); err != nil {
 		t.Fatal(err)
 	}
-	if want := "imported 1 stack(s), 3 update(s), 3 log(s), 1 config revision(s), 1 metadata value(s)"; !strings.Contains(out.String(), want) {
+	if want := "imported 1 stack(s), 3 update(s), 3 log(s), 1 config revision(s), 1 metadata value(s), 3 audit entr(ies)"; !strings.Contains(out.String(), want) {
 		t.Errorf("output %q lacks %q", out.String(), want)
 	}
 	if err := storeCommand([]string{"migrate", "--data-dir", dataDir, "--to-etcd", eps, "--cluster-name", "prod"}, &out); err == nil ||
@@ -83,5 +97,11 @@ func TestStoreMigrate(t *testing.T) {
 	}
 	if v, err := c.Meta("source:abc"); err != nil || string(v) != `{"commit":"x"}` {
 		t.Errorf("meta = %q, %v", v, err)
+	}
+	if es, err := c.Audit(daemon.AuditFilter{}); err != nil || !reflect.DeepEqual(es, trail) {
+		t.Errorf("audit trail = %+v, %v; want %+v", es, err, trail)
+	}
+	if e, err := c.PutAudit(storetest.NewAuditEntry("bob", daemon.ActionSync, "app", 9)); err != nil || e.Seq != 5 {
+		t.Errorf("next audit entry has Seq %d, %v; want 5", e.Seq, err)
 	}
 }

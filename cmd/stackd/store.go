@@ -173,7 +173,7 @@ func migrateCommand(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "imported %d stack(s), %d update(s), %d log(s), %d config revision(s), %d metadata value(s) into %s\n",
-		n.Stacks, n.Updates, n.Logs, n.Revisions, n.Meta, cf.etcd)
+	fmt.Fprintf(stdout, "imported %d stack(s), %d update(s), %d log(s), %d config revision(s), %d metadata value(s), %d audit entr(ies) into %s\n",
+		n.Stacks, n.Updates, n.Logs, n.Revisions, n.Meta, n.Audit, cf.etcd)
 	return nil
 }

@@ -45,6 +45,7 @@ func Run(t *testing.T, open Factory) {
 		{"Revisions", testRevisions},
 		{"RevisionRetention", testRevisionRetention},
 		{"ConcurrentUpdates", testConcurrentUpdates},
+		{"Audit", RunAudit},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
 	}

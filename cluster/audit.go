@@ -1,0 +1,205 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// The audit trail is shared by every replica: each appends what it
+// served, and each reads all of it. Appends are not fenced by stack
+// ownership. The entries' keys are audit/<Seq>, Seq taken from the
+// counter auditseq in the transaction that writes the entry, so that the
+// keys of every replica's entries are unique and in the order they were
+// appended. (A key made of the time and the node would need no counter,
+// but could not be paged by Seq, and an import from a single node would
+// have to renumber its trail.)
+
+var _ daemon.AuditLog = (*Cluster)(nil)
+
+// auditWindow is how many Seqs one read of the trail spans: about as
+// many entries, well within etcd's limits on a response. A variable for
+// the tests.
+var auditWindow uint64 = 500
+
+// maxAuditTries bounds the attempts of one append that other replicas'
+// appends keep overtaking.
+const maxAuditTries = 100
+
+// auditCounter is this replica's view of the trail's counter: the last
+// Seq it knows, and the counter key's mod revision then. Appends of one
+// replica take turns, so that they never overtake each other.
+type auditCounter struct {
+	mu     sync.Mutex
+	last   uint64
+	modRev int64
+}
+
+func (c *Cluster) auditKey(seq uint64) string { return c.key("audit/", seqPart(seq)) }
+
+func (c *Cluster) auditSeqKey() string { return c.opts.Prefix + "auditseq" }
+
+// auditEnd is the end of the range of every entry's key.
+func (c *Cluster) auditEnd() string { return clientv3.GetPrefixRangeEnd(c.opts.Prefix + "audit/") }
+
+// PutAudit appends e to the trail: it assigns e.Seq, the next number of
+// the cluster's trail (never reused, even after pruning), and e.Time when
+// it is zero (now). It returns e as stored. Any replica may append, held
+// stacks or not.
+func (c *Cluster) PutAudit(e daemon.AuditEntry) (daemon.AuditEntry, error) {
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	a := &c.audit
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	seqKey := c.auditSeqKey()
+	for range maxAuditTries {
+		e.Seq = a.last + 1
+		v, err := json.Marshal(e)
+		if err != nil {
+			return daemon.AuditEntry{}, fmt.Errorf("cluster: put audit entry: %w", err)
+		}
+		ctx, cancel := c.ctx()
+		resp, err := c.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(seqKey), "=", a.modRev)).
+			Then(clientv3.OpPut(seqKey, strconv.FormatUint(e.Seq, 10)), clientv3.OpPut(c.auditKey(e.Seq), string(v))).
+			Else(clientv3.OpGet(seqKey)).Commit()
+		cancel()
+		if err != nil {
+			return daemon.AuditEntry{}, fmt.Errorf("cluster: put audit entry: %w", err)
+		}
+		if resp.Succeeded {
+			a.last, a.modRev = e.Seq, resp.Header.Revision
+			return e, nil
+		}
+		// Another replica appended: take the counter as it is now.
+		a.last, a.modRev = 0, 0
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+			if a.last, err = strconv.ParseUint(string(kvs[0].Value), 10, 64); err != nil {
+				return daemon.AuditEntry{}, fmt.Errorf("cluster: put audit entry: counter %s: %w", seqKey, err)
+			}
+			a.modRev = kvs[0].ModRevision
+		}
+	}
+	return daemon.AuditEntry{}, fmt.Errorf("cluster: put audit entry: other replicas' entries overtook it %d times", maxAuditTries)
+}
+
+// Audit reads the entries f selects, of every replica, newest first:
+// those with Seq < f.Before when it is not 0, at most f.Limit
+// (daemon.AuditPageDefault when 0 or less, daemon.AuditPageMax at most).
+// None gives an empty slice. It reads the trail a window of Seqs at a
+// time, in ascending ranges (etcd reads a whole range to sort it
+// descending).
+func (c *Cluster) Audit(f daemon.AuditFilter) ([]daemon.AuditEntry, error) {
+	lo, hi, err := c.auditBounds()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: audit: %w", err)
+	}
+	if f.Before > 0 {
+		hi = min(hi, f.Before)
+	}
+	scan := daemon.NewAuditScan(f)
+	for hi > lo {
+		from := max(lo, hi-min(hi, auditWindow))
+		ctx, cancel := c.ctx()
+		resp, err := c.cli.Get(ctx, c.auditKey(from), clientv3.WithRange(c.auditKey(hi)))
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("cluster: audit: %w", err)
+		}
+		for i := len(resp.Kvs) - 1; i >= 0; i-- {
+			more, err := scan.Add(resp.Kvs[i].Value)
+			if err != nil {
+				return nil, fmt.Errorf("cluster: audit: %s: %w", resp.Kvs[i].Key, err)
+			}
+			if !more {
+				return scan.Entries, nil
+			}
+		}
+		hi = from
+	}
+	return scan.Entries, nil
+}
+
+// auditBounds reads the Seq of the oldest entry, and one above the
+// counter: the trail's Seqs are in [lo, hi). Both are 0 without entries.
+func (c *Cluster) auditBounds() (lo, hi uint64, err error) {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := c.cli.Txn(ctx).Then(clientv3.OpGet(c.auditSeqKey()),
+		clientv3.OpGet(c.auditKey(0), clientv3.WithRange(c.auditEnd()), clientv3.WithLimit(1), clientv3.WithKeysOnly())).Commit()
+	if err != nil {
+		return 0, 0, err
+	}
+	counter, first := resp.Responses[0].GetResponseRange().Kvs, resp.Responses[1].GetResponseRange().Kvs
+	if len(counter) == 0 || len(first) == 0 {
+		return 0, 0, nil
+	}
+	last, err := strconv.ParseUint(string(counter[0].Value), 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("counter %s: %w", counter[0].Key, err)
+	}
+	lo, err = strconv.ParseUint(c.name("audit/", first[0].Key), 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("key %s: %w", first[0].Key, err)
+	}
+	return lo, last + 1, nil
+}
+
+// PruneAudit deletes the entries older than before, oldest first, and
+// says how many. It stops at the first entry that is not older: entries
+// are in time order but for the replicas' clocks, and one left behind
+// goes at a later prune. Replicas may prune at once: each entry is
+// counted by the one that deleted it.
+func (c *Cluster) PruneAudit(before time.Time) (int, error) {
+	total := 0
+	for {
+		n, more, err := c.pruneAuditWindow(before)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("cluster: prune audit: %w", err)
+		}
+		if !more {
+			return total, nil
+		}
+	}
+}
+
+// pruneAuditWindow deletes the older entries among the oldest
+// auditWindow ones; more says whether there may be more to delete.
+func (c *Cluster) pruneAuditWindow(before time.Time) (int, bool, error) {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := c.cli.Get(ctx, c.auditKey(0), clientv3.WithRange(c.auditEnd()), clientv3.WithLimit(int64(auditWindow)))
+	if err != nil || len(resp.Kvs) == 0 {
+		return 0, false, err
+	}
+	// The range ends past the last key read, or at the first entry kept.
+	end := clientv3.GetPrefixRangeEnd(string(resp.Kvs[len(resp.Kvs)-1].Key))
+	more := len(resp.Kvs) == int(auditWindow)
+	for i, kv := range resp.Kvs {
+		var head struct{ Time *time.Time }
+		if err := json.Unmarshal(kv.Value, &head); err != nil || head.Time == nil {
+			return 0, false, errors.Join(fmt.Errorf("%s holds no audit entry", kv.Key), err)
+		}
+		if !head.Time.Before(before) {
+			if i == 0 {
+				return 0, false, nil
+			}
+			end, more = string(kv.Key), false
+			break
+		}
+	}
+	del, err := c.cli.Delete(ctx, c.auditKey(0), clientv3.WithRange(end))
+	if err != nil {
+		return 0, false, err
+	}
+	return int(del.Deleted), more, nil
+}
