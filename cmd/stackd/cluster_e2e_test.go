@@ -117,8 +117,8 @@ func (e *clusterEnv) writeConfig(r *repo, n int, durations map[string]string) []
 	return names
 }
 
-// start starts (or restarts) the replica name.
-func (e *clusterEnv) start(name string) *replica {
+// start starts (or restarts) the replica name, with extra flags.
+func (e *clusterEnv) start(name string, extra ...string) *replica {
 	e.t.Helper()
 	r := e.replicas[name]
 	if r == nil {
@@ -131,10 +131,10 @@ func (e *clusterEnv) start(name string) *replica {
 		r.log = log
 		e.replicas[name] = r
 	}
-	r.cmd = startProcess(e.t, e.exe, e.bin, e.config, r.dataDir, r.addr, r.log,
-		"--cluster-etcd", strings.Join(e.endpoints, ","), "--node-name", name, "--advertise-url", r.url,
+	args := []string{"--cluster-etcd", strings.Join(e.endpoints, ","), "--node-name", name, "--advertise-url", r.url,
 		"--cluster-lease-ttl", clusterTTL.String(), "--handover-grace", clusterGrace.String(),
-		"--default-backend", e.backend, "--passphrase-file", e.passphrase, "--max-concurrent", strconv.Itoa(e.maxConcurrent))
+		"--default-backend", e.backend, "--passphrase-file", e.passphrase, "--max-concurrent", strconv.Itoa(e.maxConcurrent)}
+	r.cmd = startProcess(e.t, e.exe, e.bin, e.config, r.dataDir, r.addr, r.log, append(args, extra...)...)
 	return r
 }
 

@@ -29,6 +29,8 @@ import (
 // the test chose at once, so that a headless browser goes through the
 // whole flow on redirects alone.
 type testOP struct {
+	t      *testing.T
+	ln     net.Listener
 	issuer string
 	user   atomic.Pointer[string] // the username the login page signs in
 }
@@ -51,18 +53,33 @@ var opGroups = map[string][]string{"u1": {"readers"}, "u2": {"platform-team", "r
 // client-secret) may return to redirectURL.
 func startTestOP(t *testing.T, redirectURL string) *testOP {
 	t.Helper()
+	tp := listenTestOP(t)
+	tp.serve(redirectURL)
+	return tp
+}
+
+// listenTestOP makes a provider that listens, so that its issuer URL is
+// known, and answers once serve is called.
+func listenTestOP(t *testing.T) *testOP {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp := &testOP{issuer: "http://" + ln.Addr().String()}
+	tp := &testOP{t: t, ln: ln, issuer: "http://" + ln.Addr().String()}
+	t.Cleanup(func() { _ = ln.Close() })
+	return tp
+}
+
+// serve answers with a client stackd (secret client-secret) that may
+// return to redirectURL.
+func (tp *testOP) serve(redirectURL string) {
 	clients := map[string]*storage.Client{"stackd": storage.WebClient("stackd", "client-secret", redirectURL)}
 	st := &opStorage{Storage: storage.NewStorageWithClients(opUserStore{}, clients)}
 	router := exampleop.SetupServer(tp.issuer, st, slog.New(slog.DiscardHandler), false)
 	srv := &http.Server{Handler: tp.autoLogin(router), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return tp
+	go func() { _ = srv.Serve(tp.ln) }()
+	tp.t.Cleanup(func() { _ = srv.Close() })
 }
 
 // autoLogin answers the login page by posting its form for the chosen
