@@ -239,8 +239,10 @@ func (s *Server) readable(p daemon.Principal, entries []*stackEntry) []*stackEnt
 		return entries
 	}
 	out := make([]*stackEntry, 0, len(entries))
+	var ref daemon.StackRef // one for all: Access keeps none
 	for _, e := range entries {
-		if ok, _ := s.permit(p, daemon.ActionRead, refOf(&e.view)); ok {
+		ref.Name, ref.Source = e.view.Name, e.view.Source
+		if ok, _ := s.permit(p, daemon.ActionRead, &ref); ok {
 			out = append(out, e)
 		}
 	}
