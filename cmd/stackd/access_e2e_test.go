@@ -20,6 +20,7 @@ import (
 const (
 	ciToken        = "ci-4f1c9a7e2b8d4c6f9e0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6"
 	dashboardToken = "dash-0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a"
+	appToken       = "app-5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c"
 )
 
 func sha256Hex(s string) string {
@@ -28,15 +29,18 @@ func sha256Hex(s string) string {
 }
 
 // rolesFile is a roles file: the token ci holds operator (read and sync
-// every stack), the token dashboards viewer (read), unless revoked.
+// every stack), the token dashboards viewer (read), unless revoked, and
+// the token app-team reads the stack app only.
 func rolesFile(dashboards bool) string {
-	s := "tokens:\n  - name: ci\n    sha256: " + sha256Hex(ciToken) + "\n    roles: [operator]\n"
+	s := "tokens:\n  - name: ci\n    sha256: " + sha256Hex(ciToken) + "\n    roles: [operator]\n" +
+		"  - name: app-team\n    sha256: " + sha256Hex(appToken) + "\n    roles: [app-reader]\n"
 	if dashboards {
 		s += "  - name: dashboards\n    sha256: " + sha256Hex(dashboardToken) + "\n    roles: [viewer]\n"
 	}
 	return s + `roles:
   operator: {allow: [read, sync], stacks: ["*"]}
   viewer:   {allow: [read]}
+  app-reader: {allow: [read], stacks: [app]}
 bindings:
   - user: alice@example.com
     roles: [viewer]

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -110,6 +111,12 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.msg }
 
+// isStatus says whether err is an answer of the API with one of codes.
+func isStatus(err error, codes ...int) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && slices.Contains(codes, ae.code)
+}
+
 func (c *client) getJSON(path string, v any) error {
 	resp, err := c.do(http.MethodGet, path)
 	if err != nil {
@@ -160,14 +167,16 @@ func statusCommand(args []string, stdout io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
-	var cs daemon.ClusterStatus // a single node answers 404: no Node
-	var ae *apiError
-	if err := c.getJSON("/api/v1/cluster", &cs); err != nil && !(errors.As(err, &ae) && ae.code == http.StatusNotFound) {
+	// A single node answers 404: no Node. A caller whose roles cover
+	// some stacks only may not read the cluster or the config (403): the
+	// table shows their stacks alone.
+	var cs daemon.ClusterStatus
+	if err := c.getJSON("/api/v1/cluster", &cs); err != nil && !isStatus(err, http.StatusNotFound, http.StatusForbidden) {
 		return err
 	}
 	if fs.NArg() == 0 {
 		var cfg daemon.ConfigStatus
-		if err := c.getJSON("/api/v1/config", &cfg); err != nil {
+		if err := c.getJSON("/api/v1/config", &cfg); err != nil && !isStatus(err, http.StatusForbidden) {
 			return err
 		}
 		printCluster(stdout, cs)

@@ -176,6 +176,16 @@ func TestE2ESignInChromium(t *testing.T) {
 		resp.Header.Get("Location") != "/auth/login?return=%2Fstacks%2Fapp" {
 		t.Fatalf("an anonymous browser is not sent to sign in: %v %v", resp, err)
 	}
+	// A token that reads app only lists app, without the config or the
+	// cluster, which are not app's.
+	appFile := filepath.Join(secrets, "app-token")
+	if err := os.WriteFile(appFile, []byte(appToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := stackd(t, "status", "--server", in.url, "--api-token-file", appFile); code != exitOK ||
+		!strings.Contains(stdout, "app ") || strings.Contains(stdout, "CONFIG SOURCE") {
+		t.Errorf("stackd status with a token of app: exit %d\n%s%s", code, stdout, stderr)
+	}
 
 	alice := "alice"
 	tp.user.Store(&alice)
