@@ -38,6 +38,7 @@ type runFlags struct {
 	limitFlags
 	accessFlags
 	tlsFlags
+	auditFlags
 	dataDir   string
 	listen    string
 	pulumiBin string
@@ -100,6 +101,7 @@ func (f *runFlags) define(fs *flag.FlagSet) {
 	f.limitFlags.define(fs)
 	f.accessFlags.define(fs)
 	f.tlsFlags.define(fs)
+	f.auditFlags.define(fs)
 	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir, "directory for state, checkouts and the default backend")
 	fs.StringVar(&f.listen, "listen", web.DefaultAddr, "HTTP listen address")
 	fs.StringVar(&f.pulumiBin, "pulumi-bin", "", "directory holding the pulumi CLI (default: beside stackd, else on PATH)")
@@ -281,6 +283,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	if err != nil {
 		return nil, err
 	}
+	closeStore = f.auditFlags.pruneAudit(st, closeStore, log)
 	defer func() {
 		if err != nil {
 			closeStore()
