@@ -23,6 +23,8 @@ type StackView struct {
 	Removed bool           `json:"removed,omitempty"`
 	// ExternalLink is the stack's external-link annotation.
 	ExternalLink string `json:"externalLink,omitempty"`
+	// Labels are the stack's metadata labels.
+	Labels map[string]string `json:"labels,omitempty"`
 	// LastSuccess is when an update last succeeded.
 	LastSuccess time.Time `json:"lastSuccess,omitzero"`
 	// Tracking is the branch, commit or Program the stack follows.
@@ -96,6 +98,7 @@ func (d *Daemon) viewLocked(st *stackState) StackView {
 	if st.stack != nil {
 		v.Spec, _ = scrubPlain(spec.Redacted(&st.stack.Spec), d.red).(map[string]any)
 		v.ExternalLink = st.stack.ExternalLink()
+		v.Labels = st.stack.Labels
 		v.Tracking = tracking(&st.stack.Spec)
 		v.Source = st.stack.Source
 	}

@@ -277,23 +277,24 @@ type RoleLister interface {
 	RolesAllowing(action string, stack *daemon.StackRef) []string
 }
 
-// stackRef is what a role's selector sees of the stack name: its name
-// and the config source it came from; only the name for a stack the
-// daemon does not know, or without Access, which has no selectors.
+// stackRef is what a role's selector sees of the stack name: its name,
+// the config source it came from and its labels; only the name for a
+// stack the daemon does not know, or without Access, which has no
+// selectors.
 func (s *Server) stackRef(name string) *daemon.StackRef {
 	ref := &daemon.StackRef{Name: name}
 	if s.opts.Access == nil {
 		return ref
 	}
 	if v, err := s.api.Stack(name); err == nil {
-		ref.Source = v.Source
+		ref.Source, ref.Labels = v.Source, v.Labels
 	}
 	return ref
 }
 
 // refOf is a known stack's StackRef.
 func refOf(v *daemon.StackView) *daemon.StackRef {
-	return &daemon.StackRef{Name: v.Name, Source: v.Source}
+	return &daemon.StackRef{Name: v.Name, Source: v.Source, Labels: v.Labels}
 }
 
 // decision is the guard's verdict on a request.

@@ -112,7 +112,7 @@ func TestLocalPath(t *testing.T) {
 // fakeAccess knows tokens and session cookies by value and grants
 // actions by principal name ("" for anonymous requests): each grant is
 // an action (admin allows all) and a stack glob, empty for every stack
-// and daemon-wide.
+// and daemon-wide, or "label:KEY=VALUE" for the stacks with that label.
 type fakeAccess struct {
 	tokens   map[string]daemon.Principal
 	sessions map[string]daemon.Principal
@@ -147,6 +147,12 @@ func (f *fakeAccess) Allowed(p daemon.Principal, action string, stack *daemon.St
 			return true, ""
 		}
 		if stack == nil {
+			continue
+		}
+		if k, v, ok := strings.Cut(strings.TrimPrefix(g.glob, "label:"), "="); ok && strings.HasPrefix(g.glob, "label:") {
+			if stack.Labels[k] == v {
+				return true, ""
+			}
 			continue
 		}
 		if ok, _ := path.Match(g.glob, stack.Name); ok {
@@ -247,6 +253,22 @@ func twoStacks() *fakeAPI {
 // stack and the roles that would allow it; no credential and a revoked
 // one get 401; the operator token syncs. Each is in the audit trail with
 // who it was, and the allowed sync too.
+// TestAccessByLabel: a role that selects stacks by label sees the
+// stack's labels: it may sync a stack that has the label, not another.
+func TestAccessByLabel(t *testing.T) {
+	api := twoStacks()
+	api.stacks[0].Labels = map[string]string{"team": "a"}
+	access := newFakeAccess()
+	access.grants["ci"] = []grant{{daemon.ActionSync, "label:team=a"}}
+	_, base := startWith(t, Options{API: api, Access: access, Audit: &memAudit{}})
+	if code, v := callWith(t, "POST", base+"/api/v1/stacks/app/sync", bearer(operatorToken), ""); code != http.StatusAccepted {
+		t.Errorf("sync of the labelled stack = %d %v", code, v)
+	}
+	if code, v := callWith(t, "POST", base+"/api/v1/stacks/db/sync", bearer(operatorToken), ""); code != http.StatusForbidden {
+		t.Errorf("sync of another stack = %d %v", code, v)
+	}
+}
+
 func TestAccessSync(t *testing.T) {
 	api, trail := twoStacks(), &memAudit{}
 	_, base := startWith(t, Options{API: api, Access: newFakeAccess(), Audit: trail, Node: "node-1"})

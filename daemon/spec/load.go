@@ -56,6 +56,9 @@ type Stack struct {
 	Name        string
 	Spec        StackSpec
 	Annotations map[string]string
+	// Labels are the stack's metadata labels: roles of the access file
+	// may select stacks by them.
+	Labels map[string]string
 	// SyncWave orders stacks of one config that no prerequisite orders.
 	SyncWave int
 	// Pos is where the stack's name is written.
@@ -552,12 +555,13 @@ func topKeys(n *yaml.Node) map[string]*yaml.Node {
 	return keys
 }
 
-// objectMeta is Kubernetes' metadata; only name and annotations matter.
+// objectMeta is Kubernetes' metadata; name, annotations and labels
+// matter.
 type objectMeta struct {
 	Name                       string            `yaml:"name"`
 	Annotations                map[string]string `yaml:"annotations"`
+	Labels                     map[string]string `yaml:"labels"`
 	Namespace                  Ignored           `yaml:"namespace" stackd:"k8s"`
-	Labels                     Ignored           `yaml:"labels" stackd:"k8s"`
 	GenerateName               Ignored           `yaml:"generateName" stackd:"k8s"`
 	UID                        Ignored           `yaml:"uid" stackd:"k8s"`
 	ResourceVersion            Ignored           `yaml:"resourceVersion" stackd:"k8s"`
@@ -620,7 +624,7 @@ func (l *loader) addManifest(d *decoder, dir string, n *yaml.Node, keys map[stri
 	case group == "pulumi.com" && kind == "Stack":
 		var m stackManifest
 		d.decode(n, "", reflect.ValueOf(&m).Elem())
-		l.addStack(d, dir, m.Metadata.Name, m.Metadata.Annotations, m.Spec, "metadata.name", "spec")
+		l.addStack(d, dir, m.Metadata.Name, stackMeta{m.Metadata.Annotations, m.Metadata.Labels}, m.Spec, "metadata.name", "spec")
 	case group == "pulumi.com" && kind == "Program":
 		var m programManifest
 		d.decode(n, "", reflect.ValueOf(&m).Elem())
@@ -695,7 +699,13 @@ type compactDoc struct {
 type compactStack struct {
 	Name        string            `yaml:"name"`
 	Annotations map[string]string `yaml:"annotations"`
+	Labels      map[string]string `yaml:"labels"`
 	StackSpec   `yaml:",inline"`
+}
+
+// stackMeta is what a stack's document says of it besides its spec.
+type stackMeta struct {
+	annotations, labels map[string]string
 }
 
 type compactProgram struct {
@@ -708,7 +718,7 @@ func (l *loader) addCompact(d *decoder, dir string, n *yaml.Node) {
 	d.decode(n, "", reflect.ValueOf(&doc).Elem())
 	for i, s := range doc.Stacks {
 		base := indexPath("stacks", i)
-		l.addStack(d, dir, s.Name, s.Annotations, s.StackSpec, base+".name", base)
+		l.addStack(d, dir, s.Name, stackMeta{s.Annotations, s.Labels}, s.StackSpec, base+".name", base)
 	}
 	for i, p := range doc.Programs {
 		base := indexPath("programs", i)
@@ -716,14 +726,15 @@ func (l *loader) addCompact(d *decoder, dir string, n *yaml.Node) {
 	}
 }
 
-func (l *loader) addStack(d *decoder, dir, name string, ann map[string]string, spec StackSpec, namePath, base string) {
+func (l *loader) addStack(d *decoder, dir, name string, meta stackMeta, spec StackSpec, namePath, base string) {
 	if !l.checkName(d, name, namePath) {
 		return
 	}
 	l.cfg.Stacks = append(l.cfg.Stacks, &Stack{
 		Name:        name,
 		Spec:        spec,
-		Annotations: ann,
+		Annotations: meta.annotations,
+		Labels:      meta.labels,
 		Pos:         d.src[namePath],
 		Dir:         dir,
 		Source:      l.source,

@@ -3,6 +3,7 @@ package spec
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -345,5 +346,23 @@ func TestAliasBombAcrossDocuments(t *testing.T) {
 	}
 	if n := strings.Count(text, "expands to more than"); n != 1 {
 		t.Errorf("the budget is reported %d times, want once", n)
+	}
+}
+
+// TestLabels: a stack's metadata labels load, from a manifest and from a
+// compact list, for roles that select stacks by them; they are no
+// "ignored" note.
+func TestLabels(t *testing.T) {
+	manifest := strings.Replace(minimalStack, "  name: app\n", "  name: app\n  labels: {team: a, tier: prod}\n", 1)
+	compact := "stacks:\n  - name: app\n    labels: {team: a, tier: prod}\n    stack: org/app/dev\n" +
+		"    projectRepo: https://example.com/org/app.git\n    branch: main\n"
+	for name, src := range map[string]string{"manifest": manifest, "compact": compact} {
+		cfg, diags := mustParse(t, src)
+		if len(diags) != 0 {
+			t.Errorf("%s: %v", name, diags)
+		}
+		if len(cfg.Stacks) != 1 || !maps.Equal(cfg.Stacks[0].Labels, map[string]string{"team": "a", "tier": "prod"}) {
+			t.Errorf("%s: labels %v", name, cfg.Stacks[0].Labels)
+		}
 	}
 }
