@@ -20,13 +20,15 @@ import (
 // keys of every replica's entries are unique and in the order they were
 // appended. (A key made of the time and the node would need no counter,
 // but could not be paged by Seq, and an import from a single node would
-// have to renumber its trail.)
+// have to renumber its trail.) auditlow is the Seq below which the trail
+// was pruned: reads and prunes range over Seqs from there to the counter,
+// never over the whole prefix.
 
 var _ daemon.AuditLog = (*Cluster)(nil)
 
-// auditWindow is how many Seqs one read of the trail spans: about as
-// many entries, well within etcd's limits on a response. A variable for
-// the tests.
+// auditWindow is how many Seqs one read of the trail spans at most:
+// about as many entries, well within etcd's limits on a response. A
+// variable for the tests.
 var auditWindow uint64 = 500
 
 // maxAuditTries bounds the attempts of one append that other replicas'
@@ -45,9 +47,6 @@ type auditCounter struct {
 func (c *Cluster) auditKey(seq uint64) string { return c.key("audit/", seqPart(seq)) }
 
 func (c *Cluster) auditSeqKey() string { return c.opts.Prefix + "auditseq" }
-
-// auditEnd is the end of the range of every entry's key.
-func (c *Cluster) auditEnd() string { return clientv3.GetPrefixRangeEnd(c.opts.Prefix + "audit/") }
 
 // PutAudit appends e to the trail: it assigns e.Seq, the next number of
 // the cluster's trail (never reused, even after pruning), and e.Time when
@@ -96,7 +95,7 @@ func (c *Cluster) PutAudit(e daemon.AuditEntry) (daemon.AuditEntry, error) {
 // (daemon.AuditPageDefault when 0 or less, daemon.AuditPageMax at most).
 // None gives an empty slice. It reads the trail a window of Seqs at a
 // time, in ascending ranges (etcd reads a whole range to sort it
-// descending).
+// descending), from the newest.
 func (c *Cluster) Audit(f daemon.AuditFilter) ([]daemon.AuditEntry, error) {
 	lo, hi, err := c.auditBounds()
 	if err != nil {
@@ -106,8 +105,11 @@ func (c *Cluster) Audit(f daemon.AuditFilter) ([]daemon.AuditEntry, error) {
 		hi = min(hi, f.Before)
 	}
 	scan := daemon.NewAuditScan(f)
-	for hi > lo {
-		from := max(lo, hi-min(hi, auditWindow))
+	// The first window spans what a page without a filter needs; each
+	// next one twice the last, up to auditWindow.
+	window := min(auditWindow, uint64(max(scan.Remaining(), 16)))
+	for ; hi > lo; window = min(2*window, auditWindow) {
+		from := max(lo, hi-min(hi, window))
 		ctx, cancel := c.ctx()
 		resp, err := c.cli.Get(ctx, c.auditKey(from), clientv3.WithRange(c.auditKey(hi)))
 		cancel()
@@ -128,30 +130,35 @@ func (c *Cluster) Audit(f daemon.AuditFilter) ([]daemon.AuditEntry, error) {
 	return scan.Entries, nil
 }
 
-// auditBounds reads the Seq of the oldest entry, and one above the
-// counter: the trail's Seqs are in [lo, hi). Both are 0 without entries.
+// auditBounds reads the trail's bounds: its Seqs are in [lo, hi). lo
+// is auditlow, below which every entry was pruned (0 when nothing was),
+// hi one above the counter. Only the two keys are read: a range with a
+// limit costs etcd a count of the whole range, which for the oldest key
+// of a long trail is most of the cost of a page.
 func (c *Cluster) auditBounds() (lo, hi uint64, err error) {
 	ctx, cancel := c.ctx()
 	defer cancel()
-	resp, err := c.cli.Txn(ctx).Then(clientv3.OpGet(c.auditSeqKey()),
-		clientv3.OpGet(c.auditKey(0), clientv3.WithRange(c.auditEnd()), clientv3.WithLimit(1), clientv3.WithKeysOnly())).Commit()
+	resp, err := c.cli.Txn(ctx).Then(clientv3.OpGet(c.auditSeqKey()), clientv3.OpGet(c.auditLowKey())).Commit()
 	if err != nil {
 		return 0, 0, err
 	}
-	counter, first := resp.Responses[0].GetResponseRange().Kvs, resp.Responses[1].GetResponseRange().Kvs
-	if len(counter) == 0 || len(first) == 0 {
+	counter, low := resp.Responses[0].GetResponseRange().Kvs, resp.Responses[1].GetResponseRange().Kvs
+	if len(counter) == 0 {
 		return 0, 0, nil
 	}
 	last, err := strconv.ParseUint(string(counter[0].Value), 10, 64)
 	if err != nil {
 		return 0, 0, fmt.Errorf("counter %s: %w", counter[0].Key, err)
 	}
-	lo, err = strconv.ParseUint(c.name("audit/", first[0].Key), 10, 64)
-	if err != nil {
-		return 0, 0, fmt.Errorf("key %s: %w", first[0].Key, err)
+	if len(low) > 0 {
+		if lo, err = strconv.ParseUint(string(low[0].Value), 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("%s: %w", low[0].Key, err)
+		}
 	}
-	return lo, last + 1, nil
+	return min(lo, last+1), last + 1, nil
 }
+
+func (c *Cluster) auditLowKey() string { return c.opts.Prefix + "auditlow" }
 
 // PruneAudit deletes the entries older than before, oldest first, and
 // says how many. It stops at the first entry that is not older: entries
@@ -159,47 +166,59 @@ func (c *Cluster) auditBounds() (lo, hi uint64, err error) {
 // goes at a later prune. Replicas may prune at once: each entry is
 // counted by the one that deleted it.
 func (c *Cluster) PruneAudit(before time.Time) (int, error) {
+	lo, hi, err := c.auditBounds()
+	if err != nil {
+		return 0, fmt.Errorf("cluster: prune audit: %w", err)
+	}
 	total := 0
-	for {
-		n, more, err := c.pruneAuditWindow(before)
+	for lo < hi {
+		n, cut, done, err := c.pruneAuditWindow(before, lo, min(hi, lo+auditWindow))
 		total += n
 		if err != nil {
 			return total, fmt.Errorf("cluster: prune audit: %w", err)
 		}
-		if !more {
-			return total, nil
+		if done {
+			break
 		}
+		lo = cut
 	}
+	return total, nil
 }
 
-// pruneAuditWindow deletes the older entries among the oldest
-// auditWindow ones; more says whether there may be more to delete.
-func (c *Cluster) pruneAuditWindow(before time.Time) (int, bool, error) {
+// pruneAuditWindow deletes the entries of Seq in [lo, hi) older than
+// before, up to the first that is not, and moves auditlow up to it (or
+// to hi): it returns how many it deleted, where it stopped, and whether
+// it found an entry to keep.
+func (c *Cluster) pruneAuditWindow(before time.Time, lo, hi uint64) (n int, cut uint64, done bool, err error) {
 	ctx, cancel := c.ctx()
 	defer cancel()
-	resp, err := c.cli.Get(ctx, c.auditKey(0), clientv3.WithRange(c.auditEnd()), clientv3.WithLimit(int64(auditWindow)))
-	if err != nil || len(resp.Kvs) == 0 {
-		return 0, false, err
+	resp, err := c.cli.Get(ctx, c.auditKey(lo), clientv3.WithRange(c.auditKey(hi)))
+	if err != nil {
+		return 0, lo, false, err
 	}
-	// The range ends past the last key read, or at the first entry kept.
-	end := clientv3.GetPrefixRangeEnd(string(resp.Kvs[len(resp.Kvs)-1].Key))
-	more := len(resp.Kvs) == int(auditWindow)
-	for i, kv := range resp.Kvs {
+	cut = hi
+	for _, kv := range resp.Kvs {
 		var head struct{ Time *time.Time }
 		if err := json.Unmarshal(kv.Value, &head); err != nil || head.Time == nil {
-			return 0, false, errors.Join(fmt.Errorf("%s holds no audit entry", kv.Key), err)
+			return 0, lo, false, errors.Join(fmt.Errorf("%s holds no audit entry", kv.Key), err)
 		}
 		if !head.Time.Before(before) {
-			if i == 0 {
-				return 0, false, nil
+			if cut, err = strconv.ParseUint(c.name("audit/", kv.Key), 10, 64); err != nil {
+				return 0, lo, false, fmt.Errorf("key %s: %w", kv.Key, err)
 			}
-			end, more = string(kv.Key), false
+			done = true
 			break
 		}
 	}
-	del, err := c.cli.Delete(ctx, c.auditKey(0), clientv3.WithRange(end))
-	if err != nil {
-		return 0, false, err
+	if cut == lo {
+		return 0, lo, done, nil
 	}
-	return int(del.Deleted), more, nil
+	// Entries below hi were all written before the bounds were read (each
+	// with the counter): none can appear in the range deleted.
+	tresp, err := c.cli.Txn(ctx).Then(clientv3.OpDelete(c.auditKey(lo), clientv3.WithRange(c.auditKey(cut))),
+		clientv3.OpPut(c.auditLowKey(), strconv.FormatUint(cut, 10))).Commit()
+	if err != nil {
+		return 0, lo, false, err
+	}
+	return int(tresp.Responses[0].GetResponseDeleteRange().Deleted), cut, done, nil
 }

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/storetest"
@@ -115,9 +116,14 @@ func scanTrail(tr trail, f daemon.AuditFilter) []daemon.AuditEntry {
 }
 
 // TestImportAudit: an import copies the trail with its Seqs into a
-// cluster without one, and after the entries of one that has one.
+// cluster without one, and after the entries of one that has one; reads
+// and prunes then go over the Seqs the single node had pruned, which
+// the import leaves unused (windows of 3 Seqs make them span several).
 func TestImportAudit(t *testing.T) {
 	eps := etcd(t)
+	saved := auditWindow
+	auditWindow = 3
+	t.Cleanup(func() { auditWindow = saved })
 	var src trail
 	for seq := uint64(5); seq <= 7; seq++ { // 1 to 4 were pruned
 		e := storetest.NewAuditEntry("alice", daemon.ActionSync, "web", int(seq))
@@ -128,9 +134,10 @@ func TestImportAudit(t *testing.T) {
 		name     string
 		existing int
 		want     []uint64
+		low      string
 	}{
-		{"empty", 0, []uint64{7, 6, 5}},
-		{"with a trail", 2, []uint64{9, 8, 7}},
+		{"empty", 0, []uint64{7, 6, 5}, "5"},
+		{"with a trail", 2, []uint64{9, 8, 7}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := openAt(t, eps, newPrefix(), "migrate")
@@ -154,9 +161,26 @@ func TestImportAudit(t *testing.T) {
 					t.Errorf("imported entry %+v, want %+v", e, want)
 				}
 			}
+			if low, err := c.get(c.auditLowKey()); string(low) != tc.low {
+				t.Errorf("auditlow after the import = %q, %v; want %q", low, err, tc.low)
+			}
 			// A replica that appended before the import learns the counter.
-			if e, err := c.PutAudit(storetest.NewAuditEntry("bob", daemon.ActionSync, "web", 200)); err != nil || e.Seq != tc.want[0]+1 {
-				t.Errorf("entry after the import has Seq %d, %v; want %d", e.Seq, err, tc.want[0]+1)
+			next := tc.want[0] + 1
+			if e, err := c.PutAudit(storetest.NewAuditEntry("bob", daemon.ActionSync, "web", 200)); err != nil || e.Seq != next {
+				t.Errorf("entry after the import has Seq %d, %v; want %d", e.Seq, err, next)
+			}
+			all := append([]uint64{next}, tc.want...)
+			for seq := uint64(tc.existing); seq >= 1; seq-- {
+				all = append(all, seq)
+			}
+			if es, err := c.Audit(daemon.AuditFilter{}); err != nil || !reflect.DeepEqual(storetest.AuditSeqs(es), all) {
+				t.Errorf("whole trail = %v, %v; want %v", storetest.AuditSeqs(es), err, all)
+			}
+			if n, err := c.PruneAudit(storetest.T0.Add(1000 * time.Minute)); err != nil || n != len(all) {
+				t.Errorf("PruneAudit of everything = %d, %v; want %d", n, err, len(all))
+			}
+			if low, err := c.get(c.auditLowKey()); err != nil || string(low) != fmt.Sprint(next+1) {
+				t.Errorf("auditlow after pruning everything = %q, %v; want %d", low, err, next+1)
 			}
 		})
 	}

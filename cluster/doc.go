@@ -29,6 +29,7 @@
 //	logs/<stack>/<seq>         the update's log, gzip
 //	revseq, revisions/<seq>    config revisions
 //	auditseq, audit/<seq>      the audit trail of every replica, JSON daemon.AuditEntry
+//	auditlow                   the Seq below which the trail was pruned
 //	meta/<key>                 small values (config commits in force)
 //	requests/<stack>           the last sync request sent to the holder
 //	push                       the last push event, for every replica

@@ -158,7 +158,7 @@ func (c *Cluster) importAudit(w *batch, src Exporter, n *Imported) error {
 	if err != nil {
 		return fmt.Errorf("cluster: import: audit: %w", err)
 	}
-	var last uint64
+	var first, last uint64
 	for f := (daemon.AuditFilter{Limit: daemon.AuditPageMax}); ; {
 		es, err := src.Audit(f)
 		if err != nil {
@@ -170,7 +170,7 @@ func (c *Cluster) importAudit(w *batch, src Exporter, n *Imported) error {
 		for _, e := range es {
 			f.Before = e.Seq
 			e.Seq += base
-			last = max(last, e.Seq)
+			first, last = e.Seq, max(last, e.Seq)
 			v, err := json.Marshal(e)
 			if err != nil {
 				return err
@@ -181,6 +181,9 @@ func (c *Cluster) importAudit(w *batch, src Exporter, n *Imported) error {
 	}
 	if last > 0 {
 		w.put(c.auditSeqKey(), []byte(strconv.FormatUint(last, 10)))
+	}
+	if base == 0 && first > 0 { // the single node's pruned Seqs stay unread
+		w.put(c.auditLowKey(), []byte(strconv.FormatUint(first, 10)))
 	}
 	return w.err
 }

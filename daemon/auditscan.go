@@ -50,6 +50,9 @@ func NewAuditScan(f AuditFilter) *AuditScan {
 	return s
 }
 
+// Remaining is how many more entries the scan may select.
+func (s *AuditScan) Remaining() int { return s.limit - len(s.Entries) }
+
 // needle is how json.Marshal writes field: value in an AuditEntry.
 func needle(field, value string) []byte {
 	v, _ := json.Marshal(value) // a string always marshals

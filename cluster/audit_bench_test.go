@@ -1,0 +1,86 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/storetest"
+)
+
+func benchCluster(b *testing.B) *Cluster {
+	if endpoints == nil {
+		b.Skip("starts an etcd member")
+	}
+	c, err := Open(context.Background(), Options{Endpoints: endpoints, Prefix: newPrefix(), Node: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	return c
+}
+
+// BenchmarkPutAuditEtcd appends entries one by one from one replica, as
+// its web server records requests.
+func BenchmarkPutAuditEtcd(b *testing.B) {
+	c := benchCluster(b)
+	e := storetest.NewAuditEntry("alice", daemon.ActionSync, "web", 0)
+	start := time.Now()
+	for b.Loop() {
+		if _, err := c.PutAudit(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "entries/s")
+}
+
+// BenchmarkAuditFilterEtcd reads the first page of a filter over a trail
+// of 100 000 entries in etcd, as BenchmarkAuditFilter of the BoltDB
+// store does.
+func BenchmarkAuditFilterEtcd(b *testing.B) {
+	c := benchCluster(b)
+	const n = 100_000
+	ctx := context.Background()
+	var ops []clientv3.Op
+	for i := range n {
+		e := storetest.NewAuditEntry(fmt.Sprintf("user%d", i%20), daemon.ActionSync, fmt.Sprintf("stack-%d", i%50), 0)
+		e.Time, e.Seq = storetest.T0.Add(time.Duration(i)*time.Second), uint64(i+1)
+		v, _ := json.Marshal(e)
+		ops = append(ops, clientv3.OpPut(c.auditKey(e.Seq), string(v)))
+		if len(ops) == maxOps || i == n-1 {
+			if _, err := c.cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+				b.Fatal(err)
+			}
+			ops = nil
+		}
+	}
+	if _, err := c.cli.Put(ctx, c.auditSeqKey(), fmt.Sprint(n)); err != nil {
+		b.Fatal(err)
+	}
+	last := storetest.T0.Add(n * time.Second)
+	for _, tc := range []struct {
+		name string
+		f    daemon.AuditFilter
+	}{
+		{"all", daemon.AuditFilter{}},
+		{"stack", daemon.AuditFilter{Stack: "stack-7"}},
+		{"stack+actor", daemon.AuditFilter{Stack: "stack-7", Actor: "user7"}},
+		{"none", daemon.AuditFilter{Stack: "gone"}},
+		{"none-since-1h", daemon.AuditFilter{Stack: "gone", Since: last.Add(-time.Hour)}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			start := time.Now()
+			for b.Loop() {
+				if _, err := c.Audit(tc.f); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(time.Since(start).Microseconds())/1000/float64(b.N), "ms/op")
+		})
+	}
+}
