@@ -153,6 +153,12 @@ func (a *Access) Allowed(p daemon.Principal, action string, stack *daemon.StackR
 	return a.policy.Load().Allowed(p, action, stack)
 }
 
+// RolesAllowing lists the roles that would allow action on stack, for a
+// refusal to name (the web server's RoleLister).
+func (a *Access) RolesAllowing(action string, stack *daemon.StackRef) []string {
+	return a.policy.Load().RolesAllowing(action, stack)
+}
+
 // GenerateToken makes a new API token: 32 random bytes, hex-encoded, and
 // the SHA-256 of it to write into the roles file. The token is shown to
 // its owner once and never stored.

@@ -167,6 +167,19 @@ func (pol *Policy) Allowed(p daemon.Principal, action string, stack *daemon.Stac
 	return false, denial(p, action, stack, roles)
 }
 
+// RolesAllowing lists, sorted, the roles of the policy that would allow
+// action on stack (nil: daemon-wide): what a refusal can point to.
+func (pol *Policy) RolesAllowing(action string, stack *daemon.StackRef) []string {
+	out := []string{AdminRole}
+	for name, r := range pol.roles {
+		if name != AdminRole && r.grants(action, stack) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // denial words a refusal: who, what was refused, and what would help.
 func denial(p daemon.Principal, action string, stack *daemon.StackRef, roles []string) string {
 	what := action + " stack " + nameOf(stack)

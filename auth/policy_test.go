@@ -284,3 +284,27 @@ func TestParseAliasBomb(t *testing.T) {
 		t.Fatalf("Parse = %v, want a refusal of the expansion", err)
 	}
 }
+
+// TestRolesAllowing: the roles a refusal can point to, admin always.
+func TestRolesAllowing(t *testing.T) {
+	pol := mustParse(t, examplePolicy)
+	teamA := &daemon.StackRef{Name: "team-a-web", Source: "git+https://git.example.com/team-a/stacks", Labels: map[string]string{"team": "a"}}
+	db := &daemon.StackRef{Name: "db", Labels: map[string]string{"tier": "prod", "team": "b"}}
+	cases := []struct {
+		action string
+		stack  *daemon.StackRef
+		want   string
+	}{
+		{daemon.ActionSync, teamA, "admin operator team-a"},
+		{daemon.ActionPause, teamA, "admin team-a"},
+		{daemon.ActionCancel, db, "admin labelled"},
+		{daemon.ActionRead, db, "admin operator viewer"},
+		{daemon.ActionReload, nil, "admin reloader"},
+		{daemon.ActionSync, nil, "admin"},
+	}
+	for _, c := range cases {
+		if got := strings.Join(pol.RolesAllowing(c.action, c.stack), " "); got != c.want {
+			t.Errorf("RolesAllowing(%s, %v) = %q, want %q", c.action, c.stack, got, c.want)
+		}
+	}
+}
