@@ -119,7 +119,8 @@ func isSystemError(err error) bool {
 // 100 (50 000 records, mostly the JSON check) and 120 ms for 20 × 100
 // with 1 MiB logs (2 GiB: log bytes sit on overflow pages that neither
 // the walk nor tx.Check read, so the cost follows the number of pages and
-// records, not bytes). That is small next to a daemon start, and it is
+// records, not bytes); 110 ms for 100 000 audit entries (90 days of one
+// every 78 s). That is small next to a daemon start, and it is
 // the only way to refuse a damaged file before anything writes to it.
 func verify(db *bbolt.DB, path string) (int, error) {
 	var version int
