@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -108,11 +109,16 @@ func (a *Access) Reload() (changed bool, err error) {
 
 // Bearer resolves an API token: the admin token, or a named token of the
 // roles file in force. Every named token's hash is compared, in constant
-// time, whichever matches. Errors wrap daemon.ErrUnauthenticated and
+// time, whichever matches. A value in the format of a session (what
+// `stackd login` stores) is checked as a session instead: a user signed
+// in through the browser. Errors wrap daemon.ErrUnauthenticated and
 // never hold the token.
 func (a *Access) Bearer(tok string) (daemon.Principal, error) {
 	if tok == "" {
 		return anonymous, fmt.Errorf("empty API token: %w", daemon.ErrUnauthenticated)
+	}
+	if strings.HasPrefix(tok, sessionPrefix) { // never a generated token: those are hex
+		return a.Session(tok)
 	}
 	sum := sha256.Sum256([]byte(tok))
 	if a.admin != nil && subtle.ConstantTimeCompare(sum[:], a.admin[:]) == 1 {

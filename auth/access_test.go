@@ -221,6 +221,16 @@ func TestSession(t *testing.T) {
 	if err != nil || p.Name != alice.Name || p.Subject != "id1" || p.Kind != daemon.PrincipalUser || len(p.Groups) != 1 || p.Groups[0] != "ops" {
 		t.Fatalf("Session = %+v, %v", p, err)
 	}
+	if name, exp, ok := SessionHolder(good); !ok || name != alice.Name || !exp.Equal(now.Add(time.Hour)) {
+		t.Errorf("SessionHolder = %q, %v, %v", name, exp, ok)
+	}
+	if _, _, ok := SessionHolder("0123abcd"); ok {
+		t.Error("SessionHolder reads a token as a session")
+	}
+	// The value `stackd login` stores is sent as a bearer token.
+	if p, err := a.Bearer(good); err != nil || p.Name != alice.Name || p.Kind != daemon.PrincipalUser {
+		t.Fatalf("Bearer(session) = %+v, %v", p, err)
+	}
 
 	fromOther, _ := newSession(other.sessions, alice, now, time.Hour)
 	expired, _ := newSession(a.sessions, alice, now.Add(-2*time.Hour), time.Hour)
@@ -256,6 +266,13 @@ func TestSession(t *testing.T) {
 		}
 		if p.Kind != daemon.PrincipalAnonymous {
 			t.Errorf("%s: refused as %+v", c.name, p)
+		}
+		if c.cookie == "" || !strings.HasPrefix(c.cookie, sessionPrefix) {
+			continue
+		}
+		if p, err := a.Bearer(c.cookie); !errors.Is(err, daemon.ErrUnauthenticated) || !strings.Contains(err.Error(), c.want) ||
+			p.Kind != daemon.PrincipalAnonymous {
+			t.Errorf("%s: Bearer = %+v, %v; want a refusal saying %q", c.name, p, err, c.want)
 		}
 	}
 	noKey, _ := New(Options{})

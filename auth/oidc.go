@@ -162,6 +162,16 @@ func scopes(s []string) []string {
 // SessionTTL is how long a session lasts: the session cookie's Max-Age.
 func (s *SignIn) SessionTTL() time.Duration { return s.opts.SessionTTL }
 
+// IssueSession signs a new session for p, a signed-in user, lasting
+// SessionTTL from now: the credential `stackd login` receives, which
+// Access.Bearer and Access.Session accept like the cookie.
+func (s *SignIn) IssueSession(p daemon.Principal) (string, error) {
+	if p.Kind != daemon.PrincipalUser || p.Name == "" {
+		return "", fmt.Errorf("a session is issued to a signed-in user only, not to a %s", p.Kind)
+	}
+	return newSession(s.access.sessions, p, s.access.now(), s.opts.SessionTTL)
+}
+
 // Discover fetches the provider's discovery document, if not done yet;
 // cmd calls it at start to report a wrong issuer early.
 func (s *SignIn) Discover(ctx context.Context) error {

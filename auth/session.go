@@ -258,3 +258,20 @@ func size(groups []string) int {
 	}
 	return n
 }
+
+// SessionHolder reads the name and the end of a session value without
+// checking its signature: for a client to show whom the session it was
+// given names (only the daemon can tell whether it is valid). ok is
+// false when value is not a session.
+func SessionHolder(value string) (name string, expires time.Time, ok bool) {
+	body, _, found := strings.Cut(strings.TrimPrefix(value, sessionPrefix), ".")
+	if !found || !strings.HasPrefix(value, sessionPrefix) {
+		return "", time.Time{}, false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(body)
+	var c sessionClaims
+	if err != nil || json.Unmarshal(payload, &c) != nil || c.Name == "" {
+		return "", time.Time{}, false
+	}
+	return c.Name, time.Unix(c.Expires, 0), true
+}

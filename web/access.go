@@ -66,6 +66,7 @@ const (
 	loginPath    = "/auth/login"
 	callbackPath = "/auth/callback"
 	logoutPath   = "/auth/logout"
+	cliPath      = "/auth/cli"
 )
 
 // routeOf maps a request to the action it takes and what on. It knows
@@ -108,7 +109,7 @@ func readRoute(seg []string, q url.Values) route {
 	case len(seg) == 0, match(seg, "api", "v1", "stacks"), match(seg, "previews"), match(seg, "api", "v1", "previews"):
 		return list
 	case match(seg, "healthz"), match(seg, "readyz"), len(seg) == 2 && seg[0] == "static",
-		match(seg, "auth", "login"), match(seg, "auth", "callback"):
+		match(seg, "auth", "login"), match(seg, "auth", "callback"), match(seg, "auth", "cli"):
 		return route{Scope: scopeOpen}
 	case match(seg, "api", "v1", "stacks", "*"), match(seg, "api", "v1", "stacks", "*", "updates"):
 		return stack(seg[3])

@@ -37,6 +37,7 @@ func TestRouteOf(t *testing.T) {
 		{"POST", "/api/v1/webhooks/git", open},
 		{"GET", "/auth/login?return=/stacks/app", open},
 		{"GET", "/auth/callback?code=c&state=s", open},
+		{"GET", "/auth/cli?port=8085&state=abcdefgh", open},
 		{"POST", "/auth/logout", open},
 
 		{"GET", "/", list},

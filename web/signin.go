@@ -2,7 +2,10 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 // Sign-in through OpenID Connect (Options.SignIn): GET /auth/login starts
 // it and sends the browser to the issuer, GET /auth/callback finishes it
 // and sets the session cookie, POST /auth/logout deletes that cookie.
+// GET /auth/cli hands a signed-in user's session to `stackd login`.
 // Signing in and out, and every failure to, are recorded in the audit
 // trail; a failure shows a plain page, never the issuer's answer.
 
@@ -32,6 +36,7 @@ func (s *Server) routeSignIn(mux *http.ServeMux) {
 	}
 	mux.HandleFunc("GET "+loginPath, s.login)
 	mux.HandleFunc("GET "+callbackPath, s.callback)
+	mux.HandleFunc("GET "+cliPath, s.cliLogin)
 }
 
 // login starts a sign-in that returns to ?return= (a path of this
@@ -84,6 +89,75 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	s.setCookie(w, r, cookie)
 	s.record(r, p, auditSignIn, "", daemon.AuditAllowed, http.StatusSeeOther, "")
 	http.Redirect(w, r, ret, http.StatusSeeOther)
+}
+
+// SessionIssuer is what an Options.SignIn may also implement: a new
+// session for a signed-in user, for `stackd login`. Without it the CLI
+// is given the browser's own session cookie.
+type SessionIssuer interface {
+	IssueSession(p daemon.Principal) (string, error)
+}
+
+// cliLogin hands a session to `stackd login`, which listens on this
+// host's loopback and opened this page with ?port= and ?state=. A
+// browser not signed in is sent to sign in and comes back here. The
+// session goes to http://127.0.0.1:PORT/callback only, with the state,
+// which the CLI checks: only a program on the machine of the browser
+// can receive it, and a page that sends someone here gives its session
+// to that machine's loopback, not to the page.
+func (s *Server) cliLogin(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	target, err := cliRedirect(q.Get("port"), q.Get("state"))
+	if err != nil {
+		s.signInFailed(w, r, http.StatusBadRequest, "stackd login: "+err.Error())
+		return
+	}
+	p := principal(r) // the guard read the session cookie
+	if p.Kind != daemon.PrincipalUser {
+		http.Redirect(w, r, loginPath+"?"+url.Values{"return": {r.URL.RequestURI()}}.Encode(), http.StatusSeeOther)
+		return
+	}
+	session, err := s.cliSession(r, p)
+	if err != nil {
+		s.log.Error("cannot issue a session for stackd login", "user", p.Name, "err", err)
+		s.signInFailed(w, r, http.StatusInternalServerError, "cannot issue a session for the CLI")
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	s.record(r, p, auditSignIn, "", daemon.AuditAllowed, http.StatusSeeOther, "via the CLI (stackd login)")
+	http.Redirect(w, r, target+"&token="+url.QueryEscape(session), http.StatusSeeOther)
+}
+
+// cliSession is the session `stackd login` receives for p: a new one
+// when Options.SignIn can issue it, else the browser's.
+func (s *Server) cliSession(r *http.Request, p daemon.Principal) (string, error) {
+	if is, ok := s.opts.SignIn.(SessionIssuer); ok {
+		return is.IssueSession(p)
+	}
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return "", err
+	}
+	return c.Value, nil
+}
+
+// cliRedirect is where /auth/cli sends a session: the callback of
+// `stackd login` on this host's loopback, port being its port (1024 to
+// 65535, digits only) and state its random state (8 to 128 characters,
+// letters, digits, '-' and '_', so that it needs no escaping). Nothing
+// else is ever a target, so /auth/cli cannot redirect elsewhere.
+func cliRedirect(port, state string) (string, error) {
+	n, err := strconv.Atoi(port)
+	if err != nil || strconv.Itoa(n) != port || n < 1024 || n > 65535 { // digits only, no sign, no leading 0
+		return "", fmt.Errorf("port %q is not a port from 1024 to 65535", clip(port, 16))
+	}
+	if len(state) < 8 || len(state) > 128 || strings.ContainsFunc(state, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}) {
+		return "", errors.New("the state must be 8 to 128 letters, digits, '-' or '_'")
+	}
+	return "http://127.0.0.1:" + port + "/callback?state=" + state, nil
 }
 
 // logout deletes the session cookie. The session itself stays valid

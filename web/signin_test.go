@@ -167,3 +167,78 @@ func TestSecureCookies(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIRedirect: /auth/cli sends a session to the loopback port of
+// `stackd login` only, with a state that needs no escaping.
+func TestCLIRedirect(t *testing.T) {
+	cases := []struct{ port, state, want, err string }{
+		{"8085", "abcdEFGH-_09", "http://127.0.0.1:8085/callback?state=abcdEFGH-_09", ""},
+		{"1024", "12345678", "http://127.0.0.1:1024/callback?state=12345678", ""},
+		{"65535", strings.Repeat("s", 128), "http://127.0.0.1:65535/callback?state=" + strings.Repeat("s", 128), ""},
+		{"", "abcdefgh", "", "not a port"},
+		{"1023", "abcdefgh", "", "not a port"},
+		{"65536", "abcdefgh", "", "not a port"},
+		{"0", "abcdefgh", "", "not a port"},
+		{"-8085", "abcdefgh", "", "not a port"},
+		{"+8085", "abcdefgh", "", "not a port"},
+		{"08085", "abcdefgh", "", "not a port"},
+		{"8085@evil.example", "abcdefgh", "", "not a port"},
+		{"80/x", "abcdefgh", "", "not a port"},
+		{"8085", "", "", "state"},
+		{"8085", "short", "", "state"},
+		{"8085", strings.Repeat("s", 129), "", "state"},
+		{"8085", "abcdefgh&token=x", "", "state"},
+		{"8085", "abcd efgh", "", "state"},
+		{"8085", "abcdefgh/../x", "", "state"},
+		{"8085", "abcdéfgh", "", "state"},
+	}
+	for _, c := range cases {
+		got, err := cliRedirect(c.port, c.state)
+		switch {
+		case c.err == "" && (err != nil || got != c.want):
+			t.Errorf("cliRedirect(%q, %q) = %q, %v; want %q", c.port, c.state, got, err, c.want)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || got != ""):
+			t.Errorf("cliRedirect(%q, %q) = %q, %v; want an error saying %q", c.port, c.state, got, err, c.err)
+		}
+	}
+}
+
+// TestCLILogin: /auth/cli sends a browser without a session to sign in
+// and back; with one, to the CLI's loopback callback with the state and
+// a session, recorded as a sign-in via the CLI; a bad port is refused
+// before any sign-in.
+func TestCLILogin(t *testing.T) {
+	trail := &memAudit{}
+	_, base := startWith(t, Options{API: twoStacks(), Access: newFakeAccess(), SignIn: &fakeSignIn{}, Audit: trail,
+		ReadRequiresToken: true})
+	const path = "/auth/cli?port=8085&state=abcdefgh"
+
+	resp, _ := fetch(t, "GET", base+path, nil)
+	if resp.StatusCode != http.StatusSeeOther ||
+		resp.Header.Get("Location") != "/auth/login?return=%2Fauth%2Fcli%3Fport%3D8085%26state%3Dabcdefgh" {
+		t.Errorf("without a session: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	alice := http.Header{"Cookie": {sessionCookie + "=" + aliceCookie}}
+	resp, _ = fetch(t, "GET", base+path, alice)
+	want := "http://127.0.0.1:8085/callback?state=abcdefgh&token=" + url.QueryEscape(aliceCookie)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != want || resp.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("with a session: %d to %q, want %q", resp.StatusCode, resp.Header.Get("Location"), want)
+	}
+	resp, _ = fetch(t, "GET", base+"/auth/cli?port=80&state=abcdefgh", alice)
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Location") != "" {
+		t.Errorf("port 80: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	var got []string
+	for _, e := range trail.all() {
+		got = append(got, e.Action+" "+e.Outcome+" "+e.Principal.Name+" "+e.Path+" "+e.Reason)
+	}
+	wantTrail := "sign-in allowed alice /auth/cli via the CLI (stackd login)|sign-in unauthenticated  /auth/cli stackd login: port \"80\" is not a port from 1024 to 65535"
+	if strings.Join(got, "|") != wantTrail {
+		t.Errorf("audit trail:\n%s\nwant\n%s", strings.Join(got, "|"), wantTrail)
+	}
+	for _, e := range trail.all() {
+		if strings.Contains(fmt.Sprint(e), aliceCookie) {
+			t.Errorf("the trail holds the session: %+v", e)
+		}
+	}
+}

@@ -62,6 +62,18 @@ func newClient(server, tokenFile, dataDir string) (*client, error) {
 	c := &client{server: strings.TrimSuffix(server, "/"), http: &http.Client{}}
 	if tokenFile == "" {
 		c.token, c.hint = localToken(c.server, dataDir)
+		if c.token != "" {
+			return c, nil
+		}
+		// A person signed in with `stackd login`.
+		session, err := loadSession(c.server)
+		if err != nil {
+			return nil, err
+		}
+		if session != "" {
+			c.token = session
+			c.hint = "the session of stackd login for " + c.server + " was refused (sessions expire): run stackd login --server " + c.server
+		}
 		return c, nil
 	}
 	data, err := os.ReadFile(tokenFile)

@@ -39,6 +39,8 @@ Usage:
   stackd previews [--json]                 list open pull requests and their previews
   stackd pause [--wait D] / stackd resume  stop operations from starting (to copy the backend)
   stackd audit [--stack S] [--since D]     show who synced, paused, reloaded or was refused
+  stackd login --server URL                sign in through the browser, for the commands above
+  stackd logout --server URL               forget that sign-in
   stackd version                           print the version
 
 Every flag may also be given as an environment variable STACKD_<FLAG>,
@@ -81,6 +83,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = pauseCommand(cmd, rest, stdout)
 	case "audit":
 		err = auditCommand(rest, stdout)
+	case "login":
+		err = loginCommand(ctx, rest, stdout)
+	case "logout":
+		err = logoutCommand(rest, stdout)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "stackd %s (%s %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	case "help", "-h", "-help", "--help":
