@@ -13,6 +13,7 @@ require (
 	github.com/google/go-github/v84 v84.0.0
 	github.com/landlock-lsm/go-landlock v0.11.0
 	github.com/prometheus/client_golang v1.25.0
+	github.com/prometheus/client_model v0.6.3
 	github.com/pulumi/pulumi/sdk/v3 v3.250.0
 	github.com/zitadel/oidc/v3 v3.45.6
 	gitlab.com/gitlab-org/api/client-go v1.46.0
@@ -120,7 +121,6 @@ require (
 	github.com/pjbgf/sha1cd v0.7.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/pkg/term v1.1.0 // indirect
-	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/pulumi/appdash v0.0.0-20231130102222-75f619a67231 // indirect
