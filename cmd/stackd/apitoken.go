@@ -1,17 +1,15 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/stackd/stackd/auth"
 )
 
 // apiTokenFile is the file in the data dir that holds the API token the
@@ -48,7 +46,7 @@ func (f *runFlags) apiToken(dataDir string, log *slog.Logger) (string, error) {
 		return "", nil
 	}
 	path := filepath.Join(dataDir, apiTokenFile)
-	token, created, err := ensureAPIToken(path)
+	token, created, err := auth.EnsureAdminToken(path)
 	if err != nil {
 		return "", fmt.Errorf("api token: %w", err)
 	}
@@ -70,82 +68,6 @@ func apiWarnings(f *runFlags) []string {
 	return nil
 }
 
-// ensureAPIToken returns the token in path, creating the file first when
-// it does not exist: 32 random bytes, hex-encoded, mode 0600. The file
-// appears whole or not at all, and an existing one is never replaced. An
-// empty file is an error rather than an open API.
-func ensureAPIToken(path string) (token string, created bool, err error) {
-	token, err = readAPIToken(path)
-	if !errors.Is(err, fs.ErrNotExist) {
-		return token, false, err
-	}
-	raw := make([]byte, 32)
-	if _, err := rand.Read(raw); err != nil {
-		return "", false, err
-	}
-	token = hex.EncodeToString(raw)
-	if err := createFileAtomic(path, []byte(token+"\n")); errors.Is(err, fs.ErrExist) {
-		token, err = readAPIToken(path) // another process made it first
-		return token, false, err
-	} else if err != nil {
-		return "", false, err
-	}
-	return token, true, nil
-}
-
-// readAPIToken reads a token file, trimmed; an empty one is an error.
-func readAPIToken(path string) (string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	token := strings.TrimSpace(string(data))
-	if token == "" {
-		return "", fmt.Errorf("%s is empty: delete it to have a new token generated", path)
-	}
-	return token, nil
-}
-
-// createFileAtomic writes data to a temporary file of mode 0600 beside
-// path, syncs it, and links it to path, so that path appears whole or not
-// at all: fs.ErrExist when path exists.
-func createFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	_, err = f.Write(data) // CreateTemp made it with mode 0600
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.Link(f.Name(), path); errors.Is(err, fs.ErrExist) {
-		return err
-	} else if err != nil {
-		// A file system without hard links: a rename, which would
-		// replace a file made in between; only one daemon starts in a
-		// data dir at a time.
-		if _, serr := os.Lstat(path); serr == nil {
-			return fs.ErrExist
-		}
-		if err := os.Rename(f.Name(), path); err != nil {
-			return err
-		}
-	}
-	if d, err := os.Open(dir); err == nil { // make the new name durable
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
-}
-
 // localToken is the token a client command sends when no
 // --api-token-file is given: that of the daemon whose data dir is
 // dataDir, and only to a server on this host's loopback. hint is what a
@@ -159,7 +81,7 @@ func localToken(server, dataDir string) (token, hint string) {
 	if !loopbackURL(server) {
 		return "", fmt.Sprintf("the API token of %s is sent to a daemon on this host's loopback only: for %s, give --api-token-file", path, server)
 	}
-	token, err := readAPIToken(path)
+	token, err := auth.ReadAdminToken(path)
 	switch {
 	case err == nil:
 		return token, fmt.Sprintf("the API token in %s was refused: the daemon at %s has another data dir or an --api-token-file; give that (--data-dir, STACKD_DATA_DIR, or --api-token-file)", path, server)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/auth"
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/web"
 )
@@ -28,7 +29,7 @@ func TestEnsureAPIToken(t *testing.T) {
 	for i := range tokens {
 		wg.Go(func() {
 			var err error
-			if tokens[i], created[i], err = ensureAPIToken(path); err != nil {
+			if tokens[i], created[i], err = auth.EnsureAdminToken(path); err != nil {
 				t.Error(err)
 			}
 		})
@@ -53,16 +54,16 @@ func TestEnsureAPIToken(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Fatalf("the data dir holds %d files, want the token only", len(entries))
 	}
-	if again, created, err := ensureAPIToken(path); again != token || created || err != nil {
+	if again, created, err := auth.EnsureAdminToken(path); again != token || created || err != nil {
 		t.Fatalf("second call: %q %v %v", again, created, err)
 	}
-	if other, _, _ := ensureAPIToken(filepath.Join(t.TempDir(), apiTokenFile)); other == token || other == "" {
+	if other, _, _ := auth.EnsureAdminToken(filepath.Join(t.TempDir(), apiTokenFile)); other == token || other == "" {
 		t.Fatalf("another data dir got the token %q", other)
 	}
 	if err := os.WriteFile(path, []byte("\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := ensureAPIToken(path); err == nil || !strings.Contains(err.Error(), "is empty") {
+	if _, _, err := auth.EnsureAdminToken(path); err == nil || !strings.Contains(err.Error(), "is empty") {
 		t.Fatalf("an empty token file: %v", err)
 	}
 }
@@ -72,7 +73,7 @@ func TestEnsureAPIToken(t *testing.T) {
 // not sent.
 func TestLocalToken(t *testing.T) {
 	dataDir := t.TempDir()
-	token, _, err := ensureAPIToken(filepath.Join(dataDir, apiTokenFile))
+	token, _, err := auth.EnsureAdminToken(filepath.Join(dataDir, apiTokenFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func (a *syncAPI) Sync(name string) (string, error) {
 // or STACKD_DATA_DIR; without one it shows the 401 with where it looked.
 func TestClientSendsDataDirToken(t *testing.T) {
 	dataDir := t.TempDir()
-	token, _, err := ensureAPIToken(filepath.Join(dataDir, apiTokenFile))
+	token, _, err := auth.EnsureAdminToken(filepath.Join(dataDir, apiTokenFile))
 	if err != nil {
 		t.Fatal(err)
 	}

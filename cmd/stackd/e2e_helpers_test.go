@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/auth"
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
 )
@@ -204,7 +205,7 @@ func apiTokenOf(t testing.TB, f *runFlags) string {
 	case f.tokenFile != "":
 		path = f.tokenFile
 	}
-	token, err := readAPIToken(path)
+	token, err := auth.ReadAdminToken(path)
 	if err != nil {
 		t.Fatalf("the API token: %v", err)
 	}
