@@ -60,5 +60,24 @@ func startPostgres(t testing.TB) string {
 	t.Cleanup(func() {
 		_ = asUser("pg_ctl", "-D", data, "-m", "immediate", "stop").Run()
 	})
-	return "postgres://stackd@127.0.0.1:" + port + "/postgres?sslmode=disable"
+	url := "postgres://stackd@127.0.0.1:" + port + "/postgres?sslmode=disable"
+	initBackend(t, url)
+	return url
+}
+
+// initBackend opens the Pulumi backend at url once, as an operator does
+// when setting a shared backend up: Pulumi creates its table then.
+// Replicas that each open a new PostgreSQL backend first at the same
+// moment race in CREATE TABLE IF NOT EXISTS, and one of them fails its
+// first update (stackd retries it), which the tests' counts of updates
+// would take for a fault of stackd's.
+func initBackend(t testing.TB, url string) {
+	t.Helper()
+	bin := toolchainBin(t)
+	cmd := exec.Command(filepath.Join(bin, "pulumi"), "stack", "ls", "--all", "--non-interactive")
+	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + t.TempDir(), "PULUMI_HOME=" + t.TempDir(),
+		"PULUMI_SKIP_UPDATE_CHECK=true", "PULUMI_BACKEND_URL=" + url}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("pulumi stack ls on %s: %v\n%s", url, err, out)
+	}
 }

@@ -186,15 +186,18 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// SIGHUP is caught before systemd hears READY=1: a reload asked for
+	// at once must not meet the signal's default action, which ends the
+	// process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	if err := sd.send("READY=1\nSTATUS=reconciling"); err != nil {
 		log.Warn("cannot notify systemd", "err", err)
 	}
 	watchCtx, stopWatchdog := context.WithCancel(context.Background())
 	defer stopWatchdog()
 	go sd.watchdog(watchCtx)
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	for {
 		select {
 		case <-hup:
