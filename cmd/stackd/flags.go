@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // newFlagSet returns a flag set for a subcommand whose errors go to the
@@ -28,7 +30,7 @@ func parseFlags(fs *flag.FlagSet, usage string, args []string, out io.Writer) er
 			printFlags(fs, usage, out)
 			return err
 		}
-		return usageErrorf("%s: %v", fs.Name(), err)
+		return usageErrorf("%s: %v%s", fs.Name(), err, didYouMean(fs, err))
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -42,6 +44,21 @@ func parseFlags(fs *flag.FlagSet, usage string, args []string, out io.Writer) er
 		}
 	})
 	return err
+}
+
+// didYouMean suggests the flag of fs nearest to an unknown one that err
+// (the flag package's) names: " (did you mean --config?)", or "".
+func didYouMean(fs *flag.FlagSet, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: ")
+	if !ok {
+		return ""
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if s := spec.Closest(strings.TrimLeft(name, "-"), names); s != "" {
+		return " (did you mean --" + s + "?)"
+	}
+	return ""
 }
 
 func envName(flagName string) string {

@@ -270,7 +270,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value) {
 func (d *decoder) unknownField(k *yaml.Node, path, name string, fields *structFields) {
 	msg := fmt.Sprintf("unknown field %q", name)
 	_, inSpec := fields.byName["projectRepo"] // a Stack spec, where config keys get misplaced
-	switch s := closest(name, fields.names); {
+	switch s := Closest(name, fields.names); {
 	case s != "":
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 	case inSpec:
@@ -513,9 +513,10 @@ func collectFields(t reflect.Type, index []int, sf *structFields) {
 	}
 }
 
-// closest returns the candidate nearest to name by edit distance, when it
-// is near enough to be a likely typo.
-func closest(name string, candidates []string) string {
+// Closest returns the candidate nearest to name by edit distance, when it
+// is near enough to be a likely typo; empty otherwise. The command line
+// suggests flags with it too.
+func Closest(name string, candidates []string) string {
 	best, bestDist := "", len(name)/2+1
 	for _, c := range candidates {
 		if dist := editDistance(strings.ToLower(name), strings.ToLower(c)); dist < bestDist {
