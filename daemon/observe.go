@@ -49,6 +49,8 @@ type ConfigStatus struct {
 	Health *Health `json:"health,omitempty"`
 	// Sources are the --config values, in order.
 	Sources []SourceStatus `json:"sources,omitempty"`
+	// Paused says that no operation starts until resumed (stackd pause).
+	Paused bool `json:"paused,omitempty"`
 }
 
 // SourceStatus is the state of one config source.

@@ -193,6 +193,7 @@ func (d *Daemon) ConfigStatus() ConfigStatus {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	status := d.reload
+	status.Paused = d.paused
 	for _, s := range d.sources {
 		status.Sources = append(status.Sources, d.sourceStatusLocked(s))
 	}

@@ -284,6 +284,8 @@ var (
 		"1 when the last config load or reload was applied, 0 when it had errors.", nil, nil)
 	descReloadOK = prometheus.NewDesc("stackd_config_last_reload_success_timestamp_seconds",
 		"Unix time of the last config load or reload that was applied.", nil, nil)
+	descPaused = prometheus.NewDesc("stackd_paused",
+		"1 while the daemon is paused (stackd pause): no operation starts until it is resumed.", nil, nil)
 	descStackHealth = prometheus.NewDesc("stackd_stack_health",
 		"1 for the stack's current health (Healthy, Progressing, Degraded), 0 for the others; absent while unknown.", []string{"stack", "health"}, nil)
 )
@@ -324,7 +326,7 @@ type stateCollector struct{ m *Metrics }
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descStacks, descReady, descReconcile, descStalled, descFailing,
-		descFailures, descLastOK, descDrifted, descDriftRes, descDriftCheck, descQueue, descRunning, descReload, descReloadOK,
+		descFailures, descLastOK, descDrifted, descDriftRes, descDriftCheck, descQueue, descRunning, descReload, descReloadOK, descPaused,
 		descStackHealth, descSourceHealth, descSourceFailing, descSourceStacks, descSourcePoll, descSourceApplied,
 		descClusterMembers, descClusterOwned, descClusterMoves, descClusterLost, descClusterLeader, descClusterSession} {
 		ch <- d
@@ -357,6 +359,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(ch, descQueue, float64(stats.Queued))
 	gauge(ch, descRunning, float64(stats.Running))
 	gauge(ch, descReload, boolValue(cfg.Successful))
+	gauge(ch, descPaused, boolValue(cfg.Paused))
 	if !cfg.LastSuccess.IsZero() {
 		gauge(ch, descReloadOK, unixSeconds(cfg.LastSuccess))
 	}

@@ -192,6 +192,10 @@ func statusCommand(args []string, stdout io.Writer) error {
 			return err
 		}
 		printCluster(stdout, cs)
+		if cfg.Paused {
+			fmt.Fprintln(stdout, "PAUSED: no operation starts until stackd resume")
+			fmt.Fprintln(stdout)
+		}
 		printSources(stdout, cfg.Sources)
 	}
 	printStacks(stdout, stacks, time.Now(), cs.Node != "")

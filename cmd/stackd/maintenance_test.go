@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,8 +53,34 @@ func TestE2EBackupAndPause(t *testing.T) {
 	if v := in.stack("app"); v.Status.CurrentUpdate != nil || output(v, "content") != "hello v2" {
 		t.Fatalf("an update ran while paused: %s", output(v, "content"))
 	}
+	// A paused daemon says so everywhere.
+	checkPaused(t, in, true)
 	if code, stdout, _ := stackd(t, in.clientArgs("resume")...); code != exitOK || !strings.Contains(stdout, "resumed") {
 		t.Fatalf("resume: exit %d %s", code, stdout)
 	}
+	checkPaused(t, in, false)
 	in.waitStack("app", "v3 after resume", time.Minute, func(v daemon.StackView) bool { return isReady(v) && output(v, "content") == "hello v3" })
+}
+
+// checkPaused: GET /api/v1/config, /metrics, the UI's banner and stackd
+// status say whether the daemon is paused.
+func checkPaused(t *testing.T, in *instance, paused bool) {
+	t.Helper()
+	_, body := in.get("/api/v1/config", nil)
+	var cfg daemon.ConfigStatus
+	if err := json.Unmarshal(body, &cfg); err != nil || cfg.Paused != paused {
+		t.Errorf("paused=%v: GET /api/v1/config says %s (%v)", paused, body, err)
+	}
+	_, metrics := in.get("/metrics", nil)
+	if want := "stackd_paused " + map[bool]string{true: "1", false: "0"}[paused]; !strings.Contains(string(metrics), want+"\n") {
+		t.Errorf("paused=%v: /metrics lacks %q", paused, want)
+	}
+	_, page := in.get("/", nil)
+	if got := strings.Contains(string(page), "Paused: no operation starts"); got != paused {
+		t.Errorf("paused=%v: the UI's banner shown=%v", paused, got)
+	}
+	_, stdout, _ := stackd(t, in.clientArgs("status")...)
+	if got := strings.Contains(stdout, "PAUSED"); got != paused {
+		t.Errorf("paused=%v: stackd status says:\n%s", paused, stdout)
+	}
 }
