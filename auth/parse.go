@@ -222,7 +222,7 @@ func (p *parser) fields(n *yaml.Node, path string, known ...string) map[string]f
 
 func (p *parser) unknownField(k *yaml.Node, path string, known []string) {
 	msg := fmt.Sprintf("unknown field %q", k.Value)
-	if s := closest(k.Value, known); s != "" {
+	if s := spec.Closest(k.Value, known); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 	} else {
 		msg += fmt.Sprintf(" (fields: %s)", strings.Join(known, ", "))
@@ -441,7 +441,7 @@ func (p *parser) roleHint(name string, pol *Policy) string {
 	for n := range pol.roles {
 		names = append(names, n)
 	}
-	if s := closest(name, names); s != "" {
+	if s := spec.Closest(name, names); s != "" {
 		return fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return " (define it under roles)"
@@ -587,35 +587,4 @@ func (p *parser) nonEmpty(n *yaml.Node, path string) (string, bool) {
 		return "", false
 	}
 	return s, ok
-}
-
-// closest returns the candidate within edit distance 2 of s, if any.
-func closest(s string, candidates []string) string {
-	best, bestD := "", 3
-	for _, c := range candidates {
-		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }

@@ -26,24 +26,7 @@ import (
 // is refused.
 func TestE2ELoginChromium(t *testing.T) {
 	chromium := tool(t, "chromium")
-	r := newRepo(t)
-	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	addr := freeAddr(t)
-	redirect := "http://" + addr + "/auth/callback"
-	tp := startTestOP(t, redirect)
-	secrets := t.TempDir()
-	authFile, secretFile := filepath.Join(secrets, "roles.yaml"), filepath.Join(secrets, "client-secret")
-	for path, content := range map[string]string{authFile: rolesFile(false), secretFile: "client-secret\n"} {
-		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	config := "stacks:\n" + stackYAML("app", r, pathConfig(filepath.Join(t.TempDir(), "note.txt")))
-	in := startDaemonWith(t, config, "", func(f *runFlags) {
-		f.listen, f.readToken, f.authFile = addr, true, authFile
-		f.oidcIssuer, f.oidcClientID, f.oidcClientSecretFile, f.oidcRedirectURL = tp.issuer, "stackd", secretFile, redirect
-		f.oidcNameClaim, f.oidcGroupsClaim, f.oidcScopes, f.sessionTTL = "email", "groups", stringsFlag{"openid", "email", "groups"}, time.Hour
-	})
+	in, tp := startSSODaemon(t, rolesFile(false))
 	cfgHome := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", cfgHome)
 	t.Setenv("HOME", t.TempDir())

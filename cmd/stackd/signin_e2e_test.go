@@ -153,24 +153,7 @@ func (c groupsScope) IsScopeAllowed(scope string) bool {
 // through hers, reads the audit trail, which holds every sign-in.
 func TestE2ESignInChromium(t *testing.T) {
 	chromium := tool(t, "chromium")
-	r := newRepo(t)
-	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	addr := freeAddr(t)
-	redirect := "http://" + addr + "/auth/callback"
-	tp := startTestOP(t, redirect)
-	secrets := t.TempDir()
-	authFile, secretFile := filepath.Join(secrets, "roles.yaml"), filepath.Join(secrets, "client-secret")
-	for path, content := range map[string]string{authFile: rolesFile(true), secretFile: "client-secret\n"} {
-		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	config := "stacks:\n" + stackYAML("app", r, pathConfig(filepath.Join(t.TempDir(), "note.txt")))
-	in := startDaemonWith(t, config, "", func(f *runFlags) {
-		f.listen, f.readToken, f.authFile = addr, true, authFile
-		f.oidcIssuer, f.oidcClientID, f.oidcClientSecretFile, f.oidcRedirectURL = tp.issuer, "stackd", secretFile, redirect
-		f.oidcNameClaim, f.oidcGroupsClaim, f.oidcScopes, f.sessionTTL = "email", "groups", stringsFlag{"openid", "email", "groups"}, time.Hour
-	})
+	in, tp := startSSODaemon(t, rolesFile(true))
 
 	if resp, err := noFollow.Get(in.url + "/stacks/app"); err != nil || resp.StatusCode != http.StatusSeeOther ||
 		resp.Header.Get("Location") != "/auth/login?return=%2Fstacks%2Fapp" {
@@ -178,7 +161,7 @@ func TestE2ESignInChromium(t *testing.T) {
 	}
 	// A token that reads app only lists app, without the config or the
 	// cluster, which are not app's.
-	appFile := filepath.Join(secrets, "app-token")
+	appFile := filepath.Join(t.TempDir(), "app-token")
 	if err := os.WriteFile(appFile, []byte(appToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -259,4 +242,30 @@ func screenshot(t *testing.T, chromium, url, name string) {
 		t.Errorf("screenshot %s: %v", path, err)
 	}
 	t.Logf("screenshot of %s: %s", url, path)
+}
+
+// startSSODaemon starts a daemon with the stack app, the roles file
+// roles, reads behind sign-in, and sign-in at a test OpenID provider,
+// which it returns too.
+func startSSODaemon(t *testing.T, roles string) (*instance, *testOP) {
+	t.Helper()
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+	addr := freeAddr(t)
+	redirect := "http://" + addr + "/auth/callback"
+	tp := startTestOP(t, redirect)
+	secrets := t.TempDir()
+	authFile, secretFile := filepath.Join(secrets, "roles.yaml"), filepath.Join(secrets, "client-secret")
+	for path, content := range map[string]string{authFile: roles, secretFile: "client-secret\n"} {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config := "stacks:\n" + stackYAML("app", r, pathConfig(filepath.Join(t.TempDir(), "note.txt")))
+	in := startDaemonWith(t, config, "", func(f *runFlags) {
+		f.listen, f.readToken, f.authFile = addr, true, authFile
+		f.oidcIssuer, f.oidcClientID, f.oidcClientSecretFile, f.oidcRedirectURL = tp.issuer, "stackd", secretFile, redirect
+		f.oidcNameClaim, f.oidcGroupsClaim, f.oidcScopes, f.sessionTTL = "email", "groups", stringsFlag{"openid", "email", "groups"}, time.Hour
+	})
+	return in, tp
 }
