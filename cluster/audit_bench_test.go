@@ -62,25 +62,5 @@ func BenchmarkAuditFilterEtcd(b *testing.B) {
 	if _, err := c.cli.Put(ctx, c.auditSeqKey(), fmt.Sprint(n)); err != nil {
 		b.Fatal(err)
 	}
-	last := storetest.T0.Add(n * time.Second)
-	for _, tc := range []struct {
-		name string
-		f    daemon.AuditFilter
-	}{
-		{"all", daemon.AuditFilter{}},
-		{"stack", daemon.AuditFilter{Stack: "stack-7"}},
-		{"stack+actor", daemon.AuditFilter{Stack: "stack-7", Actor: "user7"}},
-		{"none", daemon.AuditFilter{Stack: "gone"}},
-		{"none-since-1h", daemon.AuditFilter{Stack: "gone", Since: last.Add(-time.Hour)}},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			start := time.Now()
-			for b.Loop() {
-				if _, err := c.Audit(tc.f); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(time.Since(start).Microseconds())/1000/float64(b.N), "ms/op")
-		})
-	}
+	storetest.BenchAuditFilter(b, c, storetest.T0.Add(n*time.Second))
 }

@@ -66,27 +66,7 @@ func fillAudit(b *testing.B, s *Store, n int) {
 func BenchmarkAuditFilter(b *testing.B) {
 	s := openTest(b, Options{})
 	fillAudit(b, s, auditTrailSize)
-	last := storetest.T0.Add(auditTrailSize * time.Second)
-	for _, tc := range []struct {
-		name string
-		f    daemon.AuditFilter
-	}{
-		{"all", daemon.AuditFilter{}},
-		{"stack", daemon.AuditFilter{Stack: "stack-7"}},
-		{"stack+actor", daemon.AuditFilter{Stack: "stack-7", Actor: "user7"}},
-		{"none", daemon.AuditFilter{Stack: "gone"}},
-		{"none-since-1h", daemon.AuditFilter{Stack: "gone", Since: last.Add(-time.Hour)}},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			start := time.Now()
-			for b.Loop() {
-				if _, err := s.Audit(tc.f); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(time.Since(start).Milliseconds())/float64(b.N), "ms/op")
-		})
-	}
+	storetest.BenchAuditFilter(b, s, storetest.T0.Add(auditTrailSize*time.Second))
 }
 
 // BenchmarkOpenAudit measures Open's consistency pass over a store whose

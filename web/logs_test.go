@@ -171,19 +171,7 @@ func TestLogFollowOnAnotherReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	r := bufio.NewReader(resp.Body)
-	if line, err := r.ReadString('\n'); err != nil || line != "step 1\n" {
-		t.Fatalf("first line %q, %v (status %d)", line, err, resp.StatusCode)
-	}
-	_, _ = live.Write([]byte("step 2\n"))
-	if line, err := r.ReadString('\n'); err != nil || line != "step 2\n" {
-		t.Fatalf("second line %q, %v", line, err)
-	}
-	live.Close()
-	if rest, _ := io.ReadAll(r); len(rest) != 0 {
-		t.Fatalf("rest %q", rest)
-	}
+	followTwoSteps(t, resp, live)
 
 	req, _ = http.NewRequest("GET", url+"/api/v1/updates/app-2/log", nil)
 	req.Header.Set("Authorization", "Bearer tok")
@@ -196,5 +184,25 @@ func TestLogFollowOnAnotherReplica(t *testing.T) {
 	resp2.Body.Close()
 	if resp2.StatusCode != 200 || len(body) != 0 {
 		t.Fatalf("a forwarded request was forwarded again: %d %q", resp2.StatusCode, body)
+	}
+}
+
+// followTwoSteps reads a followed log whose live log holds "step 1": the
+// first line, then "step 2" once written, then its end once the live log
+// closes. It closes resp's body.
+func followTwoSteps(t *testing.T, resp *http.Response, live *livelog.Log) {
+	t.Helper()
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	if line, err := r.ReadString('\n'); err != nil || line != "step 1\n" {
+		t.Fatalf("first line %q, %v (status %d)", line, err, resp.StatusCode)
+	}
+	_, _ = live.Write([]byte("step 2\n"))
+	if line, err := r.ReadString('\n'); err != nil || line != "step 2\n" {
+		t.Fatalf("second line %q, %v", line, err)
+	}
+	live.Close()
+	if rest, err := io.ReadAll(r); len(rest) != 0 || err != nil {
+		t.Fatalf("rest %q, %v", rest, err)
 	}
 }

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bufio"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -480,19 +479,7 @@ func TestLogOfReplicaOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	r := bufio.NewReader(resp.Body)
-	if line, err := r.ReadString('\n'); err != nil || line != "step 1\n" {
-		t.Fatalf("first line %q, %v (status %d)", line, err, resp.StatusCode)
-	}
-	_, _ = live.Write([]byte("step 2\n"))
-	if line, err := r.ReadString('\n'); err != nil || line != "step 2\n" {
-		t.Fatalf("second line %q, %v", line, err)
-	}
-	live.Close()
-	if rest, err := io.ReadAll(r); len(rest) != 0 || err != nil {
-		t.Fatalf("rest %q, %v", rest, err)
-	}
+	followTwoSteps(t, resp, live)
 }
 
 // TestServerErrorLog: handshakes that ended before they began (health
