@@ -204,6 +204,9 @@ func TestWatchReloads(t *testing.T) {
 	}
 }
 
+// base64URL is the alphabet of base64url, in the order of the values.
+const base64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
 func TestSession(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
@@ -241,6 +244,10 @@ func TestSession(t *testing.T) {
 	tamperedPayload := sessionPrefix + base64.RawURLEncoding.EncodeToString([]byte(strings.Replace(string(payload), "alice", "admin", 1))) + "." + sig
 	badSig := []byte(good)
 	badSig[len(badSig)-2] ^= 1
+	// The signature's last character holds two unused bits; a value
+	// with them set decodes leniently to the same signature.
+	unusedBits := []byte(good)
+	unusedBits[len(unusedBits)-1] = base64URL[strings.IndexByte(base64URL, good[len(good)-1])|1]
 	noName, _ := a.sessions.sign(sessionClaims{Issued: now.Unix(), Expires: now.Add(time.Hour).Unix()})
 	notJSON := sessionPrefix + base64.RawURLEncoding.EncodeToString([]byte("{")) + "." + base64.RawURLEncoding.EncodeToString(a.sessions.mac(sessionPrefix+base64.RawURLEncoding.EncodeToString([]byte("{"))))
 
@@ -248,6 +255,7 @@ func TestSession(t *testing.T) {
 		{"another key", fromOther, "bad signature"},
 		{"tampered payload", tamperedPayload, "bad signature"},
 		{"tampered signature", string(badSig), "bad signature"},
+		{"the signature's unused bits set", string(unusedBits), "bad signature"},
 		{"expired", expired, "expired at 2026-12-01T11:00:00Z"},
 		{"issued in the future", future, "issued in the future"},
 		{"a flow cookie", flow, "not a cookie of this kind"},

@@ -179,7 +179,10 @@ func (s *signer) open(value string, v any) error {
 		return fmt.Errorf("malformed cookie: %w", daemon.ErrUnauthenticated)
 	}
 	body := value[:i]
-	mac, err := base64.RawURLEncoding.DecodeString(value[i+1:])
+	// Strict: a signature has one spelling only. A lenient decoder
+	// ignores the unused low bits of the last character, so that a
+	// cookie with that character changed would still pass.
+	mac, err := base64.RawURLEncoding.Strict().DecodeString(value[i+1:])
 	if err != nil || !hmac.Equal(mac, s.mac(body)) {
 		return fmt.Errorf("bad signature (another key, or altered): %w", daemon.ErrUnauthenticated)
 	}
