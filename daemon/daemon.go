@@ -103,6 +103,8 @@ type Options struct {
 	// Observer is told about updates, polls and reloads, for metrics;
 	// nil tells nobody.
 	Observer Observer
+	// Policies judge every preview made before an up; nil: no policies.
+	Policies Policies
 	// Ownership shares the stacks with other replicas (cluster mode); nil
 	// holds every stack.
 	Ownership Ownership

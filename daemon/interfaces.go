@@ -151,6 +151,9 @@ type Result struct {
 	// Drift lists, for an UpdateDrift check, the resources whose real
 	// state differs from the stack's state.
 	Drift []spec.DriftedResource
+	// Steps are, for a preview, the steps it plans that change something
+	// ("same" steps are left out), in the engine's order.
+	Steps []Step
 }
 
 // ErrStackNotFound is returned (wrapped) by a Runner for an operation on

@@ -27,15 +27,18 @@ type Observer interface {
 	ConfigReloaded(s ConfigStatus)
 	// DriftChecked reports a drift check's outcome: a drift state.
 	DriftChecked(state string)
+	// PolicyEvaluated reports the policies' verdict on a preview of stack.
+	PolicyEvaluated(stack string, v PolicyVerdict)
 }
 
 type nopObserver struct{}
 
-func (nopObserver) UpdateFinished(Update)       {}
-func (nopObserver) Polled(error, time.Duration) {}
-func (nopObserver) CommitApplied(time.Duration) {}
-func (nopObserver) ConfigReloaded(ConfigStatus) {}
-func (nopObserver) DriftChecked(string)         {}
+func (nopObserver) UpdateFinished(Update)                 {}
+func (nopObserver) Polled(error, time.Duration)           {}
+func (nopObserver) CommitApplied(time.Duration)           {}
+func (nopObserver) ConfigReloaded(ConfigStatus)           {}
+func (nopObserver) DriftChecked(string)                   {}
+func (nopObserver) PolicyEvaluated(string, PolicyVerdict) {}
 
 // ConfigStatus is the outcome of the last config (re)load.
 type ConfigStatus struct {

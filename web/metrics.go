@@ -33,17 +33,18 @@ type Metrics struct {
 	stacksMu sync.Mutex
 	stacks   map[string]*stackMetrics
 
-	updates        *prometheus.CounterVec
-	updateDuration *prometheus.HistogramVec
-	polls          *prometheus.CounterVec
-	pollDuration   prometheus.Histogram
-	remoteCalls    *prometheus.CounterVec
-	commitApplied  prometheus.Histogram
-	driftChecks    *prometheus.CounterVec
-	previews       *prometheus.CounterVec
-	previewTook    prometheus.Histogram
-	audit          *prometheus.CounterVec
-	auditDropped   prometheus.Counter
+	updates          *prometheus.CounterVec
+	updateDuration   *prometheus.HistogramVec
+	polls            *prometheus.CounterVec
+	pollDuration     prometheus.Histogram
+	remoteCalls      *prometheus.CounterVec
+	commitApplied    prometheus.Histogram
+	driftChecks      *prometheus.CounterVec
+	previews         *prometheus.CounterVec
+	previewTook      prometheus.Histogram
+	audit            *prometheus.CounterVec
+	auditDropped     prometheus.Counter
+	policyViolations *prometheus.CounterVec
 }
 
 // apiRef boxes an API for atomic.Pointer.
@@ -123,6 +124,10 @@ func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
 			Name: "stackd_audit_total",
 			Help: "Requests recorded in the audit trail, by action (read, sync, pause, reload, approve, cancel, admin, sign-in, sign-out) and outcome (allowed, failed, denied, unauthenticated).",
 		}, []string{"action", "outcome"}),
+		policyViolations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stackd_policy_violations_total",
+			Help: "Policy messages on previews, by stack, policy and level (deny, warn); a policy that could not be evaluated counts as a deny of policy \"evaluation\".",
+		}, []string{"stack", "policy", "level"}),
 		auditDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "stackd_audit_dropped_total",
 			Help: "Unauthenticated refusals not written to the audit trail because they came faster than one a second after a burst of 60.",
@@ -152,7 +157,7 @@ func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
 	}
 	m.SetAPI(api)
 	reg.MustRegister(buildInfo(version), m.updates, m.updateDuration, m.polls, m.pollDuration, m.remoteCalls, m.commitApplied, m.driftChecks,
-		m.previews, m.previewTook, m.audit, m.auditDropped,
+		m.previews, m.previewTook, m.audit, m.auditDropped, m.policyViolations,
 		stateCollector{m: m},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -226,6 +231,16 @@ func (m *Metrics) ConfigReloaded(daemon.ConfigStatus) {}
 func (m *Metrics) DriftChecked(state string) {
 	m.events.Add(1)
 	m.driftChecks.WithLabelValues(state).Inc()
+}
+
+// PolicyEvaluated counts the policy messages of a verdict on stack.
+func (m *Metrics) PolicyEvaluated(stack string, v daemon.PolicyVerdict) {
+	m.events.Add(1)
+	for _, list := range [][]daemon.Violation{v.Deny, v.Warn} {
+		for _, x := range list {
+			m.policyViolations.WithLabelValues(stack, x.Policy, x.Level).Inc()
+		}
+	}
 }
 
 // PreviewDone counts a finished preview of a pull request by its result

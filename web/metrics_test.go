@@ -74,6 +74,10 @@ func TestMetrics(t *testing.T) {
 	m.Polled(errors.New("dial tcp: refused"), time.Second)
 	m.CommitApplied(2 * time.Minute)
 	m.ConfigReloaded(api.ConfigStatus())
+	m.PolicyEvaluated("app", daemon.PolicyVerdict{
+		Deny: []daemon.Violation{{Policy: "stackd.files", Level: daemon.PolicyDeny, Message: "deleting /srv/data is denied"}},
+		Warn: []daemon.Violation{{Policy: "stackd.files", Level: daemon.PolicyWarn, Message: "a"}, {Policy: "stackd.tags", Level: daemon.PolicyWarn, Message: "b"}},
+	})
 	_, url := startWith(t, Options{API: api, Registry: reg})
 
 	body := scrape(t, url)
@@ -104,6 +108,9 @@ func TestMetrics(t *testing.T) {
 		"stackd_operations_running 1",
 		"stackd_config_last_reload_successful 0",
 		"stackd_config_last_reload_success_timestamp_seconds 1.7000001e+09",
+		`stackd_policy_violations_total{level="deny",policy="stackd.files",stack="app"} 1`,
+		`stackd_policy_violations_total{level="warn",policy="stackd.files",stack="app"} 1`,
+		`stackd_policy_violations_total{level="warn",policy="stackd.tags",stack="app"} 1`,
 		"go_goroutines ",
 		"process_start_time_seconds ",
 	} {
@@ -111,7 +118,7 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	for _, never := range []string{failingCommit, "permission denied", "refused", "stacks.yaml",
+	for _, never := range []string{failingCommit, "permission denied", "refused", "stacks.yaml", "/srv/data",
 		`stackd_stack_last_success_timestamp_seconds{stack="new"}`} {
 		if strings.Contains(body, never) {
 			t.Errorf("/metrics holds %q", never)

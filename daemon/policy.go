@@ -1,0 +1,107 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"maps"
+)
+
+// Step is one resource operation that a preview plans.
+type Step struct {
+	// Op is the engine's operation: create, update, delete, replace,
+	// create-replacement, delete-replaced, read, import, refresh, …
+	Op   string `json:"op"`
+	URN  string `json:"urn"`
+	Type string `json:"type"`
+	// Old and New are the resource's inputs before and after the step,
+	// secret values as "[secret]"; nil where the step has none (no Old
+	// for a create, no New for a delete).
+	Old map[string]any `json:"old,omitempty"`
+	New map[string]any `json:"new,omitempty"`
+	// Diffs names the top-level input properties that change.
+	Diffs []string `json:"diffs,omitempty"`
+}
+
+// Policy levels: a deny blocks the change, a warn is shown.
+const (
+	PolicyDeny = "deny"
+	PolicyWarn = "warn"
+)
+
+// PolicyInput is what policies judge: one preview of one stack.
+type PolicyInput struct {
+	Stack  string            `json:"stack"`
+	Labels map[string]string `json:"labels,omitempty"`
+	Commit string            `json:"commit"`
+	// PullRequest and Author are set for a pull request's preview: its
+	// number and its author's login on the forge.
+	PullRequest int    `json:"pullRequest,omitempty"`
+	Author      string `json:"author,omitempty"`
+	// Steps are the preview's steps that change something ("same" steps
+	// are left out).
+	Steps []Step `json:"steps"`
+}
+
+// Violation is one message of one policy.
+type Violation struct {
+	// Policy names the rule's source: its package, as the operator wrote
+	// it. It is a metric label, so it comes from the operator's policy
+	// files, never from a program.
+	Policy string `json:"policy"`
+	// Level is PolicyDeny or PolicyWarn.
+	Level   string `json:"level"`
+	Message string `json:"message"`
+}
+
+// PolicyVerdict is the policies' judgement of one preview.
+type PolicyVerdict struct {
+	Deny []Violation `json:"deny,omitempty"`
+	Warn []Violation `json:"warn,omitempty"`
+}
+
+// Denied says whether the change must not be applied.
+func (v PolicyVerdict) Denied() bool { return len(v.Deny) > 0 }
+
+// Policies judges previews; the policy package implements it. Evaluate
+// must be safe for concurrent use. An error means the policies could not
+// be evaluated: the caller treats it as a denial (fail closed).
+type Policies interface {
+	Evaluate(ctx context.Context, in PolicyInput) (PolicyVerdict, error)
+}
+
+// PolicyEvaluationFailed is the Violation.Policy of the denial that
+// stands for a policy evaluation error.
+const PolicyEvaluationFailed = "evaluation"
+
+// JudgeSteps evaluates p on in, failing closed: an evaluation error is a
+// denial that says why. A nil p allows everything.
+func JudgeSteps(ctx context.Context, p Policies, in PolicyInput) PolicyVerdict {
+	if p == nil {
+		return PolicyVerdict{}
+	}
+	in.Labels = maps.Clone(in.Labels)
+	v, err := p.Evaluate(ctx, in)
+	if err != nil {
+		return PolicyVerdict{Deny: []Violation{{
+			Policy:  PolicyEvaluationFailed,
+			Level:   PolicyDeny,
+			Message: fmt.Sprintf("the policies could not be evaluated, so the change is blocked: %v", err),
+		}}}
+	}
+	return v
+}
+
+// judge evaluates the daemon's policies on a preview of j's stack and
+// tells the Observer the outcome.
+func (d *Daemon) judge(ctx context.Context, j job, commit string, steps []Step) PolicyVerdict {
+	if d.opts.Policies == nil {
+		return PolicyVerdict{}
+	}
+	in := PolicyInput{Stack: j.st.rec.Name, Commit: commit, Steps: steps}
+	if j.stack != nil {
+		in.Labels = j.stack.Labels
+	}
+	v := JudgeSteps(ctx, d.opts.Policies, in)
+	d.opts.Observer.PolicyEvaluated(in.Stack, v)
+	return v
+}
