@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestImportRules keeps the package layout the README describes: the
+// TestImportRules keeps the package layout docs/contributing.md describes: the
 // spec is pure, notifications and the loop import no sibling of stackd's,
 // and the leaves (gitwatch, runner, store, web, cluster, auth, …) never import each
 // other.
