@@ -132,6 +132,16 @@ type Operation struct {
 	// sets it only when the lock's holder is known to be gone (a replica
 	// whose lease expired, after the handover grace).
 	BreakLock bool
+	// SavePlan asks a preview to save the plan it makes in the runner's
+	// state of the stack (mode 0600): Result.Plan names it. Saving a plan
+	// discards the stack's older plans, which it supersedes.
+	SavePlan bool
+	// Plan constrains an up to a saved plan: the runner refuses (an error
+	// that is ErrPlanStale) when the plan file, the stack's config and
+	// secrets or its state changed since the plan was made, and the
+	// engine stops at the first step the plan does not allow. The plan is
+	// discarded once the up ran, whatever its outcome.
+	Plan *Plan
 	// Timeout bounds the whole operation; zero means the runner's default.
 	Timeout time.Duration
 	// Log receives the operation's output while it runs; nil discards it.
@@ -154,6 +164,34 @@ type Result struct {
 	// Steps are, for a preview, the steps it plans that change something
 	// ("same" steps are left out), in the engine's order.
 	Steps []Step
+	// Plan is the plan a preview with SavePlan saved.
+	Plan *Plan
+}
+
+// Plan is a saved plan and digests of what it was made against. The
+// digests are keyed or of encrypted data: they reveal no secret.
+type Plan struct {
+	// ID names the plan among the stack's plans.
+	ID string `json:"id"`
+	// Digest is the SHA-256 of the plan file.
+	Digest string `json:"digest"`
+	// Config digests the stack's config, its secrets and its environment.
+	Config string `json:"config"`
+	// State digests the stack's state (its checkpoint) the plan starts
+	// from.
+	State string `json:"state"`
+}
+
+// ErrPlanStale is returned (wrapped) by a Runner for an up constrained to
+// a plan that no longer holds: what the plan was made against changed,
+// or the engine found a step the plan does not allow.
+var ErrPlanStale = errors.New("the saved plan no longer holds")
+
+// PlanDiscarder is implemented by a Runner that saves plans: it deletes
+// the plan id of stack name (rejected, expired or superseded). A plan
+// that is already gone is no error.
+type PlanDiscarder interface {
+	DiscardPlan(name, id string) error
 }
 
 // ErrStackNotFound is returned (wrapped) by a Runner for an operation on

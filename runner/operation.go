@@ -92,11 +92,18 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation)
 	_ = os.Remove(eventLog)
 	defer os.Remove(eventLog)
 	args = append(args, "--event-log", eventLog)
+	env, planID, args, err := r.planArgs(ctx, w, op, args)
+	if err != nil {
+		return daemon.Result{}, err
+	}
+	if op.Plan != nil {
+		defer os.Remove(w.planPath(planID))
+	}
 
 	log := newLogWriter(op.Log, w.redact)
 	start := time.Now()
 	stdout, stderr, code, runErr := r.cmd.RunIn(ctx, r.access(w), w.ProjectDir, nil,
-		[]io.Writer{log.stdout}, []io.Writer{log.stderr}, w.env, args...)
+		[]io.Writer{log.stdout}, []io.Writer{log.stderr}, env, args...)
 	log.flush()
 
 	ev, evErr := readEvents(eventLog)
@@ -110,7 +117,20 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation)
 	r.log.Debug("pulumi operation", "stack", w.Name, "type", op.Type, "code", code,
 		"duration", time.Since(start), "changes", res.Changes)
 	if runErr != nil {
-		return res, r.operationError(ctx, w, op.Type, ev, stderr, code, runErr)
+		if planID != "" {
+			_ = os.Remove(w.planPath(planID))
+		}
+		err := r.operationError(ctx, w, op.Type, ev, stderr, code, runErr)
+		if op.Plan != nil {
+			err = planViolated(err)
+		}
+		return res, err
+	}
+	if op.SavePlan && op.Type == daemon.UpdatePreview {
+		if res.Plan, err = r.savedPlan(ctx, w, planID); err != nil {
+			_ = os.Remove(w.planPath(planID))
+			return res, err
+		}
 	}
 	if op.Type == daemon.UpdateDrift {
 		res.Drift = ev.drift
@@ -126,6 +146,33 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation)
 		}
 	}
 	return res, err
+}
+
+// planArgs adds to args what op asks of plans: a preview that saves one
+// gets --save-plan and a new plan's path; an up constrained to one gets
+// --plan once the plan is checked to hold, and PULUMI_EXPERIMENTAL,
+// which `up --plan` needs, in its process's environment only. It
+// returns that environment and the plan's ID. The plan of an up is
+// deleted once the up ran (see operate).
+func (r *Runner) planArgs(ctx context.Context, w *workspace, op daemon.Operation, args []string) ([]string, string, []string, error) {
+	switch {
+	case op.SavePlan && op.Type == daemon.UpdatePreview:
+		id, path, err := newPlan(w)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		return w.env, id, append(args, "--save-plan", path), nil
+	case op.Plan != nil && op.Type == daemon.UpdateUp:
+		path, err := r.checkPlan(ctx, w, *op.Plan)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		env := append(slices.Clone(w.env), "PULUMI_EXPERIMENTAL=true")
+		return env, op.Plan.ID, append(args, "--plan", path), nil
+	case op.Plan != nil || op.SavePlan:
+		return nil, "", nil, fmt.Errorf("stack %s: a %s takes no plan", w.Name, op.Type)
+	}
+	return w.env, "", args, nil
 }
 
 // changes is the summary's count of resources by operation.

@@ -27,6 +27,7 @@ func TestConfigReferenceMatchesParser(t *testing.T) {
 		"ProgramSpec":    reflect.TypeOf(ProgramSpec{}),
 		"DriftDetection": reflect.TypeOf(DriftDetection{}),
 		"DriftIgnore":    reflect.TypeOf(DriftIgnore{}),
+		"Approval":       reflect.TypeOf(Approval{}),
 	}
 	row := regexp.MustCompile("^\\| `([A-Za-z]+)` \\|")
 	documented := map[string][]string{}

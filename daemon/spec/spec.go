@@ -69,6 +69,11 @@ type StackSpec struct {
 	// number of directories). Default: repoDir's files, and for a
 	// project at the root, every file.
 	Paths []string `yaml:"paths"`
+	// Approval makes the stack's updates wait for a person's approval of
+	// the plan a preview saved: every update that changes something, or
+	// those beyond a change budget (see Approval). Nil takes the
+	// daemon's --approval.
+	Approval *Approval `yaml:"approval"`
 
 	// Accepted and ignored by PKO v2 itself.
 	ExpectNoRefreshChanges bool `yaml:"expectNoRefreshChanges" stackd:"noop"`

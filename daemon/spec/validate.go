@@ -172,6 +172,7 @@ func (v *validator) stack(s *Stack) {
 		v.errorf("backend", "backend must be a URL such as file:///var/lib/state, s3://bucket or https://api.pulumi.com")
 	}
 	v.driftDetection(spec.DriftDetection)
+	v.approval(spec.Approval)
 	v.workspaceVolumes(spec)
 	v.nonEmpty("targets", spec.Targets)
 	if t := spec.UpdateTemplate; t != nil && t.Spec != nil {

@@ -1,0 +1,175 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// Saved plans live in the runner's state directory of their stack,
+// <DataDir>/workspaces/<name>/plans/<id>.json: a directory of mode 0700
+// that only the stack's own processes may reach in the sandbox, files of
+// mode 0600. A plan may hold what the engine writes of secrets, so it is
+// deleted once applied, discarded or superseded.
+
+// planDir is where w's saved plans are.
+func (w *workspace) planDir() string { return filepath.Join(w.dir, "plans") }
+
+// planPath is the file of w's plan id.
+func (w *workspace) planPath(id string) string { return filepath.Join(w.planDir(), id+".json") }
+
+// validPlanID tells whether id is a plan ID as newPlan makes them, so
+// that it is safe in a path.
+func validPlanID(id string) bool {
+	if len(id) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(id)
+	return err == nil && strings.ToLower(id) == id
+}
+
+// newPlan makes w's plan directory, empties it (a new plan supersedes
+// the older ones) and returns a new plan's ID and path.
+func newPlan(w *workspace) (id, path string, err error) {
+	if err := os.RemoveAll(w.planDir()); err != nil {
+		return "", "", fmt.Errorf("stack %s: discard older plans: %w", w.Name, err)
+	}
+	if err := os.MkdirAll(w.planDir(), 0o700); err != nil {
+		return "", "", fmt.Errorf("stack %s: plan directory: %w", w.Name, err)
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	id = hex.EncodeToString(b[:])
+	return id, w.planPath(id), nil
+}
+
+// savedPlan describes the plan id that a preview saved: the file's
+// digest and what it was made against. The file is made mode 0600.
+func (r *Runner) savedPlan(ctx context.Context, w *workspace, id string) (*daemon.Plan, error) {
+	path := w.planPath(id)
+	if err := os.Chmod(path, 0o600); err != nil {
+		return nil, fmt.Errorf("stack %s: the preview saved no plan: %w", w.Name, err)
+	}
+	digest, err := fileDigest(path)
+	if err != nil {
+		return nil, fmt.Errorf("stack %s: plan: %w", w.Name, err)
+	}
+	state, err := r.stateDigest(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	return &daemon.Plan{ID: id, Digest: digest, Config: r.boundConfig(w), State: state}, nil
+}
+
+// checkPlan returns the path of plan p of w, once it is sure that the
+// plan file and what it was made against are unchanged; otherwise an
+// error that is daemon.ErrPlanStale.
+func (r *Runner) checkPlan(ctx context.Context, w *workspace, p daemon.Plan) (string, error) {
+	if !validPlanID(p.ID) {
+		return "", fmt.Errorf("stack %s: invalid plan id %q", w.Name, p.ID)
+	}
+	path := w.planPath(p.ID)
+	digest, err := fileDigest(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", stalePlan(w, "the plan file is gone")
+	case err != nil:
+		return "", fmt.Errorf("stack %s: plan: %w", w.Name, err)
+	case digest != p.Digest:
+		return "", stalePlan(w, "the plan file changed")
+	case r.boundConfig(w) != p.Config:
+		return "", stalePlan(w, "the stack's config, secrets or environment changed")
+	}
+	state, err := r.stateDigest(ctx, w)
+	if err != nil {
+		return "", err
+	}
+	if state != p.State {
+		return "", stalePlan(w, "the stack's state changed")
+	}
+	return path, nil
+}
+
+// stalePlan is the error of a plan that no longer holds because of why.
+func stalePlan(w *workspace, why string) error {
+	return fmt.Errorf("stack %s: %w: %s since the preview, so nothing was applied", w.Name, daemon.ErrPlanStale, why)
+}
+
+// planViolated wraps the error of an up that the engine stopped at a step
+// its plan does not allow (reality moved since the preview).
+func planViolated(err error) error {
+	msg := err.Error()
+	for _, s := range []string{"violates plan", "is not allowed by the plan", "no plan for resource"} {
+		if strings.Contains(msg, s) {
+			return &staleError{err}
+		}
+	}
+	return err
+}
+
+// staleError is an up that the engine stopped because a step left its
+// plan; its message says so before the engine's.
+type staleError struct{ err error }
+
+func (e *staleError) Error() string {
+	return daemon.ErrPlanStale.Error() + " (the resources changed since the preview); the update stopped before any step outside the plan: " + e.err.Error()
+}
+func (e *staleError) Unwrap() []error { return []error{e.err, daemon.ErrPlanStale} }
+
+// boundConfig digests what the config file was built from (its secrets
+// among it) with the stack's environment.
+func (r *Runner) boundConfig(w *workspace) string {
+	parts := [][]byte{[]byte(w.readMarker().Config)}
+	for _, kv := range envList(w.Env) {
+		parts = append(parts, []byte(kv))
+	}
+	return r.digest("plan-config/v1", parts...)
+}
+
+// stateDigest digests w's state as `pulumi stack export` shows it
+// (secrets encrypted).
+func (r *Runner) stateDigest(ctx context.Context, w *workspace) (string, error) {
+	out, err := r.pulumi(ctx, w, call{what: "export state"}, "stack", "export", "--stack", w.Stack)
+	if err != nil {
+		return "", fmt.Errorf("stack %s: %w", w.Name, err)
+	}
+	sum := sha256.Sum256([]byte(out))
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// fileDigest is the hex SHA-256 of the file at path.
+func fileDigest(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// DiscardPlan deletes the plan id of the stack name; one that is gone is
+// no error.
+func (r *Runner) DiscardPlan(name, id string) error {
+	if !validPlanID(id) {
+		return fmt.Errorf("stack %s: invalid plan id %q", name, id)
+	}
+	if err := validateNames(daemon.Workspace{Name: name, Stack: "x", ProjectDir: "x"}); err != nil {
+		return err
+	}
+	w := &workspace{Workspace: daemon.Workspace{Name: name}, dir: filepath.Join(r.opts.DataDir, "workspaces", name)}
+	if err := os.Remove(w.planPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("stack %s: discard plan %s: %w", name, id, err)
+	}
+	return nil
+}
+
+var _ daemon.PlanDiscarder = (*Runner)(nil)

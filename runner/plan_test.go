@@ -1,0 +1,125 @@
+package runner
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// TestRunSavedPlan saves plans with the real CLI and applies them: an up
+// constrained to its plan applies it and deletes it; a plan refuses to
+// apply after the config, the state or the resource changed.
+func TestRunSavedPlan(t *testing.T) {
+	h := newHarness(t, testProgram)
+	h.run(daemon.Operation{Workspace: h.workspace("one", secretOne), Type: daemon.UpdateUp})
+
+	// The preview saves its plan, mode 0600, and changes nothing.
+	ws := h.workspace("two", secretOne)
+	plan := h.savePlan(ws)
+	if got := h.onDisk(); got != "one" {
+		t.Fatalf("a preview changed the file to %q", got)
+	}
+	// The up constrained to it applies it and deletes it.
+	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Plan: plan})
+	if got := h.onDisk(); got != "two" {
+		t.Fatalf("after the up with its plan the file holds %q, want two", got)
+	}
+	h.wantNoPlan(plan)
+	if calls := h.allCalls(); strings.Contains(calls, secretOne) {
+		t.Fatal("a secret reached the argv")
+	}
+
+	// A config change after the preview: refused, nothing applied.
+	plan = h.savePlan(h.workspace("three", secretOne))
+	_, err := h.try(daemon.Operation{Workspace: h.workspace("four", secretOne), Type: daemon.UpdateUp, Plan: plan})
+	wantStale(t, err, "config")
+	if got := h.onDisk(); got != "two" {
+		t.Fatalf("a refused plan changed the file to %q", got)
+	}
+	// So is a changed secret.
+	plan = h.savePlan(h.workspace("three", secretOne))
+	_, err = h.try(daemon.Operation{Workspace: h.workspace("three", secretTwo), Type: daemon.UpdateUp, Plan: plan})
+	wantStale(t, err, "config")
+
+	// The state moved after the preview (another up): refused.
+	ws = h.workspace("three", secretOne)
+	plan = h.savePlan(ws)
+	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
+	_, err = h.try(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Plan: plan})
+	wantStale(t, err, "state")
+
+	// A newer plan supersedes an older one: the older is gone.
+	older := h.savePlan(h.workspace("five", secretOne))
+	newer := h.savePlan(h.workspace("five", secretOne))
+	h.wantNoPlan(older)
+	_, err = h.try(daemon.Operation{Workspace: h.workspace("five", secretOne), Type: daemon.UpdateUp, Plan: older})
+	wantStale(t, err, "gone")
+	if err := h.r.DiscardPlan("test", newer.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.wantNoPlan(newer)
+
+	// The resource was deleted out of band after the preview: the
+	// refreshing up would create it, which the plan (an update) does not
+	// allow. The engine stops and says why.
+	ws = h.workspace("six", secretOne)
+	plan = h.savePlan(ws, func(op *daemon.Operation) { op.Refresh = true })
+	if err := os.Remove(h.file); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.try(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Plan: plan, Refresh: true})
+	wantStale(t, err, "resources changed")
+	t.Logf("the refused up: %v", err)
+	if got := h.onDisk(); got != "" {
+		t.Fatalf("an up outside its plan wrote the file: %q", got)
+	}
+	h.wantNoPlan(plan)
+}
+
+// savePlan runs a preview of ws that saves its plan and checks the file.
+func (h *harness) savePlan(ws daemon.Workspace, opts ...func(*daemon.Operation)) *daemon.Plan {
+	h.t.Helper()
+	op := daemon.Operation{Workspace: ws, Type: daemon.UpdatePreview, SavePlan: true}
+	for _, o := range opts {
+		o(&op)
+	}
+	res := h.run(op)
+	p := res.Plan
+	if p == nil || p.ID == "" || p.Digest == "" || p.Config == "" || p.State == "" {
+		h.t.Fatalf("the preview saved no complete plan: %+v", p)
+	}
+	fi, err := os.Stat(h.planFile(p))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		h.t.Fatalf("the plan file has mode %v, want 0600", fi.Mode().Perm())
+	}
+	if found := filesContaining(h.t, h.dataDir, secretOne); len(found) > 0 {
+		h.t.Fatalf("a secret is in clear in %v", found)
+	}
+	return p
+}
+
+func (h *harness) planFile(p *daemon.Plan) string {
+	w := &workspace{dir: h.dataDir + "/workspaces/test"}
+	return w.planPath(p.ID)
+}
+
+func (h *harness) wantNoPlan(p *daemon.Plan) {
+	h.t.Helper()
+	if _, err := os.Stat(h.planFile(p)); !errors.Is(err, os.ErrNotExist) {
+		h.t.Fatalf("plan %s is still there: %v", p.ID, err)
+	}
+}
+
+// wantStale checks that err is daemon.ErrPlanStale and says why.
+func wantStale(t *testing.T, err error, why string) {
+	t.Helper()
+	if !errors.Is(err, daemon.ErrPlanStale) || !strings.Contains(err.Error(), why) {
+		t.Fatalf("got %v, want the plan refused because of its %s", err, why)
+	}
+}
