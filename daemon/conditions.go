@@ -18,6 +18,9 @@ const (
 	ReasonSourceUnavailable        = "SourceUnavailable"
 	ReasonUpdateFailed             = "UpdateFailed"
 	ReasonWorkspaceFailed          = "WorkspaceFailed"
+	// ReasonChangeWindowClosed is stackd's own: a change waits for a
+	// change window to open.
+	ReasonChangeWindowClosed = "ChangeWindowClosed"
 )
 
 // Argo CD health statuses.

@@ -30,6 +30,8 @@ type job struct {
 	newCommit bool
 	// pathsHash digests the checkout's files of spec.paths.
 	pathsHash string
+	// override is the change windows' override the update runs under.
+	override *WindowOverride
 }
 
 // startOperation marks st running and runs its operation in the
@@ -43,6 +45,9 @@ func (d *Daemon) startOperation(st *stackState, dec Decision, obs Observation) {
 	j := job{st: st, stack: st.stack, cfg: d.cfg, typ: dec.Type, reason: dec.Reason, obs: obs, destroy: st.rec.Destroy, newCommit: dec.NewCommit}
 	if !st.breakLockAt.IsZero() {
 		j.breakLock, st.breakLockAt = true, time.Time{}
+	}
+	if dec.Type != UpdateDrift {
+		j.override = st.rec.WindowOverride
 	}
 	if st.remediate != "" && dec.Type == UpdateUp {
 		j.reason, j.remediate = "Drift remediation after check "+st.remediate, true
@@ -177,6 +182,7 @@ func (d *Daemon) begin(j job, p *prepared) (Update, error) {
 		StartTime:        now,
 		State:            UpdateRunning,
 		Node:             d.opts.Node,
+		WindowOverride:   j.override,
 	})
 	if err != nil {
 		return Update{}, fmt.Errorf("record the update: %w", err)
@@ -185,6 +191,9 @@ func (d *Daemon) begin(j job, p *prepared) (Update, error) {
 	defer d.mu.Unlock()
 	st := j.st
 	st.blocked = false
+	if j.override != nil && st.rec.WindowOverride == j.override {
+		st.rec.WindowOverride = nil // used
+	}
 	if p.destroy != nil {
 		st.rec.Destroy = p.destroy
 	} else if j.stack != nil {

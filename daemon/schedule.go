@@ -63,6 +63,10 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 		d.finalize(st)
 		return 0
 	case !dec.Run:
+		if st.rec.Status.ChangeWindow != nil { // what waited no longer wants to run
+			st.rec.Status.ChangeWindow = nil
+			d.putStack(st)
+		}
 		d.settle(st, dec, now)
 		wait := minPositive(dec.RecheckAfter, d.untilPoll(st, now))
 		due, until := d.driftDue(st, now)
@@ -76,6 +80,9 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 	}
 	pass.busy(st)
 	st.waiting = true
+	if closed, wait := d.windowClosed(st, dec, obs, now); closed {
+		return wait
+	}
 	if why := d.gate(st, now, pass); why != "" {
 		d.waiting(st, why, now)
 		return 0

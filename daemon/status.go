@@ -57,8 +57,11 @@ type StackRecord struct {
 	LastSuccess time.Time `json:"lastSuccess,omitzero"`
 	// PathsHash digests the files of spec.paths at the last successful up:
 	// a new commit with the same digest changes nothing the stack deploys.
-	PathsHash string      `json:"pathsHash,omitempty"`
-	Status    StackStatus `json:"status"`
+	PathsHash string `json:"pathsHash,omitempty"`
+	// WindowOverride, when set, lets the next update run while a change
+	// window is closed; that update records it and clears it.
+	WindowOverride *WindowOverride `json:"windowOverride,omitempty"`
+	Status         StackStatus     `json:"status"`
 }
 
 // DestroySpec keeps what destroying a removed stack takes: its Pulumi
@@ -91,6 +94,9 @@ type StackStatus struct {
 	// SkippedCommit is stackd's own: the newest commit seen that changed
 	// no file of spec.paths, so that nothing ran for it.
 	SkippedCommit *SkippedCommit `json:"skippedCommit,omitempty"`
+	// ChangeWindow is stackd's own: set while a change waits for a change
+	// window, with the time it may run.
+	ChangeWindow *ChangeWindowStatus `json:"changeWindow,omitempty"`
 }
 
 // SkippedCommit is a commit that was seen and not deployed, and why.
@@ -166,6 +172,9 @@ type Update struct {
 	PullRequest int `json:"pullRequest,omitempty"`
 	// Node is the replica that ran the update (cluster mode).
 	Node string `json:"node,omitempty"`
+	// WindowOverride is the override of the change windows the update
+	// ran under: who, why, when.
+	WindowOverride *WindowOverride `json:"windowOverride,omitempty"`
 }
 
 // Clone returns a deep copy of s, safe to hand out while s changes.
@@ -191,5 +200,10 @@ func (s StackStatus) Clone() StackStatus {
 		c.Health = &h
 	}
 	c.Drift = s.Drift.Clone()
+	if s.ChangeWindow != nil {
+		cw := *s.ChangeWindow
+		cw.Windows = append([]string(nil), s.ChangeWindow.Windows...)
+		c.ChangeWindow = &cw
+	}
 	return c
 }

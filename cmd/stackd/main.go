@@ -12,6 +12,10 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+
+	// Change windows name IANA time zones: the binary carries the zone
+	// database, for hosts and images that have none.
+	_ "time/tzdata"
 )
 
 // version is set by the Makefile from git.

@@ -49,6 +49,9 @@ type Config struct {
 	Secrets    map[string]map[string]string
 	// GitRepositories are the Flux GitRepository documents, by name.
 	GitRepositories map[string]*GitRepository
+	// ChangeWindows are the changeWindows of every compact document, in
+	// the order they were read; they apply to the stacks of every source.
+	ChangeWindows []*ChangeWindow
 }
 
 // Stack is one stack of a config.
@@ -537,10 +540,10 @@ func (l *loader) addDocument(file, dir string, n *yaml.Node) {
 	switch {
 	case keys["apiVersion"] != nil || keys["kind"] != nil:
 		l.addManifest(d, dir, n, keys)
-	case keys["stacks"] != nil || keys["programs"] != nil:
+	case keys["stacks"] != nil || keys["programs"] != nil || keys["changeWindows"] != nil:
 		l.addCompact(d, dir, n)
 	default:
-		d.errorf(n, "", "not a stackd document: expected a manifest (apiVersion, kind) or a stacks:/programs: list")
+		d.errorf(n, "", "not a stackd document: expected a manifest (apiVersion, kind) or a stacks:/programs:/changeWindows: list")
 	}
 }
 
@@ -692,8 +695,9 @@ func (l *loader) addData(d *decoder, into map[string]map[string]string, name str
 }
 
 type compactDoc struct {
-	Stacks   []compactStack   `yaml:"stacks"`
-	Programs []compactProgram `yaml:"programs"`
+	Stacks        []compactStack   `yaml:"stacks"`
+	Programs      []compactProgram `yaml:"programs"`
+	ChangeWindows []ChangeWindow   `yaml:"changeWindows"`
 }
 
 type compactStack struct {
@@ -723,6 +727,9 @@ func (l *loader) addCompact(d *decoder, dir string, n *yaml.Node) {
 	for i, p := range doc.Programs {
 		base := indexPath("programs", i)
 		l.addProgram(d, p.Name, p.ProgramSpec, base+".name", base)
+	}
+	for i, w := range doc.ChangeWindows {
+		l.addWindow(d, w, indexPath("changeWindows", i))
 	}
 }
 

@@ -1,0 +1,151 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/daemon/window"
+)
+
+// ChangeWindowStatus is stackd's own part of a stack's status while a
+// change of it waits for a change window.
+type ChangeWindowStatus struct {
+	// Change is what waits: commit, drift or destroy.
+	Change string `json:"change"`
+	// NextOpen is when the windows next let it run; zero when no window
+	// opens within a year.
+	NextOpen time.Time `json:"nextOpen,omitzero"`
+	// Windows name the windows that hold it back.
+	Windows []string `json:"windows"`
+}
+
+// WindowOverride lets a stack's next update run whatever the change
+// windows say: who asked, why, and when. The update that runs records
+// it, and consumes it.
+type WindowOverride struct {
+	By     Principal `json:"by"`
+	Reason string    `json:"reason"`
+	Time   time.Time `json:"time"`
+}
+
+// MaxOverrideReason bounds an override's reason, in bytes.
+const MaxOverrideReason = 1000
+
+// ErrNoReason is returned for an override without a reason.
+var ErrNoReason = errors.New("an override needs a reason")
+
+// ChangeOf is the change a decided run makes, for change windows: ""
+// for a run that changes nothing (a preview). A remediation of drift is
+// ChangeDrift only when it deploys what was deployed already: with a
+// new commit or spec it is a ChangeCommit too, and counts as one.
+func ChangeOf(last *LastUpdate, o Observation, dec Decision, remediating bool) string {
+	switch {
+	case dec.Type == UpdateDestroy:
+		return spec.ChangeDestroy
+	case dec.Type != UpdateUp:
+		return ""
+	case remediating && last != nil && last.LastSuccessfulCommit == o.Commit && last.Generation == o.Generation:
+		return spec.ChangeDrift
+	}
+	return spec.ChangeCommit
+}
+
+// windowClosed says whether a change windows holds back st's decided
+// run now, and records it in st's status; when it does, it returns
+// how long until the windows open. An override lets the run go.
+// Called with d.mu held.
+func (d *Daemon) windowClosed(st *stackState, dec Decision, obs Observation, now time.Time) (bool, time.Duration) {
+	change := ChangeOf(st.rec.Status.LastUpdate, obs, dec, st.remediate != "")
+	var v window.Verdict
+	if change == "" || st.rec.WindowOverride != nil {
+		v.Open = true
+	} else {
+		v = window.Check(d.cfg.ChangeWindows, windowStack(st), change, now)
+	}
+	if v.Open {
+		st.rec.Status.ChangeWindow = nil // written when the run starts
+		return false, 0
+	}
+	ws := &ChangeWindowStatus{Change: change, NextOpen: v.NextOpen}
+	for _, w := range v.Closing {
+		ws.Windows = append(ws.Windows, w.String())
+	}
+	msg := windowMessage(ws, v.Closing[0].Location())
+	c := st.rec.Status.Condition(ConditionReconciling)
+	if c == nil || c.Reason != ReasonChangeWindowClosed || c.Message != msg || st.rec.Status.ObservedGeneration != st.rec.Generation {
+		st.rec.Status.ChangeWindow = ws
+		st.rec.Status.MarkReconciling(ReasonChangeWindowClosed, msg, st.rec.Generation, now)
+		st.rec.Status.ObservedGeneration = st.rec.Generation
+		d.putStack(st)
+	}
+	if v.NextOpen.IsZero() {
+		return true, 0 // a new config or an override changes it
+	}
+	return true, max(v.NextOpen.Sub(now), time.Second)
+}
+
+// windowStack is what the windows' selectors see of st: its name, and
+// the labels it has or, once removed, had.
+func windowStack(st *stackState) window.Stack {
+	s := window.Stack{Name: st.rec.Name}
+	switch {
+	case st.stack != nil:
+		s.Labels = st.stack.Labels
+	case st.gone != nil:
+		s.Labels = st.gone.Labels
+	}
+	return s
+}
+
+// windowMessage says what waits, for which windows, and until when, in
+// the time zone of the first window.
+func windowMessage(ws *ChangeWindowStatus, loc *time.Location) string {
+	until := "no window opens within a year"
+	if !ws.NextOpen.IsZero() {
+		until = "until " + ws.NextOpen.In(loc).Format("2006-01-02 15:04 MST")
+	}
+	return fmt.Sprintf("the %s waits for the change windows (%s): %s", changeNoun(ws.Change),
+		strings.Join(ws.Windows, ", "), until)
+}
+
+func changeNoun(change string) string {
+	switch change {
+	case spec.ChangeDrift:
+		return "drift remediation"
+	case spec.ChangeDestroy:
+		return "destroy"
+	}
+	return "change"
+}
+
+// OverrideWindow asks for a run of the named stack that the change
+// windows do not hold back, as Sync does, recording who asked and why;
+// it returns the sync request's token. The reason is required. Only the
+// replica that holds the stack takes an override.
+func (d *Daemon) OverrideWindow(name string, by Principal, reason string) (string, error) {
+	reason = strings.TrimSpace(reason)
+	switch {
+	case reason == "":
+		return "", ErrNoReason
+	case len(reason) > MaxOverrideReason:
+		return "", fmt.Errorf("%w of at most %d bytes", ErrNoReason, MaxOverrideReason)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := d.stacks[name]
+	if st == nil {
+		return "", ErrUnknownStack
+	}
+	if !d.acts(st) {
+		return "", fmt.Errorf("override a change window of stack %s on the replica that holds it (%s): %w", name, d.own.Holder(name), ErrNotOwner)
+	}
+	now := time.Now().UTC()
+	st.rec.WindowOverride = &WindowOverride{By: by, Reason: reason, Time: now}
+	d.log.Info("change windows overridden", "stack", name, "by", by.Kind+":"+by.Name, "reason", reason)
+	token := now.Format(time.RFC3339Nano)
+	d.syncLocked(st, token)
+	return token, nil
+}

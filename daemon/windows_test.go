@@ -1,0 +1,127 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stackd/stackd/daemon/spec"
+)
+
+func TestChangeOf(t *testing.T) {
+	last := &LastUpdate{Generation: 2, LastSuccessfulCommit: sha1, State: UpdateSucceeded}
+	same := Observation{Generation: 2, Commit: sha1}
+	up, destroy, preview := Decision{Run: true, Type: UpdateUp}, Decision{Run: true, Type: UpdateDestroy}, Decision{Run: true, Type: UpdatePreview}
+	cases := []struct {
+		name        string
+		last        *LastUpdate
+		obs         Observation
+		dec         Decision
+		remediating bool
+		want        string
+	}{
+		{"first deploy", nil, same, up, false, spec.ChangeCommit},
+		{"new commit", last, Observation{Generation: 2, Commit: sha2}, up, false, spec.ChangeCommit},
+		{"sync request", last, same, up, false, spec.ChangeCommit},
+		{"remediation", last, same, up, true, spec.ChangeDrift},
+		{"remediation with a new commit", last, Observation{Generation: 2, Commit: sha2}, up, true, spec.ChangeCommit},
+		{"remediation with a new spec", last, Observation{Generation: 3, Commit: sha1}, up, true, spec.ChangeCommit},
+		{"remediation never deployed", nil, same, up, true, spec.ChangeCommit},
+		{"destroy", last, Observation{Removed: true}, destroy, false, spec.ChangeDestroy},
+		{"preview changes nothing", last, same, preview, false, ""},
+	}
+	for _, c := range cases {
+		if got := ChangeOf(c.last, c.obs, c.dec, c.remediating); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// windowed is oneStack with a change window of app.
+func windowed(kind, schedule, duration string) string {
+	return oneStack + fmt.Sprintf("changeWindows:\n  - {name: w, kind: %s, schedule: %q, duration: %s, stacks: [app]}\n", kind, schedule, duration)
+}
+
+func reconciling(h *harness, name string) *Condition {
+	v, err := h.d.Stack(name)
+	if err != nil {
+		return nil
+	}
+	return v.Status.Condition(ConditionReconciling)
+}
+
+func TestChangeWindowHoldsUntilOverridden(t *testing.T) {
+	h := newHarness(t, windowed("deny", "* * * * *", "1h"), nil)
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.start()
+	h.eventually("the window to hold the first deploy", func() bool {
+		c := reconciling(h, "app")
+		return c != nil && c.Reason == ReasonChangeWindowClosed
+	})
+	v, _ := h.d.Stack("app")
+	cw := v.Status.ChangeWindow
+	if cw == nil || cw.Change != spec.ChangeCommit || !cw.NextOpen.IsZero() || len(cw.Windows) != 1 || cw.Windows[0] != `deny window "w"` {
+		t.Fatalf("changeWindow = %+v", cw)
+	}
+	if msg := reconciling(h, "app").Message; msg != `the change waits for the change windows (deny window "w"): no window opens within a year` {
+		t.Fatalf("message = %q", msg)
+	}
+	time.Sleep(100 * time.Millisecond) // polls and passes come and go
+	if ops := h.runner.opsOf("app"); len(ops) != 0 {
+		t.Fatalf("ran %d operations in a closed window", len(ops))
+	}
+
+	if _, err := h.d.OverrideWindow("app", Principal{Kind: PrincipalToken, Name: "ops"}, "  "); !errors.Is(err, ErrNoReason) {
+		t.Fatalf("an override without a reason: %v", err)
+	}
+	if _, err := h.d.OverrideWindow("nope", Principal{}, "x"); !errors.Is(err, ErrUnknownStack) {
+		t.Fatalf("an override of an unknown stack: %v", err)
+	}
+	token, err := h.d.OverrideWindow("app", Principal{Kind: PrincipalToken, Name: "ops"}, "hotfix for INC-7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the overridden deploy", func() bool { return h.ready("app") })
+	ups := h.store.updatesOf("app")
+	if len(ups) != 1 || ups[0].ReconcileRequest != token || ups[0].WindowOverride == nil ||
+		ups[0].WindowOverride.By.Name != "ops" || ups[0].WindowOverride.Reason != "hotfix for INC-7" {
+		t.Fatalf("updates = %+v", ups)
+	}
+	if rec, _ := h.store.Stack("app"); rec.WindowOverride != nil || rec.Status.ChangeWindow != nil {
+		t.Fatalf("the override was not used up: %+v", rec)
+	}
+
+	h.fetcher.set("https://git.example/app.git", sha2, nil)
+	h.eventually("the window to hold the next commit", func() bool {
+		c := reconciling(h, "app")
+		return c != nil && c.Reason == ReasonChangeWindowClosed
+	})
+	if ops := h.runner.opsOf("app"); len(ops) != 1 {
+		t.Fatalf("ran %d operations, want the overridden one only", len(ops))
+	}
+}
+
+// TestChangeWindowOpensByItself: a deny window that ends in three seconds
+// lets the waiting change run then, without a poll or a sync.
+func TestChangeWindowOpensByItself(t *testing.T) {
+	now := time.Now().UTC()
+	start := now.Truncate(time.Minute).Add(-time.Minute)
+	end := now.Add(3 * time.Second).Truncate(time.Second)
+	h := newHarness(t, windowed("deny", fmt.Sprintf("%d %d * * *", start.Minute(), start.Hour()), end.Sub(start).String()), func(o *Options) {
+		o.pollEvery = time.Hour // only the window's timer can start it
+	})
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.start()
+	h.eventually("the window to hold the deploy", func() bool {
+		v, _ := h.d.Stack("app")
+		return v.Status.ChangeWindow != nil && v.Status.ChangeWindow.NextOpen.Equal(end)
+	})
+	h.eventually("the deploy once the window ends", func() bool { return h.ready("app") })
+	if ups := h.store.updatesOf("app"); len(ups) != 1 || ups[0].StartTime.Before(end) {
+		t.Fatalf("updates = %+v", ups)
+	}
+	if v, _ := h.d.Stack("app"); v.Status.ChangeWindow != nil {
+		t.Fatalf("changeWindow = %+v", v.Status.ChangeWindow)
+	}
+}
