@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -120,22 +121,45 @@ func promValue(query string) (string, bool) {
 	return v, true
 }
 
-// TestAlertRules: promtool accepts the example alerting rules, and they
-// cover the stack and config series.
+// TestAlertRules: promtool accepts the alerting rules, their unit tests
+// (configs/stackd.rules.test.yml) pass, every alert is tested there, and
+// the rules cover the series that deserve an alert.
 func TestAlertRules(t *testing.T) {
 	promtool := tool(t, "promtool")
-	path := filepath.Join("..", "..", "configs", "stackd.rules.yml")
-	if out, err := exec.Command(promtool, "check", "rules", path).CombinedOutput(); err != nil {
+	dir := filepath.Join("..", "..", "configs")
+	if out, err := exec.Command(promtool, "check", "rules", filepath.Join(dir, "stackd.rules.yml")).CombinedOutput(); err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
 	}
-	data, err := os.ReadFile(path)
+	test := exec.Command(promtool, "test", "rules", "stackd.rules.test.yml")
+	test.Dir = dir
+	if out, err := test.CombinedOutput(); err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
+	}
+	rules, err := os.ReadFile(filepath.Join(dir, "stackd.rules.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	tests, err := os.ReadFile(filepath.Join(dir, "stackd.rules.test.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alerts := regexp.MustCompile(`(?m)^\s*- alert: (\w+)$`).FindAllStringSubmatch(string(rules), -1)
+	if len(alerts) == 0 {
+		t.Fatal("no alert found in the rules")
+	}
+	for _, a := range alerts {
+		fired := regexp.MustCompile(`alertname: ` + a[1] + `\n\s*exp_alerts:`)
+		if !fired.Match(tests) {
+			t.Errorf("stackd.rules.test.yml never fires %s", a[1])
+		}
+	}
 	for _, m := range []string{"stackd_stack_stalled", "stackd_stack_failing", "stackd_config_last_reload_successful",
 		"stackd_stack_last_success_timestamp_seconds", "stackd_stack_ready", "stackd_stack_drifted", "stackd_drift_checks_total",
-		"stackd_tls_certificate_expiry_timestamp_seconds", "stackd_tls_certificate_last_reload_successful"} {
-		if !strings.Contains(string(data), m) {
+		"stackd_tls_certificate_expiry_timestamp_seconds", "stackd_tls_certificate_last_reload_successful",
+		"stackd_config_source_failing", "stackd_config_source_last_poll_timestamp_seconds", "stackd_paused",
+		"stackd_queue_depth", "stackd_git_polls_total", "stackd_audit_dropped_total", "stackd_cluster_session",
+		"stackd_cluster_leader"} {
+		if !strings.Contains(string(rules), m) {
 			t.Errorf("the rules do not use %s", m)
 		}
 	}
