@@ -46,6 +46,7 @@ type Store interface {
 	// wraps ErrNotFound; any error reads as "no value".
 	Meta(key string) ([]byte, error)
 	PutMeta(key string, value []byte) error
+	ResourceStore
 }
 
 // Defaults of Options.

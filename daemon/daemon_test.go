@@ -29,11 +29,29 @@ type memStore struct {
 	seq       map[string]uint64
 	revisions []ConfigRevision
 	meta      map[string][]byte
+	resources map[string]Resources
 }
 
 func newMemStore() *memStore {
 	return &memStore{stacks: map[string]StackRecord{}, updates: map[string]Update{}, logs: map[string][]byte{},
-		seq: map[string]uint64{}, meta: map[string][]byte{}}
+		seq: map[string]uint64{}, meta: map[string][]byte{}, resources: map[string]Resources{}}
+}
+
+func (m *memStore) PutResources(stack string, r Resources) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.resources[stack] = r
+	return nil
+}
+
+func (m *memStore) Resources(stack string) (Resources, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.resources[stack]
+	if !ok {
+		return Resources{}, ErrNotFound
+	}
+	return r, nil
 }
 
 func (m *memStore) PutRevision(r ConfigRevision) (ConfigRevision, error) {

@@ -126,6 +126,9 @@ type Operation struct {
 	ReadOnly bool
 	// Diff asks a preview for the resources' property diffs.
 	Diff bool
+	// Export asks for the stack's resources from its state once the
+	// operation ended (Result.Resources), whether it succeeded or not.
+	Export bool
 	// Remove deletes the stack itself after a successful destroy.
 	Remove bool
 	// BreakLock breaks a lock on the stack whoever holds it: the daemon
@@ -166,6 +169,11 @@ type Result struct {
 	Steps []Step
 	// Plan is the plan a preview with SavePlan saved.
 	Plan *Plan
+	// Resources are the stack's resources exported from its state after
+	// an operation that changes or checks it (up, refresh, destroy,
+	// drift), when Exported; an export that failed leaves Exported false.
+	Resources []Resource
+	Exported  bool
 }
 
 // Plan is a saved plan and digests of what it was made against. The

@@ -209,7 +209,7 @@ func (d *Daemon) begin(j job, p *prepared) (Update, error) {
 
 // operation builds the runner's operation for a prepared job.
 func (d *Daemon) operation(j job, p *prepared) Operation {
-	op := Operation{Workspace: p.ws, Type: j.typ, Timeout: d.opts.OpTimeout, BreakLock: j.breakLock}
+	op := Operation{Workspace: p.ws, Type: j.typ, Timeout: d.opts.OpTimeout, BreakLock: j.breakLock, Export: exportsState(j.typ)}
 	if j.stack == nil {
 		op.Remove = j.destroy != nil && j.destroy.Remove
 		return op
@@ -259,6 +259,9 @@ func (d *Daemon) finish(ctx context.Context, j job, u Update, res Result, runErr
 		}
 		if err := d.opts.Store.PutLog(u.ID, j.st.live.Bytes()); err != nil {
 			d.storeError("cannot record the update's log", u.Stack, err, "update", u.ID)
+		}
+		if res.Exported {
+			d.recordResources(u, res.Resources)
 		}
 	}
 	d.mu.Lock()

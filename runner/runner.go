@@ -242,10 +242,28 @@ func (r *Runner) Run(ctx context.Context, op daemon.Operation) (daemon.Result, e
 			r.log.Warn("the stack's lock stays", "stack", w.Name, "err", lockErr)
 		}
 	}
+	if op.Export && !op.ReadOnly {
+		res.Resources, res.Exported = r.export(ctx, w, op, err)
+	}
 	if err == nil && op.Type == daemon.UpdateDestroy && op.Remove {
 		w.forget()
 	}
 	return res, err
+}
+
+// export reads the resources of w's state after op, which ended with
+// opErr: a removed stack has none; a failed export is logged, and says
+// nothing.
+func (r *Runner) export(ctx context.Context, w *workspace, op daemon.Operation, opErr error) ([]daemon.Resource, bool) {
+	if opErr == nil && op.Type == daemon.UpdateDestroy && op.Remove {
+		return []daemon.Resource{}, true
+	}
+	rs, err := r.exportResources(ctx, w)
+	if err != nil {
+		r.log.Warn("cannot export the stack's resources", "stack", w.Name, "err", err)
+		return nil, false
+	}
+	return rs, true
 }
 
 // Outputs reads ws's outputs with secrets in clear. It logs no value.

@@ -44,8 +44,8 @@ func TestMigrateV2Audit(t *testing.T) {
 		mustClose(t, s)
 	})
 	s := openAt(t, path, Options{})
-	if v, err := s.SchemaVersion(); err != nil || v != 3 {
-		t.Errorf("SchemaVersion = %d, %v; want 3", v, err)
+	if v, err := s.SchemaVersion(); err != nil || v != schemaVersion {
+		t.Errorf("SchemaVersion = %d, %v; want %d", v, err, schemaVersion)
 	}
 	if es, err := s.Audit(daemon.AuditFilter{}); err != nil || len(es) != 0 {
 		t.Errorf("Audit of a migrated store = %v, %v; want empty", es, err)

@@ -9,7 +9,7 @@ import (
 
 // schemaVersion is the schema this build writes. It must equal the "to" of
 // the last migration (TestSchemaVersion checks it).
-const schemaVersion = 3
+const schemaVersion = 4
 
 // Bucket names and the schema version key.
 var (
@@ -19,6 +19,7 @@ var (
 	bucketLogs      = []byte("logs")
 	bucketRevisions = []byte("revisions") // from schema version 2
 	bucketAudit     = []byte("audit")     // from schema version 3
+	bucketResources = []byte("resources") // from schema version 4
 
 	keySchemaVersion = []byte("schema_version")
 )
@@ -42,6 +43,7 @@ var migrations = []migration{
 	{to: 1, name: "create buckets", fn: createBuckets},
 	{to: 2, name: "create revisions bucket", fn: createRevisions},
 	{to: 3, name: "create audit bucket", fn: createAudit},
+	{to: 4, name: "create resources bucket", fn: createResources},
 }
 
 // topBuckets lists every top-level bucket with the schema version whose
@@ -56,6 +58,7 @@ var topBuckets = []struct {
 	{bucketLogs, 1},
 	{bucketRevisions, 2},
 	{bucketAudit, 3},
+	{bucketResources, 4},
 }
 
 func createBuckets(tx *bbolt.Tx) error {
@@ -79,6 +82,14 @@ func createRevisions(tx *bbolt.Tx) error {
 func createAudit(tx *bbolt.Tx) error {
 	if _, err := tx.CreateBucketIfNotExists(bucketAudit); err != nil {
 		return fmt.Errorf("create bucket %q: %w", bucketAudit, err)
+	}
+	return nil
+}
+
+// createResources creates the resources bucket.
+func createResources(tx *bbolt.Tx) error {
+	if _, err := tx.CreateBucketIfNotExists(bucketResources); err != nil {
+		return fmt.Errorf("create bucket %q: %w", bucketResources, err)
 	}
 	return nil
 }

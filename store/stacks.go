@@ -66,14 +66,17 @@ func (s *Store) Stacks() ([]daemon.StackRecord, error) {
 	return recs, nil
 }
 
-// DeleteStack removes the record of stack name, its whole update history
-// and its logs, in one transaction; a missing stack is not an error. The
+// DeleteStack removes the record of stack name, its whole update history,
+// its logs and its resources, in one transaction; a missing stack is not an error. The
 // stack's update counter is kept, so a stack of the same name added later
 // continues its numbering and update IDs are never reused. It writes.
 func (s *Store) DeleteStack(name string) error {
 	err := s.update(func(tx *bbolt.Tx) error {
 		key := []byte(name)
 		if err := tx.Bucket(bucketStacks).Delete(key); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketResources).Delete(key); err != nil {
 			return err
 		}
 		if err := deleteNested(tx.Bucket(bucketLogs), key); err != nil {

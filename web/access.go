@@ -111,7 +111,8 @@ func readRoute(seg []string, q url.Values) route {
 	case match(seg, "healthz"), match(seg, "readyz"), len(seg) == 2 && seg[0] == "static",
 		match(seg, "auth", "login"), match(seg, "auth", "callback"), match(seg, "auth", "cli"):
 		return route{Scope: scopeOpen}
-	case match(seg, "api", "v1", "stacks", "*"), match(seg, "api", "v1", "stacks", "*", "updates"):
+	case match(seg, "api", "v1", "stacks", "*"), match(seg, "api", "v1", "stacks", "*", "updates"),
+		match(seg, "api", "v1", "stacks", "*", "resources"):
 		return stack(seg[3])
 	case match(seg, "stacks", "*"):
 		return stack(seg[1])

@@ -62,6 +62,9 @@ type API interface {
 	// Resume lets them start again.
 	Pause() int
 	Resume()
+	// StackResources is a stack's resources as of its last exported
+	// state, with their drift status; it never runs pulumi.
+	StackResources(name string) (daemon.Resources, error)
 }
 
 // DefaultAddr is loopback: exposing the API is an explicit choice.
@@ -212,6 +215,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/stacks/{name}", s.getStack)
 	mux.HandleFunc("POST /api/v1/stacks/{name}/sync", s.syncStack)
 	mux.HandleFunc("GET /api/v1/stacks/{name}/updates", s.listUpdates)
+	mux.HandleFunc("GET /api/v1/stacks/{name}/resources", s.getResources)
 	mux.HandleFunc("GET /api/v1/updates/{id}/log", s.getLog)
 	mux.HandleFunc("POST /api/v1/reload", s.reload)
 	mux.HandleFunc("GET /api/v1/config", s.getConfig)

@@ -41,6 +41,19 @@ type fakeAPI struct {
 	// unchanging says the stacks never change: every version is 1, as
 	// benchmarks want; else a version is its view's content hash.
 	unchanging bool
+	resources  map[string]daemon.Resources
+}
+
+func (f *fakeAPI) StackResources(name string) (daemon.Resources, error) {
+	if _, err := f.Stack(name); err != nil {
+		return daemon.Resources{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r, ok := f.resources[name]; ok {
+		return r, nil
+	}
+	return daemon.Resources{Resources: []daemon.Resource{}}, nil
 }
 
 type pushCall struct {

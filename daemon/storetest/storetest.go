@@ -46,6 +46,7 @@ func Run(t *testing.T, open Factory) {
 		{"RevisionRetention", testRevisionRetention},
 		{"ConcurrentUpdates", testConcurrentUpdates},
 		{"Audit", RunAudit},
+		{"Resources", testResources},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
 	}

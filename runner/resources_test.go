@@ -1,0 +1,85 @@
+package runner
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// groupProgram is three Files whose parent is a fourth: the YAML language
+// host declares no components, and a parent option is what makes a tree.
+func groupProgram(dir string) string {
+	file := func(name, parent, extra string) string {
+		s := "  " + name + ":\n    type: stackdtest:index:File\n    properties:\n      path: " +
+			filepath.Join(dir, name) + "\n      content: " + name + "\n"
+		if parent != "" || extra != "" {
+			s += "    options:\n"
+		}
+		if parent != "" {
+			s += "      parent: ${" + parent + "}\n"
+		}
+		return s + extra
+	}
+	return "name: grouptest\nruntime: yaml\nresources:\n" + file("group", "", "") +
+		file("a", "group", "      protect: true\n") + file("b", "group", "      retainOnDelete: true\n") + file("c", "group", "")
+}
+
+// TestRunExportResources: an up asked to export gives the resources of
+// the state with their tree; a read-only preview exports nothing.
+func TestRunExportResources(t *testing.T) {
+	h := newHarness(t, groupProgram(t.TempDir()))
+	ws := h.workspace("x", secretOne)
+	res := h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Export: true})
+	if !res.Exported {
+		t.Fatalf("an up with Export exported nothing; log:\n%s", h.log.String())
+	}
+	byName := map[string]daemon.Resource{}
+	for _, r := range res.Resources {
+		byName[r.Type+" "+r.Name] = r
+	}
+	group, ok := byName["stackdtest:index:File group"]
+	if !ok || len(res.Resources) != 6 {
+		t.Fatalf("resources = %+v, want the stack, the provider, the group and three files", res.Resources)
+	}
+	stack := byName["pulumi:pulumi:Stack grouptest-dev"]
+	if stack.URN == "" || group.Parent != stack.URN || !group.Custom || group.ID == "" {
+		t.Errorf("group = %+v, want a custom resource whose parent is the stack %q", group, stack.URN)
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		r := byName["stackdtest:index:File "+name]
+		if r.Parent != group.URN || !strings.HasPrefix(r.Provider, "urn:pulumi:dev::grouptest::pulumi:providers:stackdtest::") {
+			t.Errorf("%s = %+v, want parent %s and the stackdtest provider", name, r, group.URN)
+		}
+		if r.Created.IsZero() || r.Modified.IsZero() {
+			t.Errorf("%s has no created or modified time: %+v", name, r)
+		}
+		if r.Protect != (name == "a") || r.RetainOnDelete != (name == "b") {
+			t.Errorf("%s: protect %v, retainOnDelete %v", name, r.Protect, r.RetainOnDelete)
+		}
+	}
+	res = h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdatePreview, ReadOnly: true, Export: true})
+	if res.Exported || res.Resources != nil {
+		t.Errorf("a read-only preview exported %d resources", len(res.Resources))
+	}
+}
+
+func TestParseExport(t *testing.T) {
+	data := `{"version":3,"deployment":{"resources":[
+{"urn":"urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev","type":"pulumi:pulumi:Stack","outputs":{"token":{"4dabf18193072939515e22adb298388d":"1b47061264138c4ac30d75fd1eb44270","ciphertext":"v1:abc"}}},
+{"urn":"urn:pulumi:dev::p::stackdtest:index:File::old","type":"stackdtest:index:File","delete":true},
+{"urn":"urn:pulumi:dev::p::stackdtest:index:File::f","custom":true,"id":"/x","type":"stackdtest:index:File","parent":"urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev",
+ "provider":"urn:pulumi:dev::p::pulumi:providers:stackdtest::default::0a1b","created":"2025-03-01T12:00:00Z"}]}}`
+	rs, err := parseExport([]byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 || rs[1].Name != "f" || rs[1].Provider != "urn:pulumi:dev::p::pulumi:providers:stackdtest::default" ||
+		rs[1].Created.IsZero() || !rs[1].Modified.IsZero() || rs[0].Name != "p-dev" {
+		t.Errorf("parseExport = %+v", rs)
+	}
+	if _, err := parseExport([]byte("{")); err == nil || !strings.Contains(err.Error(), "exported state") {
+		t.Errorf("parseExport of bad JSON: %v", err)
+	}
+}
