@@ -289,6 +289,7 @@ type stackPage struct {
 	Updates    []daemon.Update
 	UpdatesErr string
 	Log        *logView
+	Resources  resourcesView
 }
 
 // output is one stack output, rendered for display.
@@ -322,6 +323,7 @@ func (s *Server) uiStack(w http.ResponseWriter, r *http.Request) {
 		p.UpdatesErr = err.Error()
 	}
 	p.Log = s.latestLog(v, p.Updates)
+	p.Resources = s.resourcesOf(v.Name, r.URL.Query().Get("q"))
 	s.render(w, http.StatusOK, "stack.html", p)
 }
 
@@ -571,6 +573,7 @@ var funcs = template.FuncMap{
 	"list":        func(items ...string) []string { return items },
 	"join":        strings.Join,
 	"actor":       actorOf,
+	"shortType":   shortType,
 }
 
 func stackPath(name string) string { return "/stacks/" + url.PathEscape(name) }
