@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
@@ -97,7 +98,8 @@ func attribute(cur []Resource, prev []Resource, update string, start time.Time) 
 
 // markDrift fills in each resource's drift status from the stack's last
 // drift check: those it found changed or gone are drifted or deleted,
-// the others it saw (not newer than the check) in sync. Nothing is marked
+// the others it saw (not newer than the check) in sync; the stack and
+// providers, which it does not look at, have none. Nothing is marked
 // without a check that succeeded.
 func markDrift(rs []Resource, drift *spec.DriftStatus) {
 	if drift == nil || (drift.State != spec.DriftInSync && drift.State != spec.DriftDrifted) {
@@ -109,6 +111,9 @@ func markDrift(rs []Resource, drift *spec.DriftStatus) {
 	}
 	for i := range rs {
 		r := &rs[i]
+		if r.Type == "pulumi:pulumi:Stack" || strings.HasPrefix(r.Type, "pulumi:providers:") {
+			continue // a drift check looks at neither
+		}
 		if d, ok := found[r.URN]; ok {
 			r.Drift, r.DriftProperties = ResourceDrifted, d.Properties
 			if d.Op == "delete" {

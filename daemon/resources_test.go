@@ -37,6 +37,8 @@ func TestMarkDrift(t *testing.T) {
 			{URN: "b", Modified: check.Add(-time.Hour)},
 			{URN: "c"},
 			{URN: "newer", Created: check.Add(time.Minute), Modified: check.Add(time.Minute)},
+			{URN: "stack", Type: "pulumi:pulumi:Stack"},
+			{URN: "provider", Type: "pulumi:providers:stackdtest"},
 		}
 	}
 	found := []spec.DriftedResource{{URN: "a", Op: "update", Properties: []string{"content"}}, {URN: "c", Op: "delete"}}
@@ -45,13 +47,13 @@ func TestMarkDrift(t *testing.T) {
 		drift *spec.DriftStatus
 		want  map[string]string
 	}{
-		{"no check", nil, map[string]string{"a": "", "b": "", "c": "", "newer": ""}},
+		{"no check", nil, map[string]string{"a": "", "b": "", "c": "", "newer": "", "stack": "", "provider": ""}},
 		{"check failed", &spec.DriftStatus{State: spec.DriftCheckFailed, LastCheck: check, Resources: found},
-			map[string]string{"a": "", "b": "", "c": "", "newer": ""}},
+			map[string]string{"a": "", "b": "", "c": "", "newer": "", "stack": "", "provider": ""}},
 		{"in sync", &spec.DriftStatus{State: spec.DriftInSync, LastCheck: check},
-			map[string]string{"a": ResourceInSync, "b": ResourceInSync, "c": ResourceInSync, "newer": ""}},
+			map[string]string{"a": ResourceInSync, "b": ResourceInSync, "c": ResourceInSync, "newer": "", "stack": "", "provider": ""}},
 		{"drifted", &spec.DriftStatus{State: spec.DriftDrifted, LastCheck: check, Resources: found},
-			map[string]string{"a": ResourceDrifted, "b": ResourceInSync, "c": ResourceDeleted, "newer": ""}},
+			map[string]string{"a": ResourceDrifted, "b": ResourceInSync, "c": ResourceDeleted, "newer": "", "stack": "", "provider": ""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rs := resources()

@@ -226,6 +226,12 @@ var noFollow = &http.Client{Timeout: 10 * time.Second,
 // provider's current user, in the artifacts directory.
 func screenshot(t *testing.T, chromium, url, name string) {
 	t.Helper()
+	screenshotSized(t, chromium, url, name, "1280,900")
+}
+
+// screenshotSized is screenshot with a window of size ("width,height").
+func screenshotSized(t *testing.T, chromium, url, name, size string) {
+	t.Helper()
 	dir := os.Getenv("STACKD_TEST_ARTIFACTS")
 	if dir == "" {
 		dir = filepath.Join("..", "..", ".artifacts")
@@ -237,7 +243,7 @@ func screenshot(t *testing.T, chromium, url, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chromiumRun(t, chromium, "--screenshot="+path, "--window-size=1280,900", url)
+	chromiumRun(t, chromium, "--screenshot="+path, "--window-size="+size, url)
 	if png, err := os.ReadFile(path); err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		t.Errorf("screenshot %s: %v", path, err)
 	}

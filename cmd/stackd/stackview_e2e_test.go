@@ -1,0 +1,92 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/spec"
+)
+
+// groupProgram is three test-provider Files whose parent is a fourth, in
+// the directory of the stack's config "dir": the YAML language host
+// declares no component, a parent option makes the tree.
+func groupProgram(version string) string {
+	file := func(name, parent string) string {
+		s := "  " + name + ":\n    type: stackdtest:index:File\n    properties:\n      path: ${dir}/" + name +
+			".txt\n      content: " + name + " " + version + "\n"
+		if parent != "" {
+			s += "    options:\n      parent: ${" + parent + "}\n"
+		}
+		return s
+	}
+	return "name: e2e\nruntime: yaml\nconfiguration:\n  dir:\n    type: String\nresources:\n" +
+		file("group", "") + file("a", "group") + file("b", "group") + file("c", "group")
+}
+
+// resourcesByName reads the stack's resources from the API, by name.
+func (in *instance) resourcesByName(t *testing.T, stack string) (daemon.Resources, map[string]daemon.Resource) {
+	t.Helper()
+	var rs daemon.Resources
+	if code, body := in.get("/api/v1/stacks/"+stack+"/resources", &rs); code != 200 {
+		t.Fatalf("GET resources: %d %s", code, body)
+	}
+	m := map[string]daemon.Resource{}
+	for _, r := range rs.Resources {
+		m[r.Name] = r
+	}
+	return rs, m
+}
+
+// TestE2EResources: a stack of three Files under a parent. The API lists
+// them with parent and type and the update that created them; the stack
+// page shows the tree and the picture in Chromium; after a drift check
+// that found one edited by hand, that one is drifted and the others in
+// sync, in the API and on the page.
+func TestE2EResources(t *testing.T) {
+	chromium := tool(t, "chromium")
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": groupProgram("v1")})
+	dir := t.TempDir()
+	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, "    config:\n      dir: "+dir+"\n"+
+		"    driftDetection:\n      interval: 1s\n"), "")
+	v := in.waitStack("app", "in sync", 2*time.Minute, driftState(spec.DriftInSync))
+	first := v.Status.LastUpdate.Name
+	_, byName := in.resourcesByName(t, "app")
+	group := byName["group"]
+	if group.Type != "stackdtest:index:File" || !strings.HasSuffix(group.Parent, "pulumi:pulumi:Stack::e2e-app") {
+		t.Fatalf("group = %+v", group)
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		r := byName[name]
+		if r.Type != "stackdtest:index:File" || r.Parent != group.URN || r.ChangedBy != first || r.Drift != daemon.ResourceInSync {
+			t.Errorf("%s = %+v, want a File under %s created by %s, in sync", name, r, group.URN, first)
+		}
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "b.txt"), []byte("edited by hand"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in.waitStack("app", "drifted", time.Minute, driftState(spec.DriftDrifted))
+	_, byName = in.resourcesByName(t, "app")
+	for name, want := range map[string]string{"a": daemon.ResourceInSync, "b": daemon.ResourceDrifted, "c": daemon.ResourceInSync, "group": daemon.ResourceInSync} {
+		if got := byName[name]; got.Drift != want {
+			t.Errorf("%s: drift %q, want %q", name, got.Drift, want)
+		}
+	}
+	if p := byName["b"].DriftProperties; strings.Join(p, ",") != "content" {
+		t.Errorf("b's drifted properties = %v, want content", p)
+	}
+
+	dom := chromiumRun(t, chromium, "--dump-dom", in.url+"/stacks/app")
+	for _, want := range []string{`class="resource-graph"`, `class="node node-drifted"`, `class="node node-in-sync"`,
+		`<ul class="tree">`, "<summary>", ">drifted<", "changed: content", "<code>stackdtest:index:File</code> <strong>4</strong>"} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the stack page lacks %q", want)
+		}
+	}
+	screenshotSized(t, chromium, in.url+"/stacks/app", "e2e-resources.png", "1400,2400")
+}
