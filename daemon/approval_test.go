@@ -3,6 +3,7 @@ package daemon
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
 )
@@ -40,6 +41,42 @@ func TestNeedsApproval(t *testing.T) {
 			got, why := NeedsApproval(tc.a, tc.steps)
 			if got != tc.want || !strings.Contains(why, tc.why) || (!got && why != "") {
 				t.Errorf("NeedsApproval = %v, %q; want %v, %q", got, why, tc.want, tc.why)
+			}
+		})
+	}
+}
+
+func TestGateAction(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	gate := func(state string) *Gate {
+		return &Gate{State: state, Commit: "c1", Generation: 2, ReconcileRequest: "r1", Expires: now.Add(time.Hour), Plan: &Plan{ID: "p"}}
+	}
+	obs := Observation{Now: now, Commit: "c1", Generation: 2, ReconcileRequest: "r1"}
+	with := func(f func(*Observation)) Observation { o := obs; f(&o); return o }
+	for _, tc := range []struct {
+		name  string
+		g     *Gate
+		o     Observation
+		wants bool
+		want  string
+		wait  time.Duration
+	}{
+		{"awaiting", gate(GateAwaiting), obs, true, GateHold, time.Hour},
+		{"awaiting, expired", gate(GateAwaiting), with(func(o *Observation) { o.Now = now.Add(time.Hour) }), true, GateExpire, 0},
+		{"approved", gate(GateApproved), obs, true, GateApply, 0},
+		{"approved, a newer commit", gate(GateApproved), with(func(o *Observation) { o.Commit = "c2" }), true, GateDrop, 0},
+		{"awaiting, a newer commit", gate(GateAwaiting), with(func(o *Observation) { o.Commit = "c2" }), true, GateDrop, 0},
+		{"approved, the spec changed", gate(GateApproved), with(func(o *Observation) { o.Generation = 3 }), true, GateDrop, 0},
+		{"rejected, a sync request", gate(GateRejected), with(func(o *Observation) { o.ReconcileRequest = "r2" }), true, GateDrop, 0},
+		{"rejected", gate(GateRejected), obs, true, GateHold, 0},
+		{"expired", gate(GateExpired), obs, true, GateHold, 0},
+		{"denied", gate(GatePolicyDenied), obs, true, GateHold, 0},
+		{"nothing to run any more", gate(GateAwaiting), obs, false, GateDrop, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, wait := GateAction(tc.g, tc.o, tc.wants)
+			if got != tc.want || wait != tc.wait {
+				t.Errorf("GateAction = %s, %v; want %s, %v", got, wait, tc.want, tc.wait)
 			}
 		})
 	}

@@ -21,6 +21,11 @@ const (
 	// ReasonChangeWindowClosed is stackd's own: a change waits for a
 	// change window to open.
 	ReasonChangeWindowClosed = "ChangeWindowClosed"
+	// stackd's own: change control.
+	ReasonAwaitingApproval = "AwaitingApproval"
+	ReasonPolicyDenied     = "PolicyDenied"
+	ReasonPlanRejected     = "PlanRejected"
+	ReasonPlanExpired      = "PlanExpired"
 )
 
 // Argo CD health statuses.
@@ -28,6 +33,9 @@ const (
 	HealthHealthy     = "Healthy"
 	HealthProgressing = "Progressing"
 	HealthDegraded    = "Degraded"
+	// HealthAwaitingApproval is stackd's own: nothing is wrong, a person
+	// has to decide.
+	HealthAwaitingApproval = "AwaitingApproval"
 )
 
 const (
@@ -42,6 +50,7 @@ func (s *StackStatus) MarkReady(generation int64, now time.Time) {
 		Message: "the stack has been processed and is up to date"}, generation, now)
 	s.removeCondition(ConditionReconciling)
 	s.removeCondition(ConditionStalled)
+	s.removeCondition(ConditionAwaitingApproval)
 }
 
 // MarkReconciling sets Reconciling=True with reason and message, and
@@ -51,6 +60,7 @@ func (s *StackStatus) MarkReconciling(reason, message string, generation int64, 
 		Message: "reconciliation is in progress"}, generation, now)
 	s.setCondition(Condition{Type: ConditionReconciling, Status: conditionTrue, Reason: reason, Message: message}, generation, now)
 	s.removeCondition(ConditionStalled)
+	s.removeCondition(ConditionAwaitingApproval)
 }
 
 // MarkStalled sets Stalled=True with reason and message, and Ready=False.
@@ -59,6 +69,17 @@ func (s *StackStatus) MarkStalled(reason, message string, generation int64, now 
 		Message: "reconciliation is stalled"}, generation, now)
 	s.setCondition(Condition{Type: ConditionStalled, Status: conditionTrue, Reason: reason, Message: message}, generation, now)
 	s.removeCondition(ConditionReconciling)
+	s.removeCondition(ConditionAwaitingApproval)
+}
+
+// MarkAwaitingApproval sets AwaitingApproval=True with message, and
+// Ready=False: a plan waits for a person's decision.
+func (s *StackStatus) MarkAwaitingApproval(message string, generation int64, now time.Time) {
+	s.setCondition(Condition{Type: ConditionReady, Status: conditionFalse, Reason: ReasonAwaitingApproval,
+		Message: "a plan awaits approval"}, generation, now)
+	s.setCondition(Condition{Type: ConditionAwaitingApproval, Status: conditionTrue, Reason: ReasonAwaitingApproval, Message: message}, generation, now)
+	s.removeCondition(ConditionReconciling)
+	s.removeCondition(ConditionStalled)
 }
 
 // Condition returns the condition of type typ, or nil.
@@ -106,6 +127,8 @@ func HealthOf(s *StackStatus, generation int64) Health {
 			continue
 		}
 		switch c.Type {
+		case ConditionAwaitingApproval:
+			return Health{HealthAwaitingApproval, c.Message}
 		case ConditionStalled:
 			return Health{HealthDegraded, c.Message}
 		case ConditionReconciling:

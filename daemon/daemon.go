@@ -106,6 +106,9 @@ type Options struct {
 	Observer Observer
 	// Policies judge every preview made before an up; nil: no policies.
 	Policies Policies
+	// Approval is the approval of stacks whose spec sets none (--approval);
+	// nil: none.
+	Approval *spec.Approval
 	// Ownership shares the stacks with other replicas (cluster mode); nil
 	// holds every stack.
 	Ownership Ownership

@@ -123,6 +123,9 @@ type Stats struct {
 	Queued int
 	// Paused is set while no operation may start (Pause).
 	Paused bool
+	// AwaitingApproval counts the stacks this replica acts on whose plan
+	// awaits approval.
+	AwaitingApproval int
 }
 
 // ErrUnknownUpdate is returned for an update id that does not exist.
@@ -136,6 +139,11 @@ func (d *Daemon) Stats() Stats {
 	for name := range d.waiters {
 		if st := d.stacks[name]; st != nil && !st.running && st.waiting {
 			s.Queued++
+		}
+	}
+	for _, st := range d.stacks {
+		if g := st.rec.Status.Gate; g != nil && g.State == GateAwaiting && d.acts(st) {
+			s.AwaitingApproval++
 		}
 	}
 	return s

@@ -32,6 +32,8 @@ type job struct {
 	pathsHash string
 	// override is the change windows' override the update runs under.
 	override *WindowOverride
+	// gate is the approved plan the up applies (nil: none).
+	gate *Gate
 }
 
 // startOperation marks st running and runs its operation in the
@@ -48,6 +50,9 @@ func (d *Daemon) startOperation(st *stackState, dec Decision, obs Observation) {
 	}
 	if dec.Type != UpdateDrift {
 		j.override = st.rec.WindowOverride
+	}
+	if g := st.rec.Status.Gate; g != nil && g.State == GateApproved && dec.Type == UpdateUp {
+		j.gate = g.Clone()
 	}
 	if st.remediate != "" && dec.Type == UpdateUp {
 		j.reason, j.remediate = "Drift remediation after check "+st.remediate, true
@@ -82,7 +87,18 @@ func (d *Daemon) operate(ctx context.Context, j job) {
 	sw := d.red.Writer(j.st.live)
 	op := d.operation(j, p)
 	op.Log = sw
-	res, runErr := d.opts.Runner.Run(ctx, op)
+	var res Result
+	var runErr error
+	if d.gated(j) {
+		var held *Gate
+		if res, held, runErr = d.runGated(ctx, j, p.commit, op); held != nil {
+			sw.Close()
+			d.hold(j, u, res, held)
+			return
+		}
+	} else {
+		res, runErr = d.opts.Runner.Run(ctx, op)
+	}
 	if j.typ == UpdateDestroy && errors.Is(runErr, ErrStackNotFound) {
 		_, _ = io.WriteString(sw, "nothing to destroy: "+runErr.Error()+"\n")
 		runErr = nil
@@ -268,6 +284,9 @@ func (d *Daemon) finish(ctx context.Context, j job, u Update, res Result, runErr
 	defer d.mu.Unlock()
 	st := j.st
 	d.release(st)
+	if j.gate != nil {
+		st.rec.Status.Gate = nil // applied, or it failed: a new preview asks again
+	}
 	d.recordOutcome(st, j, u, res, now)
 	d.putStack(st)
 	d.opts.Observer.UpdateFinished(u)

@@ -58,6 +58,10 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 		return d.untilPoll(st, now)
 	}
 	dec := Decide(st.rec.Status.LastUpdate, obs)
+	if held, wait := d.checkGate(st, obs, &dec); held {
+		pass.busy(st)
+		return minPositive(wait, d.untilPoll(st, now))
+	}
 	switch {
 	case dec.Finalize:
 		d.finalize(st)

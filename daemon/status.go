@@ -12,6 +12,9 @@ const (
 	ConditionReady       = "Ready"
 	ConditionReconciling = "Reconciling"
 	ConditionStalled     = "Stalled"
+	// ConditionAwaitingApproval is stackd's own: a plan waits for a
+	// person's approval.
+	ConditionAwaitingApproval = "AwaitingApproval"
 )
 
 // Update types. UpdateDrift is stackd's own: a refresh preview that never
@@ -97,6 +100,9 @@ type StackStatus struct {
 	// ChangeWindow is stackd's own: set while a change waits for a change
 	// window, with the time it may run.
 	ChangeWindow *ChangeWindowStatus `json:"changeWindow,omitempty"`
+	// Gate is stackd's own: an update that change control holds (a plan
+	// that awaits approval, or a change the policies denied).
+	Gate *Gate `json:"gate,omitempty"`
 }
 
 // SkippedCommit is a commit that was seen and not deployed, and why.
@@ -205,5 +211,6 @@ func (s StackStatus) Clone() StackStatus {
 		cw.Windows = append([]string(nil), s.ChangeWindow.Windows...)
 		c.ChangeWindow = &cw
 	}
+	c.Gate = s.Gate.Clone()
 	return c
 }

@@ -92,8 +92,9 @@ func routeOf(method string, u *url.URL) route {
 		return daemonWide(daemon.ActionPause)
 	case match(seg, "api", "v1", "stacks", "*", "sync"), match(seg, "stacks", "*", "sync"):
 		return route{Scope: scopeStack, Action: daemon.ActionSync, Stack: seg[len(seg)-2]}
-	case match(seg, "api", "v1", "stacks", "*", "approve"):
-		return route{Scope: scopeStack, Action: daemon.ActionApprove, Stack: seg[3]}
+	case match(seg, "api", "v1", "stacks", "*", "approve"), match(seg, "api", "v1", "stacks", "*", "reject"),
+		match(seg, "stacks", "*", "approve"), match(seg, "stacks", "*", "reject"):
+		return route{Scope: scopeStack, Action: daemon.ActionApprove, Stack: seg[len(seg)-2]}
 	case match(seg, "api", "v1", "stacks", "*", "cancel"):
 		return route{Scope: scopeStack, Action: daemon.ActionCancel, Stack: seg[3]}
 	}

@@ -293,9 +293,11 @@ var (
 		"Drifted resources of the stack by what a refresh would do (update, delete); ignored ones under op=\"ignored\".", []string{"stack", "op"}, nil)
 	descDriftCheck = prometheus.NewDesc("stackd_stack_last_drift_check_timestamp_seconds",
 		"When the stack was last checked for drift.", stackLabel, nil)
-	descQueue   = prometheus.NewDesc("stackd_queue_depth", "Stacks waiting for a worker, a prerequisite or a sync wave.", nil, nil)
-	descRunning = prometheus.NewDesc("stackd_operations_running", "Pulumi operations in flight.", nil, nil)
-	descReload  = prometheus.NewDesc("stackd_config_last_reload_successful",
+	descQueue    = prometheus.NewDesc("stackd_queue_depth", "Stacks waiting for a worker, a prerequisite or a sync wave.", nil, nil)
+	descRunning  = prometheus.NewDesc("stackd_operations_running", "Pulumi operations in flight.", nil, nil)
+	descAwaiting = prometheus.NewDesc("stackd_stacks_awaiting_approval",
+		"Stacks whose plan awaits approval.", nil, nil)
+	descReload = prometheus.NewDesc("stackd_config_last_reload_successful",
 		"1 when the last config load or reload was applied, 0 when it had errors.", nil, nil)
 	descReloadOK = prometheus.NewDesc("stackd_config_last_reload_success_timestamp_seconds",
 		"Unix time of the last config load or reload that was applied.", nil, nil)
@@ -334,14 +336,14 @@ var (
 // healthValues are the values of the "health" label, each reported for
 // every stack and source so that a change of health moves a 1 rather
 // than ending one series and starting another.
-var healthValues = []string{daemon.HealthHealthy, daemon.HealthProgressing, daemon.HealthDegraded}
+var healthValues = []string{daemon.HealthHealthy, daemon.HealthProgressing, daemon.HealthDegraded, daemon.HealthAwaitingApproval}
 
 // stateCollector reports the API's current state at each scrape.
 type stateCollector struct{ m *Metrics }
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descStacks, descReady, descReconcile, descStalled, descFailing,
-		descFailures, descLastOK, descDrifted, descDriftRes, descDriftCheck, descQueue, descRunning, descReload, descReloadOK, descPaused,
+		descFailures, descLastOK, descDrifted, descDriftRes, descDriftCheck, descQueue, descRunning, descAwaiting, descReload, descReloadOK, descPaused,
 		descStackHealth, descSourceHealth, descSourceFailing, descSourceStacks, descSourcePoll, descSourceApplied,
 		descClusterMembers, descClusterOwned, descClusterMoves, descClusterLost, descClusterLeader, descClusterSession} {
 		ch <- d
@@ -373,6 +375,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	c.m.collectStacks(ch, ref, versions)
 	gauge(ch, descQueue, float64(stats.Queued))
 	gauge(ch, descRunning, float64(stats.Running))
+	gauge(ch, descAwaiting, float64(stats.AwaitingApproval))
 	gauge(ch, descReload, boolValue(cfg.Successful))
 	gauge(ch, descPaused, boolValue(cfg.Paused))
 	if !cfg.LastSuccess.IsZero() {

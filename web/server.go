@@ -214,6 +214,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/stacks", s.listStacks)
 	mux.HandleFunc("GET /api/v1/stacks/{name}", s.getStack)
 	mux.HandleFunc("POST /api/v1/stacks/{name}/sync", s.syncStack)
+	mux.HandleFunc("POST /api/v1/stacks/{name}/approve", s.approveStack)
+	mux.HandleFunc("POST /api/v1/stacks/{name}/reject", s.rejectStack)
 	mux.HandleFunc("GET /api/v1/stacks/{name}/updates", s.listUpdates)
 	mux.HandleFunc("GET /api/v1/stacks/{name}/resources", s.getResources)
 	mux.HandleFunc("GET /api/v1/updates/{id}/log", s.getLog)

@@ -67,6 +67,10 @@ func (s *Server) routeUI(mux *http.ServeMux) {
 	mux.HandleFunc("GET /audit", s.uiAudit)
 	mux.Handle("POST /stacks/{name}/sync",
 		http.NewCrossOriginProtection().Handler(http.HandlerFunc(s.uiSync)))
+	mux.Handle("POST /stacks/{name}/approve",
+		http.NewCrossOriginProtection().Handler(http.HandlerFunc(s.uiApprove)))
+	mux.Handle("POST /stacks/{name}/reject",
+		http.NewCrossOriginProtection().Handler(http.HandlerFunc(s.uiReject)))
 	mux.HandleFunc("GET /static/", serveStatic)
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -88,9 +89,25 @@ func newClient(server, tokenFile, dataDir string) (*client, error) {
 // do sends a request and returns the response when its status is 2xx;
 // otherwise the API's error message.
 func (c *client) do(method, path string) (*http.Response, error) {
-	req, err := http.NewRequest(method, c.server+path, nil)
+	return c.doJSON(method, path, nil)
+}
+
+// doJSON is do with body, when not nil, sent as JSON.
+func (c *client) doJSON(method, path string, body any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, c.server+path, rd)
 	if err != nil {
 		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -104,9 +121,9 @@ func (c *client) do(method, path string) (*http.Response, error) {
 	}
 	defer resp.Body.Close()
 	var e struct{ Error string }
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if json.Unmarshal(body, &e) != nil || e.Error == "" {
-		e.Error = strings.TrimSpace(string(body))
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if json.Unmarshal(raw, &e) != nil || e.Error == "" {
+		e.Error = strings.TrimSpace(string(raw))
 	}
 	msg := fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, e.Error)
 	if resp.StatusCode == http.StatusUnauthorized && c.hint != "" {

@@ -39,6 +39,8 @@ Usage:
   stackd backup --server URL FILE          the same, from a running daemon
   stackd status [NAME] [--json]            show the stacks of a running daemon
   stackd sync NAME                         ask a running daemon to run a stack
+  stackd approve NAME [--plan ID]          apply the plan that awaits approval
+  stackd reject NAME [--reason TEXT]       refuse the plan that awaits approval
   stackd logs NAME [--follow]              print a stack's last (or running) update log
   stackd previews [--json]                 list open pull requests and their previews
   stackd pause [--wait D] / stackd resume  stop operations from starting (to copy the backend)
@@ -79,6 +81,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = statusCommand(rest, stdout)
 	case "sync":
 		err = syncCommand(rest, stdout)
+	case "approve", "reject":
+		err = decideCommand(cmd, rest, stdout)
 	case "logs":
 		err = logsCommand(rest, stdout)
 	case "previews":

@@ -58,6 +58,7 @@ type runFlags struct {
 	watchConfig           bool
 	massRemoval           bool
 	driftInterval         time.Duration
+	approval              string
 	logLevel              string
 	logFormat             string
 	tokenFile             string
@@ -122,6 +123,7 @@ func (f *runFlags) define(fs *flag.FlagSet) {
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Minute, "on stop, how long running operations may finish before they are interrupted")
 	fs.BoolVar(&f.watchConfig, "watch-config", true, "reload the config when its files change")
 	fs.BoolVar(&f.massRemoval, "allow-mass-removal", false, "let a reload remove all stacks, or more than half of them")
+	fs.StringVar(&f.approval, "approval", "off", "approval of stacks whose spec sets none: off, required, or a budget such as '{when: [delete, replace], maxChanges: 20}'")
 	fs.DurationVar(&f.driftInterval, "drift-interval", 0, "check every deployed stack for drift this often, unless its driftDetection says otherwise (0: off)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
@@ -487,6 +489,10 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemo
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	approval, err := spec.ParseApproval(f.approval)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	fetcher := gitwatch.New(f.withLimits(gitwatch.Options{Timeout: f.gitTimeout, CacheFor: f.minResync / 2,
 		RemoteCall: remoteCall(obs), Logger: log.With("component", "gitwatch")}))
 	d, err := daemon.New(nil, daemon.Options{
@@ -496,7 +502,7 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemo
 		MaxConcurrent: f.maxConcurrent, MinResync: f.minResync, MaxFailures: f.maxFailures,
 		BackoffBase: f.retryBackoff, OpTimeout: f.opTimeout,
 		Sources: srcs, SourceAuth: auth, SourcePoll: f.pollInterval, Observer: obs, WatchConfig: f.watchConfig, AllowMassRemoval: f.massRemoval,
-		DriftInterval: f.driftInterval, Notifier: notifier,
+		DriftInterval: f.driftInterval, Notifier: notifier, Approval: approval,
 		Ownership: own, Node: nodeName(own), HandoverGrace: f.handover, Redactor: red,
 	})
 	return d, run, fetcher, err

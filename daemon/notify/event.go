@@ -15,6 +15,8 @@ const (
 	StackRecovered = "stack_recovered"
 	// PreviewFailed: a pull request's preview of a stack failed.
 	PreviewFailed = "preview_failed"
+	// ApprovalNeeded: a stack's plan waits for approval.
+	ApprovalNeeded = "approval_needed"
 )
 
 // Event is a change of a stack that people want to hear about. It holds

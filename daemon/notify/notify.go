@@ -412,6 +412,8 @@ func eventTitle(kind string) (emoji, title string) {
 		return ":white_check_mark:", "stack recovered"
 	case PreviewFailed:
 		return ":x:", "preview of a pull request failed"
+	case ApprovalNeeded:
+		return ":raised_hand:", "approval needed"
 	}
 	return ":information_source:", strings.ReplaceAll(kind, "_", " ")
 }

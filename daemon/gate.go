@@ -1,0 +1,334 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/stackd/stackd/daemon/notify"
+	"github.com/stackd/stackd/daemon/spec"
+)
+
+// Change control: an up of a stack under approval, or of any stack while
+// the daemon has policies, is previewed first with a saved plan. The
+// policies judge the preview's steps; a denied change is held
+// (PolicyDenied). A plan that needs approval is held (AwaitingApproval)
+// until a person approves it, and the up then applies exactly that plan
+// (`pulumi up --plan`). So the policies see every change that is applied.
+
+// Gate states.
+const (
+	GateAwaiting     = "AwaitingApproval"
+	GateApproved     = "Approved"
+	GateRejected     = "Rejected"
+	GateExpired      = "Expired"
+	GatePolicyDenied = "PolicyDenied"
+)
+
+// Gate is an update that change control holds, and what it was made for:
+// the commit, the spec's generation and the sync request. A newer one of
+// any of these supersedes it.
+type Gate struct {
+	State string `json:"state"`
+	// Reason says why the plan needs approval, or why it was denied.
+	Reason           string `json:"reason"`
+	Commit           string `json:"commit"`
+	Generation       int64  `json:"generation"`
+	ReconcileRequest string `json:"reconcileRequest,omitempty"`
+	// Update is the preview's update, whose log holds the full diff.
+	Update string `json:"update"`
+	// Plan is the saved plan that awaits approval (nil once discarded).
+	Plan *Plan `json:"plan,omitempty"`
+	// Changes and Steps are the plan's summary and its steps (secret
+	// values "[secret]").
+	Changes    map[string]int `json:"changes,omitempty"`
+	Steps      []Step         `json:"steps,omitempty"`
+	Violations []Violation    `json:"violations,omitempty"`
+	Created    time.Time      `json:"created"`
+	Expires    time.Time      `json:"expires,omitzero"`
+	// By, Decided and Comment say who approved or rejected the plan,
+	// when, and why.
+	By      string    `json:"by,omitempty"`
+	Decided time.Time `json:"decided,omitzero"`
+	Comment string    `json:"comment,omitempty"`
+}
+
+// Clone returns a deep copy of g.
+func (g *Gate) Clone() *Gate {
+	if g == nil {
+		return nil
+	}
+	c := *g
+	if g.Plan != nil {
+		p := *g.Plan
+		c.Plan = &p
+	}
+	c.Changes = maps.Clone(g.Changes)
+	c.Steps = slices.Clone(g.Steps)
+	c.Violations = slices.Clone(g.Violations)
+	return &c
+}
+
+// Actions of GateAction.
+const (
+	// GateDrop: the gate no longer holds anything (superseded, or the
+	// change is not wanted any more): discard it and decide as usual.
+	GateDrop = "drop"
+	// GateHold: nothing runs.
+	GateHold = "hold"
+	// GateExpire: the plan is too old: discard it and hold.
+	GateExpire = "expire"
+	// GateApply: run the up constrained to the approved plan.
+	GateApply = "apply"
+)
+
+// GateAction decides what a stack held by g does when Decide says run
+// (wants) or not, given what the stack would deploy now (o). A gate binds
+// the commit, the generation and the sync request it was made for; the
+// runner checks the rest (the plan file, the config and the state). It is
+// pure. wait is when time alone changes the action (an expiry).
+func GateAction(g *Gate, o Observation, wants bool) (action string, wait time.Duration) {
+	if !wants || g.Commit != o.Commit || g.Generation != o.Generation || g.ReconcileRequest != o.ReconcileRequest {
+		return GateDrop, 0
+	}
+	switch g.State {
+	case GateAwaiting:
+		if !o.Now.Before(g.Expires) {
+			return GateExpire, 0
+		}
+		return GateHold, g.Expires.Sub(o.Now)
+	case GateApproved:
+		return GateApply, 0
+	}
+	return GateHold, 0
+}
+
+// approvalOf is the approval that applies to j's stack.
+func (d *Daemon) approvalOf(j job) *spec.Approval {
+	if j.stack != nil && j.stack.Spec.Approval != nil {
+		return j.stack.Spec.Approval
+	}
+	return d.opts.Approval
+}
+
+// gated says whether j's up goes through change control.
+func (d *Daemon) gated(j job) bool {
+	return j.typ == UpdateUp && j.stack != nil && (d.opts.Policies != nil || d.approvalOf(j).Gates())
+}
+
+// runGated runs j's up through change control: with an approved plan,
+// the up constrained to it; otherwise a preview that saves a plan, the
+// policies' verdict and the approval decision, then the up constrained
+// to the plan unless the change is held, when it returns the Gate.
+func (d *Daemon) runGated(ctx context.Context, j job, commit string, op Operation) (Result, *Gate, error) {
+	if g := j.gate; g != nil {
+		if commit != g.Commit {
+			return Result{}, nil, fmt.Errorf("%w: the checkout is at %s, the plan was made at %s", ErrPlanStale, commit, g.Commit)
+		}
+		op.Plan = g.Plan
+		res, err := d.opts.Runner.Run(ctx, op)
+		return res, nil, err
+	}
+	pre := op
+	pre.Type, pre.SavePlan, pre.Diff = UpdatePreview, true, true
+	fmt.Fprintf(op.Log, "previewing the change with a saved plan before applying it\n")
+	res, err := d.opts.Runner.Run(ctx, pre)
+	if err != nil {
+		return res, nil, fmt.Errorf("preview before the update: %w", err)
+	}
+	if res.Plan == nil {
+		return res, nil, errors.New("preview before the update: the runner saved no plan")
+	}
+	g := &Gate{Commit: commit, Generation: j.obs.Generation, ReconcileRequest: j.obs.ReconcileRequest,
+		Plan: res.Plan, Changes: res.Changes, Steps: res.Steps}
+	verdict := d.judge(ctx, j, commit, res.Steps)
+	for _, w := range verdict.Warn {
+		fmt.Fprintf(op.Log, "policy warning (%s): %s\n", w.Policy, w.Message)
+	}
+	if verdict.Denied() {
+		d.discardPlan(j.st.rec.Name, res.Plan)
+		g.State, g.Plan, g.Violations = GatePolicyDenied, nil, append(verdict.Deny, verdict.Warn...)
+		g.Reason = denialMessage(verdict.Deny)
+		return res, g, nil
+	}
+	a := d.approvalOf(j)
+	if need, why := NeedsApproval(a, res.Steps); need {
+		g.State, g.Reason, g.Violations = GateAwaiting, why, verdict.Warn
+		g.Created = time.Now()
+		g.Expires = g.Created.Add(a.PlanMaxAge())
+		return res, g, nil
+	}
+	fmt.Fprintf(op.Log, "applying plan %s\n", res.Plan.ID)
+	op.Plan = res.Plan
+	up, err := d.opts.Runner.Run(ctx, op)
+	return up, nil, err
+}
+
+// denialMessage lists the policies' denials.
+func denialMessage(deny []Violation) string {
+	msgs := make([]string, len(deny))
+	for i, v := range deny {
+		msgs[i] = v.Policy + ": " + v.Message
+	}
+	return "denied by policy: " + strings.Join(msgs, "; ")
+}
+
+// hold records the preview's update u of a change that g holds, and the
+// stack's status: the stack waits for approval, or stalls on a denial,
+// until the change is superseded. Its last update stays as it was.
+func (d *Daemon) hold(j job, u Update, res Result, g *Gate) {
+	now := time.Now()
+	g.Update = u.ID
+	u.Type, u.EndTime, u.Changes, u.State = UpdatePreview, now, res.Changes, UpdateSucceeded
+	if g.State == GatePolicyDenied {
+		u.State, u.Message = UpdateFailed, g.Reason
+	} else {
+		u.Message = fmt.Sprintf("plan %s awaits approval: %s", g.Plan.ID, g.Reason)
+	}
+	if err := d.opts.Store.PutUpdate(u); err != nil {
+		d.storeError("cannot record the update's outcome", u.Stack, err, "update", u.ID)
+	}
+	if err := d.opts.Store.PutLog(u.ID, j.st.live.Bytes()); err != nil {
+		d.storeError("cannot record the update's log", u.Stack, err, "update", u.ID)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := j.st
+	d.release(st)
+	s := &st.rec.Status
+	s.CurrentUpdate, s.Gate = nil, g
+	s.ObservedGeneration, s.ObservedReconcileRequest = j.obs.Generation, j.obs.ReconcileRequest
+	event := notify.Event{Stack: st.rec.Name, Time: now, Update: u.ID, Commit: g.Commit, Message: u.Message}
+	if g.State == GatePolicyDenied {
+		s.MarkStalled(ReasonPolicyDenied, g.Reason, st.rec.Generation, now)
+		event.Kind = notify.StackStalled
+	} else {
+		s.MarkAwaitingApproval(u.Message, st.rec.Generation, now)
+		event.Kind = notify.ApprovalNeeded
+	}
+	d.putStack(st)
+	d.opts.Notifier.Notify(event)
+	d.opts.Observer.UpdateFinished(u)
+	d.log.Info("change held", "stack", st.rec.Name, "state", g.State, "update", u.ID, "reason", g.Reason)
+}
+
+// checkGate applies GateAction to st, held by a gate, once Decide decided
+// dec. It returns whether st is held, and how long until time alone may
+// change that; for an approved plan it rewrites dec's reason. Called with
+// d.mu held.
+func (d *Daemon) checkGate(st *stackState, obs Observation, dec *Decision) (bool, time.Duration) {
+	g := st.rec.Status.Gate
+	if g == nil {
+		return false, 0
+	}
+	act, wait := GateAction(g, obs, dec.Run && dec.Type == UpdateUp && st.stack != nil)
+	switch act {
+	case GateDrop:
+		d.discardPlan(st.rec.Name, g.Plan)
+		st.rec.Status.Gate = nil
+		st.rec.Status.removeCondition(ConditionAwaitingApproval)
+		d.putStack(st)
+		return false, 0
+	case GateExpire:
+		d.discardPlan(st.rec.Name, g.Plan)
+		g.State, g.Plan = GateExpired, nil
+		msg := fmt.Sprintf("the plan expired unapproved after %s; a new commit or a sync request makes a new one", obs.Now.Sub(g.Created).Round(time.Second))
+		st.rec.Status.MarkStalled(ReasonPlanExpired, msg, st.rec.Generation, obs.Now)
+		d.putStack(st)
+		return true, 0
+	case GateApply:
+		dec.Reason = fmt.Sprintf("Approved by %s: plan %s", g.By, g.Plan.ID)
+		return false, 0
+	}
+	return true, wait
+}
+
+// discardPlan deletes p, a plan of the stack name, when the runner saves
+// plans; a failure is logged: a new preview supersedes it anyway.
+func (d *Daemon) discardPlan(name string, p *Plan) {
+	pd, ok := d.opts.Runner.(PlanDiscarder)
+	if p == nil || !ok {
+		return
+	}
+	if err := pd.DiscardPlan(name, p.ID); err != nil {
+		d.log.Warn("cannot discard a plan", "stack", name, "plan", p.ID, "err", err)
+	}
+}
+
+// Errors of Approve and Reject.
+var (
+	ErrNoPlan    = errors.New("no plan awaits approval")
+	ErrPlanMoved = errors.New("that plan is not the one awaiting approval")
+)
+
+// Approve approves the plan of the named stack that awaits approval: plan
+// names it by ID or digest, so that a stale page cannot approve a newer
+// plan. The up constrained to it runs next; it records who approved.
+func (d *Daemon) Approve(name, plan, who string) error {
+	return d.decidePlan(name, plan, who, "", true)
+}
+
+// Reject rejects the plan of the named stack that awaits approval, and
+// discards it: nothing is applied until a new commit or a sync request.
+func (d *Daemon) Reject(name, plan, who, reason string) error {
+	return d.decidePlan(name, plan, who, reason, false)
+}
+
+func (d *Daemon) decidePlan(name, plan, who, comment string, approve bool) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := d.stacks[name]
+	if st == nil {
+		return ErrUnknownStack
+	}
+	if !d.acts(st) {
+		return fmt.Errorf("stack %s: another replica holds it; ask that one", name)
+	}
+	now := time.Now()
+	g := st.rec.Status.Gate
+	if g == nil || g.State != GateAwaiting || g.Plan == nil {
+		return fmt.Errorf("stack %s: %w", name, ErrNoPlan)
+	}
+	if plan != g.Plan.ID && plan != g.Plan.Digest {
+		return fmt.Errorf("stack %s: %w (plan %s)", name, ErrPlanMoved, g.Plan.ID)
+	}
+	if !now.Before(g.Expires) {
+		return fmt.Errorf("stack %s: %w: plan %s expired", name, ErrNoPlan, g.Plan.ID)
+	}
+	g.By, g.Decided, g.Comment = who, now, comment
+	note := fmt.Sprintf("approved by %s at %s", who, now.UTC().Format(time.RFC3339))
+	if approve {
+		g.State = GateApproved
+		st.rec.Status.MarkReconciling(ReasonStackProcessing, fmt.Sprintf("plan %s approved by %s", g.Plan.ID, who), st.rec.Generation, now)
+	} else {
+		d.discardPlan(name, g.Plan)
+		note = fmt.Sprintf("rejected by %s at %s", who, now.UTC().Format(time.RFC3339))
+		if comment != "" {
+			note += ": " + comment
+		}
+		st.rec.Status.MarkStalled(ReasonPlanRejected, fmt.Sprintf("plan %s %s; a new commit or a sync request makes a new plan", g.Plan.ID, note), st.rec.Generation, now)
+		g.State = GateRejected
+	}
+	d.noteOnUpdate(g.Update, note)
+	d.putStack(st)
+	d.markDirty(st)
+	d.log.Info("plan decided", "stack", name, "plan", g.Plan.ID, "state", g.State, "by", who)
+	return nil
+}
+
+// noteOnUpdate adds note to the message of the update id in the history.
+func (d *Daemon) noteOnUpdate(id, note string) {
+	u, err := d.opts.Store.Update(id)
+	if err != nil {
+		d.log.Warn("cannot read the plan's update", "update", id, "err", err)
+		return
+	}
+	u.Message += "; " + note
+	if err := d.opts.Store.PutUpdate(u); err != nil {
+		d.storeError("cannot record the plan's decision", u.Stack, err, "update", id)
+	}
+}
