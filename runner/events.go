@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+
+	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
 )
 
@@ -27,8 +29,11 @@ const maxMessage = 4000
 // engineEvent is the part of an apitype.EngineEvent the runner reads.
 // Outputs stay raw JSON so that numbers keep their text.
 type engineEvent struct {
-	DiagnosticEvent *apitype.DiagnosticEvent `json:"diagnosticEvent"`
-	SummaryEvent    *apitype.SummaryEvent    `json:"summaryEvent"`
+	DiagnosticEvent  *apitype.DiagnosticEvent `json:"diagnosticEvent"`
+	SummaryEvent     *apitype.SummaryEvent    `json:"summaryEvent"`
+	ResourcePreEvent *struct {
+		Metadata stepMetadata `json:"metadata"`
+	} `json:"resourcePreEvent"`
 	ResOutputsEvent *struct {
 		Metadata struct {
 			Op    string   `json:"op"`
@@ -40,6 +45,22 @@ type engineEvent struct {
 			} `json:"new"`
 		} `json:"metadata"`
 	} `json:"resOutputsEvent"`
+}
+
+// stepMetadata is the part of an apitype.StepEventMetadata a step of a
+// preview is made of. Inputs stay raw JSON so that numbers keep their
+// text.
+type stepMetadata struct {
+	Op    string     `json:"op"`
+	URN   string     `json:"urn"`
+	Type  string     `json:"type"`
+	Diffs []string   `json:"diffs"`
+	Old   *stepState `json:"old"`
+	New   *stepState `json:"new"`
+}
+
+type stepState struct {
+	Inputs map[string]json.RawMessage `json:"inputs"`
 }
 
 // events is what an operation's event log says.
@@ -54,6 +75,9 @@ type events struct {
 	programErr []string
 	// drift lists the resources a refresh would change.
 	drift []spec.DriftedResource
+	// steps are the steps that change something, as the engine announced
+	// them (resource pre-events), inputs' secrets masked.
+	steps []daemon.Step
 }
 
 // readEvents reads the event log at path. A log cut short (the process
@@ -89,6 +113,8 @@ func (ev *events) add(e engineEvent) error {
 		ev.summary = e.SummaryEvent
 	case e.DiagnosticEvent != nil:
 		ev.addDiagnostic(e.DiagnosticEvent)
+	case e.ResourcePreEvent != nil:
+		return ev.addStep(e.ResourcePreEvent.Metadata)
 	case e.ResOutputsEvent != nil:
 		md := e.ResOutputsEvent.Metadata
 		if drifted(md.Op, md.Type) {
@@ -104,6 +130,67 @@ func (ev *events) add(e engineEvent) error {
 		ev.outputs = outputs
 	}
 	return nil
+}
+
+// addStep records md unless it is a "same" step.
+func (ev *events) addStep(md stepMetadata) error {
+	if md.Op == "" || md.Op == "same" {
+		return nil
+	}
+	st := daemon.Step{Op: md.Op, URN: md.URN, Type: md.Type, Diffs: md.Diffs}
+	var err error
+	if md.Old != nil {
+		if st.Old, err = maskInputs(md.Old.Inputs); err != nil {
+			return fmt.Errorf("read the old inputs of %s: %w", md.URN, err)
+		}
+	}
+	if md.New != nil {
+		if st.New, err = maskInputs(md.New.Inputs); err != nil {
+			return fmt.Errorf("read the new inputs of %s: %w", md.URN, err)
+		}
+	}
+	ev.steps = append(ev.steps, st)
+	return nil
+}
+
+// unknownValue is how the engine writes a value a preview cannot know
+// (plugin.UnknownStringValue); a step shows it as "[unknown]".
+const unknownValue = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+// maskInputs decodes a resource's inputs with secrets as "[secret]" and
+// values unknown before the update as "[unknown]". Nil inputs stay nil.
+func maskInputs(raw map[string]json.RawMessage) (map[string]any, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	out := make(map[string]any, len(raw))
+	for k, v := range raw {
+		var x any
+		if err := decodeJSON(bytes.NewReader(v), &x); err != nil {
+			return nil, fmt.Errorf("input %s: %w", k, err)
+		}
+		out[k] = unknown(mask(x))
+	}
+	return out, nil
+}
+
+// unknown replaces the engine's unknown values in x with "[unknown]".
+func unknown(x any) any {
+	switch x := x.(type) {
+	case string:
+		if x == unknownValue {
+			return "[unknown]"
+		}
+	case map[string]any:
+		for k, v := range x {
+			x[k] = unknown(v)
+		}
+	case []any:
+		for i, v := range x {
+			x[i] = unknown(v)
+		}
+	}
+	return x
 }
 
 // drifted says whether a refresh step with op changes a resource of typ:

@@ -135,6 +135,9 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation)
 	if op.Type == daemon.UpdateDrift {
 		res.Drift = ev.drift
 	}
+	if op.Type == daemon.UpdatePreview {
+		res.Steps = cleanSteps(ev.steps, w.redact.Replace)
+	}
 	if op.Type == daemon.UpdateUp {
 		if res.Outputs = ev.outputs; res.Outputs == nil {
 			res.Outputs, err = r.maskedOutputs(ctx, w)
@@ -173,6 +176,20 @@ func (r *Runner) planArgs(ctx context.Context, w *workspace, op daemon.Operation
 		return nil, "", nil, fmt.Errorf("stack %s: a %s takes no plan", w.Name, op.Type)
 	}
 	return w.env, "", args, nil
+}
+
+// cleanSteps applies clean to the steps' inputs: a program may pass what
+// the runner keeps secret (an environment value) as a plain input.
+func cleanSteps(steps []daemon.Step, clean func(string) string) []daemon.Step {
+	for i, s := range steps {
+		if s.Old != nil {
+			steps[i].Old, _ = scrub.Value(s.Old, clean).(map[string]any)
+		}
+		if s.New != nil {
+			steps[i].New, _ = scrub.Value(s.New, clean).(map[string]any)
+		}
+	}
+	return steps
 }
 
 // changes is the summary's count of resources by operation.

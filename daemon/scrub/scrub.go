@@ -98,6 +98,10 @@ func JSON(raw json.RawMessage, clean func(string) string) json.RawMessage {
 	return out
 }
 
+// Value applies clean to every string of a decoded JSON value (maps,
+// slices, strings, json.Number), as JSON does.
+func Value(v any, clean func(string) string) any { return scrubValue(v, clean) }
+
 func scrubValue(v any, clean func(string) string) any {
 	switch t := v.(type) {
 	case string:
