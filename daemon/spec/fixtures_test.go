@@ -214,3 +214,23 @@ func TestGoodFixtureContent(t *testing.T) {
 		t.Errorf("compact.yaml: %d stacks, %d programs", len(compact.Stacks), len(compact.Programs))
 	}
 }
+
+// TestExampleDetectsDrift: the bundled example (make run) checks its
+// repository stack for drift, so that the status the README shows, with
+// its DRIFT column, is what a newcomer sees.
+func TestExampleDetectsDrift(t *testing.T) {
+	cfg, diags, err := Load("../../configs/stackd.example.yaml")
+	if err != nil || len(diags) != 0 {
+		t.Fatalf("the example does not validate: %v\n%s", err, list(diags))
+	}
+	for _, s := range cfg.Stacks {
+		if s.Name != "example" {
+			continue
+		}
+		if dd := s.Spec.DriftDetection; dd == nil || dd.Interval.Duration <= 0 {
+			t.Fatalf("the example stack has no drift detection: %+v", dd)
+		}
+		return
+	}
+	t.Fatal("the example config has no stack named example")
+}
