@@ -264,8 +264,9 @@ type stackState struct {
 	commitSeen time.Time
 	// waiting is set while the stack wants to run but cannot start yet.
 	waiting bool
-	// remediate names the drift check whose drift the next update
-	// repairs (with a refresh).
+	// remediate is the reason of the next up when it repairs drift (it
+	// refreshes first): a remediation after a check, or a sync of a
+	// drifted stack.
 	remediate string
 	// releasing is set once another replica should hold the stack: it is
 	// released when idle (a running operation ends first).

@@ -1052,3 +1052,89 @@ stacks:
 	}
 	h.eventually("app deployed once net is Ready", func() bool { return h.ready("net") && h.ready("app") })
 }
+
+// TestSyncOfDriftedStackRefreshes: a sync of a drifted stack runs an up
+// that refreshes first, says so in its reason, and clears the drift at
+// once (the up's id in the drift status, drift_resolved), before any
+// further check.
+func TestSyncOfDriftedStackRefreshes(t *testing.T) {
+	n := &recordingNotifier{}
+	h := newHarness(t, oneStack+"    driftDetection:\n      interval: 1h\n", func(o *Options) { o.Notifier = n })
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.start()
+	drift := func() *spec.DriftStatus { v, _ := h.d.Stack("app"); return v.Status.Drift }
+	h.eventually("a first check", func() bool { return drift() != nil && drift().State == spec.DriftInSync })
+	// A drift check found drift; the next check is an hour away.
+	h.d.mu.Lock()
+	st := h.d.stacks["app"]
+	st.rec.Status.Drift = &spec.DriftStatus{State: spec.DriftDrifted, LastCheck: time.Now(), Since: time.Now(), Check: "app-9",
+		Resources: []spec.DriftedResource{{URN: "urn:pulumi:dev::p::stackdtest:index:File::note", Op: "update"}}}
+	h.d.mu.Unlock()
+	if _, err := h.d.Sync("app"); err != nil {
+		t.Fatal(err)
+	}
+	ups := func() []Operation {
+		var out []Operation
+		for _, op := range h.runner.opsOf("app") {
+			if op.Type == UpdateUp {
+				out = append(out, op)
+			}
+		}
+		return out
+	}
+	h.eventually("the sync's up", func() bool { return len(ups()) == 2 && h.ready("app") })
+	op := ups()[1]
+	all := h.store.updatesOf("app")
+	up := all[len(all)-1]
+	if op.Type != UpdateUp || !op.Refresh || !strings.HasPrefix(up.Reason, SyncWithRefresh+" (drift found by check app-9)") {
+		t.Fatalf("the sync ran %s refresh=%v, reason %q", op.Type, op.Refresh, up.Reason)
+	}
+	h.eventually("drift cleared", func() bool {
+		return drift().State == spec.DriftInSync && drift().Check == up.ID
+	})
+	if !strings.Contains(n.kinds(), notify.DriftResolved) {
+		t.Fatalf("no drift_resolved: %s", n.kinds())
+	}
+	// A stack in sync syncs without a refresh.
+	if _, err := h.d.Sync("app"); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("a plain sync", func() bool { return len(ups()) == 3 && h.ready("app") })
+	if op := ups()[2]; op.Refresh {
+		t.Fatal("a sync of a stack in sync refreshed")
+	}
+}
+
+// TestFailingStackSaysWhenItRetries: while a failing stack has attempts
+// left, its status says which attempt comes and when (PKO's conditions
+// unchanged); a stall or a success clears it.
+func TestFailingStackSaysWhenItRetries(t *testing.T) {
+	h := newHarness(t, oneStack, func(o *Options) { o.BackoffBase = time.Hour })
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.runner.setFail("app", errors.New("program failed: boom"))
+	h.start()
+	var v StackView
+	h.eventually("a first failure", func() bool {
+		v, _ = h.d.Stack("app")
+		return v.Status.LastUpdate != nil && v.Status.CurrentUpdate == nil
+	})
+	r := v.Status.Retry
+	end := h.store.updatesOf("app")[0].EndTime
+	if r == nil || r.Attempt != 2 || r.Of != 3 || r.At.Sub(end) < time.Hour-time.Second || r.At.Sub(end) > time.Hour+time.Second {
+		t.Fatalf("retry = %+v, failed at %v", r, end)
+	}
+	if want := "failing, retry 2 of 3 at " + r.At.UTC().Format(time.RFC3339); r.String() != want {
+		t.Fatalf("retry says %q, want %q", r, want)
+	}
+	if c := v.Status.Condition(ConditionReconciling); c == nil || c.Reason != ReasonRetryingAfterFailure {
+		t.Fatalf("PKO's condition changed: %+v", v.Status.Conditions)
+	}
+	h.runner.setFail("app", nil)
+	if _, err := h.d.Sync("app"); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("recovered", func() bool { return h.ready("app") })
+	if v, _ := h.d.Stack("app"); v.Status.Retry != nil {
+		t.Fatalf("a recovered stack still retries: %+v", v.Status.Retry)
+	}
+}

@@ -101,9 +101,23 @@ func (d *Daemon) recordDrift(st *stackState, u Update, res Result, now time.Time
 	d.opts.Observer.DriftChecked(dr.State)
 	d.driftEvent(st.rec.Name, prev, dr, now)
 	if dr.State == spec.DriftDrifted && st.stack != nil && st.stack.Spec.DriftDetection != nil && st.stack.Spec.DriftDetection.Remediate {
-		st.remediate = u.ID
+		st.remediate = "Drift remediation after check " + u.ID
 		d.poke(st, "drift-"+u.ID)
 	}
+}
+
+// driftHealed clears a drifted stack's drift once an up that refreshed
+// first succeeded (u): the resources match the program again, so that the
+// status and drift_resolved need not wait for the next check.
+func (d *Daemon) driftHealed(st *stackState, u Update, now time.Time) {
+	prev := st.rec.Status.Drift
+	if prev == nil || prev.State != spec.DriftDrifted {
+		return
+	}
+	dr := &spec.DriftStatus{State: spec.DriftInSync, LastCheck: now, Check: u.ID,
+		Message: "put back by update " + u.ID + ", which refreshed first"}
+	st.rec.Status.Drift = dr
+	d.driftEvent(st.rec.Name, prev, dr, now)
 }
 
 // driftEvent tells the notifier when a stack starts or stops drifting.

@@ -24,6 +24,9 @@ type job struct {
 	destroy *DestroySpec
 	// remediate repairs drift: the up refreshes first.
 	remediate bool
+	// refreshed is set once the operation is built when it refreshes
+	// first.
+	refreshed bool
 	// breakLock breaks a Pulumi lock that a dead holder left.
 	breakLock bool
 	// newCommit: only a new commit asks for the run (Decision.NewCommit).
@@ -55,7 +58,7 @@ func (d *Daemon) startOperation(st *stackState, dec Decision, obs Observation) {
 		j.gate = g.Clone()
 	}
 	if st.remediate != "" && dec.Type == UpdateUp {
-		j.reason, j.remediate = "Drift remediation after check "+st.remediate, true
+		j.reason, j.remediate = st.remediate, true
 		st.remediate = ""
 	}
 	d.log.Info("operation starting", "stack", st.rec.Name, "type", dec.Type, "reason", dec.Reason)
@@ -87,6 +90,7 @@ func (d *Daemon) operate(ctx context.Context, j job) {
 	sw := d.red.Writer(j.st.live)
 	op := d.operation(j, p)
 	op.Log = sw
+	j.refreshed = op.Refresh
 	var res Result
 	var runErr error
 	if d.gated(j) {
@@ -217,6 +221,7 @@ func (d *Daemon) begin(j job, p *prepared) (Update, error) {
 	}
 	st.rec.Status.CurrentUpdate = &CurrentUpdate{Generation: u.Generation, ReconcileRequest: u.ReconcileRequest, Name: u.ID, Commit: u.Commit}
 	if j.typ != UpdateDrift { // drift is an axis of its own
+		st.rec.Status.Retry = nil
 		st.rec.Status.MarkReconciling(ReasonStackProcessing, "stack is being processed: "+j.reason, st.rec.Generation, now)
 	}
 	d.putStack(st)
@@ -328,10 +333,13 @@ func (d *Daemon) recordOutcome(st *stackState, j job, u Update, res Result, now 
 		case UpdateUp:
 			s.Outputs = res.Outputs
 			st.rec.PathsHash, s.SkippedCommit = j.pathsHash, nil
+			if j.refreshed {
+				d.driftHealed(st, u, now)
+			}
 		case UpdateDestroy:
 			s.Outputs = nil
 		}
-		s.LastUpdate = lu
+		s.LastUpdate, s.Retry = lu, nil
 		wasStalled := s.Condition(ConditionStalled) != nil
 		s.MarkReady(st.rec.Generation, now)
 		if wasStalled || (last != nil && last.State == UpdateFailed) {
@@ -346,6 +354,7 @@ func (d *Daemon) recordOutcome(st *stackState, j job, u Update, res Result, now 
 	}
 	lu.Failures = NextFailures(last, j.obs.Generation, j.obs.ReconcileRequest, u.Commit)
 	s.LastUpdate = lu
+	s.Retry = nil
 	event := notify.Event{Kind: notify.UpdateFailed, Stack: st.rec.Name, Time: now, Update: u.ID, Commit: u.Commit, Message: u.Message}
 	if lu.Failures >= d.opts.MaxFailures {
 		s.MarkStalled(ReasonUpdateFailed, failureMessage(u.Type, lu.Failures)+": "+u.Message, st.rec.Generation, now)
@@ -356,6 +365,8 @@ func (d *Daemon) recordOutcome(st *stackState, j job, u Update, res Result, now 
 		return
 	}
 	d.opts.Notifier.Notify(event)
+	s.Retry = &Retry{Attempt: lu.Failures + 1, Of: j.obs.maxFailures(),
+		At: now.Add(backoff(j.obs.BackoffBase, lu.Failures-1, j.obs.MaxBackoff))}
 	// PKO's wording first, which Argo CD users read; then the error.
 	reason, msg := ReasonRetryingAfterFailure, fmt.Sprintf("%d update failure(s)", lu.Failures)
 	if u.Type == UpdatePreview {

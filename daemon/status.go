@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
@@ -103,6 +104,23 @@ type StackStatus struct {
 	// Gate is stackd's own: an update that change control holds (a plan
 	// that awaits approval, or a change the policies denied).
 	Gate *Gate `json:"gate,omitempty"`
+	// Retry is stackd's own: a failing stack's next attempt while it has
+	// attempts left (PKO's conditions say Reconciling with
+	// RetryingAfterFailure); nil otherwise, and while an update runs.
+	Retry *Retry `json:"retry,omitempty"`
+}
+
+// Retry is when a failing stack tries again: its Attempt-th attempt of
+// the Of it makes before it stalls.
+type Retry struct {
+	Attempt int64     `json:"attempt"`
+	Of      int64     `json:"of"`
+	At      time.Time `json:"at"`
+}
+
+// String is "failing, retry 2 of 3 at <time>", the time in UTC.
+func (r *Retry) String() string {
+	return fmt.Sprintf("failing, retry %d of %d at %s", r.Attempt, r.Of, r.At.UTC().Format(time.RFC3339))
 }
 
 // SkippedCommit is a commit that was seen and not deployed, and why.
@@ -212,5 +230,9 @@ func (s StackStatus) Clone() StackStatus {
 		c.ChangeWindow = &cw
 	}
 	c.Gate = s.Gate.Clone()
+	if s.Retry != nil {
+		r := *s.Retry
+		c.Retry = &r
+	}
 	return c
 }

@@ -123,11 +123,20 @@ func (d *Daemon) Sync(name string) (string, error) {
 	return token, nil
 }
 
+// SyncWithRefresh begins the reason of an up that a sync of a drifted
+// stack asked for: it refreshes first.
+const SyncWithRefresh = "Sync with refresh"
+
 // syncLocked asks for a run of st, which this replica holds. Called with
 // d.mu held.
 func (d *Daemon) syncLocked(st *stackState, token string) {
 	st.rec.SyncRequest = token
 	st.blocked = false
+	if dr := st.rec.Status.Drift; dr != nil && dr.State == spec.DriftDrifted && st.remediate == "" {
+		// A sync heals, as Argo CD's does: the up refreshes first, so
+		// that what changed outside Pulumi is put back.
+		st.remediate = SyncWithRefresh + " (drift found by check " + dr.Check + ")"
+	}
 	if tracksBranch(st) {
 		st.pollNow = true // a sync looks at the branch again
 		if src, err := d.gitSource(st.stack); err == nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/livelog"
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // API is what the server asks of the daemon; *daemon.Daemon implements it.
@@ -347,15 +348,22 @@ func (s *Server) getStack(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
+// syncStack asks for a run; refresh says the stack had drifted, so that
+// the run refreshes first.
 func (s *Server) syncStack(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	token, err := s.api.Sync(name)
+	v, err := s.api.Stack(name)
+	var token string
+	if err == nil {
+		token, err = s.api.Sync(name)
+	}
 	if err != nil {
 		writeAPIError(w, err)
 		return
 	}
-	s.log.Info("sync requested", "stack", name, "request", token)
-	writeJSON(w, http.StatusAccepted, map[string]string{"name": name, "request": token})
+	refresh := v.Status.Drift != nil && v.Status.Drift.State == spec.DriftDrifted
+	s.log.Info("sync requested", "stack", name, "request", token, "refresh", refresh)
+	writeJSON(w, http.StatusAccepted, map[string]any{"name": name, "request": token, "refresh": refresh})
 }
 
 // reload reads the config again: 200 when it was applied, 422 with its

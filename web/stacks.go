@@ -45,6 +45,8 @@ type StackSummary struct {
 	// Drift is the last drift check's state.
 	Drift  string `json:"drift,omitempty"`
 	Holder string `json:"holder,omitempty"`
+	// Retry is a failing stack's next attempt, while it has some left.
+	Retry *daemon.Retry `json:"retry,omitempty"`
 }
 
 // SummaryUpdate is the last finished update in a StackSummary.
@@ -82,6 +84,7 @@ func SummaryOf(v *daemon.StackView) StackSummary {
 	if d := v.Status.Drift; d != nil {
 		s.Drift = d.State
 	}
+	s.Retry = v.Status.Retry
 	return s
 }
 

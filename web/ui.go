@@ -244,11 +244,13 @@ type stackRow struct {
 	Drift *spec.DriftStatus
 	// Holder is the replica acting on the stack (cluster mode).
 	Holder string
+	// Retry is a failing stack's next attempt, while it has some left.
+	Retry *daemon.Retry
 }
 
 func summarize(v daemon.StackView) stackRow {
 	row := stackRow{Name: v.Name, Removed: v.Removed, Health: "Unknown", Last: v.Status.LastUpdate, Tracking: v.Tracking,
-		Drift: v.Status.Drift, Holder: v.Holder}
+		Drift: v.Status.Drift, Holder: v.Holder, Retry: v.Status.Retry}
 	if h := v.Status.Health; h != nil {
 		row.Health, row.HealthMessage = h.Status, h.Message
 	}
@@ -614,22 +616,31 @@ func formatTime(t time.Time) string {
 }
 
 // age is how long ago t was, coarsely: "12s ago", "5m ago", "3h ago",
-// "2d ago".
+// "2d ago"; for a time to come (a retry), "in 12s".
 func age(t time.Time) string {
 	d := time.Since(t)
 	switch {
 	case t.IsZero():
 		return ""
+	case d < -time.Second:
+		return "in " + span(-d)
 	case d < time.Second:
 		return "just now"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds ago", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d.Hours()))
 	}
-	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+	return span(d) + " ago"
+}
+
+// span is d coarsely: 12s, 5m, 3h, 2d.
+func span(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
 // duration is how long an update took (or has run), rounded to seconds.

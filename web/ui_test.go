@@ -695,3 +695,24 @@ func TestUITimesCarryTheirZone(t *testing.T) {
 		t.Fatalf("utc = %q", got)
 	}
 }
+
+// TestUIFailingAndDriftedStacks: a failing stack with attempts left says
+// "failing, retry 2 of 3 at …" on the list and its page; a drifted
+// stack's sync button is "Sync with refresh", as its sync refreshes.
+func TestUIFailingAndDriftedStacks(t *testing.T) {
+	f := newUIFakeAPI()
+	at := f.now.Add(90 * time.Second)
+	q := &f.stacks[2]
+	q.Status.LastUpdate = &daemon.LastUpdate{Name: "queue-1", Type: daemon.UpdateUp, State: daemon.UpdateFailed, Failures: 1, LastResyncTime: f.ago(time.Minute)}
+	q.Status.Retry = &daemon.Retry{Attempt: 2, Of: 3, At: at}
+	db := &f.stacks[1]
+	db.Status.Drift = &spec.DriftStatus{State: spec.DriftDrifted, LastCheck: f.ago(time.Minute), Since: f.ago(time.Minute), Check: "db-8"}
+	url := startUI(t, f)
+	want := "failing, retry 2 of 3 at <time datetime=\"" + at.UTC().Format(time.RFC3339)
+	for _, path := range []string{"/", "/stacks/queue"} {
+		page := getPage(t, url+path, http.StatusOK)
+		wantContains(t, page, want, "in 1m")
+	}
+	wantContains(t, getPage(t, url+"/stacks/db", http.StatusOK), ">Sync with refresh</button>")
+	wantLacks(t, getPage(t, url+"/stacks/web", http.StatusOK), "Sync with refresh")
+}

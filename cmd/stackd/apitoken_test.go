@@ -104,7 +104,8 @@ func TestLocalToken(t *testing.T) {
 	}
 }
 
-// syncAPI is a web.API that records syncs; any other call panics.
+// syncAPI is a web.API that records syncs and knows every stack, in
+// sync; any other call panics.
 type syncAPI struct {
 	web.API
 	mu     sync.Mutex
@@ -116,6 +117,10 @@ func (a *syncAPI) Sync(name string) (string, error) {
 	defer a.mu.Unlock()
 	a.synced = append(a.synced, name)
 	return "req-1", nil
+}
+
+func (a *syncAPI) Stack(name string) (daemon.StackView, error) {
+	return daemon.StackView{Name: name}, nil
 }
 
 // TestClientSendsDataDirToken: stackd sync finds the token in --data-dir

@@ -297,6 +297,9 @@ func printStacks(w io.Writer, stacks []web.StackSummary, now time.Time, holders 
 			}
 			age = since(now, lu.Time)
 		}
+		if v.Retry != nil {
+			state = fmt.Sprintf("failing, retry %d of %d at %s", v.Retry.Attempt, v.Retry.Of, v.Retry.At.Local().Format(time.TimeOnly))
+		}
 		if v.Running != "" {
 			state = "running"
 		}
@@ -370,11 +373,18 @@ func syncCommand(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer resp.Body.Close()
-	var out struct{ Request string }
+	var out struct {
+		Request string
+		Refresh bool
+	}
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return fmt.Errorf("sync: decode: %w", err)
 	}
-	fmt.Fprintf(stdout, "sync of %s requested (%s)\n", fs.Arg(0), out.Request)
+	how := ""
+	if out.Refresh {
+		how = " with refresh: the stack drifted, and what changed is put back"
+	}
+	fmt.Fprintf(stdout, "sync of %s requested%s (%s)\n", fs.Arg(0), how, out.Request)
 	return nil
 }
 

@@ -212,3 +212,17 @@ func summaries(views ...daemon.StackView) []web.StackSummary {
 	}
 	return out
 }
+
+// TestStatusSaysWhenAFailingStackRetries: STATE reads "failing, retry 2
+// of 3 at <time>" rather than the failed update's state alone.
+func TestStatusSaysWhenAFailingStackRetries(t *testing.T) {
+	var sb strings.Builder
+	at := time.Date(2026, 5, 4, 13, 14, 15, 0, time.Local)
+	v := daemon.StackView{Name: "app", Status: daemon.StackStatus{
+		LastUpdate: &daemon.LastUpdate{Type: daemon.UpdateUp, State: daemon.UpdateFailed, Failures: 1},
+		Retry:      &daemon.Retry{Attempt: 2, Of: 3, At: at}}}
+	printStacks(&sb, summaries(v), time.Now(), false)
+	if !strings.Contains(sb.String(), "failing, retry 2 of 3 at 13:14:15") {
+		t.Fatalf("status:\n%s", sb.String())
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -156,5 +157,66 @@ func waitEvent(t *testing.T, events <-chan notify.Event, kind string) notify.Eve
 		case <-deadline:
 			t.Fatalf("no %s notification", kind)
 		}
+	}
+}
+
+// TestE2ESyncHealsDrift: a sync of a drifted stack refreshes first, so
+// that the hand-edited file is put back, as Argo CD's Sync heals; the UI
+// offers it as "Sync with refresh", the history says which sync ran, and
+// the drift is cleared by that up at once (drift_resolved names it), not
+// by the next check.
+func TestE2ESyncHealsDrift(t *testing.T) {
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+	out := filepath.Join(t.TempDir(), "note.txt")
+	events := make(chan notify.Event, 16)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var e notify.Event
+		if json.NewDecoder(r.Body).Decode(&e) == nil {
+			events <- e
+		}
+	}))
+	defer receiver.Close()
+	in := startDaemonWith(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+"    driftDetection:\n      interval: 5s\n"), "",
+		func(f *runFlags) { _ = f.notifyURLs.Set(receiver.URL) })
+	in.waitStack("app", "in sync", time.Minute, driftState(spec.DriftInSync))
+	if _, page := in.get("/stacks/app", nil); strings.Contains(string(page), "Sync with refresh") {
+		t.Fatal("a stack in sync offers a sync with refresh")
+	}
+	if err := os.WriteFile(out, []byte("edited by hand"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in.waitStack("app", "drifted", time.Minute, driftState(spec.DriftDrifted))
+	waitEvent(t, events, notify.DriftDetected)
+	if _, page := in.get("/stacks/app", nil); !strings.Contains(string(page), "Sync with refresh") {
+		t.Fatal("the page of a drifted stack does not offer a sync with refresh")
+	}
+	var stdout, stderr strings.Builder
+	if code := run(context.Background(), in.clientArgs("sync", "app"), &stdout, &stderr); code != 0 ||
+		!strings.Contains(stdout.String(), "with refresh") {
+		t.Fatalf("stackd sync: exit %d: %s%s", code, stdout.String(), stderr.String())
+	}
+	v := in.waitStack("app", "the sync's up", time.Minute, func(v daemon.StackView) bool {
+		lu := v.Status.LastUpdate
+		return lu != nil && lu.State == daemon.UpdateSucceeded && lu.Type == daemon.UpdateUp && lu.ReconcileRequest != "" &&
+			v.Status.CurrentUpdate == nil
+	})
+	var up daemon.Update
+	for _, u := range in.updates("app") {
+		if u.ID == v.Status.LastUpdate.Name {
+			up = u
+		}
+	}
+	if !strings.HasPrefix(up.Reason, daemon.SyncWithRefresh) {
+		t.Fatalf("the sync's up does not say it refreshed: %+v", up)
+	}
+	if got := readFile(t, out); got != "hello v1" {
+		t.Fatalf("the sync did not put the file back: %q", got)
+	}
+	if d := v.Status.Drift; d == nil || d.State != spec.DriftInSync || d.Check != up.ID {
+		t.Fatalf("the drift was not cleared by the sync's up %s: %+v", up.ID, d)
+	}
+	if e := waitEvent(t, events, notify.DriftResolved); e.Update != up.ID {
+		t.Fatalf("drift_resolved came from %s, not from the sync's up %s", e.Update, up.ID)
 	}
 }

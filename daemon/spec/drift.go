@@ -25,7 +25,9 @@ type DriftStatus struct {
 	Resources []DriftedResource `json:"resources,omitempty"`
 	// Ignored counts drifted resources that ignore rules accept.
 	Ignored int `json:"ignored,omitempty"`
-	// Check is the id of the check's update; Message its error.
+	// Check is the id of the check's update; Message its error. Once an
+	// up that refreshed first healed the drift, Check is that up's id and
+	// Message says so.
 	Check   string `json:"check,omitempty"`
 	Message string `json:"message,omitempty"`
 }
