@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -309,4 +310,36 @@ func opNames(r *fakeRunner) []string {
 		out = append(out, op.Name)
 	}
 	return out
+}
+
+// TestSourceProblemsCauseFirst: a source whose config has several
+// problems says how many, and names the cause first (the misspelt field),
+// not its consequence (a stack without a branch).
+func TestSourceProblemsCauseFirst(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "stacks.yaml")
+	good := "stacks:\n  - name: app\n    stack: dev\n    projectRepo: https://git.example/app.git\n    branch: main\n"
+	if err := os.WriteFile(path, []byte(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, store: newMemStore(), fetcher: &fakeFetcher{commits: map[string]string{}}, runner: &fakeRunner{fail: map[string]error{}}, dir: dir}
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	d, err := New(nil, Options{Store: h.store, Fetcher: h.fetcher, Runner: h.runner, DataDir: dir,
+		MinResync: 50 * time.Millisecond, Sources: []spec.Source{{Path: path}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.d = d
+	h.start()
+	bad := strings.Replace(good, "    branch: main\n", "    brnach: main\n    resyncFrequencySeconds: -1\n", 1)
+	if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Reload(); err == nil {
+		t.Fatal("a config with problems was applied")
+	}
+	msg := h.sourceStatus().Health.Message
+	if !strings.HasPrefix(msg, "3 problems: "+path+":5:5: stacks[0].brnach: unknown field") {
+		t.Fatalf("the source's health says %q", msg)
+	}
 }

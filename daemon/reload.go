@@ -229,7 +229,7 @@ func (d *Daemon) sourceStatusLocked(s *sourceState) SourceStatus {
 	// The stacks' health is theirs (a failing program is no config error).
 	switch {
 	case ss.Error != "":
-		ss.Health = Health{Status: HealthDegraded, Message: firstLine(ss.Error)}
+		ss.Health = Health{Status: HealthDegraded, Message: ProblemSummary(ss.Error)}
 	case d.cfg == nil || (s.Git != nil && s.applied == ""):
 		ss.Health = Health{Status: HealthProgressing, Message: "waiting for a first config"}
 	case s.Git != nil && s.latest != "" && s.latest != s.applied:
@@ -247,7 +247,13 @@ func worse(a, b string) bool {
 	return rank[a] > rank[b]
 }
 
-func firstLine(s string) string {
-	first, _, _ := strings.Cut(s, "\n")
-	return first
+// ProblemSummary is the first of a list of problems, one a line (a
+// source's Error: the causes come first), after their count when there
+// are several: "3 problems: x.yaml:4:5: spec.brnach: unknown field …".
+func ProblemSummary(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) < 2 {
+		return lines[0]
+	}
+	return fmt.Sprintf("%d problems: %s", len(lines), lines[0])
 }

@@ -249,7 +249,8 @@ func printCluster(w io.Writer, cs daemon.ClusterStatus) {
 
 // printSources prints one line per config source: its health, the
 // source, the commit in force (with "→ <latest>" when the ref points at
-// another one) and the first line of its error, if any; then a blank
+// another one) and its error's first problem (a cause first), after the
+// count of its problems, if any; then a blank
 // line. It prints nothing when there is no source.
 func printSources(w io.Writer, sources []daemon.SourceStatus) {
 	if len(sources) == 0 {
@@ -267,7 +268,7 @@ func printSources(w io.Writer, sources []daemon.SourceStatus) {
 			commit += " → " + shortCommit(src.LatestCommit)
 		}
 		line := health + "\t" + src.Source + "\t" + commit
-		if errLine, _, _ := strings.Cut(strings.TrimSpace(src.Error), "\n"); errLine != "" {
+		if errLine := daemon.ProblemSummary(src.Error); errLine != "" {
 			line += "\t" + errLine
 		}
 		fmt.Fprintln(tw, line)

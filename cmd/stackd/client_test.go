@@ -92,7 +92,7 @@ func TestClientStatusSources(t *testing.T) {
 	for i, want := range [][]string{
 		{"HEALTH", "CONFIG SOURCE", "COMMIT", "ERROR"},
 		{"Healthy", "git+https://github.com/acme/infra.git//stacks?ref=main", "aaaaaaaaaaaa"},
-		{"Degraded", "git+git@github.com:acme/db.git", "aaaaaaaaaaaa → bbbbbbbbbbbb", "db.yaml:3:5: spec.stack is required"},
+		{"Degraded", "git+git@github.com:acme/db.git", "aaaaaaaaaaaa → bbbbbbbbbbbb", "2 problems: db.yaml:3:5: spec.stack is required"},
 		{"Progressing", "/etc/stackd/stacks.yaml", " -"},
 		{""},
 		{"NAME", "HEALTH", "COMMIT"},

@@ -78,7 +78,9 @@ func (ds Diagnostics) Notes() Diagnostics {
 }
 
 // ConfigError is returned by Load when a config has errors. It carries
-// every error found, not only the first.
+// every error found, not only the first: those found decoding (the
+// causes, such as an unknown field) before those found validating the
+// whole, each in file order.
 type ConfigError struct {
 	Diags Diagnostics
 }

@@ -46,9 +46,21 @@ func (l *loader) finish() (*Config, Diagnostics, error) {
 		v.fluxSource(&s.Spec)
 	}
 	v.validate()
-	l.diags = append(l.diags, v.diags...)
-	sort.SliceStable(l.diags, func(i, j int) bool {
-		a, b := l.diags[i].Pos, l.diags[j].Pos
+	// The error lists what decoding found (an unknown field, a wrong
+	// type) before what validating the whole found, which is often its
+	// consequence: a misspelt branch is the cause of "needs a branch".
+	errs := append(l.diags.Errors().sorted(), v.diags.Errors().sorted()...)
+	l.diags = append(l.diags, v.diags...).sorted()
+	if len(errs) > 0 {
+		return nil, l.diags, &ConfigError{Diags: errs}
+	}
+	return l.cfg, l.diags, nil
+}
+
+// sorted sorts ds in file order, in place, and returns it.
+func (ds Diagnostics) sorted() Diagnostics {
+	sort.SliceStable(ds, func(i, j int) bool {
+		a, b := ds[i].Pos, ds[j].Pos
 		if a.File != b.File {
 			return a.File < b.File
 		}
@@ -57,10 +69,7 @@ func (l *loader) finish() (*Config, Diagnostics, error) {
 		}
 		return a.Col < b.Col
 	})
-	if errs := l.diags.Errors(); len(errs) > 0 {
-		return nil, l.diags, &ConfigError{Diags: errs}
-	}
-	return l.cfg, l.diags, nil
+	return ds
 }
 
 // validator checks a whole config once every document decoded: what one
