@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 
@@ -16,34 +15,59 @@ import (
 // PutResources replaces the resources of stack, compressed, if this
 // replica holds it.
 func (c *Cluster) PutResources(stack string, r daemon.Resources) error {
-	if stack == "" {
-		return errors.New("cluster: put resources: empty stack name")
-	}
-	v, err := json.Marshal(r)
-	if err == nil {
-		v, err = compress(v)
-	}
-	if err != nil {
-		return fmt.Errorf("cluster: put resources of %s: %w", stack, err)
-	}
-	if _, err := c.fencedTxn(stack, nil, clientv3.OpPut(c.key("resources/", stack), string(v))); err != nil {
-		return fmt.Errorf("cluster: put resources of %s: %w", stack, err)
-	}
-	return nil
+	return c.putStackJSON("resources/", "resources", stack, r)
 }
 
 // Resources reads the resources of stack; the error wraps
 // daemon.ErrNotFound when there are none.
 func (c *Cluster) Resources(stack string) (daemon.Resources, error) {
 	var r daemon.Resources
-	v, err := c.get(c.key("resources/", stack))
+	return r, c.getStackJSON("resources/", "resources", stack, &r)
+}
+
+// PutPreview replaces the last preview of stack, compressed, if this
+// replica holds it.
+func (c *Cluster) PutPreview(stack string, p daemon.StackPreview) error {
+	return c.putStackJSON("previews/", "preview", stack, p)
+}
+
+// Preview reads the last preview of stack; the error wraps
+// daemon.ErrNotFound when there is none.
+func (c *Cluster) Preview(stack string) (daemon.StackPreview, error) {
+	var p daemon.StackPreview
+	return p, c.getStackJSON("previews/", "preview", stack, &p)
+}
+
+// putStackJSON writes v, as gzipped JSON, at the key of stack under part,
+// fenced by stack's ownership; what names it in errors.
+func (c *Cluster) putStackJSON(part, what, stack string, v any) error {
+	if stack == "" {
+		return fmt.Errorf("cluster: put %s: empty stack name", what)
+	}
+	data, err := json.Marshal(v)
 	if err == nil {
-		err = decodeGzipJSON(v, &r)
+		data, err = compress(data)
+	}
+	if err == nil {
+		_, err = c.fencedTxn(stack, nil, clientv3.OpPut(c.key(part, stack), string(data)))
 	}
 	if err != nil {
-		return daemon.Resources{}, fmt.Errorf("cluster: resources of %s: %w", stack, err)
+		return fmt.Errorf("cluster: put %s of %s: %w", what, stack, err)
 	}
-	return r, nil
+	return nil
+}
+
+// getStackJSON reads the gzipped JSON at the key of stack under part
+// into v; the error wraps daemon.ErrNotFound when it is not set.
+func (c *Cluster) getStackJSON(part, what, stack string, v any) error {
+	data, err := c.get(c.key(part, stack))
+	if err == nil {
+		err = decodeGzipJSON(data, v)
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: %s of %s: %w", what, stack, err)
+	}
+	return nil
 }
 
 // decodeGzipJSON decodes the gzipped JSON value v into x.

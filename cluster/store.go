@@ -141,14 +141,16 @@ func (c *Cluster) Stacks() ([]daemon.StackRecord, error) {
 	return out, nil
 }
 
-// DeleteStack deletes a stack's record, history, logs and resources, if this replica
+// DeleteStack deletes a stack's record, history, logs, resources and last
+// preview, if this replica
 // holds it. Its sequence counter stays: IDs are never reused.
 func (c *Cluster) DeleteStack(name string) error {
 	_, err := c.fencedTxn(name, nil,
 		clientv3.OpDelete(c.key("stacks/", name)),
 		clientv3.OpDelete(c.key("updates/", name+"/"), clientv3.WithPrefix()),
 		clientv3.OpDelete(c.key("logs/", name+"/"), clientv3.WithPrefix()),
-		clientv3.OpDelete(c.key("resources/", name)))
+		clientv3.OpDelete(c.key("resources/", name)),
+		clientv3.OpDelete(c.key("previews/", name)))
 	if err != nil {
 		return fmt.Errorf("cluster: delete stack %s: %w", name, err)
 	}

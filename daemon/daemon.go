@@ -47,6 +47,7 @@ type Store interface {
 	Meta(key string) ([]byte, error)
 	PutMeta(key string, value []byte) error
 	ResourceStore
+	PreviewStore
 }
 
 // Defaults of Options.
@@ -252,6 +253,8 @@ type stackState struct {
 	version uint64
 	running bool
 	cancel  context.CancelFunc // of the running operation
+	// previewing is set while a PreviewNow of the stack runs.
+	previewing bool
 	// blocked is why the stack cannot run right now (a reference that
 	// cannot be read, a source that cannot be fetched); it is retried at
 	// retryAt.

@@ -30,11 +30,13 @@ type memStore struct {
 	revisions []ConfigRevision
 	meta      map[string][]byte
 	resources map[string]Resources
+	previews  map[string]StackPreview
 }
 
 func newMemStore() *memStore {
 	return &memStore{stacks: map[string]StackRecord{}, updates: map[string]Update{}, logs: map[string][]byte{},
-		seq: map[string]uint64{}, meta: map[string][]byte{}, resources: map[string]Resources{}}
+		seq: map[string]uint64{}, meta: map[string][]byte{}, resources: map[string]Resources{},
+		previews: map[string]StackPreview{}}
 }
 
 func (m *memStore) PutResources(stack string, r Resources) error {
@@ -42,6 +44,23 @@ func (m *memStore) PutResources(stack string, r Resources) error {
 	defer m.mu.Unlock()
 	m.resources[stack] = r
 	return nil
+}
+
+func (m *memStore) PutPreview(stack string, p StackPreview) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.previews[stack] = p
+	return nil
+}
+
+func (m *memStore) Preview(stack string) (StackPreview, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.previews[stack]
+	if !ok {
+		return StackPreview{}, ErrNotFound
+	}
+	return p, nil
 }
 
 func (m *memStore) Resources(stack string) (Resources, error) {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/stackd/stackd/daemon"
@@ -11,35 +10,55 @@ import (
 
 // PutResources replaces the resources of stack. It writes.
 func (s *Store) PutResources(stack string, r daemon.Resources) error {
-	if stack == "" {
-		return errors.New("store: put resources: empty stack name")
-	}
-	v, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("store: put resources of %s: %w", stack, err)
-	}
-	err = s.update(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketResources).Put([]byte(stack), v)
-	})
-	if err != nil {
-		return fmt.Errorf("store: put resources of %s: %w", stack, err)
-	}
-	return nil
+	return s.putJSON(bucketResources, "resources", stack, r)
 }
 
 // Resources reads the resources of stack; the error wraps ErrNotFound
 // when there are none.
 func (s *Store) Resources(stack string) (daemon.Resources, error) {
 	var r daemon.Resources
+	return r, s.getJSON(bucketResources, "resources", stack, &r)
+}
+
+// PutPreview replaces the last preview of stack. It writes.
+func (s *Store) PutPreview(stack string, p daemon.StackPreview) error {
+	return s.putJSON(bucketPreviews, "preview", stack, p)
+}
+
+// Preview reads the last preview of stack; the error wraps ErrNotFound
+// when there is none.
+func (s *Store) Preview(stack string) (daemon.StackPreview, error) {
+	var p daemon.StackPreview
+	return p, s.getJSON(bucketPreviews, "preview", stack, &p)
+}
+
+// putJSON writes v as JSON under stack in bucket; what names it in errors.
+func (s *Store) putJSON(bucket []byte, what, stack string, v any) error {
+	if stack == "" {
+		return fmt.Errorf("store: put %s: empty stack name", what)
+	}
+	data, err := json.Marshal(v)
+	if err == nil {
+		err = s.update(func(tx *bbolt.Tx) error { return tx.Bucket(bucket).Put([]byte(stack), data) })
+	}
+	if err != nil {
+		return fmt.Errorf("store: put %s of %s: %w", what, stack, err)
+	}
+	return nil
+}
+
+// getJSON reads the JSON under stack in bucket into v; the error wraps
+// ErrNotFound when there is none.
+func (s *Store) getJSON(bucket []byte, what, stack string, v any) error {
 	err := s.view(func(tx *bbolt.Tx) error {
-		v := tx.Bucket(bucketResources).Get([]byte(stack))
-		if v == nil {
+		data := tx.Bucket(bucket).Get([]byte(stack))
+		if data == nil {
 			return ErrNotFound
 		}
-		return json.Unmarshal(v, &r)
+		return json.Unmarshal(data, v)
 	})
 	if err != nil {
-		return daemon.Resources{}, fmt.Errorf("store: resources of %s: %w", stack, err)
+		return fmt.Errorf("store: %s of %s: %w", what, stack, err)
 	}
-	return r, nil
+	return nil
 }

@@ -9,7 +9,7 @@ import (
 
 // schemaVersion is the schema this build writes. It must equal the "to" of
 // the last migration (TestSchemaVersion checks it).
-const schemaVersion = 4
+const schemaVersion = 5
 
 // Bucket names and the schema version key.
 var (
@@ -20,6 +20,7 @@ var (
 	bucketRevisions = []byte("revisions") // from schema version 2
 	bucketAudit     = []byte("audit")     // from schema version 3
 	bucketResources = []byte("resources") // from schema version 4
+	bucketPreviews  = []byte("previews")  // from schema version 5
 
 	keySchemaVersion = []byte("schema_version")
 )
@@ -44,6 +45,7 @@ var migrations = []migration{
 	{to: 2, name: "create revisions bucket", fn: createRevisions},
 	{to: 3, name: "create audit bucket", fn: createAudit},
 	{to: 4, name: "create resources bucket", fn: createResources},
+	{to: 5, name: "create previews bucket", fn: createPreviews},
 }
 
 // topBuckets lists every top-level bucket with the schema version whose
@@ -59,6 +61,7 @@ var topBuckets = []struct {
 	{bucketRevisions, 2},
 	{bucketAudit, 3},
 	{bucketResources, 4},
+	{bucketPreviews, 5},
 }
 
 func createBuckets(tx *bbolt.Tx) error {
@@ -90,6 +93,14 @@ func createAudit(tx *bbolt.Tx) error {
 func createResources(tx *bbolt.Tx) error {
 	if _, err := tx.CreateBucketIfNotExists(bucketResources); err != nil {
 		return fmt.Errorf("create bucket %q: %w", bucketResources, err)
+	}
+	return nil
+}
+
+// createPreviews creates the previews bucket.
+func createPreviews(tx *bbolt.Tx) error {
+	if _, err := tx.CreateBucketIfNotExists(bucketPreviews); err != nil {
+		return fmt.Errorf("create bucket %q: %w", bucketPreviews, err)
 	}
 	return nil
 }

@@ -67,7 +67,7 @@ func (s *Store) Stacks() ([]daemon.StackRecord, error) {
 }
 
 // DeleteStack removes the record of stack name, its whole update history,
-// its logs and its resources, in one transaction; a missing stack is not an error. The
+// its logs, its resources and its last preview, in one transaction; a missing stack is not an error. The
 // stack's update counter is kept, so a stack of the same name added later
 // continues its numbering and update IDs are never reused. It writes.
 func (s *Store) DeleteStack(name string) error {
@@ -77,6 +77,9 @@ func (s *Store) DeleteStack(name string) error {
 			return err
 		}
 		if err := tx.Bucket(bucketResources).Delete(key); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketPreviews).Delete(key); err != nil {
 			return err
 		}
 		if err := deleteNested(tx.Bucket(bucketLogs), key); err != nil {

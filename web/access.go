@@ -90,7 +90,8 @@ func routeOf(method string, u *url.URL) route {
 		return daemonWide(daemon.ActionReload)
 	case match(seg, "api", "v1", "pause"), match(seg, "api", "v1", "resume"):
 		return daemonWide(daemon.ActionPause)
-	case match(seg, "api", "v1", "stacks", "*", "sync"), match(seg, "stacks", "*", "sync"):
+	case match(seg, "api", "v1", "stacks", "*", "sync"), match(seg, "stacks", "*", "sync"),
+		match(seg, "api", "v1", "stacks", "*", "preview"), match(seg, "stacks", "*", "preview"):
 		return route{Scope: scopeStack, Action: daemon.ActionSync, Stack: seg[len(seg)-2]}
 	case match(seg, "api", "v1", "stacks", "*", "approve"), match(seg, "api", "v1", "stacks", "*", "reject"),
 		match(seg, "stacks", "*", "approve"), match(seg, "stacks", "*", "reject"):
@@ -113,7 +114,7 @@ func readRoute(seg []string, q url.Values) route {
 		match(seg, "auth", "login"), match(seg, "auth", "callback"), match(seg, "auth", "cli"):
 		return route{Scope: scopeOpen}
 	case match(seg, "api", "v1", "stacks", "*"), match(seg, "api", "v1", "stacks", "*", "updates"),
-		match(seg, "api", "v1", "stacks", "*", "resources"):
+		match(seg, "api", "v1", "stacks", "*", "resources"), match(seg, "api", "v1", "stacks", "*", "preview"):
 		return stack(seg[3])
 	case match(seg, "stacks", "*"):
 		return stack(seg[1])

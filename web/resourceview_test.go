@@ -150,3 +150,37 @@ func TestUIChromiumResources(t *testing.T) {
 	}
 	t.Logf("screenshot: %s", path)
 }
+
+// TestPreviewNowAPIAndPage: POST starts a preview (202), GET serves the
+// last one (404 before any), the page shows it with its commit and a
+// button that posts to the UI's route.
+func TestPreviewNowAPIAndPage(t *testing.T) {
+	api := newUIFakeAPI()
+	base := startUI(t, api)
+	if resp, body := fetch(t, http.MethodGet, base+"/api/v1/stacks/web/preview", nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET preview before any: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := fetch(t, http.MethodPost, base+"/api/v1/stacks/web/preview", nil); resp.StatusCode != http.StatusAccepted {
+		t.Errorf("POST preview: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := fetch(t, http.MethodPost, base+"/api/v1/stacks/nope/preview", nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("POST preview of an unknown stack: %d", resp.StatusCode)
+	}
+	resp, _ := fetch(t, http.MethodPost, base+"/stacks/web/preview", http.Header{"Sec-Fetch-Site": {"same-origin"}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/stacks/web#preview" {
+		t.Errorf("the UI's preview: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if got := api.previewed; len(got) != 2 || got[0] != "web" {
+		t.Errorf("previews started: %v", got)
+	}
+	api.preview = &daemon.StackPreview{Commit: "0123456789abcdef0123456789abcdef01234567", Time: api.now, State: daemon.UpdateSucceeded,
+		Changes: map[string]int{"update": 1, "same": 3}, Diff: "  ~ stackdtest:index:File b update [diff: ~content]\n"}
+	var got daemon.StackPreview
+	resp, body := fetch(t, http.MethodGet, base+"/api/v1/stacks/web/preview", nil)
+	if err := json.Unmarshal([]byte(body), &got); resp.StatusCode != http.StatusOK || err != nil || got.Commit != api.preview.Commit {
+		t.Errorf("GET preview: %d %s", resp.StatusCode, body)
+	}
+	page := getPage(t, base+"/stacks/web", http.StatusOK)
+	wantContains(t, page, `action="/stacks/web/preview"`, `<section id="preview"`, `<code title="0123456789abcdef0123456789abcdef01234567">0123456</code>`,
+		"stackdtest:index:File b update [diff: ~content]", "1 update")
+}

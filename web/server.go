@@ -66,6 +66,11 @@ type API interface {
 	// StackResources is a stack's resources as of its last exported
 	// state, with their drift status; it never runs pulumi.
 	StackResources(name string) (daemon.Resources, error)
+	// PreviewNow starts a read-only preview of the stack at its latest
+	// commit, in the background; LastPreview is the last one (an error
+	// wrapping daemon.ErrNotFound before the first).
+	PreviewNow(name string) error
+	LastPreview(name string) (daemon.StackPreview, error)
 }
 
 // DefaultAddr is loopback: exposing the API is an explicit choice.
@@ -219,6 +224,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/stacks/{name}/reject", s.rejectStack)
 	mux.HandleFunc("GET /api/v1/stacks/{name}/updates", s.listUpdates)
 	mux.HandleFunc("GET /api/v1/stacks/{name}/resources", s.getResources)
+	mux.HandleFunc("POST /api/v1/stacks/{name}/preview", s.previewNow)
+	mux.HandleFunc("GET /api/v1/stacks/{name}/preview", s.getPreview)
 	mux.HandleFunc("GET /api/v1/updates/{id}/log", s.getLog)
 	mux.HandleFunc("POST /api/v1/reload", s.reload)
 	mux.HandleFunc("GET /api/v1/config", s.getConfig)
@@ -421,8 +428,12 @@ func (s *Server) getCluster(w http.ResponseWriter, _ *http.Request) {
 
 // writeAPIError maps the daemon's errors to statuses.
 func writeAPIError(w http.ResponseWriter, err error) {
-	if errors.Is(err, daemon.ErrUnknownStack) || errors.Is(err, daemon.ErrUnknownUpdate) {
+	if errors.Is(err, daemon.ErrUnknownStack) || errors.Is(err, daemon.ErrUnknownUpdate) || errors.Is(err, daemon.ErrNotFound) {
 		writeError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	if errors.Is(err, daemon.ErrPreviewRefused) {
+		writeError(w, http.StatusConflict, err.Error())
 		return
 	}
 	writeError(w, http.StatusInternalServerError, err.Error())

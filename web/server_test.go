@@ -42,6 +42,30 @@ type fakeAPI struct {
 	// benchmarks want; else a version is its view's content hash.
 	unchanging bool
 	resources  map[string]daemon.Resources
+	previewed  []string
+	preview    *daemon.StackPreview
+}
+
+func (f *fakeAPI) PreviewNow(name string) error {
+	if _, err := f.Stack(name); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.previewed = append(f.previewed, name)
+	return nil
+}
+
+func (f *fakeAPI) LastPreview(name string) (daemon.StackPreview, error) {
+	if _, err := f.Stack(name); err != nil {
+		return daemon.StackPreview{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.preview == nil {
+		return daemon.StackPreview{}, daemon.ErrNotFound
+	}
+	return *f.preview, nil
 }
 
 func (f *fakeAPI) StackResources(name string) (daemon.Resources, error) {

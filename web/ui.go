@@ -71,6 +71,8 @@ func (s *Server) routeUI(mux *http.ServeMux) {
 		http.NewCrossOriginProtection().Handler(http.HandlerFunc(s.uiApprove)))
 	mux.Handle("POST /stacks/{name}/reject",
 		http.NewCrossOriginProtection().Handler(http.HandlerFunc(s.uiReject)))
+	mux.Handle("POST /stacks/{name}/preview",
+		http.NewCrossOriginProtection().Handler(http.HandlerFunc(s.uiPreviewNow)))
 	mux.HandleFunc("GET /static/", serveStatic)
 }
 
@@ -296,6 +298,7 @@ type stackPage struct {
 	UpdatesErr string
 	Log        *logView
 	Resources  resourcesView
+	Preview    *daemon.StackPreview
 }
 
 // output is one stack output, rendered for display.
@@ -330,6 +333,7 @@ func (s *Server) uiStack(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Log = s.latestLog(v, p.Updates)
 	p.Resources = s.resourcesOf(v.Name, r.URL.Query().Get("q"))
+	p.Preview = s.lastPreviewOf(v.Name)
 	s.render(w, http.StatusOK, "stack.html", p)
 }
 
@@ -574,7 +578,7 @@ var funcs = template.FuncMap{
 	"iso":         func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"age":         age,
 	"duration":    duration,
-	"changes":     changes,
+	"changes":     ChangeCounts,
 	"lower":       strings.ToLower,
 	"list":        func(items ...string) []string { return items },
 	"join":        strings.Join,
@@ -655,8 +659,9 @@ func duration(u daemon.Update) string {
 	return end.Sub(u.StartTime).Round(time.Second).String()
 }
 
-// changes lists resource counts by operation, "same" last.
-func changes(m map[string]int) string {
+// ChangeCounts lists resource counts by operation ("1 update, 3 same"),
+// "same" last.
+func ChangeCounts(m map[string]int) string {
 	ops := make([]string, 0, len(m))
 	for op := range m {
 		if op != "same" {

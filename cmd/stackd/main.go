@@ -42,6 +42,7 @@ Usage:
   stackd approve NAME [--plan ID]          apply the plan that awaits approval
   stackd reject NAME [--reason TEXT]       refuse the plan that awaits approval
   stackd logs NAME [--follow]              print a stack's last (or running) update log
+  stackd diff NAME [--last]                preview what a sync would change at the latest commit
   stackd previews [--json]                 list open pull requests and their previews
   stackd pause [--wait D] / stackd resume  stop operations from starting (to copy the backend)
   stackd audit [--stack S] [--since D]     show who synced, paused, reloaded or was refused
@@ -85,6 +86,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = decideCommand(cmd, rest, stdout)
 	case "logs":
 		err = logsCommand(rest, stdout)
+	case "diff":
+		err = diffCommand(rest, stdout)
 	case "previews":
 		err = previewsCommand(rest, stdout)
 	case "pause", "resume":

@@ -90,3 +90,54 @@ func TestE2EResources(t *testing.T) {
 	}
 	screenshotSized(t, chromium, in.url+"/stacks/app", "e2e-resources.png", "1400,2400")
 }
+
+// TestE2EPreviewNowWhilePaused: with the daemon paused and a new commit
+// pushed, stackd diff (the API's "Preview now") shows what that commit
+// would change, and the stack, its history, its resources and the file
+// it deploys stay as they were; the page keeps the preview with its
+// commit.
+func TestE2EPreviewNowWhilePaused(t *testing.T) {
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+	out := filepath.Join(t.TempDir(), "note.txt")
+	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)), "")
+	in.waitStack("app", "deployed", time.Minute, isReady)
+	if code, stdout, stderr := stackd(t, in.clientArgs("pause")...); code != exitOK {
+		t.Fatalf("pause: exit %d\n%s%s", code, stdout, stderr)
+	}
+	before := in.stack("app")
+	resources, _ := in.resourcesByName(t, "app")
+	updates := len(in.updates("app"))
+	second := r.commit(map[string]string{"Pulumi.yaml": program("v2")})
+
+	code, stdout, stderr := stackd(t, in.clientArgs("diff", "app")...)
+	if code != exitOK {
+		t.Fatalf("diff: exit %d\n%s%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"preview of app at " + second[:12], "succeeded", "1 update", "stackdtest:index:File::note", `~ content: "hello v1" => "hello v2"`} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stackd diff lacks %q:\n%s", want, stdout)
+		}
+	}
+	after := in.stack("app")
+	if after.Status.LastUpdate.Name != before.Status.LastUpdate.Name || after.Status.CurrentUpdate != nil ||
+		output(after, "content") != "hello v1" || len(in.updates("app")) != updates {
+		t.Errorf("the preview touched the stack: last update %s, then %s; %d updates, then %d",
+			before.Status.LastUpdate.Name, after.Status.LastUpdate.Name, updates, len(in.updates("app")))
+	}
+	if again, _ := in.resourcesByName(t, "app"); again.Update != resources.Update || len(again.Resources) != len(resources.Resources) {
+		t.Errorf("the preview changed the resources: %+v, then %+v", resources, again)
+	}
+	if got := readFile(t, out); got != "hello v1" {
+		t.Errorf("the preview changed the file to %q", got)
+	}
+	_, page := in.get("/stacks/app", nil)
+	for _, want := range []string{`<section id="preview"`, `<code title="` + second + `">`, "hello v2"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the stack page lacks %q", want)
+		}
+	}
+	if code, stdout, _ := stackd(t, in.clientArgs("diff", "app", "--last")...); code != exitOK || !strings.Contains(stdout, second[:12]) {
+		t.Errorf("diff --last: exit %d\n%s", code, stdout)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/stackd/stackd/daemon"
 )
@@ -28,8 +29,8 @@ func Resources(stack string, n int) daemon.Resources {
 	return daemon.Resources{Update: stack + "-2", Time: T0, Resources: rs[:min(n, len(rs))]}
 }
 
-// testResources: resources are kept per stack, replaced whole, and
-// deleted with their stack.
+// testResources: resources and the last preview are kept per stack,
+// replaced whole, and deleted with their stack.
 func testResources(t *testing.T, open Factory) {
 	s, hold := open(t, Limits{})
 	holdAll(hold, "a", "b")
@@ -43,6 +44,18 @@ func testResources(t *testing.T, open Factory) {
 			t.Fatal(err)
 		}
 	}
+	_, err = s.Preview("a")
+	WantNotFound(t, "Preview(a) before any", err)
+	preview := daemon.StackPreview{Commit: "c0ffee", Time: T0, Duration: 1500 * time.Millisecond, State: daemon.UpdateSucceeded,
+		Changes: map[string]int{"update": 1}, Diff: "  ~ stackdtest:index:File b update [diff: ~content]\n"}
+	for _, p := range []daemon.StackPreview{{Time: T0, State: daemon.UpdateRunning}, preview} {
+		if err := s.PutPreview("a", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := s.Preview("a"); err != nil || !reflect.DeepEqual(got, preview) {
+		t.Errorf("Preview(a) = %+v, %v; want %+v", got, err, preview)
+	}
 	want := Resources("a", 500)
 	if err := s.PutResources("a", want); err != nil {
 		t.Fatal(err)
@@ -55,6 +68,8 @@ func testResources(t *testing.T, open Factory) {
 	}
 	_, err = s.Resources("a")
 	WantNotFound(t, "Resources(a) after DeleteStack", err)
+	_, err = s.Preview("a")
+	WantNotFound(t, "Preview(a) after DeleteStack", err)
 	if got, err := s.Resources("b"); err != nil || !reflect.DeepEqual(got, Resources("b", 5)) {
 		t.Errorf("Resources(b) = %+v, %v", got, err)
 	}
