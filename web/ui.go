@@ -299,6 +299,8 @@ type stackPage struct {
 	Log        *logView
 	Resources  resourcesView
 	Preview    *daemon.StackPreview
+	// Approve is the viewer's permission to decide on a plan.
+	Approve permission
 }
 
 // output is one stack output, rendered for display.
@@ -334,6 +336,7 @@ func (s *Server) uiStack(w http.ResponseWriter, r *http.Request) {
 	p.Log = s.latestLog(v, p.Updates)
 	p.Resources = s.resourcesOf(v.Name, r.URL.Query().Get("q"))
 	p.Preview = s.lastPreviewOf(v.Name)
+	p.Approve = s.may(principal(r), daemon.ActionApprove, refOf(&v))
 	s.render(w, http.StatusOK, "stack.html", p)
 }
 

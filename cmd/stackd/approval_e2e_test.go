@@ -46,6 +46,16 @@ func (in *instance) approveAndWait(name string) daemon.StackView {
 	})
 }
 
+// page fetches a UI page with the admin token.
+func (in *instance) page(path string) string {
+	in.t.Helper()
+	code, body := in.as(http.MethodGet, path, in.token)
+	if code != http.StatusOK {
+		in.t.Fatalf("GET %s: %d", path, code)
+	}
+	return string(body)
+}
+
 // plansLeft lists the plan files left in the stack's state directory.
 func plansLeft(t *testing.T, dataDir, name string) []string {
 	t.Helper()
@@ -104,6 +114,18 @@ func TestE2EApprovalRequired(t *testing.T) {
 		t.Errorf("plan files = %v, want the one awaiting approval", files)
 	} else if fi, err := os.Stat(files[0]); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("the plan file's mode: %v %v", fi, err)
+	}
+
+	var status bytes.Buffer
+	if err := statusCommand(in.clientArgs("app"), &status); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(status.String(), "plan "+g.Plan.ID) || !strings.Contains(status.String(), "AwaitingApproval") {
+		t.Errorf("stackd status app does not show the plan:\n%s", status.String())
+	}
+	page := in.page("/stacks/app")
+	if !strings.Contains(page, "Plan awaiting approval") || !strings.Contains(page, `name="plan" value="`+g.Plan.ID+`"`) {
+		t.Errorf("the stack page does not show the plan with its approve form")
 	}
 
 	// A page that shows another plan cannot approve this one.

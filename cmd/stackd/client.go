@@ -176,10 +176,11 @@ func statusCommand(args []string, stdout io.Writer) error {
 	// The API's shapes: a stack's full view, or the list's summary view.
 	var out any
 	var stacks []web.StackSummary
+	var gate *daemon.Gate
 	if name := fs.Arg(0); name != "" {
 		var v daemon.StackView
 		err = c.getJSON("/api/v1/stacks/"+url.PathEscape(name), &v)
-		out, stacks = v, []web.StackSummary{web.SummaryOf(&v)}
+		out, stacks, gate = v, []web.StackSummary{web.SummaryOf(&v)}, v.Status.Gate
 	} else {
 		var list struct {
 			Stacks []web.StackSummary `json:"stacks"`
@@ -216,6 +217,10 @@ func statusCommand(args []string, stdout io.Writer) error {
 		printSources(stdout, cfg.Sources)
 	}
 	printStacks(stdout, stacks, time.Now(), cs.Node != "")
+	if gate != nil && gate.Plan != nil {
+		fmt.Fprintln(stdout)
+		printGate(stdout, gate)
+	}
 	return nil
 }
 
