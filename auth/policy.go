@@ -18,7 +18,7 @@ const AdminRole = "admin"
 // them.
 var actions = []string{
 	daemon.ActionRead, daemon.ActionSync, daemon.ActionPause, daemon.ActionReload,
-	daemon.ActionApprove, daemon.ActionCancel, daemon.ActionAdmin,
+	daemon.ActionApprove, daemon.ActionCancel, daemon.ActionOverride, daemon.ActionAdmin,
 }
 
 func knownAction(a string) bool { return slices.Contains(actions, a) }

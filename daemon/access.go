@@ -17,7 +17,9 @@ const (
 	ActionReload  = "reload"
 	ActionApprove = "approve"
 	ActionCancel  = "cancel"
-	ActionAdmin   = "admin"
+	// ActionOverride lets a sync through closed change windows.
+	ActionOverride = "override"
+	ActionAdmin    = "admin"
 )
 
 // Kinds of Principal.
@@ -79,7 +81,8 @@ type AuditEntry struct {
 	Outcome string `json:"outcome"`
 	// Status is the HTTP status answered.
 	Status int `json:"status,omitempty"`
-	// Reason says why a request was refused or failed.
+	// Reason says why a request was refused or failed; for an allowed
+	// override of change windows, the reason its author gave.
 	Reason string `json:"reason,omitempty"`
 	// Node is the replica that served the request (cluster mode).
 	Node string `json:"node,omitempty"`

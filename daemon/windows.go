@@ -100,15 +100,16 @@ func windowStack(st *stackState) window.Stack {
 	return s
 }
 
-// windowMessage says what waits, for which windows, and until when, in
-// the time zone of the first window.
+// windowMessage says what waits, until when (in the time zone of the
+// first window), and for which windows: the time comes first, so that
+// a shortened message still says it.
 func windowMessage(ws *ChangeWindowStatus, loc *time.Location) string {
-	until := "no window opens within a year"
-	if !ws.NextOpen.IsZero() {
-		until = "until " + ws.NextOpen.In(loc).Format("2006-01-02 15:04 MST")
+	windows := strings.Join(ws.Windows, ", ")
+	if ws.NextOpen.IsZero() {
+		return fmt.Sprintf("the %s waits for %s; no window opens within a year", changeNoun(ws.Change), windows)
 	}
-	return fmt.Sprintf("the %s waits for the change windows (%s): %s", changeNoun(ws.Change),
-		strings.Join(ws.Windows, ", "), until)
+	return fmt.Sprintf("the %s waits until %s for %s", changeNoun(ws.Change),
+		ws.NextOpen.In(loc).Format("2006-01-02 15:04 MST"), windows)
 }
 
 func changeNoun(change string) string {

@@ -64,7 +64,7 @@ func TestChangeWindowHoldsUntilOverridden(t *testing.T) {
 	if cw == nil || cw.Change != spec.ChangeCommit || !cw.NextOpen.IsZero() || len(cw.Windows) != 1 || cw.Windows[0] != `deny window "w"` {
 		t.Fatalf("changeWindow = %+v", cw)
 	}
-	if msg := reconciling(h, "app").Message; msg != `the change waits for the change windows (deny window "w"): no window opens within a year` {
+	if msg := reconciling(h, "app").Message; msg != `the change waits for deny window "w"; no window opens within a year` {
 		t.Fatalf("message = %q", msg)
 	}
 	time.Sleep(100 * time.Millisecond) // polls and passes come and go

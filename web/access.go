@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -372,14 +373,34 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		rec := &statusRecorder{ResponseWriter: w}
-		next.ServeHTTP(rec, r)
-		outcome := daemon.AuditAllowed
-		if rec.code() >= 400 {
+		rec, note := &statusRecorder{ResponseWriter: w}, &auditNote{}
+		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), auditNoteKey{}, note)))
+		action, outcome, reason := cmp.Or(note.action, rt.Action), daemon.AuditAllowed, rec.reason()
+		switch {
+		case rec.code() == http.StatusForbidden: // refused by the handler (note.action)
+			outcome = daemon.AuditDenied
+		case rec.code() >= 400:
 			outcome = daemon.AuditFailed
+		default:
+			reason = note.reason
 		}
-		s.record(r, id.p, rt.Action, d.stack, outcome, rec.code(), rec.reason())
+		s.record(r, id.p, action, d.stack, outcome, rec.code(), reason)
 	})
+}
+
+// auditNote is what a handler adds to its request's audit record: the
+// action it took when it is not the route's (an override of change
+// windows, asked through a sync), and the reason its caller gave.
+type auditNote struct{ action, reason string }
+
+type auditNoteKey struct{}
+
+// noteAudit sets the audit record's action and reason of r, which the
+// guard passed; it does nothing for a request it did not.
+func noteAudit(r *http.Request, action, reason string) {
+	if n, ok := r.Context().Value(auditNoteKey{}).(*auditNote); ok {
+		n.action, n.reason = action, reason
+	}
 }
 
 // refuse answers a request its principal may not make: 401 without a

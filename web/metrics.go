@@ -122,7 +122,7 @@ func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
 		}),
 		audit: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stackd_audit_total",
-			Help: "Requests recorded in the audit trail, by action (read, sync, pause, reload, approve, cancel, admin, sign-in, sign-out) and outcome (allowed, failed, denied, unauthenticated).",
+			Help: "Requests recorded in the audit trail, by action (read, sync, pause, reload, approve, cancel, override, admin, sign-in, sign-out) and outcome (allowed, failed, denied, unauthenticated).",
 		}, []string{"action", "outcome"}),
 		policyViolations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stackd_policy_violations_total",
@@ -258,7 +258,7 @@ func (m *Metrics) PreviewDone(result string, took time.Duration) {
 // stackd_audit_total, each pair at zero from the start.
 var (
 	auditActions = []string{daemon.ActionRead, daemon.ActionSync, daemon.ActionPause, daemon.ActionReload,
-		daemon.ActionApprove, daemon.ActionCancel, daemon.ActionAdmin, auditSignIn, auditSignOut}
+		daemon.ActionApprove, daemon.ActionCancel, daemon.ActionOverride, daemon.ActionAdmin, auditSignIn, auditSignOut}
 	auditOutcomes = []string{daemon.AuditAllowed, daemon.AuditFailed, daemon.AuditDenied, daemon.AuditUnauthenticated}
 )
 

@@ -359,6 +359,20 @@ func (s *Server) getStack(w http.ResponseWriter, r *http.Request) {
 // the run refreshes first.
 func (s *Server) syncStack(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
+	body, err := decodeSyncBody(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if body.OverrideWindow {
+		token, status, err := s.overrideWindow(r, name, body.Reason)
+		if err != nil {
+			writeError(w, status, err.Error())
+			return
+		}
+		writeJSON(w, status, map[string]any{"name": name, "request": token, "overrideWindow": true})
+		return
+	}
 	v, err := s.api.Stack(name)
 	var token string
 	if err == nil {

@@ -301,6 +301,9 @@ type stackPage struct {
 	Preview    *daemon.StackPreview
 	// Approve is the viewer's permission to decide on a plan.
 	Approve permission
+	// Override is the viewer's permission to override closed change
+	// windows.
+	Override permission
 }
 
 // output is one stack output, rendered for display.
@@ -327,7 +330,7 @@ func (s *Server) uiStack(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := stackPage{page: s.newPage(r, v.Name), Stack: s.item(principal(r), &v, summarize(v)), View: v, Spec: specYAML(v.Spec),
-		Outputs: outputs(v.Status.Outputs)}
+		Outputs: outputs(v.Status.Outputs), Override: s.may(principal(r), daemon.ActionOverride, refOf(&v))}
 	p.Live, p.Section = true, sectionStacks
 	p.Updates, err = s.api.Updates(v.Name, 0, historyLimit)
 	if err != nil {
@@ -508,6 +511,14 @@ func outputs(raw map[string]json.RawMessage) []output {
 // guard has checked that the viewer may.
 func (s *Server) uiSync(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
+	if r.PostFormValue("overrideWindow") != "" {
+		if _, status, err := s.overrideWindow(r, name, r.PostFormValue("reason")); err != nil {
+			s.renderError(w, r, status, "Not overridden", err.Error())
+			return
+		}
+		http.Redirect(w, r, stackPath(name), http.StatusSeeOther)
+		return
+	}
 	token, err := s.api.Sync(name)
 	if err != nil {
 		s.renderAPIError(w, r, err)

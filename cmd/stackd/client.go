@@ -364,17 +364,28 @@ func since(now, t time.Time) string {
 func syncCommand(args []string, stdout io.Writer) error {
 	fs := newFlagSet("sync")
 	opts := clientFlags(fs)
+	override := fs.Bool("override-window", false, "run through closed change windows (needs the override action and --reason)")
+	reason := fs.String("reason", "", "why the change cannot wait for its change windows (recorded in the audit trail)")
 	if err := parseFlags(fs, "sync NAME [flags]", args, stdout); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	switch {
+	case fs.NArg() != 1:
 		return usageErrorf("sync: give one stack name")
+	case *override && strings.TrimSpace(*reason) == "":
+		return usageErrorf("sync: --override-window needs --reason \"why it cannot wait\"")
+	case !*override && *reason != "":
+		return usageErrorf("sync: --reason goes with --override-window")
 	}
 	c, err := opts.newClient()
 	if err != nil {
 		return err
 	}
-	resp, err := c.do(http.MethodPost, "/api/v1/stacks/"+url.PathEscape(fs.Arg(0))+"/sync")
+	var body any
+	if *override {
+		body = map[string]any{"overrideWindow": true, "reason": *reason}
+	}
+	resp, err := c.doJSON(http.MethodPost, "/api/v1/stacks/"+url.PathEscape(fs.Arg(0))+"/sync", body)
 	if err != nil {
 		return err
 	}
@@ -385,6 +396,10 @@ func syncCommand(args []string, stdout io.Writer) error {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return fmt.Errorf("sync: decode: %w", err)
+	}
+	if *override {
+		fmt.Fprintf(stdout, "sync of %s through its change windows requested (%s)\n", fs.Arg(0), out.Request)
+		return nil
 	}
 	how := ""
 	if out.Refresh {

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// oncallToken is a named API token whose role may override change
+// windows; ciToken (rolesFile's operator) may only sync.
+const oncallToken = "oncall-8e7d6c5b4a39281706f5e4d3c2b1a0f9e8d7c6b5a4938271605f4e3d2c1b0a9"
+
+// windowRoles is rolesFile with a token that may override windows.
+func windowRoles() string {
+	return strings.Replace(rolesFile(false), "roles:\n", "  - name: oncall\n    sha256: "+sha256Hex(oncallToken)+"\n    roles: [oncall]\nroles:\n  oncall: {allow: [read, sync, override], stacks: [\"*\"]}\n", 1)
+}
+
+// overrideAs posts a sync with body to app with a bearer token.
+func (in *instance) overrideAs(token string, body any) (int, []byte) {
+	in.t.Helper()
+	data, _ := json.Marshal(body)
+	return in.postJSON("/api/v1/stacks/app/sync", data, map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json"}, nil)
+}
+
+func waitsForWindow(v daemon.StackView) bool {
+	c := v.Status.Condition(daemon.ConditionReconciling)
+	return c != nil && c.Reason == daemon.ReasonChangeWindowClosed && v.Status.ChangeWindow != nil
+}
+
+// TestE2EChangeWindows: a deny window active now holds a commit back
+// (ChangeWindowClosed, the file unchanged); an override needs the
+// override role and a reason, applies the commit, and the audit trail
+// and the update history say who and why. A deny window that ends a
+// few seconds later lets the next commit through by itself.
+func TestE2EChangeWindows(t *testing.T) {
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+	out := filepath.Join(t.TempDir(), "note.txt")
+	authFile := filepath.Join(t.TempDir(), "roles.yaml")
+	if err := os.WriteFile(authFile, []byte(windowRoles()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stacks := "stacks:\n" + stackYAML("app", r, pathConfig(out))
+	in := startDaemonWith(t, stacks, "", func(f *runFlags) { f.authFile = authFile })
+	in.waitStack("app", "first deploy", time.Minute, isReady)
+
+	in.reload(stacks + "changeWindows:\n  - {name: freeze, kind: deny, schedule: '* * * * *', duration: 1h, stacks: [app]}\n")
+	second := r.commit(map[string]string{"Pulumi.yaml": program("v2")})
+	v := in.waitStack("app", "the commit to wait for the window", time.Minute, waitsForWindow)
+	if cw := v.Status.ChangeWindow; cw.Change != "commit" || len(cw.Windows) != 1 || cw.Windows[0] != `deny window "freeze"` {
+		t.Fatalf("changeWindow = %+v", cw)
+	}
+	time.Sleep(2 * time.Second) // polls come and go: still nothing runs
+	if got := readFile(t, out); got != "hello v1" || len(in.updates("app")) != 1 {
+		t.Fatalf("file = %q with %d updates in a closed window", got, len(in.updates("app")))
+	}
+	if code, stdout, stderr := stackd(t, in.clientArgs("status", "app")...); code != exitOK ||
+		!strings.Contains(stdout, `ChangeWindowClosed: the change waits for deny window "freeze"; no window opens within a year`) {
+		t.Fatalf("stackd status: %d\n%s%s", code, stdout, stderr)
+	}
+
+	// The operator may sync, not override; an override needs a reason.
+	override := map[string]any{"overrideWindow": true, "reason": "INC-7 hotfix"}
+	if code, body := in.overrideAs(ciToken, override); code != http.StatusForbidden ||
+		!strings.Contains(string(body), "may not override stack app") {
+		t.Fatalf("the operator's override: %d %s", code, body)
+	}
+	if code, body := in.overrideAs(oncallToken, map[string]any{"overrideWindow": true}); code != http.StatusBadRequest {
+		t.Fatalf("an override without a reason: %d %s", code, body)
+	}
+	if code, _, stderr := stackd(t, in.clientArgs("sync", "app", "--override-window")...); code != exitUsage || !strings.Contains(stderr, "--reason") {
+		t.Fatalf("stackd sync --override-window without --reason: %d %s", code, stderr)
+	}
+	time.Sleep(time.Second)
+	if got := readFile(t, out); got != "hello v1" {
+		t.Fatalf("file = %q after refused overrides", got)
+	}
+
+	tokenFile := filepath.Join(t.TempDir(), "oncall-token")
+	if err := os.WriteFile(tokenFile, []byte(oncallToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := stackd(t, in.clientArgs("sync", "app", "--override-window", "--reason", "INC-7 hotfix", "--api-token-file", tokenFile)...)
+	if code != exitOK || !strings.Contains(stdout, "through its change windows") {
+		t.Fatalf("stackd sync --override-window: %d %s%s", code, stdout, stderr)
+	}
+	v = in.waitStack("app", "the overridden commit", time.Minute, func(v daemon.StackView) bool {
+		return isReady(v) && v.Status.LastUpdate.LastSuccessfulCommit == second
+	})
+	if got := readFile(t, out); got != "hello v2" || v.Status.ChangeWindow != nil {
+		t.Fatalf("file = %q, changeWindow %+v after the override", got, v.Status.ChangeWindow)
+	}
+	var history struct{ Updates []daemon.Update }
+	if code, body := in.get("/api/v1/stacks/app/updates", &history); code != http.StatusOK || len(history.Updates) != 2 {
+		t.Fatalf("history: %d %s", code, body)
+	}
+	if o := history.Updates[0].WindowOverride; o == nil || o.By.Name != "oncall" || o.By.Kind != daemon.PrincipalToken || o.Reason != "INC-7 hotfix" {
+		t.Fatalf("the update's override: %+v", history.Updates[0])
+	}
+	entries := in.audit("?stack=app")
+	var kinds []string
+	for _, e := range entries {
+		kinds = append(kinds, fmt.Sprintf("%s:%s:%s", e.Principal.Name, e.Action, e.Outcome))
+	}
+	if want := "oncall:override:allowed oncall:override:failed ci:override:denied"; strings.Join(kinds, " ") != want {
+		t.Fatalf("the trail of app: %v, want %s", kinds, want)
+	}
+	if e := entries[0]; e.Reason != "INC-7 hotfix" || e.Status != http.StatusAccepted {
+		t.Fatalf("the override's record: %+v", e)
+	}
+
+	// A window that ends soon: the commit waits, then runs by itself.
+	now := time.Now().UTC()
+	start := now.Truncate(time.Minute).Add(-time.Minute)
+	end := now.Add(20 * time.Second).Truncate(time.Second)
+	in.reload(stacks + fmt.Sprintf("changeWindows:\n  - {name: brief, kind: deny, schedule: '%d %d * * *', duration: %s, stacks: [app]}\n",
+		start.Minute(), start.Hour(), end.Sub(start)))
+	third := r.commit(map[string]string{"Pulumi.yaml": program("v3")})
+	v = in.waitStack("app", "the next commit to wait", time.Until(end), waitsForWindow)
+	if !v.Status.ChangeWindow.NextOpen.Equal(end) {
+		t.Fatalf("nextOpen = %v, want %v", v.Status.ChangeWindow.NextOpen, end)
+	}
+	v = in.waitStack("app", "the window to open", time.Until(end)+time.Minute, func(v daemon.StackView) bool {
+		return isReady(v) && v.Status.LastUpdate.LastSuccessfulCommit == third
+	})
+	ups := in.updates("app")
+	if last := ups[len(ups)-1]; len(ups) != 3 || last.StartTime.Before(end) || last.WindowOverride != nil || !strings.Contains(last.Reason, "New commit") {
+		t.Fatalf("updates: %+v", ups)
+	}
+	if got := readFile(t, out); got != "hello v3" {
+		t.Fatalf("file = %q once the window opened", got)
+	}
+}
