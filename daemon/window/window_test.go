@@ -180,7 +180,7 @@ func TestWorkedExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, after, _ := strings.Cut(string(data), "### Worked example")
+	_, after, _ := strings.Cut(string(data), "### A worked example of windows")
 	_, block, _ := strings.Cut(after, "```yaml\n")
 	block, _, _ = strings.Cut(block, "```")
 	cfg, _, err := spec.Parse("example.yaml", []byte(block))
@@ -188,6 +188,9 @@ func TestWorkedExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := cfg.Stack("prod-network")
+	if s == nil || len(cfg.ChangeWindows) != 2 {
+		t.Fatalf("the example's stacks and windows: %+v", cfg)
+	}
 	prod := Stack{Name: s.Name, Labels: s.Labels}
 	berlin, _ := time.LoadLocation("Europe/Berlin")
 	local := func(s string) time.Time {
