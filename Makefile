@@ -50,14 +50,15 @@ lint: vet ## alias of vet
 fmt: ## format the code
 	gofmt -w $$(git ls-files '*.go' | grep -v '^testdata/')
 
-# The example's programs find their provider in the data dir's plugin
-# cache (see tools/example.sh), not on PATH. Its resources are files in
-# example-out, which the sandbox lets programs write (--sandbox-rw).
+# stackd installs the example's provider (bin/pulumi-resource-stackdtest,
+# on PATH) into the data dir's plugin cache when it starts. Its resources
+# are files in example-out, which the sandbox lets programs write
+# (--sandbox-rw).
 run: build toolchain ## run the daemon on the example config, state in .data/
-	tools/example.sh $(CURDIR)/.data/example-repo $(DATA_DIR)/pulumi-home
+	tools/example.sh $(CURDIR)/.data/example-repo
 	mkdir -p $(DATA_DIR)/example-out
-	STACKD_EXAMPLE_OUT=$(DATA_DIR)/example-out PULUMI_IGNORE_AMBIENT_PLUGINS=true \
-		$(BIN)/stackd run --config configs/stackd.example.yaml --data-dir $(DATA_DIR) --pass-env PULUMI_IGNORE_AMBIENT_PLUGINS \
+	STACKD_EXAMPLE_OUT=$(DATA_DIR)/example-out \
+		$(BIN)/stackd run --config configs/stackd.example.yaml --data-dir $(DATA_DIR) \
 		--sandbox-rw $(DATA_DIR)/example-out
 
 image: ## build the container image IMAGE:VERSION and :latest (Containerfile) with podman, or CONTAINER_ENGINE

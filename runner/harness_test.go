@@ -45,6 +45,7 @@ type harness struct {
 	t       testing.TB
 	r       *Runner
 	dataDir string
+	bin     string // the wrapper's directory, the runner's Bin
 	calls   string // the wrapper's record
 	seen    int    // bytes of calls that processes returned
 	project string // the program's directory
@@ -59,6 +60,7 @@ func newHarness(t testing.TB, program string) *harness {
 	h := &harness{t: t, dataDir: t.TempDir(), project: t.TempDir()}
 	h.file = filepath.Join(t.TempDir(), "out", "note.txt")
 	bin := t.TempDir()
+	h.bin = bin
 	h.calls = filepath.Join(t.TempDir(), "calls")
 	script := "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '" + h.calls + "'\nexec '" + filepath.Join(real, "pulumi") + "' \"$@\"\n"
 	if err := os.WriteFile(filepath.Join(bin, "pulumi"), []byte(script), 0o755); err != nil {

@@ -20,9 +20,14 @@ import (
 // Pulumi lists only real directories as plugins, so a shared plugin is
 // mirrored as a directory of the stack's whose entries are symbolic
 // links to the shared plugin's: writing through one is writing the shared
-// file, which the sandbox denies. A provider on PATH (an "ambient"
-// plugin) gets a link in a bin directory of the stack's, first on its
-// PATH, for the same reason: its schema is cached beside that directory.
+// file, which the sandbox denies.
+//
+// Every pulumi process runs with PULUMI_IGNORE_AMBIENT_PLUGINS: pulumi
+// would otherwise take a provider it finds on PATH (an "ambient" plugin,
+// meant for developing a provider) over the plugin cache, and warn
+// "using pulumi-resource-<name> from $PATH" in every operation's output.
+// Instead the providers on the CLI's PATH are installed into the shared
+// cache once, at start, under the version they report (installAmbient).
 
 // mirrorPlugins makes own, the plugin directory of a stack, show every
 // plugin of shared: a directory per plugin, of links to the shared
@@ -161,31 +166,4 @@ func ambientProviders(path string) []string {
 		}
 	}
 	return found
-}
-
-// linkAmbient makes dir hold a link to each of providers (and nothing
-// else), so that the stack's processes find them there first.
-func linkAmbient(dir string, providers []string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	names := make([]string, 0, len(providers))
-	for _, p := range providers {
-		names = append(names, filepath.Base(p))
-		if err := ensureLink(p, filepath.Join(dir, filepath.Base(p))); err != nil {
-			return err
-		}
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if !slices.Contains(names, e.Name()) {
-			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

@@ -76,7 +76,7 @@ func TestMirrorPlugins(t *testing.T) {
 }
 
 // TestAmbientProviders: the first provider of each name on PATH, only
-// executables, linked into a stack's directory that keeps nothing else.
+// executables.
 func TestAmbientProviders(t *testing.T) {
 	root := t.TempDir()
 	d1, d2 := filepath.Join(root, "d1"), filepath.Join(root, "d2")
@@ -89,17 +89,6 @@ func TestAmbientProviders(t *testing.T) {
 	want := []string{filepath.Join(d1, "pulumi-resource-x"), filepath.Join(d2, "pulumi-resource-y")}
 	if !slices.Equal(found, want) {
 		t.Fatalf("found %v, want %v", found, want)
-	}
-	dir := filepath.Join(root, "stack", "ambient", "bin")
-	mkfile(t, filepath.Join(dir, "pulumi-resource-old"), "", 0o755)
-	if err := linkAmbient(dir, found); err != nil {
-		t.Fatal(err)
-	}
-	if got := dirNames(t, dir); !slices.Equal(got, []string{"pulumi-resource-x", "pulumi-resource-y"}) {
-		t.Fatalf("linked %v", got)
-	}
-	if got := readFileString(t, filepath.Join(dir, "pulumi-resource-x")); got != "x1" {
-		t.Errorf("x is %q, want the first on PATH", got)
 	}
 }
 

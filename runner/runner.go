@@ -81,9 +81,6 @@ type Runner struct {
 	// ownPassphrases gives stacks of the data dir's backend a passphrase
 	// each (no PassphraseFile was given).
 	ownPassphrases bool
-	// ambient are the resource plugins on the CLI's PATH, which each
-	// stack finds through links of its own (see linkAmbient).
-	ambient []string
 	// secretDaemonEnv are the values of the daemon-wide environment
 	// (PassEnv, Env) whose names say secret: hidden in logs and outputs.
 	secretDaemonEnv []string
@@ -133,7 +130,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
-	r.ambient = ambientProviders(r.cmd.SearchPath())
+	r.installAmbient(ctx, ambientProviders(r.cmd.SearchPath()))
 	for _, kv := range r.cmd.env {
 		if k, v, _ := strings.Cut(kv, "="); spec.SecretName(k) && len(v) >= minRedactSecret {
 			r.secretDaemonEnv = append(r.secretDaemonEnv, v)
@@ -187,6 +184,7 @@ func (r *Runner) daemonEnv() []string {
 		"HOME=" + filepath.Join(r.opts.DataDir, "home"),
 		"PULUMI_HOME=" + filepath.Join(r.opts.DataDir, "pulumi-home"),
 		"PULUMI_SKIP_UPDATE_CHECK=true",
+		"PULUMI_IGNORE_AMBIENT_PLUGINS=true", // see plugins.go
 		"TMPDIR=" + filepath.Join(r.opts.DataDir, "tmp"),
 	}
 	env = append(env, r.opts.Env...)

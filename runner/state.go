@@ -151,11 +151,9 @@ func (r *Runner) pluginDir() string { return filepath.Join(r.opts.DataDir, "pulu
 func (w *workspace) homeDir() string       { return filepath.Join(w.dir, "home") }
 func (w *workspace) tmpDir() string        { return filepath.Join(w.dir, "tmp") }
 func (w *workspace) pulumiHomeDir() string { return filepath.Join(w.dir, "pulumi-home") }
-func (w *workspace) ambientDir() string    { return filepath.Join(w.dir, "ambient", "bin") }
 
 // mkdirs creates w's state directory with the stack's own HOME, TMPDIR
-// and PULUMI_HOME, whose plugins mirror the shared cache, and its bin
-// directory of ambient providers (see plugins.go).
+// and PULUMI_HOME, whose plugins mirror the shared cache (see plugins.go).
 func (r *Runner) mkdirs(w *workspace) error {
 	for _, dir := range []string{w.dir, w.homeDir(), w.tmpDir(), w.pulumiHomeDir()} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -164,9 +162,6 @@ func (r *Runner) mkdirs(w *workspace) error {
 	}
 	if err := mirrorPlugins(r.pluginDir(), filepath.Join(w.pulumiHomeDir(), "plugins")); err != nil {
 		return fmt.Errorf("stack %s: plugins: %w", w.Name, err)
-	}
-	if err := linkAmbient(w.ambientDir(), r.ambient); err != nil {
-		return fmt.Errorf("stack %s: plugins on PATH: %w", w.Name, err)
 	}
 	return nil
 }

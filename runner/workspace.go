@@ -74,6 +74,9 @@ func (r *Runner) workspace(ws daemon.Workspace) (*workspace, error) {
 	if err := checkMain(cmpOr(ws.WorkDir, ws.ProjectDir), ws.ProjectDir, main); err != nil {
 		return nil, fmt.Errorf("stack %s: %w", ws.Name, err)
 	}
+	if err := checkProjectPlugins(cmpOr(ws.WorkDir, ws.ProjectDir), ws.ProjectDir); err != nil {
+		return nil, fmt.Errorf("stack %s: %w", ws.Name, err)
+	}
 	w.project = project
 	w.state = r.stateURL(w)
 	w.stackFile = "Pulumi." + stackBase(ws.Stack) + ".yaml"
@@ -158,8 +161,7 @@ func envList(env map[string]string) []string {
 // workspaceEnv is the environment of w's processes: the stack's own
 // variables, then what the runner needs, which they cannot override.
 func (r *Runner) workspaceEnv(w *workspace) []string {
-	env := []string{"PULUMI_HOME=" + w.pulumiHomeDir(), "TMPDIR=" + w.tmpDir(),
-		"PATH=" + w.ambientDir() + string(os.PathListSeparator) + r.cmd.SearchPath()}
+	env := []string{"PULUMI_HOME=" + w.pulumiHomeDir(), "TMPDIR=" + w.tmpDir()}
 	if !slices.ContainsFunc(r.opts.Env, func(kv string) bool { return strings.HasPrefix(kv, "HOME=") }) {
 		env = append(env, "HOME="+w.homeDir())
 	}

@@ -120,7 +120,7 @@ func TestE2EUIExample(t *testing.T) {
 	}
 	// As make run does.
 	state := filepath.Join(root, ".data", "state")
-	script := exec.Command("sh", filepath.Join("tools", "example.sh"), filepath.Join(root, ".data", "example-repo"), filepath.Join(state, "pulumi-home"))
+	script := exec.Command("sh", filepath.Join("tools", "example.sh"), filepath.Join(root, ".data", "example-repo"))
 	script.Dir = filepath.Join("..", "..")
 	script.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=true",
 		"PATH="+toolchainBin(t)+string(os.PathListSeparator)+os.Getenv("PATH"))
@@ -132,7 +132,6 @@ func TestE2EUIExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("STACKD_EXAMPLE_OUT", out)
-	t.Setenv("PULUMI_IGNORE_AMBIENT_PLUGINS", "true")
 	// The example's relative repository path starts at the config's
 	// directory: the config goes where configs/ is in the repository.
 	cfgPath := filepath.Join(root, "configs", "stackd.example.yaml")
@@ -141,7 +140,6 @@ func TestE2EUIExample(t *testing.T) {
 	}
 	in := startDaemonWith(t, string(example), state, func(f *runFlags) {
 		f.config = stringsFlag{cfgPath}
-		_ = f.passEnv.Set("PULUMI_IGNORE_AMBIENT_PLUGINS")
 		f.sandboxRW = stringsFlag{out}
 	})
 	for _, name := range []string{"hello", "example"} {

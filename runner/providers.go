@@ -1,0 +1,168 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// installAmbient installs each provider found on the CLI's PATH into the
+// shared plugin cache (see plugins.go), so that programs find it there
+// with PATH ignored. A provider whose version cannot be read, or that
+// pulumi does not install, is logged and left out: programs that need it
+// then fail with pulumi's "no resource plugin" error, and the log says
+// why.
+func (r *Runner) installAmbient(ctx context.Context, providers []string) {
+	for _, path := range providers {
+		if err := r.installProvider(ctx, path); err != nil {
+			r.log.Warn("a provider on PATH is not installed into the plugin cache", "path", path, "err", err)
+		}
+	}
+}
+
+// installProvider installs the provider binary at path into the shared
+// cache as resource-<name>-v<version>, unless the cache holds the same
+// binary already. A rebuilt binary of the same version replaces the
+// cached one.
+func (r *Runner) installProvider(ctx context.Context, path string) error {
+	name := strings.TrimPrefix(filepath.Base(path), "pulumi-resource-")
+	version, err := r.providerVersion(ctx, path)
+	if err != nil {
+		return err
+	}
+	cached := filepath.Join(r.pluginDir(), "resource-"+name+"-v"+version, filepath.Base(path))
+	if same, err := sameContent(path, cached); err != nil {
+		return err
+	} else if same {
+		return nil
+	}
+	_, stderr, _, err := r.cmd.RunIn(ctx, r.installAccess(path), r.tmpDir(), nil, nil, nil, nil,
+		"plugin", "install", "resource", name, version, "--file", path, "--reinstall")
+	if err != nil {
+		return fmt.Errorf("pulumi plugin install resource %s %s: %w: %s", name, version, err, tailLines(stderr, 5))
+	}
+	r.log.Info("installed a provider from PATH into the plugin cache", "provider", name, "version", version)
+	return nil
+}
+
+// installAccess is what the processes that install the provider at path
+// may reach in the sandbox: the provider, and the shared PULUMI_HOME
+// and the data dir's temporary directory to write.
+func (r *Runner) installAccess(path string) Access {
+	return Access{ReadOnly: []string{path}, ReadWrite: []string{filepath.Dir(r.pluginDir()), r.tmpDir()}}
+}
+
+// tmpDir is the data dir's temporary directory.
+func (r *Runner) tmpDir() string { return filepath.Join(r.opts.DataDir, "tmp") }
+
+// providerVersion is the version the provider at path reports in its
+// schema.
+func (r *Runner) providerVersion(ctx context.Context, path string) (string, error) {
+	out, stderr, _, err := r.cmd.RunIn(ctx, r.installAccess(path), r.tmpDir(), nil, nil, nil, nil,
+		"package", "get-schema", path)
+	if err != nil {
+		return "", fmt.Errorf("read its schema: %w: %s", err, tailLines(stderr, 5))
+	}
+	var schema struct {
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal([]byte(out), &schema); err != nil {
+		return "", fmt.Errorf("read its schema: %w", err)
+	}
+	if schema.Version == "" {
+		return "", errors.New("its schema names no version; install it with pulumi plugin install, or declare it in the project's Pulumi.yaml (plugins.providers)")
+	}
+	return strings.TrimPrefix(schema.Version, "v"), nil
+}
+
+// sameContent says whether the files a and b have the same content; a
+// missing b is not the same.
+func sameContent(a, b string) (bool, error) {
+	sb, err := fileDigest(b)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	sa, err := fileDigest(a)
+	if err != nil {
+		return false, err
+	}
+	return sa == sb, nil
+}
+
+// checkProjectPlugins checks the providers a project declares in its
+// Pulumi.yaml under plugins.providers. pulumi runs each from its path, a
+// directory that must hold an executable pulumi-resource-<name>, inside
+// the checkout (the sandbox lets a program reach nothing else of the
+// host). A declaration that cannot work is an error naming the file, the
+// line and column, and the field, before any process runs, instead of
+// pulumi's error in the middle of the operation.
+func checkProjectPlugins(workDir, projectDir string) error {
+	path, err := projectFile(projectDir)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read project: %w", err)
+	}
+	var p struct {
+		Plugins struct {
+			Providers []yaml.Node `yaml:"providers"`
+		} `yaml:"plugins"`
+	}
+	if err := yaml.Unmarshal(data, &p); err != nil {
+		return fmt.Errorf("%s: plugins: %w", filepath.Base(path), err)
+	}
+	for i, n := range p.Plugins.Providers {
+		var pl struct {
+			Name    string `yaml:"name"`
+			Version string `yaml:"version"`
+			Path    string `yaml:"path"`
+		}
+		where := fmt.Sprintf("%s:%d:%d: plugins.providers[%d]", filepath.Base(path), n.Line, n.Column, i)
+		if err := n.Decode(&pl); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		if err := checkProjectPlugin(workDir, projectDir, pl.Name, pl.Path); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+	}
+	return nil
+}
+
+// checkProjectPlugin checks one declared provider: see
+// checkProjectPlugins.
+func checkProjectPlugin(workDir, projectDir, name, path string) error {
+	if name == "" {
+		return errors.New("name: missing")
+	}
+	if path == "" {
+		return fmt.Errorf("%s: path: missing (pulumi runs a declared plugin from its path; a provider of the registry needs no declaration: it is downloaded)", name)
+	}
+	dir := path
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(projectDir, dir)
+	}
+	rel, err := filepath.Rel(workDir, filepath.Clean(dir))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%s: path %q leads outside the checkout, which programs cannot reach", name, path)
+	}
+	bin := filepath.Join(dir, "pulumi-resource-"+name)
+	fi, err := os.Stat(bin)
+	if err != nil {
+		return fmt.Errorf("%s: path %q holds no pulumi-resource-%s", name, path, name)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("%s: path %q: pulumi-resource-%s is not an executable file", name, path, name)
+	}
+	return nil
+}
