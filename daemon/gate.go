@@ -109,10 +109,10 @@ func GateAction(g *Gate, o Observation, wants bool) (action string, wait time.Du
 
 // approvalOf is the approval that applies to j's stack.
 func (d *Daemon) approvalOf(j job) *spec.Approval {
-	if j.stack != nil && j.stack.Spec.Approval != nil {
-		return j.stack.Spec.Approval
+	if j.stack == nil {
+		return d.opts.Approval
 	}
-	return d.opts.Approval
+	return j.stack.Spec.ApprovalOr(d.opts.Approval)
 }
 
 // gated says whether j's up goes through change control.

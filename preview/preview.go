@@ -67,6 +67,9 @@ type Options struct {
 	Authors []string
 	// SourceAuth is the credentials of the Git config sources.
 	SourceAuth *daemon.GitAuth
+	// Approval is the approval of stacks whose spec sets none
+	// (--approval): a preview says which stacks will wait for approval.
+	Approval *spec.Approval
 	// Timeout bounds one preview; zero means the runner's default.
 	Timeout  time.Duration
 	Notifier daemon.Notifier

@@ -59,6 +59,9 @@ func (p *Previewer) preview(ctx context.Context, pr *pullRequest, ev review.Even
 		u.Message = pv.Error
 	default:
 		pv.Result = review.Succeeded
+		if wait, why := daemon.NeedsApproval(t.stack.Spec.ApprovalOr(p.opts.Approval), out.Steps); wait {
+			pv.Approval = why
+		}
 	}
 	if err := p.opts.Store.PutLog(u.ID, log); err != nil {
 		p.log.Error("cannot store a preview's log", "update", u.ID, "err", err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/review"
 )
 
 // awaitingAt says the stack's plan for commit awaits approval.
@@ -242,5 +243,33 @@ func TestE2EApprovalPlanNoLongerHolds(t *testing.T) {
 	in.approveAndWait("app")
 	if got := readFile(t, out); got != "hello v2" {
 		t.Fatalf("file = %q after approving the new plan", got)
+	}
+}
+
+// TestE2EPullRequestSaysApprovalWaits: under the daemon's --approval
+// budget {when: [update]}, the first deploy (creates only) applies by
+// itself; a pull request that updates the File says in its comment that
+// the stack will wait for approval after merge.
+func TestE2EPullRequestSaysApprovalWaits(t *testing.T) {
+	toolchainBin(t)
+	g := newForgeRig(t, review.GitHub)
+	programs := g.repo("infra")
+	v1 := programs.commit(map[string]string{"app/Pulumi.yaml": program("v1")})
+	out := t.TempDir()
+	g.start(g.previewStack("app", g.url("infra"), out), func(f *runFlags) { f.approval = "{when: [update]}" })
+	v := g.in.waitStack("app", "first deploy", 2*time.Minute, func(v daemon.StackView) bool {
+		return isReady(v) && v.Status.LastUpdate != nil && v.Status.LastUpdate.LastSuccessfulCommit == v1
+	})
+	if v.Status.Gate != nil {
+		t.Fatalf("a deploy within the budget was held: %+v", v.Status.Gate)
+	}
+
+	pr := &pullRequest{repo: "acme/infra", name: "infra", number: 1}
+	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": program("v2")})
+	g.hook(pr, "opened")
+	g.waitStatus(pr, "stackd/app")
+	c := g.waitComment(pr)
+	if !strings.Contains(c.Body, "After merge, `app` waits for approval: the plan has steps of approval.when: update.") {
+		t.Errorf("the comment does not say the stack will wait for approval:\n%s", c.Body)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/forge"
 	"github.com/stackd/stackd/preview"
 	"github.com/stackd/stackd/web"
@@ -102,8 +103,12 @@ func newPreviewer(f *runFlags, d *daemon.Daemon, run daemon.Runner, fetcher daem
 	if err != nil {
 		return nil, err
 	}
+	approval, err := spec.ParseApproval(f.approval)
+	if err != nil {
+		return nil, err
+	}
 	return preview.New(preview.Options{Daemon: d, Runner: run, Fetcher: fetcher, Store: st, Forges: forges,
-		DataDir: dataDir, UIURL: f.externalURL, ForkPRs: f.forkPRs, Authors: f.authors, SourceAuth: auth,
+		Approval: approval, DataDir: dataDir, UIURL: f.externalURL, ForkPRs: f.forkPRs, Authors: f.authors, SourceAuth: auth,
 		Timeout: f.opTimeout, Notifier: notifier, Observer: obs, Logger: log.With("component", "preview")}), nil
 }
 

@@ -72,6 +72,11 @@ func (r Report) head() string {
 				duration(p.Duration), resultText(p.Result))
 		}
 	}
+	for _, p := range r.Previews {
+		if p.Approval != "" {
+			fmt.Fprintf(&b, "\nAfter merge, `%s` waits for approval: %s.\n", p.Stack, p.Approval)
+		}
+	}
 	for _, name := range r.Removed {
 		fmt.Fprintf(&b, "\nMerging removes stack `%s` from the config.", name)
 	}

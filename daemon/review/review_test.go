@@ -107,3 +107,16 @@ func TestCommentWithinLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestCommentApproval: the comment says which stacks will wait for
+// approval after merge, and why.
+func TestCommentApproval(t *testing.T) {
+	r := Report{Previews: []Preview{
+		{Stack: "app", Result: Succeeded, Changes: map[string]int{"delete": 1}, Approval: "the plan has steps of approval.when: delete"},
+		{Stack: "net", Result: Succeeded, Changes: map[string]int{"update": 1}},
+	}}
+	c := Comment(r, 65536)
+	if !strings.Contains(c, "After merge, `app` waits for approval: the plan has steps of approval.when: delete.") || strings.Contains(c, "`net` waits") {
+		t.Errorf("the comment does not say which stacks wait for approval:\n%s", c)
+	}
+}

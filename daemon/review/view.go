@@ -62,6 +62,9 @@ type Preview struct {
 	// request's manifests add or change and the config in force does
 	// not grant the stack: the preview ran without reading them.
 	Unresolved []string `json:"unresolved,omitempty"`
+	// Approval says why the stack will wait for approval once the pull
+	// request is merged; empty when its change applies by itself.
+	Approval string `json:"approval,omitempty"`
 	// diff is the preview's output, scrubbed, for the comment.
 	Diff string `json:"-"`
 }

@@ -32,6 +32,15 @@ type Approval struct {
 	MaxAge Duration `yaml:"maxAge"`
 }
 
+// ApprovalOr is the approval that applies to s: its own, else def (the
+// daemon's --approval).
+func (s *StackSpec) ApprovalOr(def *Approval) *Approval {
+	if s.Approval != nil {
+		return s.Approval
+	}
+	return def
+}
+
 // DefaultPlanMaxAge is how long a plan waits for approval unless
 // approval.maxAge says otherwise.
 const DefaultPlanMaxAge = 24 * time.Hour
