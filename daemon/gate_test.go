@@ -201,7 +201,10 @@ func TestGateApproval(t *testing.T) {
 		t.Errorf("discarded %v, operations %s", r.discarded, r.kinds("app"))
 	}
 	h.d.Sync("app")
-	h.eventually("a plan after the sync", func() bool { g := h.gate("app"); return g != nil && g.State == GateAwaiting && g.Plan.ID == "0000000000000004" })
+	h.eventually("a plan after the sync", func() bool {
+		g := h.gate("app")
+		return g != nil && g.State == GateAwaiting && g.Plan.ID == "0000000000000004"
+	})
 }
 
 // TestGateExpiry: a plan unapproved for maxAge expires: it is discarded
