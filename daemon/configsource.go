@@ -201,7 +201,7 @@ func (d *Daemon) watchSources(ctx context.Context) {
 		loaded := d.cfg != nil
 		d.mu.Unlock()
 		if changed || !loaded {
-			_ = d.reloadConfig("git") // logged and recorded in ConfigStatus
+			_ = d.reloadConfig("git", 0) // logged and recorded in ConfigStatus
 		}
 		timer.Reset(d.untilSourcePoll())
 	}

@@ -343,3 +343,58 @@ func TestSourceProblemsCauseFirst(t *testing.T) {
 		t.Fatalf("the source's health says %q", msg)
 	}
 }
+
+// TestReloadAllowingRemoval: the override lets one reload remove up to n
+// stacks past the mass-removal guard, no more, and only that reload.
+func TestReloadAllowingRemoval(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "stacks.yaml")
+	write := func(names ...string) {
+		t.Helper()
+		doc := "stacks:\n"
+		for _, n := range names {
+			doc += "  - {name: " + n + ", stack: dev, projectRepo: https://git.example/app.git, branch: main}\n"
+		}
+		if len(names) == 0 {
+			doc = "stacks: []\n"
+		}
+		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a", "b", "c")
+	h := &harness{t: t, store: newMemStore(), fetcher: &fakeFetcher{commits: map[string]string{}}, runner: &fakeRunner{fail: map[string]error{}}, dir: dir}
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	d, err := New(nil, Options{Store: h.store, Fetcher: h.fetcher, Runner: h.runner, DataDir: dir,
+		MinResync: 50 * time.Millisecond, Sources: []spec.Source{{Path: path}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.d = d
+	h.start()
+	write("a")
+	if err := d.Reload(); err == nil || !strings.Contains(err.Error(), "--allow-removal 2") {
+		t.Fatalf("removing 2 of 3 stacks: %v", err)
+	}
+	if cs := d.ConfigStatus(); cs.Removes != 2 {
+		t.Fatalf("removes = %d, want 2", cs.Removes)
+	}
+	if err := d.ReloadAllowingRemoval(1); err == nil || !strings.Contains(err.Error(), "removes 2 stacks, more than the 1 allowed") {
+		t.Fatalf("allowing 1 of 2 removals: %v", err)
+	}
+	if err := d.ReloadAllowingRemoval(2); err != nil {
+		t.Fatalf("allowing 2 removals: %v", err)
+	}
+	if cs := d.ConfigStatus(); cs.Removes != 0 || len(d.Config().Stacks) != 1 {
+		t.Fatalf("after the override: removes %d, %d stacks", cs.Removes, len(d.Config().Stacks))
+	}
+	revs, _ := d.ConfigRevisions(0, 1)
+	if len(revs) != 1 || revs[0].AllowedRemoval != 2 {
+		t.Fatalf("the revision does not record the override: %+v", revs)
+	}
+	// The override was for that reload only: the last stack is guarded.
+	write()
+	if err := d.Reload(); err == nil {
+		t.Fatal("the override outlived its reload")
+	}
+}

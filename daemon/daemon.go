@@ -400,7 +400,7 @@ func (d *Daemon) loadFirst(ctx context.Context) error {
 	}
 	d.restoreSources(ctx)
 	d.fetchUnapplied(ctx)
-	err := d.reloadConfig("start")
+	err := d.reloadConfig("start", 0)
 	if err != nil && !d.hasGitSources() {
 		return err
 	}

@@ -54,6 +54,10 @@ type ConfigStatus struct {
 	Sources []SourceStatus `json:"sources,omitempty"`
 	// Paused says that no operation starts until resumed (stackd pause).
 	Paused bool `json:"paused,omitempty"`
+	// Removes is how many stacks the last config refused by the
+	// mass-removal guard removes: a reload allowing that many removals
+	// (stackd reload --allow-removal N) applies it once. Zero otherwise.
+	Removes int `json:"removes,omitempty"`
 }
 
 // SourceStatus is the state of one config source.
@@ -98,6 +102,9 @@ type ConfigRevision struct {
 	Added   []string `json:"added,omitempty"`
 	Changed []string `json:"changed,omitempty"`
 	Removed []string `json:"removed,omitempty"`
+	// AllowedRemoval is the removals an operator allowed this reload
+	// (stackd reload --allow-removal N), past the mass-removal guard.
+	AllowedRemoval int `json:"allowedRemoval,omitempty"`
 }
 
 // RevisionSource is one source of a revision, and its commit when it is

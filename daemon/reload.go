@@ -16,10 +16,19 @@ import (
 // with errors is not applied: the one in force stays, and the error
 // (every problem, one per line) is returned and kept in ConfigStatus.
 func (d *Daemon) Reload() error {
+	return d.ReloadAllowingRemoval(0)
+}
+
+// ReloadAllowingRemoval is Reload that lets this one reload remove up to
+// n stacks although the mass-removal guard would refuse it: the one-off,
+// audited override of a removal the operator means (a source's only
+// stack, say). The revision records n. A config that removes more than n
+// is refused as before; n = 0 is Reload.
+func (d *Daemon) ReloadAllowingRemoval(n int) error {
 	if d.hasGitSources() {
 		d.pollSources(d.ctxOrBackground(), true)
 	}
-	return d.reloadConfig("reload")
+	return d.reloadConfig("reload", max(n, 0))
 }
 
 func (d *Daemon) ctxOrBackground() context.Context {
@@ -31,9 +40,9 @@ func (d *Daemon) ctxOrBackground() context.Context {
 
 // reloadConfig reads every source and swaps the result in when it is
 // valid, differs from the config in force and passes the mass-removal
-// guard. trigger says what asked (see ConfigRevision.Trigger). Reloads
-// run one at a time.
-func (d *Daemon) reloadConfig(trigger string) error {
+// guard, which allowRemoval stacks removed pass. trigger says what asked
+// (see ConfigRevision.Trigger). Reloads run one at a time.
+func (d *Daemon) reloadConfig(trigger string, allowRemoval int) error {
 	d.reloadMu.Lock()
 	defer d.reloadMu.Unlock()
 	now := time.Now()
@@ -48,7 +57,7 @@ func (d *Daemon) reloadConfig(trigger string) error {
 	if err != nil {
 		err = fmt.Errorf("config not applied: %w", err)
 	} else {
-		err = d.swap(cfg, revs, trigger, now)
+		err = d.swap(cfg, revs, trigger, now, allowRemoval)
 	}
 	if err != nil {
 		d.refused(revs, trigger, now, err)
@@ -57,16 +66,22 @@ func (d *Daemon) reloadConfig(trigger string) error {
 }
 
 // swap applies cfg unless it means what the config in force means or
-// removes too many stacks. It records the revision it applied.
-func (d *Daemon) swap(cfg *spec.Config, revs []RevisionSource, trigger string, now time.Time) error {
+// removes too many stacks (more than allowRemoval). It records the
+// revision it applied.
+func (d *Daemon) swap(cfg *spec.Config, revs []RevisionSource, trigger string, now time.Time, allowRemoval int) error {
 	d.learnConfig(cfg) // also when it is the same: a Secret file may have changed
 	d.mu.Lock()
 	sameConfig := d.cfg != nil && cfg.Fingerprint() == d.cfg.Fingerprint()
 	rev := ConfigRevision{Time: now, Trigger: trigger, Sources: revs, Applied: true}
 	if !sameConfig {
-		if why := d.guardLocked(cfg); why != "" {
+		why, removes := d.guardLocked(cfg, allowRemoval)
+		d.reload.Removes = removes
+		if why != "" {
 			d.mu.Unlock()
 			return fmt.Errorf("config not applied: %s", why)
+		}
+		if removes > 0 {
+			rev.AllowedRemoval = allowRemoval
 		}
 		rev.Added, rev.Changed, rev.Removed = d.diffLocked(cfg)
 		if err := d.applyLocked(cfg); err != nil {
@@ -121,12 +136,25 @@ func (d *Daemon) putRevision(rev ConfigRevision) {
 }
 
 // guardLocked refuses a config that removes too many stacks, unless
-// allowed.
-func (d *Daemon) guardLocked(cfg *spec.Config) string {
+// allowed: by --allow-mass-removal, or once for up to allowRemoval
+// stacks. removes is how many stacks the guard stood against (0 when it
+// let cfg pass on its own).
+func (d *Daemon) guardLocked(cfg *spec.Config, allowRemoval int) (why string, removes int) {
 	if d.opts.AllowMassRemoval {
-		return ""
+		return "", 0
 	}
-	return massRemoval(d.currentLocked(), cfg)
+	cur := d.currentLocked()
+	if why = massRemoval(cur, cfg); why == "" {
+		return "", 0
+	}
+	removes = removedCount(cur, cfg)
+	switch {
+	case allowRemoval <= 0:
+		return why, removes
+	case removes > allowRemoval:
+		return fmt.Sprintf("the new config removes %d stacks, more than the %d allowed", removes, allowRemoval), removes
+	}
+	return "", removes
 }
 
 // currentLocked is the config in force; before one was applied, the
@@ -180,7 +208,7 @@ func (d *Daemon) recordReload(now time.Time, err error) error {
 	if err != nil {
 		d.reload.Error = err.Error()
 	} else {
-		d.reload.LastSuccess = now
+		d.reload.LastSuccess, d.reload.Removes = now, 0
 	}
 	d.mu.Unlock()
 	d.opts.Observer.ConfigReloaded(d.ConfigStatus())

@@ -80,7 +80,7 @@ func (d *Daemon) watchLoop(ctx context.Context, w *fsnotify.Watcher) {
 			d.log.Warn("config watch error", "err", err)
 		case <-fire:
 			fire = nil
-			_ = d.reloadConfig("watch") // logged and recorded in ConfigStatus
+			_ = d.reloadConfig("watch", 0) // logged and recorded in ConfigStatus
 		}
 	}
 }
@@ -154,14 +154,25 @@ func massRemoval(cur, next *spec.Config) string {
 		all += n
 	}
 	if tooMany(all, len(cur.Stacks)) {
-		return fmt.Sprintf("the new config removes %d of the %d stacks; refusing it as a safeguard against an emptied or truncated config (start with --allow-mass-removal to allow it)", all, len(cur.Stacks))
+		return fmt.Sprintf("the new config removes %d of the %d stacks; refusing it as a safeguard against an emptied or truncated config (allow it once with stackd reload --allow-removal %d, or start with --allow-mass-removal)", all, len(cur.Stacks), all)
 	}
 	for _, src := range slices.Sorted(maps.Keys(removed)) {
 		if tooMany(removed[src], total[src]) {
-			return fmt.Sprintf("the new config removes %d of the %d stacks of %s; refusing it as a safeguard against an emptied or truncated config (start with --allow-mass-removal to allow it)", removed[src], total[src], src)
+			return fmt.Sprintf("the new config removes %d of the %d stacks of %s; refusing it as a safeguard against an emptied or truncated config (allow it once with stackd reload --allow-removal %d, or start with --allow-mass-removal)", removed[src], total[src], src, all)
 		}
 	}
 	return ""
+}
+
+// removedCount is how many stacks of cur next lacks.
+func removedCount(cur, next *spec.Config) int {
+	n := 0
+	for _, s := range cur.Stacks {
+		if next.Stack(s.Name) == nil {
+			n++
+		}
+	}
+	return n
 }
 
 func tooMany(removed, of int) bool {

@@ -87,7 +87,7 @@ func routeOf(method string, u *url.URL) route {
 	switch {
 	case match(seg, "api", "v1", "webhooks", "git"), match(seg, "auth", "logout"):
 		return route{Scope: scopeOpen}
-	case match(seg, "api", "v1", "reload"):
+	case match(seg, "api", "v1", "reload"), match(seg, "config", "reload"):
 		return daemonWide(daemon.ActionReload)
 	case match(seg, "api", "v1", "pause"), match(seg, "api", "v1", "resume"):
 		return daemonWide(daemon.ActionPause)

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,6 +43,9 @@ type API interface {
 	// Log is an update's log: stored bytes, or the live log while it runs.
 	Log(id string) ([]byte, *livelog.Log, error)
 	Reload() error
+	// ReloadAllowingRemoval is Reload letting this reload remove up to n
+	// stacks past the mass-removal guard.
+	ReloadAllowingRemoval(n int) error
 	ConfigStatus() daemon.ConfigStatus
 	// Push makes the stacks and Git config sources tracking branch of the
 	// repository (any of urls) poll now, and names them.
@@ -388,14 +392,44 @@ func (s *Server) syncStack(w http.ResponseWriter, r *http.Request) {
 }
 
 // reload reads the config again: 200 when it was applied, 422 with its
-// problems when it was not (the config in force stays).
-func (s *Server) reload(w http.ResponseWriter, _ *http.Request) {
-	if err := s.api.Reload(); err != nil {
+// problems when it was not (the config in force stays). ?allowRemoval=N
+// lets this reload remove up to N stacks past the mass-removal guard.
+func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
+	n, err := allowRemovalOf(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if err := s.doReload(r, n); err != nil {
 		writeError(w, http.StatusUnprocessableEntity, err.Error())
 		return
 	}
-	s.log.Info("config reloaded through the API")
+	s.log.Info("config reloaded through the API", "allowRemoval", n)
 	writeJSON(w, http.StatusOK, map[string]string{"status": "reloaded"})
+}
+
+// allowRemovalOf is the request's allowRemoval (query or form), 0 when
+// absent.
+func allowRemovalOf(r *http.Request) (int, error) {
+	v := r.FormValue("allowRemoval")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("allowRemoval: want a number of stacks, got %q", v)
+	}
+	return n, nil
+}
+
+// doReload reloads, past the mass-removal guard for up to n stacks when
+// n > 0, which the audit trail records as the request's reason.
+func (s *Server) doReload(r *http.Request, n int) error {
+	if n == 0 {
+		return s.api.Reload()
+	}
+	noteAudit(r, "", fmt.Sprintf("allowed this reload to remove up to %d stack(s)", n))
+	return s.api.ReloadAllowingRemoval(n)
 }
 
 // getConfig serves the config's status: the last (re)load and each

@@ -59,6 +59,10 @@ func (r *recordingAPI) Log(id string) ([]byte, *livelog.Log, error) {
 	return r.API.Log(id)
 }
 func (r *recordingAPI) Reload() error { defer r.enter()(); return r.API.Reload() }
+func (r *recordingAPI) ReloadAllowingRemoval(n int) error {
+	defer r.enter()()
+	return r.API.ReloadAllowingRemoval(n)
+}
 func (r *recordingAPI) ConfigStatus() daemon.ConfigStatus {
 	defer r.enter()()
 	return r.API.ConfigStatus()

@@ -31,6 +31,8 @@ type fakeAPI struct {
 	live      map[string]*livelog.Log
 	reloadErr error
 	reloads   int
+	// allowed are the allowRemoval of reloads that had one.
+	allowed   []int
 	pushes    []pushCall
 	pushed    daemon.PushResult // what Push answers
 	stats     daemon.Stats
@@ -171,6 +173,14 @@ func (f *fakeAPI) Reload() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reloads++
+	return f.reloadErr
+}
+
+func (f *fakeAPI) ReloadAllowingRemoval(n int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reloads++
+	f.allowed = append(f.allowed, n)
 	return f.reloadErr
 }
 

@@ -73,7 +73,24 @@ func (s *Server) routeUI(mux *http.ServeMux) {
 		http.NewCrossOriginProtection().Handler(http.HandlerFunc(s.uiReject)))
 	mux.Handle("POST /stacks/{name}/preview",
 		http.NewCrossOriginProtection().Handler(http.HandlerFunc(s.uiPreviewNow)))
+	mux.Handle("POST /config/reload",
+		http.NewCrossOriginProtection().Handler(http.HandlerFunc(s.uiReload)))
 	mux.HandleFunc("GET /static/", serveStatic)
+}
+
+// uiReload reloads the config from the config page's form (the one-off
+// override of the mass-removal guard), then shows the page, which says
+// how it went.
+func (s *Server) uiReload(w http.ResponseWriter, r *http.Request) {
+	n, err := allowRemovalOf(r)
+	if err != nil {
+		s.renderError(w, r, http.StatusBadRequest, "Bad request", err.Error())
+		return
+	}
+	if err := s.doReload(r, n); err != nil {
+		s.log.Warn("config reload from the UI not applied", "allowRemoval", n, "err", err)
+	}
+	http.Redirect(w, r, "/config", http.StatusSeeOther)
 }
 
 // permission says whether the page's viewer may take an action: the UI
@@ -370,6 +387,8 @@ func configBadge(h *daemon.Health) healthBadge {
 // latest revisions.
 type configPage struct {
 	page
+	// Reload is whether the viewer may reload (the guard's override).
+	Reload       permission
 	Health       healthBadge
 	Sources      []sourceRow
 	Revisions    []daemon.ConfigRevision
@@ -406,6 +425,7 @@ func sourceRowOf(src daemon.SourceStatus) sourceRow {
 
 func (s *Server) uiConfig(w http.ResponseWriter, r *http.Request) {
 	p := configPage{page: s.newPage(r, "Config")}
+	p.Reload = s.may(principal(r), daemon.ActionReload, nil)
 	p.Live, p.Section = true, sectionConfig
 	p.Health = configBadge(p.Config.Health)
 	p.Sources = make([]sourceRow, 0, len(p.Config.Sources))

@@ -716,3 +716,26 @@ func TestUIFailingAndDriftedStacks(t *testing.T) {
 	wantContains(t, getPage(t, url+"/stacks/db", http.StatusOK), ">Sync with refresh</button>")
 	wantLacks(t, getPage(t, url+"/stacks/web", http.StatusOK), "Sync with refresh")
 }
+
+// TestUIReloadOverride: where the config page shows the mass-removal
+// guard's refusal, it offers the one-off override, which reloads allowing
+// that many removals.
+func TestUIReloadOverride(t *testing.T) {
+	api := newUIFakeAPI()
+	base := startUI(t, api)
+	wantLacks(t, getPage(t, base+"/config", http.StatusOK), "/config/reload")
+	api.mu.Lock()
+	api.config.Successful, api.config.Error, api.config.Removes = false, "config not applied: the new config removes 1 of the 1 stacks", 1
+	api.mu.Unlock()
+	wantContains(t, getPage(t, base+"/config", http.StatusOK),
+		`action="/config/reload"`, `name="allowRemoval" value="1"`, "Apply, removing 1 stack</button>")
+	resp, body := fetch(t, http.MethodPost, base+"/config/reload?allowRemoval=1", nil)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/config" {
+		t.Fatalf("override: status %d, Location %q\n%s", resp.StatusCode, resp.Header.Get("Location"), body)
+	}
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if len(api.allowed) != 1 || api.allowed[0] != 1 {
+		t.Fatalf("reloads allowing removal: %v", api.allowed)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -406,6 +407,39 @@ func syncCommand(args []string, stdout io.Writer) error {
 		how = " with refresh: the stack drifted, and what changed is put back"
 	}
 	fmt.Fprintf(stdout, "sync of %s requested%s (%s)\n", fs.Arg(0), how, out.Request)
+	return nil
+}
+
+// reloadCommand runs "stackd reload [--allow-removal N]": the config is
+// read again; with N, this one reload may remove up to N stacks past the
+// mass-removal guard (recorded in the audit trail).
+func reloadCommand(args []string, stdout io.Writer) error {
+	fs := newFlagSet("reload")
+	opts := clientFlags(fs)
+	allow := fs.Int("allow-removal", 0, "let this reload remove up to this many stacks, past the mass-removal guard")
+	if err := parseFlags(fs, "reload [flags]", args, stdout); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usageErrorf("reload: unexpected argument %q", fs.Arg(0))
+	}
+	if *allow < 0 {
+		return usageErrorf("reload: --allow-removal wants a number of stacks, not %d", *allow)
+	}
+	c, err := opts.newClient()
+	if err != nil {
+		return err
+	}
+	path := "/api/v1/reload"
+	if *allow > 0 {
+		path += "?allowRemoval=" + strconv.Itoa(*allow)
+	}
+	resp, err := c.do(http.MethodPost, path)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	fmt.Fprintln(stdout, "config reloaded")
 	return nil
 }
 

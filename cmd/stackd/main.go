@@ -39,6 +39,7 @@ Usage:
   stackd backup --server URL FILE          the same, from a running daemon
   stackd status [NAME] [--json]            show the stacks of a running daemon
   stackd sync NAME                         ask a running daemon to run a stack
+  stackd reload [--allow-removal N]        read the config again (N: remove up to N stacks, once)
   stackd approve NAME [--plan ID]          apply the plan that awaits approval
   stackd reject NAME [--reason TEXT]       refuse the plan that awaits approval
   stackd logs NAME [--follow]              print a stack's last (or running) update log
@@ -82,6 +83,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = statusCommand(rest, stdout)
 	case "sync":
 		err = syncCommand(rest, stdout)
+	case "reload":
+		err = reloadCommand(rest, stdout)
 	case "approve", "reject":
 		err = decideCommand(cmd, rest, stdout)
 	case "logs":
