@@ -220,3 +220,18 @@ type Runner interface {
 	// StackOutput references of other stacks.
 	Outputs(ctx context.Context, ws Workspace) (map[string]any, error)
 }
+
+// Commit is what the UI shows of a commit: never its files.
+type Commit struct {
+	SHA string `json:"sha"`
+	// Subject is the message's first line.
+	Subject string    `json:"subject,omitempty"`
+	Author  string    `json:"author,omitempty"`
+	Time    time.Time `json:"time,omitzero"`
+}
+
+// CommitReader reads a commit of a checkout the Fetcher made, without a
+// network call; gitwatch's Fetcher implements it.
+type CommitReader interface {
+	CommitInfo(dir, sha string) (Commit, error)
+}

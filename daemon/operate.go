@@ -199,6 +199,7 @@ func (d *Daemon) begin(j job, p *prepared) (Update, error) {
 		Generation:       j.obs.Generation,
 		ReconcileRequest: j.obs.ReconcileRequest,
 		Commit:           p.commit,
+		CommitInfo:       p.commitInfo,
 		StartTime:        now,
 		State:            UpdateRunning,
 		Node:             d.opts.Node,
@@ -313,6 +314,12 @@ func (d *Daemon) recordOutcome(st *stackState, j job, u Update, res Result, now 
 	if u.State == UpdateAborted { // a stop or a handover: no failure, it runs again
 		s.CurrentUpdate = nil
 		return
+	}
+	if u.CommitInfo != nil {
+		st.rec.LatestCommit = u.CommitInfo
+		if u.State == UpdateSucceeded && u.Type == UpdateUp {
+			st.rec.AppliedCommit = u.CommitInfo
+		}
 	}
 	last := s.LastUpdate
 	lu := &LastUpdate{

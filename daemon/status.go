@@ -65,7 +65,12 @@ type StackRecord struct {
 	// WindowOverride, when set, lets the next update run while a change
 	// window is closed; that update records it and clears it.
 	WindowOverride *WindowOverride `json:"windowOverride,omitempty"`
-	Status         StackStatus     `json:"status"`
+	// AppliedCommit is the commit of the last successful up, and
+	// LatestCommit that of the last update, as the checkout described
+	// them.
+	AppliedCommit *Commit     `json:"appliedCommit,omitempty"`
+	LatestCommit  *Commit     `json:"latestCommit,omitempty"`
+	Status        StackStatus `json:"status"`
 }
 
 // DestroySpec keeps what destroying a removed stack takes: its Pulumi
@@ -180,14 +185,17 @@ type Update struct {
 	Seq  uint64 `json:"seq"`
 	Type string `json:"type"`
 	// Reason is why the update ran, e.g. "New commit detected".
-	Reason           string    `json:"reason,omitempty"`
-	Generation       int64     `json:"generation,omitempty"`
-	ReconcileRequest string    `json:"reconcileRequest,omitempty"`
-	Commit           string    `json:"commit,omitempty"`
-	StartTime        time.Time `json:"startTime"`
-	EndTime          time.Time `json:"endTime,omitzero"`
-	State            string    `json:"state"`
-	Message          string    `json:"message,omitempty"`
+	Reason           string `json:"reason,omitempty"`
+	Generation       int64  `json:"generation,omitempty"`
+	ReconcileRequest string `json:"reconcileRequest,omitempty"`
+	Commit           string `json:"commit,omitempty"`
+	// CommitInfo is Commit's subject, author and time, when the checkout
+	// could tell them.
+	CommitInfo *Commit   `json:"commitInfo,omitempty"`
+	StartTime  time.Time `json:"startTime"`
+	EndTime    time.Time `json:"endTime,omitzero"`
+	State      string    `json:"state"`
+	Message    string    `json:"message,omitempty"`
 	// Changes counts resources by operation (create, update, delete, same, …).
 	Changes   map[string]int `json:"changes,omitempty"`
 	Permalink string         `json:"permalink,omitempty"`

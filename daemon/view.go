@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
@@ -34,6 +35,13 @@ type StackView struct {
 	Source string `json:"source,omitempty"`
 	// Holder is the replica that acts on the stack (cluster mode).
 	Holder string `json:"holder,omitempty"`
+	// AppliedCommit and LatestCommit describe the commits of the last
+	// successful up and of the last update; CommitURL, when the
+	// repository is on a forge, is the link to a commit with "{sha}" in
+	// place of its hash.
+	AppliedCommit *Commit `json:"appliedCommit,omitempty"`
+	LatestCommit  *Commit `json:"latestCommit,omitempty"`
+	CommitURL     string  `json:"commitURL,omitempty"`
 }
 
 // StackVersion says when a stack's view last changed: Version grows with
@@ -93,13 +101,15 @@ func (d *Daemon) Stack(name string) (StackView, error) {
 
 func (d *Daemon) viewLocked(st *stackState) StackView {
 	d.scrubLocked(st)
-	v := StackView{Name: st.rec.Name, Status: st.rec.Status.Clone(), Removed: st.rec.Removed, LastSuccess: st.rec.LastSuccess}
+	v := StackView{Name: st.rec.Name, Status: st.rec.Status.Clone(), Removed: st.rec.Removed, LastSuccess: st.rec.LastSuccess,
+		AppliedCommit: st.rec.AppliedCommit, LatestCommit: st.rec.LatestCommit}
 	v.Status.Health = healthPtr(HealthOf(&st.rec.Status, st.rec.Generation))
 	if st.stack != nil {
 		v.Spec, _ = scrubPlain(spec.Redacted(&st.stack.Spec), d.red).(map[string]any)
 		v.ExternalLink = st.stack.ExternalLink()
 		v.Labels = st.stack.Labels
 		v.Tracking = tracking(&st.stack.Spec)
+		v.CommitURL = CommitURL(st.stack.Spec.ProjectRepo)
 		v.Source = st.stack.Source
 	}
 	if d.clustered {
@@ -172,4 +182,29 @@ func tracking(s *spec.StackSpec) string {
 		return spec.RedactURL(s.ProjectRepo) + "@" + s.Branch
 	}
 	return spec.RedactURL(s.ProjectRepo) + "@" + s.Commit
+}
+
+// CommitURL is the web page of a commit of the repository at repo, with
+// "{sha}" in place of the hash, for a repository on a forge: an HTTPS or
+// SSH URL with a host. GitHub, Gitea and Forgejo serve /commit/<sha>,
+// and GitLab redirects it to its own path. Empty for a local repository.
+func CommitURL(repo string) string {
+	u := strings.TrimSuffix(strings.TrimSuffix(spec.RedactURL(repo), "/"), ".git")
+	scheme, rest, ok := strings.Cut(u, "://")
+	switch {
+	case ok && (scheme == "https" || scheme == "http" || scheme == "ssh"):
+	case !ok && strings.Contains(u, "@") && strings.Contains(u, ":"): // git@host:owner/repo
+		rest = strings.Replace(u, ":", "/", 1)
+	default:
+		return ""
+	}
+	if i := strings.LastIndex(rest, "@"); i >= 0 {
+		rest = rest[i+1:]
+	}
+	host, path, _ := strings.Cut(rest, "/")
+	host = strings.Split(host, ":")[0] // an SSH port is not the web's
+	if host == "" || path == "" {
+		return ""
+	}
+	return "https://" + host + "/" + path + "/commit/{sha}"
 }

@@ -27,6 +27,8 @@ type prepared struct {
 	// pathsHash digests the checkout's files of spec.paths; empty when
 	// every file counts.
 	pathsHash string
+	// commitInfo describes commit, when the checkout could.
+	commitInfo *Commit
 }
 
 // prepare resolves the job's references and puts its program in place.
@@ -147,12 +149,28 @@ func (d *Daemon) projectDir(ctx context.Context, j job, refs spec.RefSources, p 
 	if err != nil {
 		return "", &prepareError{ReasonSourceUnavailable, err}
 	}
+	p.commitInfo = d.commitInfo(filepath.Join(dir, "src"), j.obs.Commit)
 	if globs, all := j.stack.Spec.PathFilter(); !all {
 		if p.pathsHash, err = spec.HashPaths(filepath.Join(dir, "src"), globs); err != nil {
 			return "", &prepareError{ReasonWorkspaceFailed, err}
 		}
 	}
 	return out, nil
+}
+
+// commitInfo describes commit of the checkout in dir; nil when the
+// Fetcher cannot read commits or the checkout does not have it.
+func (d *Daemon) commitInfo(dir, commit string) *Commit {
+	cr, ok := d.opts.Fetcher.(CommitReader)
+	if !ok || commit == "" {
+		return nil
+	}
+	c, err := cr.CommitInfo(dir, commit)
+	if err != nil {
+		d.log.Debug("cannot read the commit", "commit", commit, "err", err)
+		return nil
+	}
+	return &c
 }
 
 // refSources are d's reference sources, with StackOutput answered from

@@ -184,3 +184,24 @@ func TestPreviewNowAPIAndPage(t *testing.T) {
 	wantContains(t, page, `action="/stacks/web/preview"`, `<section id="preview"`, `<code title="0123456789abcdef0123456789abcdef01234567">0123456</code>`,
 		"stackdtest:index:File b update [diff: ~content]", "1 update")
 }
+
+// TestCommitsOnListAndPage: a stack whose last update failed at another
+// commit than the applied one says "latest ... failed" on the list and
+// the page; commits link to the forge with their subject and author.
+func TestCommitsOnListAndPage(t *testing.T) {
+	applied, latest := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	api := &fakeAPI{stacks: []daemon.StackView{{
+		Name: "app", Spec: map[string]any{"stack": "dev"}, CommitURL: "https://github.com/acme/app/commit/{sha}",
+		AppliedCommit: &daemon.Commit{SHA: applied, Subject: "Add the bucket", Author: "Ada"},
+		LatestCommit:  &daemon.Commit{SHA: latest, Subject: "Rename the bucket", Author: "Bob"},
+		Status: daemon.StackStatus{LastUpdate: &daemon.LastUpdate{Name: "app-2", Type: daemon.UpdateUp, State: daemon.UpdateFailed,
+			LastAttemptedCommit: latest, LastSuccessfulCommit: applied}},
+	}}, updates: []daemon.Update{{ID: "app-2", Stack: "app", Seq: 2, Type: daemon.UpdateUp, State: daemon.UpdateFailed, Commit: latest,
+		CommitInfo: &daemon.Commit{SHA: latest, Subject: "Rename the bucket", Author: "Bob"}}}}
+	base := startUI(t, api)
+	list := getPage(t, base+"/", http.StatusOK)
+	wantContains(t, list, `<code title="`+applied+`">aaaaaaa</code>`, `latest <code title="`+latest+`">bbbbbbb</code> failed`)
+	page := getPage(t, base+"/stacks/app", http.StatusOK)
+	wantContains(t, page, `href="https://github.com/acme/app/commit/`+applied+`"`, "Add the bucket", "Ada",
+		"Latest commit", `href="https://github.com/acme/app/commit/`+latest+`"`, "Rename the bucket")
+}

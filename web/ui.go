@@ -257,8 +257,12 @@ type stackRow struct {
 	Last *daemon.LastUpdate
 	// Tracking is what the stack follows, whole and split for display.
 	Tracking, Repo, Ref string
-	// Applied is the last commit an update succeeded with.
-	Applied string
+	// Applied is the last commit an update succeeded with; AppliedRef
+	// links it, and LatestFailed is the commit the last update failed
+	// with, when that is another.
+	Applied      string
+	AppliedRef   commitRef
+	LatestFailed *commitRef
 	// Drift is the last drift check's outcome; nil before any.
 	Drift *spec.DriftStatus
 	// Holder is the replica acting on the stack (cluster mode).
@@ -278,9 +282,35 @@ func summarize(v daemon.StackView) stackRow {
 	}
 	if lu := v.Status.LastUpdate; lu != nil {
 		row.Applied = lu.LastSuccessfulCommit
+		row.AppliedRef = refOfCommit(v.CommitURL, lu.LastSuccessfulCommit, v.AppliedCommit)
+		if lu.State == daemon.UpdateFailed && lu.LastAttemptedCommit != "" && lu.LastAttemptedCommit != lu.LastSuccessfulCommit {
+			latest := refOfCommit(v.CommitURL, lu.LastAttemptedCommit, v.LatestCommit)
+			row.LatestFailed = &latest
+		}
 	}
 	row.Repo, row.Ref = splitTracking(v.Tracking)
 	return row
+}
+
+// commitRef is a commit as the UI links it: its hash, its page on the
+// forge (empty when the repository is on none) and, when known, its
+// subject, author and time.
+type commitRef struct {
+	SHA, URL string
+	Info     *daemon.Commit
+}
+
+// refOfCommit is sha's commitRef, with info when it describes sha; url
+// is the stack's CommitURL.
+func refOfCommit(url, sha string, info *daemon.Commit) commitRef {
+	r := commitRef{SHA: sha}
+	if url != "" && isFullSHA(sha) {
+		r.URL = strings.ReplaceAll(url, "{sha}", sha)
+	}
+	if info != nil && info.SHA == sha {
+		r.Info = info
+	}
+	return r
 }
 
 // splitTracking splits "<repo>@<ref>" into a short repository name (no
@@ -618,6 +648,7 @@ var funcs = template.FuncMap{
 	"join":        strings.Join,
 	"actor":       actorOf,
 	"shortType":   shortType,
+	"commitRef":   refOfCommit,
 }
 
 func stackPath(name string) string { return "/stacks/" + url.PathEscape(name) }

@@ -55,6 +55,9 @@ func TestE2EResources(t *testing.T) {
 		"    driftDetection:\n      interval: 1s\n"), "")
 	v := in.waitStack("app", "in sync", 2*time.Minute, driftState(spec.DriftInSync))
 	first := v.Status.LastUpdate.Name
+	if c := v.AppliedCommit; c == nil || c.SHA != v.Status.LastUpdate.LastSuccessfulCommit || c.Subject != "change" || c.Author != "test" {
+		t.Errorf("applied commit = %+v, want the repository's commit with its subject and author", c)
+	}
 	_, byName := in.resourcesByName(t, "app")
 	group := byName["group"]
 	if group.Type != "stackdtest:index:File" || !strings.HasSuffix(group.Parent, "pulumi:pulumi:Stack::e2e-app") {
