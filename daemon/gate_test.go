@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stackd/stackd/daemon/notify"
+	"github.com/stackd/stackd/daemon/scrub"
 )
 
 // planRunner is a fakeRunner that saves plans: a preview with SavePlan
@@ -220,5 +222,26 @@ func TestGateExpiry(t *testing.T) {
 	}
 	if err := h.d.Approve("app", "0000000000000001", "alice"); !errors.Is(err, ErrNoPlan) {
 		t.Errorf("approving an expired plan: %v", err)
+	}
+}
+
+// TestScrubGate: a held plan's texts and input values lose the secrets
+// the daemon knows before they are stored or served.
+func TestScrubGate(t *testing.T) {
+	const secret = "hunter2-gate-secret"
+	r := scrub.NewRedactor(secret)
+	g := &Gate{State: GatePolicyDenied, Reason: "denied by policy: files: token " + secret,
+		Steps:      []Step{{Op: "update", URN: fileURN, New: map[string]any{"content": "x " + secret}}},
+		Violations: []Violation{{Policy: "files", Level: PolicyDeny, Message: secret}}}
+	s, changed := scrubStatus(StackStatus{Gate: g}, r)
+	raw, _ := json.Marshal(s.Gate)
+	if !changed || strings.Contains(string(raw), secret) || !strings.Contains(s.Gate.Reason, "denied by policy: files: token ") {
+		t.Fatalf("changed %v, gate %s", changed, raw)
+	}
+	if g.Steps[0].New["content"] != "x "+secret || g.Reason != "denied by policy: files: token "+secret {
+		t.Error("scrubbing changed the gate it was given")
+	}
+	if _, changed := scrubStatus(StackStatus{Gate: &Gate{State: GateAwaiting, Reason: "fine"}}, r); changed {
+		t.Error("a clean gate was changed")
 	}
 }

@@ -124,7 +124,33 @@ func scrubStatus(s StackStatus, r *scrub.Redactor) (StackStatus, bool) {
 			c.Reason, s.SkippedCommit, changed = m, &c, true
 		}
 	}
+	if g, ok := scrubGate(s.Gate, r); ok {
+		s.Gate, changed = g, true
+	}
 	return s, changed
+}
+
+// scrubGate returns g cleaned by r, every text and input value of it
+// (a policy's message or a plain input may echo a secret), and whether
+// that changed anything.
+func scrubGate(g *Gate, r *scrub.Redactor) (*Gate, bool) {
+	if g == nil {
+		return nil, false
+	}
+	raw, err := json.Marshal(g)
+	if err != nil {
+		return g, false
+	}
+	clean := r.JSON(raw)
+	if bytes.Equal(clean, raw) {
+		return g, false
+	}
+	var c Gate
+	if err := json.Unmarshal(clean, &c); err != nil {
+		return &Gate{State: g.State, Reason: "[redacted]", Commit: g.Commit, Generation: g.Generation,
+			ReconcileRequest: g.ReconcileRequest, Update: g.Update, Plan: g.Plan, Created: g.Created, Expires: g.Expires}, true
+	}
+	return &c, true
 }
 
 // scrubOutputs returns outs cleaned by r, names and JSON values, and
