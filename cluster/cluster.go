@@ -20,6 +20,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/review"
 )
 
 // Defaults of Options.
@@ -122,7 +123,11 @@ type Cluster struct {
 	// audit is the audit trail's counter as this replica last saw it.
 	audit auditCounter
 
-	events *queue
+	events *queue[daemon.OwnershipEvent]
+	// prs are the pull requests this replica knows, and prWork hands
+	// the work of those it holds to the previewer (pullrequests.go).
+	prs    map[string]*prState
+	prWork *queue[review.Work]
 	kick   chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -160,7 +165,7 @@ func Open(ctx context.Context, opts Options) (*Cluster, error) {
 		opts: opts, log: opts.Logger, cli: cli, started: time.Now(),
 		members: map[string]member{}, owners: map[string]string{}, wanted: map[string]bool{},
 		held: map[string]int64{}, handover: map[string]bool{}, acquiring: map[string]bool{}, lostHere: map[string]bool{},
-		events: newQueue(), kick: make(chan struct{}, 1), done: make(chan struct{}),
+		events: newQueue[daemon.OwnershipEvent](), prs: map[string]*prState{}, prWork: newQueue[review.Work](), kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}, nil
 }
 
@@ -202,6 +207,7 @@ func (c *Cluster) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	go c.events.pump(ctx)
+	go c.prWork.pump(ctx)
 	go func() {
 		defer close(c.done)
 		c.run(ctx)
@@ -282,7 +288,7 @@ func (c *Cluster) serve(ctx, leaseCtx context.Context, s *concurrency.Session) {
 		c.endSession(s, ctx.Err() != nil)
 	}()
 	c.log.Info("joined the cluster", "node", c.opts.Node, "lease", fmt.Sprintf("%x", s.Lease()))
-	for _, w := range []func(context.Context, int64){c.watchMembers, c.watchOwners, c.watchStacks, c.watchRequests, c.watchPush} {
+	for _, w := range []func(context.Context, int64){c.watchMembers, c.watchOwners, c.watchStacks, c.watchRequests, c.watchPush, c.watchPRs} {
 		wg.Add(1)
 		go func() { defer wg.Done(); w(sctx, rev+1) }()
 	}
@@ -357,6 +363,7 @@ func (c *Cluster) join(ctx context.Context, s *concurrency.Session) (int64, erro
 		clientv3.OpGet(c.opts.Prefix+"members/", clientv3.WithPrefix()),
 		clientv3.OpGet(c.opts.Prefix+"owners/", clientv3.WithPrefix()),
 		clientv3.OpGet(c.opts.Prefix+"stacks/", clientv3.WithPrefix()),
+		clientv3.OpGet(c.opts.Prefix+"pr", clientv3.WithPrefix()),
 	).Commit()
 	if err != nil {
 		return 0, fmt.Errorf("read the cluster: %w", err)
@@ -375,6 +382,7 @@ func (c *Cluster) join(ctx context.Context, s *concurrency.Session) (int64, erro
 	for _, kv := range snap.Responses[2].GetResponseRange().Kvs {
 		c.recordChanged(c.name("stacks/", kv.Key), kv.Value)
 	}
+	c.loadPRs(snap.Responses[3].GetResponseRange().Kvs)
 	return snap.Header.Revision, nil
 }
 
@@ -386,6 +394,7 @@ func (c *Cluster) endSession(s *concurrency.Session, closing bool) {
 	for _, name := range lost {
 		c.lostHere[name] = true
 	}
+	lostPRs := c.endPRsLocked()
 	c.held, c.handover, c.session, c.leader = map[string]int64{}, map[string]bool{}, nil, ""
 	if !closing {
 		c.lost++
@@ -393,6 +402,9 @@ func (c *Cluster) endSession(s *concurrency.Session, closing bool) {
 	c.mu.Unlock()
 	for _, name := range lost {
 		c.events.push(daemon.OwnershipEvent{Kind: daemon.OwnerLost, Stack: name})
+	}
+	for _, key := range lostPRs {
+		c.prWork.push(review.Work{Key: key, Lost: true})
 	}
 	if closing {
 		c.log.Info("leaving the cluster", "node", c.opts.Node, "released", len(lost))

@@ -140,6 +140,7 @@ func (c *Cluster) reconcile(ctx context.Context) {
 	for _, n := range p.claim {
 		c.claim(ctx, n, lease)
 	}
+	c.reconcilePRs(ctx)
 }
 
 // claim creates name's ownership key, bound to lease, if nobody holds it.

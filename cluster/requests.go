@@ -63,18 +63,18 @@ func (c *Cluster) watchPush(ctx context.Context, rev int64) {
 
 // queue delivers events in order without ever blocking the sender: the
 // daemon may be busy while the cluster must go on watching.
-type queue struct {
+type queue[T any] struct {
 	mu      sync.Mutex
-	pending []daemon.OwnershipEvent
+	pending []T
 	ready   chan struct{}
-	out     chan daemon.OwnershipEvent
+	out     chan T
 }
 
-func newQueue() *queue {
-	return &queue{ready: make(chan struct{}, 1), out: make(chan daemon.OwnershipEvent)}
+func newQueue[T any]() *queue[T] {
+	return &queue[T]{ready: make(chan struct{}, 1), out: make(chan T)}
 }
 
-func (q *queue) push(e daemon.OwnershipEvent) {
+func (q *queue[T]) push(e T) {
 	q.mu.Lock()
 	q.pending = append(q.pending, e)
 	q.mu.Unlock()
@@ -85,7 +85,7 @@ func (q *queue) push(e daemon.OwnershipEvent) {
 }
 
 // pump moves pending events to out until ctx ends.
-func (q *queue) pump(ctx context.Context) {
+func (q *queue[T]) pump(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():

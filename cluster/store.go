@@ -27,40 +27,55 @@ const defaultPageSize = 50
 // request limit of 1.5 MiB.
 const maxLogBytes = 1 << 20
 
-// heldRev is the create revision of stack's ownership key, as this
-// replica created it: the fence of every write about stack.
-func (c *Cluster) heldRev(stack string) (int64, error) {
+// fence is the key whose create revision a write compares with the one
+// this replica created: a stack's ownership key, or a pull request's
+// lease.
+type fence struct {
+	name string // the stack or pull request, for errors
+	key  string
+	rev  int64
+}
+
+// stackFence is the fence of every write about stack: its ownership key
+// as this replica created it.
+func (c *Cluster) stackFence(stack string) (fence, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	rev, ok := c.held[stack]
 	if !ok {
-		return 0, fmt.Errorf("%s: %w", stack, daemon.ErrNotOwner)
+		return fence{}, fmt.Errorf("%s: %w", stack, daemon.ErrNotOwner)
 	}
-	return rev, nil
+	return fence{name: stack, key: c.key("owners/", stack), rev: rev}, nil
 }
 
 // fencedTxn commits ops about stack if this replica still holds it (its
 // ownership key is the one it created) and every cmp holds. It reports
 // whether the cmps held; a lost fence is ErrNotOwner.
 func (c *Cluster) fencedTxn(stack string, cmps []clientv3.Cmp, ops ...clientv3.Op) (bool, error) {
-	rev, err := c.heldRev(stack)
+	f, err := c.stackFence(stack)
 	if err != nil {
 		return false, err
 	}
-	owner := c.key("owners/", stack)
-	fence := clientv3.Compare(clientv3.CreateRevision(owner), "=", rev)
+	return c.txnBehind(f, cmps, ops...)
+}
+
+// txnBehind commits ops if f's key is still the one this replica created
+// and every cmp holds. It reports whether the cmps held; a lost fence is
+// ErrNotOwner.
+func (c *Cluster) txnBehind(f fence, cmps []clientv3.Cmp, ops ...clientv3.Op) (bool, error) {
+	cmp := clientv3.Compare(clientv3.CreateRevision(f.key), "=", f.rev)
 	ctx, cancel := c.ctx()
 	defer cancel()
-	resp, err := c.cli.Txn(ctx).If(append([]clientv3.Cmp{fence}, cmps...)...).Then(ops...).
-		Else(clientv3.OpGet(owner)).Commit()
+	resp, err := c.cli.Txn(ctx).If(append([]clientv3.Cmp{cmp}, cmps...)...).Then(ops...).
+		Else(clientv3.OpGet(f.key)).Commit()
 	if err != nil {
 		return false, err
 	}
 	if resp.Succeeded {
 		return true, nil
 	}
-	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 0 || kvs[0].CreateRevision != rev {
-		return false, fmt.Errorf("%s: %w", stack, daemon.ErrNotOwner)
+	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 0 || kvs[0].CreateRevision != f.rev {
+		return false, fmt.Errorf("%s: %w", f.name, daemon.ErrNotOwner)
 	}
 	return false, nil
 }
@@ -164,6 +179,15 @@ func (c *Cluster) BeginUpdate(u daemon.Update) (daemon.Update, error) {
 	if u.Stack == "" {
 		return daemon.Update{}, errors.New("cluster: begin update: empty stack name")
 	}
+	f, err := c.stackFence(u.Stack)
+	if err != nil {
+		return daemon.Update{}, fmt.Errorf("cluster: begin update of %s: %w", u.Stack, err)
+	}
+	return c.beginUpdate(u, f)
+}
+
+// beginUpdate records the start of u behind fence f.
+func (c *Cluster) beginUpdate(u daemon.Update, f fence) (daemon.Update, error) {
 	seqKey := c.key("seq/", u.Stack)
 	for {
 		last, modRev, err := c.counter(seqKey)
@@ -186,7 +210,7 @@ func (c *Cluster) BeginUpdate(u daemon.Update) (daemon.Update, error) {
 				clientv3.OpDelete(c.updateKey(u.Stack, 0), clientv3.WithRange(c.updateKey(u.Stack, first))),
 				clientv3.OpDelete(c.logKey(u.Stack, 0), clientv3.WithRange(c.logKey(u.Stack, first))))
 		}
-		ok, err := c.fencedTxn(u.Stack, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(seqKey), "=", modRev)}, ops...)
+		ok, err := c.txnBehind(f, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(seqKey), "=", modRev)}, ops...)
 		if err != nil {
 			return daemon.Update{}, fmt.Errorf("cluster: begin update of %s: %w", u.Stack, err)
 		}
@@ -212,21 +236,29 @@ func (c *Cluster) counter(key string) (uint64, int64, error) {
 // PutUpdate overwrites a stored update; ErrNotFound when it was never
 // begun or has been pruned.
 func (c *Cluster) PutUpdate(u daemon.Update) error {
+	f, err := c.stackFence(u.Stack)
+	if err != nil {
+		return fmt.Errorf("cluster: put update %s: %w", daemon.UpdateID(u.Stack, u.Seq), err)
+	}
+	return c.putUpdate(u, f)
+}
+
+func (c *Cluster) putUpdate(u daemon.Update, f fence) error {
 	u.ID = daemon.UpdateID(u.Stack, u.Seq)
 	v, err := json.Marshal(u)
 	if err != nil {
 		return fmt.Errorf("cluster: put update %s: %w", u.ID, err)
 	}
-	if err := c.putExisting(u.Stack, c.updateKey(u.Stack, u.Seq), c.updateKey(u.Stack, u.Seq), v); err != nil {
+	if err := c.putExisting(f, c.updateKey(u.Stack, u.Seq), c.updateKey(u.Stack, u.Seq), v); err != nil {
 		return fmt.Errorf("cluster: put update %s: %w", u.ID, err)
 	}
 	return nil
 }
 
-// putExisting writes value at key about stack, if the update at ukey
+// putExisting writes value at key behind f, if the update at ukey
 // exists.
-func (c *Cluster) putExisting(stack, ukey, key string, value []byte) error {
-	ok, err := c.fencedTxn(stack, []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(ukey), ">", 0)},
+func (c *Cluster) putExisting(f fence, ukey, key string, value []byte) error {
+	ok, err := c.txnBehind(f, []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(ukey), ">", 0)},
 		clientv3.OpPut(key, string(value)))
 	switch {
 	case err != nil:
@@ -240,6 +272,18 @@ func (c *Cluster) putExisting(stack, ukey, key string, value []byte) error {
 // PutLog stores the log of update id, its tail kept within LogLimit
 // bytes as the BoltDB store keeps it, compressed.
 func (c *Cluster) PutLog(id string, log []byte) error {
+	stack, _, err := daemon.ParseUpdateID(id)
+	if err != nil {
+		return fmt.Errorf("cluster: put log %s: %w", id, err)
+	}
+	f, err := c.stackFence(stack)
+	if err != nil {
+		return fmt.Errorf("cluster: put log %s: %w", id, err)
+	}
+	return c.putLog(id, log, f)
+}
+
+func (c *Cluster) putLog(id string, log []byte, f fence) error {
 	stack, seq, err := daemon.ParseUpdateID(id)
 	if err != nil {
 		return fmt.Errorf("cluster: put log %s: %w", id, err)
@@ -248,7 +292,7 @@ func (c *Cluster) PutLog(id string, log []byte) error {
 	if err != nil {
 		return fmt.Errorf("cluster: put log %s: %w", id, err)
 	}
-	if err := c.putExisting(stack, c.updateKey(stack, seq), c.logKey(stack, seq), z); err != nil {
+	if err := c.putExisting(f, c.updateKey(stack, seq), c.logKey(stack, seq), z); err != nil {
 		return fmt.Errorf("cluster: put log %s: %w", id, err)
 	}
 	return nil

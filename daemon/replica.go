@@ -83,8 +83,8 @@ func (d *Daemon) gained(name string) {
 		st.breakLockAt = now.Add(d.opts.HandoverGrace)
 	}
 	for _, u := range recent {
-		if u.State != UpdateRunning {
-			continue
+		if u.State != UpdateRunning || u.Type == UpdatePreview {
+			continue // a preview is its pull request's holder's to end
 		}
 		u.State, u.EndTime = UpdateAborted, now
 		u.Message = "the replica running the update stopped holding the stack"

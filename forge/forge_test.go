@@ -166,6 +166,25 @@ func TestSetStatus(t *testing.T) {
 	})
 }
 
+// TestSetStatusError: the final state of a status whose preview will
+// not finish is each forge's word for it (GitLab's canceled).
+func TestSetStatusError(t *testing.T) {
+	eachForge(t, func(t *testing.T, fc forgeCase) {
+		srv, f, _ := setup(t, fc.kind, token)
+		st := review.Status{Context: "stackd/prod", State: review.Error, Description: "Superseded by 0123456789ab"}
+		if err := f.SetStatus(ctx(t), fc.repo, sha, st); err != nil {
+			t.Fatal(err)
+		}
+		if got := srv.Statuses(fc.repo, sha); len(got) != 1 || got[0] != st {
+			t.Errorf("statuses = %+v, want %+v", got, st)
+		}
+		want := map[review.Kind]string{review.GitHub: `"state":"error"`, review.GitLab: `"state":"canceled"`, review.Gitea: `"state":"error"`}[fc.kind]
+		if body := srv.Requests()[0].Body; !strings.Contains(body, want) {
+			t.Errorf("%s body %s, want %s", fc.kind, body, want)
+		}
+	})
+}
+
 func TestSetStatusFailure(t *testing.T) {
 	eachForge(t, func(t *testing.T, fc forgeCase) {
 		srv, f, _ := setup(t, fc.kind, token)

@@ -97,6 +97,7 @@ var gitlabStates = map[review.State]gitlab.BuildStateValue{
 	review.Pending: gitlab.Pending,
 	review.Success: gitlab.Success,
 	review.Failure: gitlab.Failed,
+	review.Error:   gitlab.Canceled,
 }
 
 // SetStatus sets a commit status named st.Context. GitLab refuses to set

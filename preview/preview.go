@@ -74,7 +74,44 @@ type Options struct {
 	Timeout  time.Duration
 	Notifier daemon.Notifier
 	Observer review.Observer
-	Logger   *slog.Logger
+	// Records keeps the open pull requests: they are listed again, and
+	// a round that a stop interrupted runs again, after Start. Nil keeps
+	// them in memory only.
+	Records review.Store
+	// Shared, in a cluster, shares the pull requests among the replicas
+	// (it is then Records too): see Shared.
+	Shared Shared
+	Logger *slog.Logger
+}
+
+// Shared shares the previews of pull requests among the replicas of a
+// cluster (package cluster implements it). Any replica posts the events
+// it receives; the replica that holds a pull request's lease gets its
+// work and runs its rounds, one at a time, and every write it makes
+// about the pull request (its record, the previews in the stacks'
+// histories) is fenced by that lease. When the holder dies, its lease
+// expires and another replica takes the work over: it runs the round
+// again, editing the one comment whose ID the record keeps (or that the
+// forge finds by its marker).
+type Shared interface {
+	review.Store
+	// PostPullRequest passes an event on; a closed pull request's event
+	// and record are deleted, and its holder gets Work.Closed.
+	PostPullRequest(ev review.Event) error
+	// PullRequestWork delivers the work of the pull requests this
+	// replica holds the lease of.
+	PullRequestWork() <-chan review.Work
+	// ReleasePullRequest gives the lease of a pull request up once the
+	// round of head ended, unless a newer event was handed over.
+	ReleasePullRequest(key, head string)
+	// BeginPullRequestPreview, PutPullRequestPreview and
+	// PutPullRequestPreviewLog record a preview of pull request key in
+	// its stack's history, behind its lease.
+	BeginPullRequestPreview(key string, u daemon.Update) (daemon.Update, error)
+	PutPullRequestPreview(key string, u daemon.Update) error
+	PutPullRequestPreviewLog(key, id string, log []byte) error
+	// Update reads a record of a stack's history.
+	Update(id string) (daemon.Update, error)
 }
 
 // Previewer runs the previews of pull requests. It implements the web
@@ -88,20 +125,37 @@ type Previewer struct {
 
 	mu  sync.Mutex
 	prs map[string]*pullRequest
+	// saveMu orders the writes of records: each writes what the pull
+	// request is when it takes the lock.
+	saveMu sync.Mutex
 }
 
 // pullRequest is an open pull request and its newest round of previews.
 type pullRequest struct {
+	ev      review.Event // the newest
 	view    review.PullRequest
-	cancel  context.CancelFunc // of the round in progress
-	done    chan struct{}      // closed when that round ends
-	comment int64              // the comment's ID, once known
+	cancel  context.CancelCauseFunc // of the round in progress
+	done    chan struct{}           // closed when that round ends
+	comment int64                   // the comment's ID, once known
+	// ended is the head commit whose round ended; a round that a stop
+	// interrupted runs again at the next Start.
+	ended string
+}
+
+// record is what is kept of pr.
+func (pr *pullRequest) record() review.Record {
+	v := pr.view
+	v.Previews = slices.Clone(v.Previews)
+	return review.Record{Event: pr.ev, View: v, Comment: pr.comment, Done: pr.ended}
 }
 
 // New makes a Previewer; Stop ends its work.
 func New(opts Options) *Previewer {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Shared != nil {
+		opts.Records = opts.Shared
 	}
 	p := &Previewer{opts: opts, log: opts.Logger, prs: map[string]*pullRequest{}}
 	p.ctx, p.stop = context.WithCancel(context.Background())
@@ -129,6 +183,9 @@ func (p *Previewer) Stop(ctx context.Context) error {
 func (p *Previewer) PullRequest(ev review.Event) review.Accepted {
 	acc := review.Accepted{PullRequest: ev.Key(), Stacks: []string{}}
 	if ev.Action == review.Closed {
+		if p.opts.Shared != nil {
+			return p.post(ev, acc, "pull request closed: its previews are cancelled")
+		}
 		p.closed(ev)
 		acc.Ignored = "pull request closed: its previews are cancelled"
 		return acc
@@ -139,35 +196,140 @@ func (p *Previewer) PullRequest(ev review.Event) review.Accepted {
 		p.log.Info("pull request not previewed", "pullRequest", ev.Key(), "why", why)
 		return acc
 	}
+	if p.opts.Shared != nil {
+		return p.post(ev, acc, "")
+	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	pr := p.prs[ev.Key()]
 	if pr != nil && pr.view.HeadSHA == ev.HeadSHA {
+		p.mu.Unlock()
 		acc.Ignored = "head commit " + short(ev.HeadSHA) + " is previewed already"
 		return acc
 	}
+	pr = p.supersedeLocked(ev, f, 0)
+	p.mu.Unlock()
+	p.save(pr)
+	return acc
+}
+
+// supersedeLocked makes ev the newest event of its pull request and
+// starts its round, cancelling the round of an older head commit.
+// comment, when nonzero, is the ID of the pull request's comment as its
+// record keeps it. p.mu is held.
+func (p *Previewer) supersedeLocked(ev review.Event, f review.Forge, comment int64) *pullRequest {
+	pr := p.prs[ev.Key()]
 	if pr == nil {
 		pr = &pullRequest{}
 		p.prs[ev.Key()] = pr
 	}
-	if pr.cancel != nil {
-		pr.cancel() // superseded by the new head commit
+	if pr.comment == 0 {
+		pr.comment = comment
 	}
-	ctx, cancel := context.WithCancel(p.ctx)
+	if pr.cancel != nil {
+		pr.cancel(ended{"Superseded by " + ev.HeadSHA})
+	}
+	pr.ev, pr.view = ev, viewOf(ev)
+	p.startLocked(pr, ev, f)
+	return pr
+}
+
+// startLocked starts the round of ev's head commit, once the round before
+// it ended. p.mu is held.
+func (p *Previewer) startLocked(pr *pullRequest, ev review.Event, f review.Forge) {
+	ctx, cancel := context.WithCancelCause(p.ctx)
 	prev := pr.done
 	pr.cancel, pr.done = cancel, make(chan struct{})
-	pr.view = viewOf(ev)
 	p.wg.Add(1)
 	go func(done chan struct{}) {
 		defer p.wg.Done()
 		defer close(done)
-		defer cancel()
+		defer cancel(nil)
 		if prev != nil {
 			<-prev // the older round's statuses and records are written
 		}
 		p.round(ctx, pr, ev, f)
+		if ctx.Err() != nil {
+			return
+		}
+		p.mu.Lock()
+		last := pr.ev.HeadSHA == ev.HeadSHA
+		if last {
+			pr.ended = ev.HeadSHA
+		}
+		p.mu.Unlock()
+		p.save(pr)
+		if last && p.opts.Shared != nil {
+			p.opts.Shared.ReleasePullRequest(ev.Key(), ev.HeadSHA)
+		}
 	}(pr.done)
-	return acc
+}
+
+// Start lists the open pull requests of Records again, and runs the
+// rounds that a stop interrupted. The daemon must be started: a round
+// reads its config.
+func (p *Previewer) Start() error {
+	if p.opts.Shared != nil {
+		p.wg.Add(1)
+		go p.follow()
+		return nil
+	}
+	if p.opts.Records == nil {
+		return nil
+	}
+	recs, err := p.opts.Records.PullRequests()
+	if err != nil {
+		return fmt.Errorf("preview: read the open pull requests: %w", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, rec := range recs {
+		pr := &pullRequest{ev: rec.Event, view: rec.View, comment: rec.Comment, ended: rec.Done}
+		p.prs[rec.View.Key] = pr
+		if rec.Done == rec.Event.HeadSHA {
+			continue
+		}
+		if f, _, ok := p.opts.Forges.For(rec.Event.URLs); ok {
+			p.log.Info("previewing a pull request again, as a stop interrupted it", "pullRequest", rec.View.Key, "commit", short(rec.Event.HeadSHA))
+			p.startLocked(pr, rec.Event, f)
+		}
+	}
+	return nil
+}
+
+// save writes pr's record, unless it was forgotten meanwhile.
+func (p *Previewer) save(pr *pullRequest) {
+	if p.opts.Records == nil {
+		return
+	}
+	p.saveMu.Lock()
+	defer p.saveMu.Unlock()
+	p.mu.Lock()
+	rec, open := pr.record(), p.prs[pr.view.Key] == pr
+	p.mu.Unlock()
+	if !open {
+		return
+	}
+	if err := p.opts.Records.PutPullRequest(rec); err != nil {
+		p.log.Error("cannot record a pull request", "pullRequest", rec.View.Key, "err", err)
+	}
+}
+
+// drop deletes the record of pull request key, unless it is open again.
+func (p *Previewer) drop(key string) {
+	if p.opts.Records == nil {
+		return
+	}
+	p.saveMu.Lock()
+	defer p.saveMu.Unlock()
+	p.mu.Lock()
+	_, open := p.prs[key]
+	p.mu.Unlock()
+	if open {
+		return
+	}
+	if err := p.opts.Records.DeletePullRequest(key); err != nil {
+		p.log.Error("cannot delete the record of a pull request", "pullRequest", key, "err", err)
+	}
 }
 
 // refuse says why ev is not previewed, or "". An event that does not
@@ -230,28 +392,39 @@ func (p *Previewer) checkAuthor(ctx context.Context, pr *pullRequest, ev *review
 // forget drops pr unless an event of a newer head commit took it over.
 func (p *Previewer) forget(pr *pullRequest, head string) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	key := pr.view.Key
-	if p.prs[key] == pr && pr.view.HeadSHA == head {
+	gone := p.prs[key] == pr && pr.view.HeadSHA == head
+	if gone {
 		delete(p.prs, key)
+	}
+	p.mu.Unlock()
+	if gone {
+		p.drop(key)
 	}
 }
 
 // closed cancels the round of a closed pull request and forgets it.
 func (p *Previewer) closed(ev review.Event) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if pr := p.prs[ev.Key()]; pr != nil {
+	pr := p.prs[ev.Key()]
+	if pr != nil {
 		if pr.cancel != nil {
-			pr.cancel()
+			pr.cancel(ended{"Pull request closed"})
 		}
 		delete(p.prs, ev.Key())
 	}
+	p.mu.Unlock()
+	if pr != nil {
+		p.drop(ev.Key())
+	}
 }
 
-// PullRequests lists the open pull requests seen since the start, newest
-// first.
+// PullRequests lists the open pull requests, newest first: in a
+// cluster, every replica's.
 func (p *Previewer) PullRequests() []review.PullRequest {
+	if p.opts.Shared != nil {
+		return p.sharedPullRequests()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make([]review.PullRequest, 0, len(p.prs))
@@ -264,13 +437,14 @@ func (p *Previewer) PullRequests() []review.PullRequest {
 	return out
 }
 
-// setView changes pr's view under the lock.
+// setView changes pr's view under the lock, and records it.
 func (p *Previewer) setView(pr *pullRequest, change func(v *review.PullRequest)) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	change(&pr.view)
 	pr.view.Error = p.clean(pr.view.Error)
 	pr.view.UpdatedAt = time.Now()
+	p.mu.Unlock()
+	p.save(pr)
 }
 
 func viewOf(ev review.Event) review.PullRequest {
@@ -294,6 +468,15 @@ func workDir(ev review.Event) string {
 	sum := sha256.Sum256([]byte(ev.Key()))
 	return hex.EncodeToString(sum[:8])
 }
+
+// ended is the cause of a round's end before its previews finished: a
+// newer head commit, or the pull request closed. The statuses of the
+// previews it leaves are set to review.Error with its text, so that the
+// commit keeps no pending status; a round ended by stackd stopping sets
+// none, as it runs again at the next start.
+type ended struct{ why string }
+
+func (e ended) Error() string { return e.why }
 
 func short(sha string) string {
 	if len(sha) > 12 {

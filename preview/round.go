@@ -142,9 +142,11 @@ func (p *Previewer) setPreview(pr *pullRequest, i int, pv review.Preview) {
 	})
 }
 
-// report sets pv's commit status.
+// report sets pv's commit status; that of a preview whose round ended
+// first says why (endStatus).
 func (p *Previewer) report(ctx context.Context, f review.Forge, ev review.Event, pv review.Preview) {
 	if pv.Result == review.Cancelled || ctx.Err() != nil {
+		p.endStatus(ctx, f, ev, pv.Stack)
 		return
 	}
 	st := review.Status{Context: "stackd/" + pv.Stack, State: review.Success, TargetURL: p.link(pv),
@@ -154,6 +156,23 @@ func (p *Previewer) report(ctx context.Context, f review.Forge, ev review.Event,
 	}
 	p.setStatus(ctx, f, ev, st)
 }
+
+// endStatus sets the final status of stack's preview when ctx ended
+// for a newer head commit or the pull request's closing: "Superseded by
+// <sha>" or "Pull request closed", in state review.Error. It writes
+// with a context of its own, as the round's has ended.
+func (p *Previewer) endStatus(ctx context.Context, f review.Forge, ev review.Event, stack string) {
+	var e ended
+	if !errors.As(context.Cause(ctx), &e) {
+		return
+	}
+	wctx, cancel := context.WithTimeout(p.ctx, endStatusTimeout)
+	defer cancel()
+	p.setStatus(wctx, f, ev, review.Status{Context: "stackd/" + stack, State: review.Error, Description: e.why})
+}
+
+// endStatusTimeout bounds the write of a status that ends a preview.
+const endStatusTimeout = time.Minute
 
 func (p *Previewer) setStatus(ctx context.Context, f review.Forge, ev review.Event, st review.Status) {
 	st.Description = p.clean(st.Description)
@@ -181,6 +200,7 @@ func (p *Previewer) comment(ctx context.Context, pr *pullRequest, ev review.Even
 	p.mu.Lock()
 	pr.comment = id
 	p.mu.Unlock()
+	p.save(pr)
 	p.log.Info("pull request previewed", "pullRequest", ev.Key(), "commit", short(ev.HeadSHA), "stacks", len(r.Previews))
 }
 

@@ -63,10 +63,10 @@ func (p *Previewer) preview(ctx context.Context, pr *pullRequest, ev review.Even
 			pv.Approval = why
 		}
 	}
-	if err := p.opts.Store.PutLog(u.ID, log); err != nil {
+	if err := p.history(ev.Key()).PutLog(u.ID, log); err != nil {
 		p.log.Error("cannot store a preview's log", "update", u.ID, "err", err)
 	}
-	if err := p.opts.Store.PutUpdate(u); err != nil {
+	if err := p.history(ev.Key()).PutUpdate(u); err != nil {
 		p.log.Error("cannot record a preview", "update", u.ID, "err", err)
 	}
 	p.setPreview(pr, i, pv)
@@ -95,7 +95,7 @@ func (p *Previewer) begin(ctx context.Context, ev review.Event, t target, r reso
 	if err != nil {
 		return "", daemon.Update{}, err
 	}
-	u, err := p.opts.Store.BeginUpdate(daemon.Update{Stack: t.stack.Name, Type: daemon.UpdatePreview,
+	u, err := p.history(ev.Key()).BeginUpdate(daemon.Update{Stack: t.stack.Name, Type: daemon.UpdatePreview,
 		Reason: fmt.Sprintf("Preview of pull request #%d", ev.Number), Commit: commit, PullRequest: ev.Number,
 		StartTime: start, State: daemon.UpdateRunning})
 	if err != nil {

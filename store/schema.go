@@ -9,7 +9,7 @@ import (
 
 // schemaVersion is the schema this build writes. It must equal the "to" of
 // the last migration (TestSchemaVersion checks it).
-const schemaVersion = 5
+const schemaVersion = 6
 
 // Bucket names and the schema version key.
 var (
@@ -17,10 +17,11 @@ var (
 	bucketStacks    = []byte("stacks")
 	bucketUpdates   = []byte("updates")
 	bucketLogs      = []byte("logs")
-	bucketRevisions = []byte("revisions") // from schema version 2
-	bucketAudit     = []byte("audit")     // from schema version 3
-	bucketResources = []byte("resources") // from schema version 4
-	bucketPreviews  = []byte("previews")  // from schema version 5
+	bucketRevisions = []byte("revisions")    // from schema version 2
+	bucketAudit     = []byte("audit")        // from schema version 3
+	bucketResources = []byte("resources")    // from schema version 4
+	bucketPreviews  = []byte("previews")     // from schema version 5
+	bucketPRs       = []byte("pullrequests") // from schema version 6
 
 	keySchemaVersion = []byte("schema_version")
 )
@@ -46,6 +47,7 @@ var migrations = []migration{
 	{to: 3, name: "create audit bucket", fn: createAudit},
 	{to: 4, name: "create resources bucket", fn: createResources},
 	{to: 5, name: "create previews bucket", fn: createPreviews},
+	{to: 6, name: "create pull requests bucket", fn: createPRs},
 }
 
 // topBuckets lists every top-level bucket with the schema version whose
@@ -62,6 +64,7 @@ var topBuckets = []struct {
 	{bucketAudit, 3},
 	{bucketResources, 4},
 	{bucketPreviews, 5},
+	{bucketPRs, 6},
 }
 
 func createBuckets(tx *bbolt.Tx) error {
@@ -101,6 +104,14 @@ func createResources(tx *bbolt.Tx) error {
 func createPreviews(tx *bbolt.Tx) error {
 	if _, err := tx.CreateBucketIfNotExists(bucketPreviews); err != nil {
 		return fmt.Errorf("create bucket %q: %w", bucketPreviews, err)
+	}
+	return nil
+}
+
+// createPRs creates the bucket of open pull requests.
+func createPRs(tx *bbolt.Tx) error {
+	if _, err := tx.CreateBucketIfNotExists(bucketPRs); err != nil {
+		return fmt.Errorf("create bucket %q: %w", bucketPRs, err)
 	}
 	return nil
 }

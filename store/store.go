@@ -1,10 +1,11 @@
 // Package store keeps stackd's state in one BoltDB file: the record of
 // every stack, each stack's update history and update logs, the history
 // of config revisions, the audit trail, each stack's resources as of
-// its last update and its last preview, and small metadata values. It is
-// the only package of stackd that imports bbolt.
+// its last update and its last preview, the open pull requests, and
+// small metadata values. It is the only package of stackd that imports
+// bbolt.
 //
-// Layout (schema version 5):
+// Layout (schema version 6):
 //
 //	meta      "schema_version" → decimal string; "kv:<key>" → PutMeta values
 //	stacks    <name> → JSON daemon.StackRecord
@@ -17,6 +18,7 @@
 //	              JSON daemon.AuditEntry (since version 3)
 //	resources <stack> → JSON daemon.Resources (since version 4)
 //	previews  <stack> → JSON daemon.StackPreview (since version 5)
+//	pullrequests <forge:repo#number> → JSON review.Record (since version 6)
 //
 // A *Store is safe for concurrent use by multiple goroutines. bbolt allows
 // one writer at a time and any number of readers; every method runs one

@@ -107,9 +107,11 @@ func newPreviewer(f *runFlags, d *daemon.Daemon, run daemon.Runner, fetcher daem
 	if err != nil {
 		return nil, err
 	}
+	records, _ := st.(review.Store)  // the BoltDB store keeps the open pull requests
+	shared, _ := st.(preview.Shared) // a cluster shares them among its replicas
 	return preview.New(preview.Options{Daemon: d, Runner: run, Fetcher: fetcher, Store: st, Forges: forges,
 		Approval: approval, DataDir: dataDir, UIURL: f.externalURL, ForkPRs: f.forkPRs, Authors: f.authors, SourceAuth: auth,
-		Timeout: f.opTimeout, Notifier: notifier, Observer: obs, Logger: log.With("component", "preview")}), nil
+		Timeout: f.opTimeout, Notifier: notifier, Observer: obs, Records: records, Shared: shared, Logger: log.With("component", "preview")}), nil
 }
 
 // previewAPI is pv for the web server: a nil interface, not a nil

@@ -336,6 +336,12 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	if err := d.Start(ctx); err != nil {
 		return nil, err
 	}
+	if pv != nil {
+		if err := pv.Start(); err != nil {
+			_ = d.Stop(context.Background())
+			return nil, err
+		}
+	}
 	srv := web.New(https.webOptions(acc.webOptions(web.Options{Addr: f.listen, API: d, Logger: log.With("component", "web"), Registry: reg, Metrics: metrics,
 		Version: version, Token: token, ReadRequiresToken: f.readToken, WebhookSecret: hookSecret,
 		AllowedHosts: allowedHosts(f), Previews: previewAPI(pv), Warnings: append(apiWarnings(f), nonEmpty(f.sandboxWarn)...)})))

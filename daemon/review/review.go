@@ -94,6 +94,10 @@ const (
 	Pending State = "pending"
 	Success State = "success"
 	Failure State = "failure"
+	// Error ends a status whose preview will not finish: its commit was
+	// superseded by a newer push, or the pull request closed. GitLab
+	// calls it canceled.
+	Error State = "error"
 )
 
 // Status is one commit status.

@@ -73,3 +73,42 @@ type Preview struct {
 type Observer interface {
 	PreviewDone(result string, took time.Duration)
 }
+
+// Record is what stackd keeps of an open pull request, so that it is
+// shown again and its previews resume after a restart, or on another
+// replica: its newest event, its view, the ID of its comment, and the
+// head commit whose round of previews ended.
+type Record struct {
+	Event   Event       `json:"event"`
+	View    PullRequest `json:"view"`
+	Comment int64       `json:"comment,omitempty"`
+	// Done is the head commit whose round ended (reported, or with
+	// nothing to preview). A record whose Done is not Event.HeadSHA has a
+	// round to run again.
+	Done string `json:"done,omitempty"`
+}
+
+// Store keeps the records of open pull requests: the BoltDB store on one
+// node, etcd in a cluster.
+type Store interface {
+	// PutPullRequest writes rec under rec.View.Key.
+	PutPullRequest(rec Record) error
+	// DeletePullRequest deletes the record of key; a missing one is no
+	// error.
+	DeletePullRequest(key string) error
+	// PullRequests reads every record.
+	PullRequests() ([]Record, error)
+}
+
+// Work tells the replica that holds a pull request's lease (cluster
+// mode) what to do with it: run the round of Event's head commit (Record
+// is the pull request's record when the lease was taken, nil for none),
+// end it because it closed (Closed), or stop acting on it because the
+// lease is lost (Lost: another replica takes it over).
+type Work struct {
+	Key    string
+	Event  Event
+	Record *Record
+	Closed bool
+	Lost   bool
+}

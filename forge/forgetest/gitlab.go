@@ -186,7 +186,7 @@ func gitlabGetMR(s *Server, c *call) {
 
 // gitlabStates maps GitLab's states to review's.
 var gitlabStates = map[string]review.State{
-	"pending": review.Pending, "success": review.Success, "failed": review.Failure,
+	"pending": review.Pending, "success": review.Success, "failed": review.Failure, "canceled": review.Error,
 }
 
 // gitlabSetStatus refuses, as GitLab does, to set pending or running on

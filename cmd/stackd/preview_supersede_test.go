@@ -1,0 +1,169 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/review"
+)
+
+// busyStack is a stack of the programs repository at url whose update
+// takes duration (clusterProgram in slow/), deployed after stack after:
+// while it runs, a daemon with one worker previews nothing.
+func busyStack(url, after, duration string) string {
+	return fmt.Sprintf(`  - name: busy
+    stack: busy
+    projectRepo: %s
+    branch: main
+    repoDir: slow
+    resyncFrequencySeconds: 1
+    config:
+      duration: %q
+    prerequisites:
+      - name: %s
+`, url, duration, after)
+}
+
+// busyRig starts a daemon with one worker and two stacks of the
+// repository infra: app, and busy, whose updates take duration.
+func busyRig(t *testing.T, duration string) (*forgeRig, *repo) {
+	g := newForgeRig(t, review.GitHub)
+	programs := g.repo("infra")
+	programs.commit(map[string]string{"app/Pulumi.yaml": program("v1"), "slow/Pulumi.yaml": clusterProgram})
+	g.start(manifest("app", g.url("infra"), t.TempDir(), "hello")+busyStack(g.url("infra"), "app", duration), func(f *runFlags) {
+		f.maxConcurrent = 1
+	})
+	return g, programs
+}
+
+// TestE2EPullRequestSuperseded: a push that supersedes a commit whose
+// preview is still queued (the one worker runs a long update) ends that
+// commit's status with "Superseded by <new sha>" in the forge's error
+// state, rather than leaving it pending; the new commit is previewed and
+// the pull request keeps one comment. Closing the pull request during a
+// queued preview ends its status the same way.
+func TestE2EPullRequestSuperseded(t *testing.T) {
+	toolchainBin(t)
+	g, programs := busyRig(t, "25s")
+	g.in.waitStack("busy", "the long update running", 2*time.Minute, func(v daemon.StackView) bool {
+		return v.Status.CurrentUpdate != nil
+	})
+
+	pr := &pullRequest{repo: "acme/infra", name: "infra", number: 5}
+	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": program("v2")})
+	g.hook(pr, "opened")
+	first := pr.head
+	g.wait("the queued preview's pending status", func() bool {
+		sts := g.forge.Statuses(pr.repo, first)
+		return len(sts) > 0 && sts[0].State == review.Pending
+	})
+	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": program("v3")})
+	g.hook(pr, "synchronize")
+	var last review.Status
+	g.wait("the superseded commit's final status", func() bool {
+		sts := g.forge.Statuses(pr.repo, first)
+		last = sts[len(sts)-1]
+		return last.State != review.Pending
+	})
+	want := review.Status{Context: "stackd/app", State: review.Error, Description: "Superseded by " + pr.head}
+	if last != want {
+		t.Errorf("the superseded commit's last status is %+v, want %+v", last, want)
+	}
+	if st := g.waitStatus(pr, "stackd/app"); st.State != review.Success {
+		t.Errorf("the new head's status: %+v", st)
+	}
+	g.waitComment(pr)
+
+	// Closed while queued: the long update runs again for a new commit.
+	again := strings.Replace(clusterProgram, "duration: ${duration}\n", "duration: ${duration}\n      trigger: again\n", 1)
+	programs.commit(map[string]string{"slow/Pulumi.yaml": again})
+	g.in.waitStack("busy", "the second long update running", 2*time.Minute, func(v daemon.StackView) bool {
+		return v.Status.CurrentUpdate != nil
+	})
+	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": program("v4")})
+	g.hook(pr, "synchronize")
+	g.wait("the queued preview's pending status", func() bool { return len(g.forge.Statuses(pr.repo, pr.head)) > 0 })
+	g.hook(pr, "closed")
+	g.wait("the closed pull request's final status", func() bool {
+		sts := g.forge.Statuses(pr.repo, pr.head)
+		last = sts[len(sts)-1]
+		return last.State != review.Pending
+	})
+	if want := (review.Status{Context: "stackd/app", State: review.Error, Description: "Pull request closed"}); last != want {
+		t.Errorf("the closed pull request's last status is %+v, want %+v", last, want)
+	}
+	if cs := g.forge.Comments(pr.repo, pr.number); len(cs) != 1 {
+		t.Errorf("%d comments, want one", len(cs))
+	}
+}
+
+// restart stops the rig's daemon and starts it again on the same data
+// dir, with the same flags.
+func (g *forgeRig) restart() {
+	g.t.Helper()
+	flags := g.in.flags
+	g.in.stop()
+	g.in = startDaemonWith(g.t, "", flags.dataDir, func(f *runFlags) { *f = flags })
+}
+
+// previewsOf is the pull requests GET /api/v1/previews lists, by number.
+func (g *forgeRig) previewsOf() map[int]review.PullRequest {
+	g.t.Helper()
+	var res struct {
+		PullRequests []review.PullRequest `json:"pullRequests"`
+	}
+	g.in.get("/api/v1/previews", &res)
+	out := map[int]review.PullRequest{}
+	for _, pr := range res.PullRequests {
+		out[pr.Number] = pr
+	}
+	return out
+}
+
+// TestE2EPullRequestRestart: the open pull requests outlive a restart.
+// One previewed before the stop is listed again with its preview; one
+// whose preview the stop interrupted (queued behind a long update) is
+// listed, previewed after the start, and still has one comment.
+func TestE2EPullRequestRestart(t *testing.T) {
+	toolchainBin(t)
+	g, programs := busyRig(t, "10s")
+	g.in.waitStack("busy", "the first deploy", 2*time.Minute, isReady)
+
+	done := &pullRequest{repo: "acme/infra", name: "infra", number: 7}
+	g.push(programs, done, map[string]string{"app/Pulumi.yaml": program("v2")})
+	g.hook(done, "opened")
+	g.waitStatus(done, "stackd/app")
+	g.waitComment(done)
+
+	again := strings.Replace(clusterProgram, "duration: ${duration}\n", "duration: ${duration}\n      trigger: again\n", 1)
+	programs.commit(map[string]string{"slow/Pulumi.yaml": again})
+	g.in.waitStack("busy", "the long update running", 2*time.Minute, func(v daemon.StackView) bool {
+		return v.Status.CurrentUpdate != nil
+	})
+	queued := &pullRequest{repo: "acme/infra", name: "infra", number: 8}
+	g.push(programs, queued, map[string]string{"app/Pulumi.yaml": program("v3")})
+	g.hook(queued, "opened")
+	g.wait("the queued preview's pending status", func() bool { return len(g.forge.Statuses(queued.repo, queued.head)) > 0 })
+	g.restart()
+
+	listed := g.previewsOf()
+	if pr := listed[done.number]; pr.HeadSHA != done.head || len(pr.Previews) != 1 || pr.Previews[0].Result != review.Succeeded {
+		t.Errorf("after the restart, #%d is listed as %+v, want its succeeded preview at %s", done.number, pr, done.head)
+	}
+	if pr := listed[queued.number]; pr.HeadSHA != queued.head {
+		t.Errorf("after the restart, #%d is listed as %+v, want it at %s", queued.number, pr, queued.head)
+	}
+	if st := g.waitStatus(queued, "stackd/app"); st.State != review.Success {
+		t.Errorf("the interrupted preview, run again: %+v", st)
+	}
+	g.waitComment(queued)
+	if pr := g.previewsOf()[queued.number]; len(pr.Previews) != 1 || pr.Previews[0].Result != review.Succeeded {
+		t.Errorf("#%d after its preview: %+v", queued.number, pr)
+	}
+	if cs := g.forge.Comments(done.repo, done.number); len(cs) != 1 {
+		t.Errorf("#%d has %d comments, want one", done.number, len(cs))
+	}
+}
