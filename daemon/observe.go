@@ -58,6 +58,30 @@ type ConfigStatus struct {
 	// mass-removal guard removes: a reload allowing that many removals
 	// (stackd reload --allow-removal N) applies it once. Zero otherwise.
 	Removes int `json:"removes,omitempty"`
+	// Policies is the state of the policies (--policy); nil without.
+	Policies *PolicyStatus `json:"policies,omitempty"`
+}
+
+// PolicyStatus is the outcome of the last load of the policies.
+type PolicyStatus struct {
+	// Source is the --policy value, free of credentials.
+	Source string `json:"source"`
+	// Commit is the commit of a Git source whose policies are in force.
+	Commit string `json:"commit,omitempty"`
+	// Policies are the names of the policies in force.
+	Policies    []string  `json:"policies"`
+	Successful  bool      `json:"successful"`
+	LastSuccess time.Time `json:"lastSuccess,omitzero"`
+	LastAttempt time.Time `json:"lastAttempt,omitzero"`
+	// Error says why the last load failed, each problem naming
+	// file:line:column; the policies loaded before stay in force (none:
+	// every change is denied).
+	Error string `json:"error,omitempty"`
+}
+
+// PolicyReporter is implemented by Policies that report their state.
+type PolicyReporter interface {
+	PolicyStatus() PolicyStatus
 }
 
 // SourceStatus is the state of one config source.

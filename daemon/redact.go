@@ -310,6 +310,10 @@ func scrubConfigStatus(s ConfigStatus, r *scrub.Redactor) ConfigStatus {
 			g.URL, src.Git = r.Clean(g.URL), &g
 		}
 	}
+	if s.Policies != nil {
+		p := *s.Policies
+		p.Source, p.Error, s.Policies = r.Clean(p.Source), r.Clean(p.Error), &p
+	}
 	return s
 }
 

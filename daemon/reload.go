@@ -239,6 +239,10 @@ func (d *Daemon) ConfigStatus() ConfigStatus {
 		}
 	}
 	status.Health = &h
+	if r, ok := d.opts.Policies.(PolicyReporter); ok {
+		ps := r.PolicyStatus()
+		status.Policies = &ps
+	}
 	return scrubConfigStatus(status, d.red)
 }
 

@@ -1,0 +1,149 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// reloadDebounce gathers the burst of events one save makes (write temp,
+// rename, chmod; a mounted ConfigMap's symlink swap) into one reload.
+const reloadDebounce = 300 * time.Millisecond
+
+// Live is the policy set in force, reloaded when its files change. A load
+// that fails keeps the set loaded before; before any set loaded, every
+// evaluation fails, so that every change is denied (fail closed). Live
+// implements daemon.Policies and daemon.PolicyReporter.
+type Live struct {
+	log    *slog.Logger
+	source string // the --policy value, shown in the status
+
+	mu     sync.Mutex
+	set    *Set
+	status daemon.PolicyStatus
+}
+
+// NewLive returns a Live for source, with nothing loaded yet.
+func NewLive(source string, log *slog.Logger) *Live {
+	return &Live{log: log, source: source, status: daemon.PolicyStatus{Source: source, Policies: []string{}}}
+}
+
+// Evaluate judges in with the set in force.
+func (l *Live) Evaluate(ctx context.Context, in daemon.PolicyInput) (daemon.PolicyVerdict, error) {
+	l.mu.Lock()
+	set, why := l.set, l.status.Error
+	l.mu.Unlock()
+	if set == nil {
+		if why == "" {
+			why = "not loaded yet"
+		}
+		return daemon.PolicyVerdict{}, fmt.Errorf("no policies are loaded from %s: %s", l.source, why)
+	}
+	return set.Evaluate(ctx, in)
+}
+
+// PolicyStatus is the outcome of the last load.
+func (l *Live) PolicyStatus() daemon.PolicyStatus {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.status
+	st.Policies = append([]string{}, st.Policies...)
+	return st
+}
+
+// Load loads the policies of dir (shown as shown in errors; "" is dir),
+// the content of commit for a Git source. On success the set is in force;
+// on failure the one before stays and the status says why.
+func (l *Live) Load(ctx context.Context, dir, shown, commit string) error {
+	set, err := Load(ctx, dir, shown)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	l.status.LastAttempt = now
+	if err != nil {
+		l.status.Successful, l.status.Error = false, err.Error()
+		l.log.Error("cannot load the policies; those loaded before stay in force", "source", l.source, "err", err)
+		return err
+	}
+	l.set = set
+	l.status = daemon.PolicyStatus{Source: l.source, Commit: commit, Policies: set.Names(),
+		Successful: true, LastSuccess: now, LastAttempt: now}
+	l.log.Info("policies loaded", "source", l.source, "policies", strings.Join(set.Names(), ","), "files", len(set.Files))
+	return nil
+}
+
+// Watch reloads the policies of dir whenever something changes below it,
+// until ctx ends. It returns once the watch is set up; done is closed
+// when it has ended.
+func (l *Live) Watch(ctx context.Context, dir string) (done <-chan struct{}, err error) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("watch the policies: %w", err)
+	}
+	if err := addTree(w, dir); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("watch the policies: %w", err)
+	}
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		defer w.Close()
+		l.watchLoop(ctx, w, dir)
+	}()
+	return ch, nil
+}
+
+func (l *Live) watchLoop(ctx context.Context, w *fsnotify.Watcher, dir string) {
+	var fire <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			if ev.Op.Has(fsnotify.Create) {
+				_ = addTree(w, ev.Name) // a new subdirectory
+			}
+			fire = time.After(reloadDebounce)
+		case err, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			l.log.Warn("policy watch error", "err", err)
+		case <-fire:
+			fire = nil
+			_ = l.Load(ctx, dir, "", "") // logged and shown in the status
+		}
+	}
+}
+
+// addTree watches path and every non-hidden directory below it; a path
+// that is not a directory is left alone.
+func addTree(w *fsnotify.Watcher, path string) error {
+	return filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case errors.Is(err, os.ErrNotExist) && p != path:
+			return nil
+		case err != nil:
+			return err
+		case !d.IsDir():
+			return nil
+		case p != path && strings.HasPrefix(d.Name(), "."):
+			return filepath.SkipDir
+		}
+		return w.Add(p)
+	})
+}
