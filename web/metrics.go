@@ -301,6 +301,8 @@ var (
 		"1 when the last config load or reload was applied, 0 when it had errors.", nil, nil)
 	descReloadOK = prometheus.NewDesc("stackd_config_last_reload_success_timestamp_seconds",
 		"Unix time of the last config load or reload that was applied.", nil, nil)
+	descPolicyReload = prometheus.NewDesc("stackd_policy_last_reload_successful",
+		"1 when the last load or reload of the policies (--policy) succeeded, 0 when it failed and the policies before stay in force; absent without --policy.", nil, nil)
 	descPaused = prometheus.NewDesc("stackd_paused",
 		"1 while the daemon is paused (stackd pause): no operation starts until it is resumed.", nil, nil)
 	descStackHealth = prometheus.NewDesc("stackd_stack_health",
@@ -343,7 +345,7 @@ type stateCollector struct{ m *Metrics }
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descStacks, descReady, descReconcile, descStalled, descFailing,
-		descFailures, descLastOK, descDrifted, descDriftRes, descDriftCheck, descQueue, descRunning, descAwaiting, descReload, descReloadOK, descPaused,
+		descFailures, descLastOK, descDrifted, descDriftRes, descDriftCheck, descQueue, descRunning, descAwaiting, descReload, descReloadOK, descPolicyReload, descPaused,
 		descStackHealth, descSourceHealth, descSourceFailing, descSourceStacks, descSourcePoll, descSourceApplied,
 		descClusterMembers, descClusterOwned, descClusterMoves, descClusterLost, descClusterLeader, descClusterSession} {
 		ch <- d
@@ -378,6 +380,9 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(ch, descAwaiting, float64(stats.AwaitingApproval))
 	gauge(ch, descReload, boolValue(cfg.Successful))
 	gauge(ch, descPaused, boolValue(cfg.Paused))
+	if cfg.Policies != nil {
+		gauge(ch, descPolicyReload, boolValue(cfg.Policies.Successful))
+	}
 	if !cfg.LastSuccess.IsZero() {
 		gauge(ch, descReloadOK, unixSeconds(cfg.LastSuccess))
 	}

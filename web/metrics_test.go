@@ -63,7 +63,8 @@ func scrape(t *testing.T, url string) string {
 
 func TestMetrics(t *testing.T) {
 	api := &fakeAPI{stacks: metricStacks(), stats: daemon.Stats{Running: 1, Queued: 2},
-		config: daemon.ConfigStatus{Successful: false, LastSuccess: time.Unix(1_700_000_100, 0), Error: "stacks.yaml:1:1: bad"}}
+		config: daemon.ConfigStatus{Successful: false, LastSuccess: time.Unix(1_700_000_100, 0), Error: "stacks.yaml:1:1: bad",
+			Policies: &daemon.PolicyStatus{Source: "policies", Error: "policies/files.rego:3:1: bad"}}}
 	reg := prometheus.NewPedanticRegistry() // checks what collectors emit against what they describe
 	m := NewMetrics(reg, nil, "1.2.3")
 	m.SetAPI(api)
@@ -108,6 +109,7 @@ func TestMetrics(t *testing.T) {
 		"stackd_operations_running 1",
 		"stackd_config_last_reload_successful 0",
 		"stackd_config_last_reload_success_timestamp_seconds 1.7000001e+09",
+		"stackd_policy_last_reload_successful 0",
 		`stackd_policy_violations_total{level="deny",policy="stackd.files",stack="app"} 1`,
 		`stackd_policy_violations_total{level="warn",policy="stackd.files",stack="app"} 1`,
 		`stackd_policy_violations_total{level="warn",policy="stackd.tags",stack="app"} 1`,
@@ -118,7 +120,7 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	for _, never := range []string{failingCommit, "permission denied", "refused", "stacks.yaml", "/srv/data",
+	for _, never := range []string{failingCommit, "permission denied", "refused", "stacks.yaml", "/srv/data", "files.rego",
 		`stackd_stack_last_success_timestamp_seconds{stack="new"}`} {
 		if strings.Contains(body, never) {
 			t.Errorf("/metrics holds %q", never)

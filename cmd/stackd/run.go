@@ -39,6 +39,7 @@ type runFlags struct {
 	accessFlags
 	tlsFlags
 	auditFlags
+	policyFlags
 	dataDir   string
 	listen    string
 	pulumiBin string
@@ -103,6 +104,7 @@ func (f *runFlags) define(fs *flag.FlagSet) {
 	f.accessFlags.define(fs)
 	f.tlsFlags.define(fs)
 	f.auditFlags.define(fs)
+	f.policyFlags.define(fs)
 	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir, "directory for state, checkouts and the default backend")
 	fs.StringVar(&f.listen, "listen", web.DefaultAddr, "HTTP listen address")
 	fs.StringVar(&f.pulumiBin, "pulumi-bin", "", "directory holding the pulumi CLI (default: beside stackd, else on PATH)")
@@ -323,7 +325,11 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	}()
 	reg := prometheus.NewRegistry()
 	metrics := web.NewMetrics(reg, nil, version)
-	d, run, fetcher, err := newDaemon(ctx, f, srcs, auth, dataDir, st, own, metrics, asNotifier(wh), red, log)
+	pol, err := openPolicies(ctx, f, log)
+	if err != nil {
+		return nil, err
+	}
+	d, run, fetcher, err := newDaemon(ctx, f, srcs, auth, dataDir, st, own, metrics, asNotifier(wh), red, log, pol)
 	if err != nil {
 		return nil, err
 	}
@@ -473,7 +479,7 @@ func closeNotifier(wh *notify.Webhook, grace time.Duration) {
 }
 
 func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemon.GitAuth, dataDir string, st daemon.Store,
-	own daemon.Ownership, obs daemon.Observer, notifier daemon.Notifier, red *scrub.Redactor, log *slog.Logger,
+	own daemon.Ownership, obs daemon.Observer, notifier daemon.Notifier, red *scrub.Redactor, log *slog.Logger, pol daemon.Policies,
 ) (*daemon.Daemon, daemon.Runner, daemon.Fetcher, error) {
 	bin, err := pulumiBin(f.pulumiBin)
 	if err != nil {
@@ -509,7 +515,7 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemo
 		BackoffBase: f.retryBackoff, OpTimeout: f.opTimeout,
 		Sources: srcs, SourceAuth: auth, SourcePoll: f.pollInterval, Observer: obs, WatchConfig: f.watchConfig, AllowMassRemoval: f.massRemoval,
 		DriftInterval: f.driftInterval, Notifier: notifier, Approval: approval,
-		Ownership: own, Node: nodeName(own), HandoverGrace: f.handover, Redactor: red,
+		Ownership: own, Node: nodeName(own), HandoverGrace: f.handover, Redactor: red, Policies: pol,
 	})
 	return d, run, fetcher, err
 }

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/policy"
 )
 
 // validate checks config files and directories like a compiler: one line
@@ -13,13 +16,24 @@ import (
 func validate(args []string, stdout io.Writer) error {
 	fs := newFlagSet("validate")
 	quiet := fs.Bool("quiet", false, "print errors only, not notes about ignored Kubernetes kinds and fields")
+	policyDir := fs.String("policy", "", "also check the Rego policies of this `directory`")
 	var maxConfig byteSize
 	defineMaxConfig(fs, &maxConfig)
-	if err := parseFlags(fs, "validate [--quiet] [--max-config-bytes SIZE] PATH...", args, stdout); err != nil {
+	if err := parseFlags(fs, "validate [--quiet] [--max-config-bytes SIZE] [--policy DIR] PATH...", args, stdout); err != nil {
 		return err
 	}
+	if fs.NArg() == 0 && *policyDir == "" {
+		return usageErrorf("validate: name at least one config file or directory, or --policy DIR")
+	}
+	policiesOK := true
+	if *policyDir != "" {
+		policiesOK = validatePolicies(*policyDir, stdout)
+	}
 	if fs.NArg() == 0 {
-		return usageErrorf("validate: name at least one config file or directory")
+		if !policiesOK {
+			return errProblemsFound
+		}
+		return nil
 	}
 	var srcs []spec.Source
 	for _, p := range fs.Args() {
@@ -40,5 +54,24 @@ func validate(args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "ok: %d stack(s), %d program(s)\n", len(cfg.Stacks), len(cfg.Programs))
+	if !policiesOK {
+		return errProblemsFound
+	}
 	return nil
+}
+
+// validatePolicies compiles the policies of dir and prints their
+// problems, one per line naming file:line:column, or a summary.
+func validatePolicies(dir string, stdout io.Writer) bool {
+	set, err := policy.Load(context.Background(), dir, "")
+	if err != nil {
+		lines := strings.Split(err.Error(), "\n")
+		for _, l := range lines {
+			fmt.Fprintln(stdout, l)
+		}
+		fmt.Fprintf(stdout, "%d policy error(s)\n", len(lines))
+		return false
+	}
+	fmt.Fprintf(stdout, "ok: %d policy file(s), policies %s\n", len(set.Files), strings.Join(set.Names(), ", "))
+	return true
 }
