@@ -69,11 +69,8 @@ func (d *Daemon) windowClosed(st *stackState, dec Decision, obs Observation, now
 		st.rec.Status.ChangeWindow = nil // written when the run starts
 		return false, 0
 	}
-	ws := &ChangeWindowStatus{Change: change, NextOpen: v.NextOpen}
-	for _, w := range v.Closing {
-		ws.Windows = append(ws.Windows, w.String())
-	}
-	msg := windowMessage(ws, v.Closing[0].Location())
+	ws := &ChangeWindowStatus{Change: change, NextOpen: v.NextOpen, Windows: v.Names()}
+	msg := windowMessage(change, v)
 	c := st.rec.Status.Condition(ConditionReconciling)
 	if c == nil || c.Reason != ReasonChangeWindowClosed || c.Message != msg || st.rec.Status.ObservedGeneration != st.rec.Generation {
 		st.rec.Status.ChangeWindow = ws
@@ -103,13 +100,12 @@ func windowStack(st *stackState) window.Stack {
 // windowMessage says what waits, until when (in the time zone of the
 // first window), and for which windows: the time comes first, so that
 // a shortened message still says it.
-func windowMessage(ws *ChangeWindowStatus, loc *time.Location) string {
-	windows := strings.Join(ws.Windows, ", ")
-	if ws.NextOpen.IsZero() {
-		return fmt.Sprintf("the %s waits for %s; no window opens within a year", changeNoun(ws.Change), windows)
+func windowMessage(change string, v window.Verdict) string {
+	windows := strings.Join(v.Names(), ", ")
+	if v.Until().IsZero() {
+		return fmt.Sprintf("the %s waits for %s; no window opens within a year", changeNoun(change), windows)
 	}
-	return fmt.Sprintf("the %s waits until %s for %s", changeNoun(ws.Change),
-		ws.NextOpen.In(loc).Format("2006-01-02 15:04 MST"), windows)
+	return fmt.Sprintf("the %s waits until %s for %s", changeNoun(change), v.Until().Format(window.TimeLayout), windows)
 }
 
 func changeNoun(change string) string {

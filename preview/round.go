@@ -14,6 +14,7 @@ import (
 
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/daemon/window"
 )
 
 // target is one stack to preview and where its program comes from.
@@ -74,7 +75,24 @@ func (p *Previewer) round(ctx context.Context, pr *pullRequest, ev review.Event,
 	if ctx.Err() != nil {
 		return
 	}
-	p.comment(ctx, pr, ev, f, review.Report{Commit: ev.HeadSHA, Previews: p.previews(pr), Removed: removed, LinkOf: p.link})
+	p.comment(ctx, pr, ev, f, review.Report{Commit: ev.HeadSHA, Previews: p.previews(pr), Removed: removed, LinkOf: p.link,
+		Waits: windowWaits(targets, time.Now())})
+}
+
+// windowWaits lists the targets whose change the change windows of
+// their config would hold back at now, as they would after a merge.
+func windowWaits(targets []target, now time.Time) []review.WindowWait {
+	var out []review.WindowWait
+	for _, t := range targets {
+		if t.stack.Spec.Preview {
+			continue // changes nothing: never held back
+		}
+		v := window.Check(t.cfg.ChangeWindows, window.Stack{Name: t.stack.Name, Labels: t.stack.Labels}, spec.ChangeCommit, now)
+		if !v.Open {
+			out = append(out, review.WindowWait{Stack: t.stack.Name, Windows: v.Names(), Until: v.Until()})
+		}
+	}
+	return out
 }
 
 // roundFailed reports a round that could preview nothing.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/review"
 )
 
 // oncallToken is a named API token whose role may override change
@@ -136,5 +137,34 @@ func TestE2EChangeWindows(t *testing.T) {
 	}
 	if got := readFile(t, out); got != "hello v3" {
 		t.Fatalf("file = %q once the window opened", got)
+	}
+}
+
+// TestE2EPullRequestPreviewSaysWindowsWait: the comment of a pull
+// request's preview names the stacks that change windows would hold
+// back after a merge, and until when.
+func TestE2EPullRequestPreviewSaysWindowsWait(t *testing.T) {
+	toolchainBin(t)
+	g := newForgeRig(t, review.GitHub)
+	programs := g.repo("infra")
+	programs.commit(map[string]string{"app/Pulumi.yaml": program("v1")})
+	out := t.TempDir()
+	config := manifest("app", g.url("infra"), out, "hello")
+	g.start(config, nil)
+	g.in.waitStack("app", "first deploy", 2*time.Minute, isReady)
+
+	start := time.Now().UTC().Truncate(time.Minute).Add(-time.Minute)
+	g.in.reload(config + fmt.Sprintf("changeWindows:\n  - {name: freeze, kind: deny, schedule: '%d %d * * *', duration: 2h, stacks: [app]}\n",
+		start.Minute(), start.Hour()))
+	pr := &pullRequest{repo: "acme/infra", name: "infra", number: 3}
+	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": program("v2")})
+	g.hook(pr, "opened")
+	c := g.waitComment(pr)
+	want := fmt.Sprintf("- `app` waits until %s (deny window \"freeze\")", start.Add(2*time.Hour).Format("2006-01-02 15:04 MST"))
+	if !strings.Contains(c.Body, "**Change windows.** Merged now") || !strings.Contains(c.Body, want) {
+		t.Fatalf("the comment lacks %q:\n%s", want, c.Body)
+	}
+	if got := readFile(t, filepath.Join(out, "app.txt")); got != "hello v1" {
+		t.Fatalf("file = %q after a preview", got)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/stackd/stackd/daemon/window"
 )
 
 // Marker is the hidden line that makes a comment stackd's comment of its
@@ -21,6 +23,20 @@ type Report struct {
 	// LinkOf is the address of a preview's page in stackd's UI; nil or
 	// "" for none.
 	LinkOf func(p Preview) string
+	// Waits are the stacks whose change would wait for change windows if
+	// the pull request merged now.
+	Waits []WindowWait
+}
+
+// WindowWait says that a stack's change would wait for change windows,
+// and until when.
+type WindowWait struct {
+	Stack string
+	// Windows name the windows that hold it back.
+	Windows []string
+	// Until is when they open, in the first window's time zone; zero
+	// when none opens within a year.
+	Until time.Time
 }
 
 // Comment renders r as Markdown within limit bytes: a summary table, then
@@ -82,6 +98,16 @@ func (r Report) head() string {
 	}
 	if len(r.Removed) > 0 {
 		b.WriteString(" A removed stack is destroyed only with `destroyOnFinalize`.\n")
+	}
+	if len(r.Waits) > 0 {
+		b.WriteString("\n**Change windows.** Merged now, these stacks would wait before they change:\n\n")
+	}
+	for _, w := range r.Waits {
+		until := ": no window opens within a year"
+		if !w.Until.IsZero() {
+			until = " until " + w.Until.Format(window.TimeLayout)
+		}
+		fmt.Fprintf(&b, "- `%s` waits%s (%s)\n", w.Stack, until, strings.Join(w.Windows, ", "))
 	}
 	return b.String()
 }

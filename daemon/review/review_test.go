@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
 )
@@ -118,5 +119,32 @@ func TestCommentApproval(t *testing.T) {
 	c := Comment(r, 65536)
 	if !strings.Contains(c, "After merge, `app` waits for approval: the plan has steps of approval.when: delete.") || strings.Contains(c, "`net` waits") {
 		t.Errorf("the comment does not say which stacks wait for approval:\n%s", c)
+	}
+}
+
+// TestCommentWindows: the comment lists the stacks that change windows
+// would hold back after merge, with the time each may change.
+func TestCommentWindows(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Report{Commit: strings.Repeat("a", 40), Previews: []Preview{{Stack: "app", Result: Succeeded}, {Stack: "db", Result: Succeeded}},
+		Waits: []WindowWait{
+			{Stack: "app", Windows: []string{`deny window "freeze"`}, Until: time.Date(2026, 11, 30, 8, 0, 0, 0, berlin)},
+			{Stack: "db", Windows: []string{`allow window "never"`, `deny window "x"`}},
+		}}
+	c := Comment(r, 65536)
+	for _, want := range []string{
+		"**Change windows.** Merged now, these stacks would wait before they change:",
+		"- `app` waits until 2026-11-30 08:00 CET (deny window \"freeze\")\n",
+		"- `db` waits: no window opens within a year (allow window \"never\", deny window \"x\")\n",
+	} {
+		if !strings.Contains(c, want) {
+			t.Errorf("comment lacks %q:\n%s", want, c)
+		}
+	}
+	if c := Comment(Report{Previews: r.Previews}, 65536); strings.Contains(c, "Change windows") {
+		t.Errorf("a comment without waits mentions windows:\n%s", c)
 	}
 }

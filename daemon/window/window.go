@@ -36,6 +36,28 @@ type Verdict struct {
 	Closing []*spec.ChangeWindow
 }
 
+// TimeLayout writes the times of windows for people, with the zone's
+// abbreviation.
+const TimeLayout = "2006-01-02 15:04 MST"
+
+// Names names the windows that close, for messages.
+func (v Verdict) Names() []string {
+	names := make([]string, len(v.Closing))
+	for i, w := range v.Closing {
+		names[i] = w.String()
+	}
+	return names
+}
+
+// Until is NextOpen in the time zone of the first window that closes;
+// zero when open or when no window opens within Horizon.
+func (v Verdict) Until() time.Time {
+	if v.NextOpen.IsZero() || len(v.Closing) == 0 {
+		return time.Time{}
+	}
+	return v.NextOpen.In(v.Closing[0].Location())
+}
+
 // Check applies the windows that select s and gate change at now: any
 // active deny window closes; where allow windows apply, one must be
 // active; otherwise the change may run.
