@@ -160,8 +160,8 @@ func TestE2EPullRequestPreviewSaysWindowsWait(t *testing.T) {
 	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": program("v2")})
 	g.hook(pr, "opened")
 	c := g.waitComment(pr)
-	want := fmt.Sprintf("- `app` waits until %s (deny window \"freeze\")", start.Add(2*time.Hour).Format("2006-01-02 15:04 MST"))
-	if !strings.Contains(c.Body, "**Change windows.** Merged now") || !strings.Contains(c.Body, want) {
+	want := fmt.Sprintf("Merged now, `app` waits for change windows until %s: deny window \"freeze\".", start.Add(2*time.Hour).Format("2006-01-02 15:04 MST"))
+	if !strings.Contains(c.Body, want) {
 		t.Fatalf("the comment lacks %q:\n%s", want, c.Body)
 	}
 	if got := readFile(t, filepath.Join(out, "app.txt")); got != "hello v1" {

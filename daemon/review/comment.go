@@ -99,15 +99,12 @@ func (r Report) head() string {
 	if len(r.Removed) > 0 {
 		b.WriteString(" A removed stack is destroyed only with `destroyOnFinalize`.\n")
 	}
-	if len(r.Waits) > 0 {
-		b.WriteString("\n**Change windows.** Merged now, these stacks would wait before they change:\n\n")
-	}
 	for _, w := range r.Waits {
-		until := ": no window opens within a year"
+		until := " (no window opens within a year)"
 		if !w.Until.IsZero() {
 			until = " until " + w.Until.Format(window.TimeLayout)
 		}
-		fmt.Fprintf(&b, "- `%s` waits%s (%s)\n", w.Stack, until, strings.Join(w.Windows, ", "))
+		fmt.Fprintf(&b, "\nMerged now, `%s` waits for change windows%s: %s.\n", w.Stack, until, strings.Join(w.Windows, ", "))
 	}
 	return b.String()
 }

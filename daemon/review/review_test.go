@@ -136,15 +136,14 @@ func TestCommentWindows(t *testing.T) {
 		}}
 	c := Comment(r, 65536)
 	for _, want := range []string{
-		"**Change windows.** Merged now, these stacks would wait before they change:",
-		"- `app` waits until 2026-11-30 08:00 CET (deny window \"freeze\")\n",
-		"- `db` waits: no window opens within a year (allow window \"never\", deny window \"x\")\n",
+		"\nMerged now, `app` waits for change windows until 2026-11-30 08:00 CET: deny window \"freeze\".\n",
+		"\nMerged now, `db` waits for change windows (no window opens within a year): allow window \"never\", deny window \"x\".\n",
 	} {
 		if !strings.Contains(c, want) {
 			t.Errorf("comment lacks %q:\n%s", want, c)
 		}
 	}
-	if c := Comment(Report{Previews: r.Previews}, 65536); strings.Contains(c, "Change windows") {
+	if c := Comment(Report{Previews: r.Previews}, 65536); strings.Contains(c, "change windows") {
 		t.Errorf("a comment without waits mentions windows:\n%s", c)
 	}
 }
