@@ -36,6 +36,9 @@ func TestImportRules(t *testing.T) {
 	for _, pure := range []string{"daemon/livelog", "daemon/scrub", "daemon/sched"} {
 		forbid(pure, func(dep string) bool { return strings.HasPrefix(dep, mod) || isHeavy(dep) })
 	}
+	forbid("daemon/window", func(dep string) bool {
+		return strings.HasPrefix(dep, mod) && dep != mod+"daemon/spec" || isHeavy(dep)
+	})
 	forbid("daemon/review", func(dep string) bool {
 		return strings.HasPrefix(dep, mod) && dep != mod+"daemon/spec" || isHeavy(dep)
 	})

@@ -105,7 +105,7 @@ func windowMessage(change string, v window.Verdict) string {
 	if v.Until().IsZero() {
 		return fmt.Sprintf("the %s waits for %s; no window opens within a year", changeNoun(change), windows)
 	}
-	return fmt.Sprintf("the %s waits until %s for %s", changeNoun(change), v.Until().Format(window.TimeLayout), windows)
+	return fmt.Sprintf("the %s waits until %s for %s", changeNoun(change), v.Until().Format(spec.WindowTimeLayout), windows)
 }
 
 func changeNoun(change string) string {

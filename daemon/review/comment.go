@@ -6,7 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/stackd/stackd/daemon/window"
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // Marker is the hidden line that makes a comment stackd's comment of its
@@ -102,7 +102,7 @@ func (r Report) head() string {
 	for _, w := range r.Waits {
 		until := " (no window opens within a year)"
 		if !w.Until.IsZero() {
-			until = " until " + w.Until.Format(window.TimeLayout)
+			until = " until " + w.Until.Format(spec.WindowTimeLayout)
 		}
 		fmt.Fprintf(&b, "\nMerged now, `%s` waits for change windows%s: %s.\n", w.Stack, until, strings.Join(w.Windows, ", "))
 	}

@@ -28,6 +28,10 @@ const (
 	ChangeDestroy = "destroy"
 )
 
+// WindowTimeLayout writes the times of windows for people, with the
+// zone's abbreviation.
+const WindowTimeLayout = "2006-01-02 15:04 MST"
+
 // AllChanges is what a window gates when it names no changes.
 var AllChanges = []string{ChangeCommit, ChangeDrift, ChangeDestroy}
 

@@ -36,10 +36,6 @@ type Verdict struct {
 	Closing []*spec.ChangeWindow
 }
 
-// TimeLayout writes the times of windows for people, with the zone's
-// abbreviation.
-const TimeLayout = "2006-01-02 15:04 MST"
-
 // Names names the windows that close, for messages.
 func (v Verdict) Names() []string {
 	names := make([]string, len(v.Closing))
