@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,25 @@ func TestGateAction(t *testing.T) {
 			got, wait := GateAction(tc.g, tc.o, tc.wants)
 			if got != tc.want || wait != tc.wait {
 				t.Errorf("GateAction = %s, %v; want %s, %v", got, wait, tc.want, tc.wait)
+			}
+		})
+	}
+}
+
+// BenchmarkNeedsApproval prints the cost of the approval decision per
+// preview at 1 and 1,000 steps, with a budget of every kind of limit.
+func BenchmarkNeedsApproval(b *testing.B) {
+	a := &spec.Approval{When: []string{"delete", "replace"}, MaxChanges: 2000, Types: []string{"aws:rds/*", "gcp:sql/*"}}
+	for _, n := range []int{1, 1000} {
+		steps := make([]Step, n)
+		for i := range steps {
+			steps[i] = Step{Op: "update", URN: fmt.Sprintf("urn:pulumi:prod::app::aws:s3/bucket:Bucket::b%d", i), Type: "aws:s3/bucket:Bucket"}
+		}
+		b.Run(fmt.Sprintf("steps=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if wait, _ := NeedsApproval(a, steps); wait {
+					b.Fatal("a plan within the budget waits")
+				}
 			}
 		})
 	}

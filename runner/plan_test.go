@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -122,4 +123,29 @@ func wantStale(t *testing.T, err error, why string) {
 	if !errors.Is(err, daemon.ErrPlanStale) || !strings.Contains(err.Error(), why) {
 		t.Fatalf("got %v, want the plan refused because of its %s", err, why)
 	}
+}
+
+// BenchmarkSavedPlan prints what change control adds to an update that
+// changes one resource: a plain up against a preview that saves its
+// plan followed by the up constrained to it (with the checks of the plan
+// file, the config and the state).
+func BenchmarkSavedPlan(b *testing.B) {
+	h, _ := benchHarness(b)
+	n := 0
+	next := func() daemon.Workspace {
+		n++
+		return h.workspace("content-"+strconv.Itoa(n), secretOne)
+	}
+	b.Run("up", func(b *testing.B) {
+		for b.Loop() {
+			h.run(daemon.Operation{Workspace: next(), Type: daemon.UpdateUp})
+		}
+	})
+	b.Run("preview+plan+up", func(b *testing.B) {
+		for b.Loop() {
+			ws := next()
+			res := h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdatePreview, SavePlan: true})
+			h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Plan: res.Plan})
+		}
+	})
 }

@@ -37,3 +37,31 @@ func TestParseApproval(t *testing.T) {
 		}
 	}
 }
+
+func TestGlobMatch(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, s string
+		want       bool
+	}{
+		{"aws:rds/*", "aws:rds/instance:Instance", true},
+		{"aws:rds/*", "aws:s3/bucket:Bucket", false},
+		{"*", "", true},
+		{"*", "anything", true},
+		{"exact", "exact", true},
+		{"exact", "exactly", false},
+		{"a*b*c", "abc", true},
+		{"a*b*c", "axxbyyc", true},
+		{"a*b*c", "acb", false},
+		{"*:Bucket", "aws:s3/bucket:Bucket", true},
+		{"a*a", "a", false},
+		{"a*a", "aa", true},
+		{"*b*b*", "abcb", true},
+		{"*b*b*", "abc", false},
+		{"a.c", "abc", false},
+		{"urn:*::File::*", "urn:pulumi:dev::p::File::note", true},
+	} {
+		if got := globMatch(tc.pattern, tc.s); got != tc.want {
+			t.Errorf("globMatch(%q, %q) = %v, want %v", tc.pattern, tc.s, got, tc.want)
+		}
+	}
+}

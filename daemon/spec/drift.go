@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -93,11 +92,26 @@ func ignores(rule DriftIgnore, r DriftedResource) bool {
 	return rule.URN == "" || globMatch(rule.URN, r.URN)
 }
 
-// globMatch matches s against pattern, where "*" matches any text.
+// globMatch matches s against pattern, where "*" matches any text. It
+// compiles nothing: the first part is a prefix, the last a suffix, and
+// the others are found in order, each as early as it can be, which is
+// enough for "*" alone.
 func globMatch(pattern, s string) bool {
 	parts := strings.Split(pattern, "*")
-	for i, p := range parts {
-		parts[i] = regexp.QuoteMeta(p)
+	if len(parts) == 1 {
+		return s == pattern
 	}
-	return regexp.MustCompile("^" + strings.Join(parts, ".*") + "$").MatchString(s)
+	first, last := parts[0], parts[len(parts)-1]
+	if len(s) < len(first)+len(last) || !strings.HasPrefix(s, first) || !strings.HasSuffix(s, last) {
+		return false
+	}
+	rest := s[len(first) : len(s)-len(last)]
+	for _, p := range parts[1 : len(parts)-1] {
+		i := strings.Index(rest, p)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(p):]
+	}
+	return true
 }
