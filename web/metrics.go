@@ -293,6 +293,10 @@ var (
 		"Drifted resources of the stack by what a refresh would do (update, delete); ignored ones under op=\"ignored\".", []string{"stack", "op"}, nil)
 	descDriftCheck = prometheus.NewDesc("stackd_stack_last_drift_check_timestamp_seconds",
 		"When the stack was last checked for drift.", stackLabel, nil)
+	descWindowClosed = prometheus.NewDesc("stackd_stack_change_window_closed",
+		"1 while a change of the stack waits for its change windows to open.", stackLabel, nil)
+	descWindowOpens = prometheus.NewDesc("stackd_stack_change_window_next_open_timestamp_seconds",
+		"When the change windows let the waiting change of the stack run; absent while none waits, or when no window opens within a year.", stackLabel, nil)
 	descQueue    = prometheus.NewDesc("stackd_queue_depth", "Stacks waiting for a worker, a prerequisite or a sync wave.", nil, nil)
 	descRunning  = prometheus.NewDesc("stackd_operations_running", "Pulumi operations in flight.", nil, nil)
 	descAwaiting = prometheus.NewDesc("stackd_stacks_awaiting_approval",
@@ -345,7 +349,7 @@ type stateCollector struct{ m *Metrics }
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descStacks, descReady, descReconcile, descStalled, descFailing,
-		descFailures, descLastOK, descDrifted, descDriftRes, descDriftCheck, descQueue, descRunning, descAwaiting, descReload, descReloadOK, descPolicyReload, descPaused,
+		descFailures, descLastOK, descDrifted, descDriftRes, descDriftCheck, descWindowClosed, descWindowOpens, descQueue, descRunning, descAwaiting, descReload, descReloadOK, descPolicyReload, descPaused,
 		descStackHealth, descSourceHealth, descSourceFailing, descSourceStacks, descSourcePoll, descSourceApplied,
 		descClusterMembers, descClusterOwned, descClusterMoves, descClusterLost, descClusterLeader, descClusterSession} {
 		ch <- d
@@ -487,6 +491,11 @@ func collectStack(ch chan<- prometheus.Metric, v *daemon.StackView) {
 	}
 	if dr := v.Status.Drift; dr != nil {
 		collectDrift(ch, v.Name, dr)
+	}
+	cw := v.Status.ChangeWindow
+	gauge(ch, descWindowClosed, boolValue(cw != nil), v.Name)
+	if cw != nil && !cw.NextOpen.IsZero() {
+		gauge(ch, descWindowOpens, unixSeconds(cw.NextOpen), v.Name)
 	}
 }
 

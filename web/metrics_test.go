@@ -34,7 +34,8 @@ func metricStacks() []daemon.StackView {
 			LastUpdate: &daemon.LastUpdate{State: daemon.UpdateFailed, Failures: 2, LastAttemptedCommit: failingCommit,
 				Message: "error: permission denied"}}},
 		{Name: "new", Status: daemon.StackStatus{
-			Conditions: []daemon.Condition{cond(daemon.ConditionReady, "False"), cond(daemon.ConditionReconciling, "True")}}},
+			Conditions:   []daemon.Condition{cond(daemon.ConditionReady, "False"), cond(daemon.ConditionReconciling, "True")},
+			ChangeWindow: &daemon.ChangeWindowStatus{Change: "commit", NextOpen: time.Unix(1_700_003_600, 0), Windows: []string{`deny window "freeze"`}}}},
 	}
 }
 
@@ -96,6 +97,9 @@ func TestMetrics(t *testing.T) {
 		`stackd_stack_consecutive_failures{stack="db"} 2`,
 		`stackd_stack_consecutive_failures{stack="new"} 0`,
 		`stackd_stack_last_success_timestamp_seconds{stack="app"} 1.7e+09`,
+		`stackd_stack_change_window_closed{stack="app"} 0`,
+		`stackd_stack_change_window_closed{stack="new"} 1`,
+		`stackd_stack_change_window_next_open_timestamp_seconds{stack="new"} 1.7000036e+09`,
 		`stackd_updates_total{result="succeeded",type="up"} 1`,
 		`stackd_updates_total{result="failed",type="up"} 1`,
 		`stackd_updates_total{result="failed",type="destroy"} 0`,
@@ -121,7 +125,7 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	for _, never := range []string{failingCommit, "permission denied", "refused", "stacks.yaml", "/srv/data", "files.rego",
-		`stackd_stack_last_success_timestamp_seconds{stack="new"}`} {
+		`stackd_stack_last_success_timestamp_seconds{stack="new"}`, `stackd_stack_change_window_next_open_timestamp_seconds{stack="app"}`} {
 		if strings.Contains(body, never) {
 			t.Errorf("/metrics holds %q", never)
 		}
