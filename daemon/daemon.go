@@ -439,6 +439,13 @@ func (d *Daemon) Apply(cfg *spec.Config) error {
 }
 
 func (d *Daemon) applyLocked(cfg *spec.Config) error {
+	return d.applyConfirmingLocked(cfg, false)
+}
+
+// applyConfirmingLocked is applyLocked; a stack that left the config
+// because its source is no longer configured is kept, orphaned, unless
+// confirm (the operator's override) removes it as any other.
+func (d *Daemon) applyConfirmingLocked(cfg *spec.Config, confirm bool) error {
 	prev := d.cfg
 	d.cfg = cfg
 	inConfig := map[string]bool{}
@@ -466,7 +473,16 @@ func (d *Daemon) applyLocked(cfg *spec.Config) error {
 		if !d.acts(st) {
 			continue // its holder records the removal
 		}
-		st.rec.Removed = true
+		if src := d.unconfiguredLocked(st); src != "" && !confirm {
+			if st.rec.Orphaned == "" {
+				st.rec.Orphaned = orphanMessage(src)
+				d.putStack(st)
+				d.log.Warn("the stack's config source is no longer configured: the stack is kept until its removal is confirmed",
+					"stack", name, "source", src)
+			}
+			continue
+		}
+		st.rec.Removed, st.rec.Orphaned = true, ""
 		if err := d.opts.Store.PutStack(st.rec); err != nil {
 			return fmt.Errorf("daemon: record removal of %s: %w", name, err)
 		}
@@ -474,6 +490,41 @@ func (d *Daemon) applyLocked(cfg *spec.Config) error {
 	}
 	d.declareStacksLocked()
 	return nil
+}
+
+// unconfiguredLocked is the config source of st when that source is no
+// longer among the daemon's; empty when it is, or is not known (a record
+// of an older stackd, a config given without sources).
+func (d *Daemon) unconfiguredLocked(st *stackState) string {
+	src := st.rec.Source
+	if st.stack != nil {
+		src = st.stack.Source
+	}
+	if src == "" || len(d.sources) == 0 {
+		return ""
+	}
+	for _, s := range d.sources {
+		if s.name == src {
+			return ""
+		}
+	}
+	return src
+}
+
+// orphanMessage is the status of a stack kept since its source left.
+func orphanMessage(src string) string {
+	return fmt.Sprintf("source %s is no longer configured; kept until confirmed (stackd reload --allow-removal N, N counting this stack)", src)
+}
+
+// orphansLocked names the stacks kept since their source left.
+func (d *Daemon) orphansLocked() []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(d.stacks)) {
+		if d.stacks[name].rec.Orphaned != "" {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // declareStacksLocked tells the ownership layer which stacks there are.
@@ -491,14 +542,14 @@ func (d *Daemon) observeSpec(st *stackState, s *spec.Stack) error {
 		return nil // its holder counts the generations
 	}
 	hash := s.SpecHash()
-	if st.rec.SpecHash == hash && !st.rec.Removed {
+	if st.rec.SpecHash == hash && !st.rec.Removed && st.rec.Source == s.Source && st.rec.Orphaned == "" {
 		return nil
 	}
 	if st.rec.SpecHash != hash {
 		st.rec.Generation++
 		st.rec.SpecHash = hash
 	}
-	st.rec.Removed = false
+	st.rec.Removed, st.rec.Source, st.rec.Orphaned = false, s.Source, ""
 	st.blocked = false
 	if changedSource {
 		st.commit, st.sourceErr, st.pollNow = "", nil, true

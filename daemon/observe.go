@@ -60,6 +60,10 @@ type ConfigStatus struct {
 	Removes int `json:"removes,omitempty"`
 	// Policies is the state of the policies (--policy); nil without.
 	Policies *PolicyStatus `json:"policies,omitempty"`
+	// Orphaned are the stacks kept although they left the config, because
+	// their config source is no longer configured: a reload allowing their
+	// removal (stackd reload --allow-removal N) removes them.
+	Orphaned []string `json:"orphaned,omitempty"`
 }
 
 // PolicyStatus is the outcome of the last load of the policies.

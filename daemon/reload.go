@@ -73,18 +73,26 @@ func (d *Daemon) swap(cfg *spec.Config, revs []RevisionSource, trigger string, n
 	d.mu.Lock()
 	sameConfig := d.cfg != nil && cfg.Fingerprint() == d.cfg.Fingerprint()
 	rev := ConfigRevision{Time: now, Trigger: trigger, Sources: revs, Applied: true}
-	if !sameConfig {
+	// Stacks whose source is no longer configured are kept unless the
+	// override covers every stack this reload removes, them included.
+	orphans := d.orphansOfLocked(cfg)
+	_, _, removed := d.diffLocked(cfg)
+	confirm := allowRemoval > 0 && len(orphans) > 0 && allowRemoval >= len(removed)
+	if !sameConfig || confirm {
 		why, removes := d.guardLocked(cfg, allowRemoval)
 		d.reload.Removes = removes
 		if why != "" {
 			d.mu.Unlock()
 			return fmt.Errorf("config not applied: %s", why)
 		}
-		if removes > 0 {
+		if removes > 0 || confirm {
 			rev.AllowedRemoval = allowRemoval
 		}
 		rev.Added, rev.Changed, rev.Removed = d.diffLocked(cfg)
-		if err := d.applyLocked(cfg); err != nil {
+		if !confirm {
+			rev.Removed = slices.DeleteFunc(rev.Removed, func(n string) bool { return slices.Contains(orphans, n) })
+		}
+		if err := d.applyConfirmingLocked(cfg, confirm); err != nil {
 			d.mu.Unlock()
 			return err
 		}
@@ -135,6 +143,19 @@ func (d *Daemon) putRevision(rev ConfigRevision) {
 	}
 }
 
+// orphansOfLocked names the stacks cfg lacks whose config source is no
+// longer configured: those kept, orphaned, until confirmed.
+func (d *Daemon) orphansOfLocked(cfg *spec.Config) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(d.stacks)) {
+		st := d.stacks[name]
+		if cfg.Stack(name) == nil && !st.rec.Removed && d.unconfiguredLocked(st) != "" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // guardLocked refuses a config that removes too many stacks, unless
 // allowed: by --allow-mass-removal, or once for up to allowRemoval
 // stacks. removes is how many stacks the guard stood against (0 when it
@@ -166,7 +187,9 @@ func (d *Daemon) currentLocked() *spec.Config {
 	}
 	cur := &spec.Config{}
 	for _, name := range slices.Sorted(maps.Keys(d.stacks)) {
-		if !d.stacks[name].rec.Removed {
+		// A stack whose source is no longer configured is kept, not
+		// removed: it does not count against the guard.
+		if st := d.stacks[name]; !st.rec.Removed && d.unconfiguredLocked(st) == "" {
 			cur.Stacks = append(cur.Stacks, &spec.Stack{Name: name})
 		}
 	}
@@ -222,6 +245,7 @@ func (d *Daemon) ConfigStatus() ConfigStatus {
 	defer d.mu.Unlock()
 	status := d.reload
 	status.Paused = d.paused
+	status.Orphaned = d.orphansLocked()
 	for _, s := range d.sources {
 		status.Sources = append(status.Sources, d.sourceStatusLocked(s))
 	}

@@ -27,6 +27,9 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 	if !d.acts(st) {
 		return 0 // another replica acts on it; its records keep st up to date
 	}
+	if st.rec.Orphaned != "" {
+		return 0 // kept as it is until its removal is confirmed
+	}
 	if held, wait := d.handingOver(st, now); held {
 		pass.busy(st)
 		return wait

@@ -50,6 +50,14 @@ type StackRecord struct {
 	// Removed is set when the stack left the config but still has work to
 	// do (a destroy); the record is deleted once that work succeeded.
 	Removed bool `json:"removed,omitempty"`
+	// Source is the config source that defined the stack (a --config
+	// value), so that a stack whose source is no longer configured is told
+	// from one a change of its source removed.
+	Source string `json:"source,omitempty"`
+	// Orphaned says why a stack is kept although it left the config: its
+	// source is no longer configured. Nothing runs for it, and it is not
+	// removed (nor destroyed) until an operator confirms the removal.
+	Orphaned string `json:"orphaned,omitempty"`
 	// SyncRequest is the token of the last sync requested through the API
 	// (or by a dependent stack); with the reconcile-request annotation it
 	// makes the stack's reconcile request.

@@ -22,6 +22,9 @@ type StackView struct {
 	Spec    map[string]any `json:"spec,omitempty"`
 	Status  StackStatus    `json:"status"`
 	Removed bool           `json:"removed,omitempty"`
+	// Orphaned says why a stack that left the config is kept: its config
+	// source is no longer configured (StackRecord.Orphaned).
+	Orphaned string `json:"orphaned,omitempty"`
 	// ExternalLink is the stack's external-link annotation.
 	ExternalLink string `json:"externalLink,omitempty"`
 	// Labels are the stack's metadata labels.
@@ -101,8 +104,8 @@ func (d *Daemon) Stack(name string) (StackView, error) {
 
 func (d *Daemon) viewLocked(st *stackState) StackView {
 	d.scrubLocked(st)
-	v := StackView{Name: st.rec.Name, Status: st.rec.Status.Clone(), Removed: st.rec.Removed, LastSuccess: st.rec.LastSuccess,
-		AppliedCommit: st.rec.AppliedCommit, LatestCommit: st.rec.LatestCommit}
+	v := StackView{Name: st.rec.Name, Status: st.rec.Status.Clone(), Removed: st.rec.Removed, Orphaned: st.rec.Orphaned,
+		LastSuccess: st.rec.LastSuccess, AppliedCommit: st.rec.AppliedCommit, LatestCommit: st.rec.LatestCommit}
 	v.Status.Health = healthPtr(HealthOf(&st.rec.Status, st.rec.Generation))
 	if st.stack != nil {
 		v.Spec, _ = scrubPlain(spec.Redacted(&st.stack.Spec), d.red).(map[string]any)

@@ -29,6 +29,9 @@ const (
 type StackSummary struct {
 	Name    string `json:"name"`
 	Removed bool   `json:"removed,omitempty"`
+	// Orphaned says why a stack whose source is no longer configured is
+	// kept.
+	Orphaned string `json:"orphaned,omitempty"`
 	// Health is Healthy, Progressing, Degraded or Unknown; Reason is the
 	// reason of the Stalled or Reconciling condition, Message its message.
 	Health  string `json:"health"`
@@ -61,7 +64,7 @@ type SummaryUpdate struct {
 
 // SummaryOf is v's summary.
 func SummaryOf(v *daemon.StackView) StackSummary {
-	s := StackSummary{Name: v.Name, Removed: v.Removed, Health: "Unknown", Source: v.Source, Tracking: v.Tracking, Holder: v.Holder}
+	s := StackSummary{Name: v.Name, Removed: v.Removed, Orphaned: v.Orphaned, Health: "Unknown", Source: v.Source, Tracking: v.Tracking, Holder: v.Holder}
 	if h := v.Status.Health; h != nil && h.Status != "" {
 		s.Health = h.Status
 	}

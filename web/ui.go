@@ -249,6 +249,8 @@ func (s *Server) uiList(w http.ResponseWriter, r *http.Request) {
 type stackRow struct {
 	Name    string
 	Removed bool
+	// Orphaned says why a stack whose source left is kept.
+	Orphaned string
 	// Health is Healthy, Progressing, Degraded, or Unknown.
 	Health, HealthMessage string
 	// Running names the update in flight, if any.
@@ -272,7 +274,7 @@ type stackRow struct {
 }
 
 func summarize(v daemon.StackView) stackRow {
-	row := stackRow{Name: v.Name, Removed: v.Removed, Health: "Unknown", Last: v.Status.LastUpdate, Tracking: v.Tracking,
+	row := stackRow{Name: v.Name, Removed: v.Removed, Orphaned: v.Orphaned, Health: "Unknown", Last: v.Status.LastUpdate, Tracking: v.Tracking,
 		Drift: v.Status.Drift, Holder: v.Holder, Retry: v.Status.Retry}
 	if h := v.Status.Health; h != nil {
 		row.Health, row.HealthMessage = h.Status, h.Message

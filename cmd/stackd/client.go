@@ -215,6 +215,10 @@ func statusCommand(args []string, stdout io.Writer) error {
 			fmt.Fprintln(stdout, "PAUSED: no operation starts until stackd resume")
 			fmt.Fprintln(stdout)
 		}
+		if n := len(cfg.Orphaned); n > 0 {
+			fmt.Fprintf(stdout, "ORPHANED: %s: their config source is no longer configured; kept until stackd reload --allow-removal %d\n\n",
+				strings.Join(cfg.Orphaned, ", "), n)
+		}
 		printSources(stdout, cfg.Sources)
 	}
 	printStacks(stdout, stacks, time.Now(), cs.Node != "")
@@ -295,6 +299,9 @@ func printStacks(w io.Writer, stacks []web.StackSummary, now time.Time, holders 
 		health, ready, reason := v.Health, cmp.Or(v.Ready, "-"), v.Reason
 		if first, _, _ := strings.Cut(strings.TrimSpace(v.Message), "\n"); first != "" && v.Reason != daemon.ReasonStackProcessing {
 			reason += ": " + shorten(first, 100) // the error's first line
+		}
+		if v.Orphaned != "" {
+			reason = "Orphaned: " + v.Orphaned
 		}
 		last, state, age, commit := "-", "-", "-", "-"
 		if lu := v.LastUpdate; lu != nil {

@@ -58,3 +58,61 @@ func TestE2EReloadAllowRemoval(t *testing.T) {
 		t.Fatalf("the config history does not record the override: %+v %v", revs, err)
 	}
 }
+
+// TestE2ESourceDroppedKeepsStacks: restarted without one of its two
+// --config sources, stackd keeps that source's stack (destroyOnFinalize
+// and all), shows it orphaned and runs nothing for it; the operator's
+// confirmation (stackd reload --allow-removal 1) removes it, destroying
+// it.
+func TestE2ESourceDroppedKeepsStacks(t *testing.T) {
+	ra, rb := newRepo(t), newRepo(t)
+	ra.commit(map[string]string{"Pulumi.yaml": program("a")})
+	rb.commit(map[string]string{"Pulumi.yaml": program("b")})
+	dir := t.TempDir()
+	outA, outB := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
+	cfgB := filepath.Join(dir, "b.yaml")
+	if err := os.WriteFile(cfgB, []byte("stacks:\n"+stackYAML("b", rb, pathConfig(outB)+"    destroyOnFinalize: true\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	configA := "stacks:\n" + stackYAML("a", ra, pathConfig(outA))
+	in := startDaemonWith(t, configA, data, func(f *runFlags) { f.config = append(f.config, cfgB) })
+	in.waitStack("a", "deployed", time.Minute, isReady)
+	in.waitStack("b", "deployed", time.Minute, isReady)
+	in.stop()
+
+	// The unit file lost the second --config.
+	in = startDaemon(t, configA, data)
+	in.waitStack("a", "deployed", time.Minute, isReady)
+	v := in.stack("b")
+	if v.Orphaned == "" || !strings.Contains(v.Orphaned, cfgB+" is no longer configured; kept until confirmed") || v.Removed {
+		t.Fatalf("the stack of the dropped source: orphaned %q, removed %v", v.Orphaned, v.Removed)
+	}
+	time.Sleep(2 * time.Second) // a few passes of the loop: nothing may run for b
+	if readFile(t, outB) != "hello b" || len(in.updates("b")) != 1 {
+		t.Fatalf("the orphaned stack was touched: file %q, updates %+v", readFile(t, outB), in.updates("b"))
+	}
+	var stdout, stderr strings.Builder
+	if code := run(context.Background(), in.clientArgs("status"), &stdout, &stderr); code != 0 ||
+		!strings.Contains(stdout.String(), "ORPHANED: b") || !strings.Contains(stdout.String(), "Orphaned: source") {
+		t.Fatalf("stackd status: exit %d:\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if _, page := in.get("/config", nil); !strings.Contains(string(page), "Orphaned stacks") {
+		t.Fatal("the config page does not list the orphaned stack")
+	}
+
+	stdout.Reset()
+	if code := run(context.Background(), in.clientArgs("reload", "--allow-removal", "1"), &stdout, &stderr); code != 0 {
+		t.Fatalf("reload --allow-removal 1: exit %d: %s", code, stderr.String())
+	}
+	deadline := time.Now().Add(time.Minute)
+	for code, _ := in.get("/api/v1/stacks/b", nil); code != 404; code, _ = in.get("/api/v1/stacks/b", nil) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the confirmed stack is still there: %+v", in.stack("b"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if readFile(t, outB) != "" || readFile(t, outA) != "hello a" {
+		t.Fatalf("after the confirmation: a %q, b %q", readFile(t, outA), readFile(t, outB))
+	}
+}
