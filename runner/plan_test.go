@@ -32,6 +32,11 @@ func TestRunSavedPlan(t *testing.T) {
 	if calls := h.allCalls(); strings.Contains(calls, secretOne) {
 		t.Fatal("a secret reached the argv")
 	}
+	// A plan that changes nothing applies as well.
+	plan = h.savePlan(ws)
+	if res := h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Plan: plan}); res.Changes["same"] != 2 {
+		t.Errorf("a no-change plan applied %v", res.Changes)
+	}
 
 	// A config change after the preview: refused, nothing applied.
 	plan = h.savePlan(h.workspace("three", secretOne))
