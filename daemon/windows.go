@@ -66,7 +66,10 @@ func (d *Daemon) windowClosed(st *stackState, dec Decision, obs Observation, now
 		v = window.Check(d.cfg.ChangeWindows, windowStack(st), change, now)
 	}
 	if v.Open {
-		st.rec.Status.ChangeWindow = nil // written when the run starts
+		if st.rec.Status.ChangeWindow != nil {
+			st.rec.Status.ChangeWindow = nil
+			d.putStack(st)
+		}
 		return false, 0
 	}
 	ws := &ChangeWindowStatus{Change: change, NextOpen: v.NextOpen, Windows: v.Names()}

@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,5 +124,54 @@ func TestChangeWindowOpensByItself(t *testing.T) {
 	}
 	if v, _ := h.d.Stack("app"); v.Status.ChangeWindow != nil {
 		t.Fatalf("changeWindow = %+v", v.Status.ChangeWindow)
+	}
+}
+
+// TestChangeWindowGatesDriftRemediation: a window that gates drift holds
+// a remediation back, and says so; one that gates commits only lets it
+// run.
+func TestChangeWindowGatesDriftRemediation(t *testing.T) {
+	const manifest = oneStack + `    driftDetection: {interval: 1ms, remediate: true}
+changeWindows:
+  - {name: w, kind: deny, schedule: "* * * * *", duration: 1h, stacks: [app], changes: [%s]}
+`
+	remediated := func(h *harness) bool {
+		for _, op := range h.runner.opsOf("app") {
+			if op.Type == UpdateUp && op.Refresh {
+				return true
+			}
+		}
+		return false
+	}
+	for _, gated := range []string{spec.ChangeDrift, spec.ChangeCommit + ", " + spec.ChangeDestroy} {
+		t.Run(gated, func(t *testing.T) {
+			// The first deploy is a commit: the stack deploys with a
+			// window of another stack, then gets its own.
+			h := newHarness(t, fmt.Sprintf(strings.Replace(manifest, "stacks: [app]", "stacks: [other]", 1), gated), nil)
+			h.fetcher.set("https://git.example/app.git", sha1, nil)
+			h.start()
+			h.eventually("the first deploy", func() bool { return h.ready("app") })
+			if err := h.d.Apply(h.parse(fmt.Sprintf(manifest, gated))); err != nil {
+				t.Fatal(err)
+			}
+			h.runner.mu.Lock()
+			h.runner.drift = []spec.DriftedResource{{URN: "urn:pulumi:dev::p::stackdtest:index:File::note", Type: "stackdtest:index:File", Op: "update", Properties: []string{"content"}}}
+			h.runner.mu.Unlock()
+			if gated != spec.ChangeDrift {
+				h.eventually("the remediation", func() bool { return remediated(h) })
+				return
+			}
+			h.eventually("the remediation to wait", func() bool {
+				v, _ := h.d.Stack("app")
+				return v.Status.ChangeWindow != nil && v.Status.ChangeWindow.Change == spec.ChangeDrift
+			})
+			if msg := reconciling(h, "app").Message; !strings.HasPrefix(msg, "the drift remediation waits for") {
+				t.Fatalf("message = %q", msg)
+			}
+			time.Sleep(100 * time.Millisecond)
+			if remediated(h) {
+				t.Fatal("remediated in a closed window")
+			}
+		})
 	}
 }
