@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -95,9 +94,6 @@ func newPreviewer(f *runFlags, d *daemon.Daemon, run daemon.Runner, fetcher daem
 ) (*preview.Previewer, error) {
 	if !f.forgeFlags.enabled() {
 		return nil, nil
-	}
-	if f.etcd != "" {
-		return nil, errors.New("pull-request previews (--forge) are not available in cluster mode (--etcd) yet")
 	}
 	forges, err := f.forgeFlags.build(log.With("component", "forge"))
 	if err != nil {

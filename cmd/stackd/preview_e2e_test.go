@@ -389,22 +389,28 @@ func (g *forgeRig) checkPreviewsAPI(pr *pullRequest) {
 // postJSON posts body and decodes a 2xx answer into v.
 func (in *instance) postJSON(path string, body []byte, headers map[string]string, v any) (int, []byte) {
 	in.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, in.url+path, bytes.NewReader(body))
+	return postJSONTo(in.t, in.url+path, body, headers, v)
+}
+
+// postJSONTo posts body to url and decodes a 2xx answer into v.
+func postJSONTo(t testing.TB, url string, body []byte, headers map[string]string, v any) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		in.t.Fatal(err)
+		t.Fatal(err)
 	}
 	for k, val := range headers {
 		req.Header.Set(k, val)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		in.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode/100 == 2 && v != nil {
 		if err := json.Unmarshal(raw, v); err != nil {
-			in.t.Fatalf("POST %s: %v\n%s", path, err, raw)
+			t.Fatalf("POST %s: %v\n%s", url, err, raw)
 		}
 	}
 	return resp.StatusCode, raw

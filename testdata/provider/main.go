@@ -17,6 +17,9 @@
 //	                  directory
 //	STACKDTEST_DELAY  a Go duration to sleep before each create, update and
 //	                  delete, so that a test can interrupt an operation
+//	STACKDTEST_DIFF_DELAY  a Go duration to sleep in each diff of a File
+//	                  (a preview diffs, as an update does), so that a test
+//	                  can interrupt a preview
 //
 // The CLI finds the binary on PATH (an "ambient" plugin); tools/toolchain.sh
 // builds it into bin/.
@@ -141,6 +144,9 @@ func (*File) Read(ctx context.Context, req infer.ReadRequest[FileArgs, FileState
 // replacement. The old file is deleted before the new one is written, so a
 // new path naming the same file ("a.txt" → "./a.txt") does not lose it.
 func (*File) Diff(ctx context.Context, req infer.DiffRequest[FileArgs, FileState]) (infer.DiffResponse, error) {
+	if err := delayBy(ctx, "STACKDTEST_DIFF_DELAY"); err != nil {
+		return infer.DiffResponse{}, err
+	}
 	diff := map[string]p.PropertyDiff{}
 	if req.Inputs.Path != req.State.Path {
 		diff["path"] = p.PropertyDiff{Kind: p.UpdateReplace, InputDiff: true}
@@ -199,14 +205,18 @@ func absPath(path string) (string, error) {
 }
 
 // delay sleeps for STACKDTEST_DELAY, or until ctx ends.
-func delay(ctx context.Context) error {
-	v := os.Getenv("STACKDTEST_DELAY")
+func delay(ctx context.Context) error { return delayBy(ctx, "STACKDTEST_DELAY") }
+
+// delayBy sleeps for the duration the environment variable name gives
+// (none when unset), or until ctx ends.
+func delayBy(ctx context.Context, name string) error {
+	v := os.Getenv(name)
 	if v == "" {
 		return nil
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil {
-		return fmt.Errorf("STACKDTEST_DELAY: %w", err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	return wait(ctx, d)
 }
