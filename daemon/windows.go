@@ -53,7 +53,7 @@ func ChangeOf(last *LastUpdate, o Observation, dec Decision, remediating bool) s
 	return spec.ChangeCommit
 }
 
-// windowClosed says whether a change windows holds back st's decided
+// windowClosed says whether the change windows hold back st's decided
 // run now, and records it in st's status; when it does, it returns
 // how long until the windows open. An override lets the run go.
 // Called with d.mu held.
