@@ -173,6 +173,8 @@ func (o Options) withDefaults() Options {
 type Daemon struct {
 	opts Options
 	log  *slog.Logger
+	// resources caches the stacks' resources (resourceCache).
+	resources *resourceCache
 	// red scrubs every secret the daemon knows (Options.Redactor).
 	red *scrub.Redactor
 	// own says which stacks this replica acts on; clustered is set when
@@ -313,6 +315,7 @@ func New(cfg *spec.Config, opts Options) (*Daemon, error) {
 		red:       opts.Redactor,
 		own:       opts.Ownership,
 		clustered: opts.Ownership != nil,
+		resources: &resourceCache{off: opts.Ownership != nil},
 		cfg:       cfg,
 		sources:   newSourceStates(opts.Sources),
 		stacks:    map[string]*stackState{}, repoPolls: map[string]*repoPoll{}, waiters: map[string]bool{},

@@ -3,7 +3,9 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
@@ -53,9 +55,12 @@ const (
 type Resources struct {
 	// Update is the update after which the state was exported, and Time
 	// when.
-	Update    string     `json:"update"`
-	Time      time.Time  `json:"time"`
-	Resources []Resource `json:"resources"`
+	Update string    `json:"update"`
+	Time   time.Time `json:"time"`
+	// DriftCheck is the drift check whose statuses the resources carry
+	// (filled in when read); empty before any.
+	DriftCheck string     `json:"driftCheck,omitempty"`
+	Resources  []Resource `json:"resources"`
 }
 
 // ResourceStore keeps the last Resources of each stack; the BoltDB and
@@ -137,10 +142,49 @@ func (d *Daemon) recordResources(u Update, exported []Resource) {
 	}
 	attribute(exported, prev.Resources, u.ID, u.StartTime)
 	r := Resources{Update: u.ID, Time: u.EndTime, Resources: exported}
-	if err := d.opts.Store.PutResources(u.Stack, r); err != nil {
+	err = d.opts.Store.PutResources(u.Stack, r)
+	if err != nil {
 		d.storeError("cannot record the stack's resources", u.Stack, err, "update", u.ID)
 	}
+	d.resources.put(u.Stack, r, err == nil)
 }
+
+// resourceCache keeps each stack's last Resources as this replica wrote
+// them, so that a page view decodes nothing: a snapshot changes once per
+// update. A cluster's replicas read the store, which another replica
+// may have written.
+type resourceCache struct {
+	mu  sync.Mutex
+	off bool
+	m   map[string]Resources
+}
+
+// get returns stack's snapshot; ok is false when it is not cached.
+func (c *resourceCache) get(stack string) (Resources, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.m[stack]
+	return r, ok
+}
+
+// put caches r as stack's snapshot when stored, else forgets stack's.
+func (c *resourceCache) put(stack string, r Resources, stored bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.off:
+	case !stored:
+		delete(c.m, stack)
+	default:
+		if c.m == nil {
+			c.m = map[string]Resources{}
+		}
+		c.m[stack] = r
+	}
+}
+
+// forget drops stack's snapshot (its record was deleted).
+func (c *resourceCache) forget(stack string) { c.put(stack, Resources{}, false) }
 
 // StackResources returns the named stack's resources as of its last
 // exported state, with each one's drift status from the last drift
@@ -156,13 +200,22 @@ func (d *Daemon) StackResources(name string) (Resources, error) {
 	if st == nil {
 		return Resources{}, ErrUnknownStack
 	}
-	r, err := d.opts.Store.Resources(name)
-	if errors.Is(err, ErrNotFound) {
-		return Resources{Resources: []Resource{}}, nil
+	r, ok := d.resources.get(name)
+	if !ok {
+		var err error
+		r, err = d.opts.Store.Resources(name)
+		if errors.Is(err, ErrNotFound) {
+			return Resources{Resources: []Resource{}}, nil
+		}
+		if err != nil {
+			return Resources{}, fmt.Errorf("stack %s: resources: %w", name, err)
+		}
+		d.resources.put(name, r, true)
 	}
-	if err != nil {
-		return Resources{}, fmt.Errorf("stack %s: resources: %w", name, err)
-	}
+	r.Resources = slices.Clone(r.Resources) // the cache's stay unmarked
 	markDrift(r.Resources, drift)
+	if drift != nil {
+		r.DriftCheck = drift.Check
+	}
 	return r, nil
 }

@@ -437,6 +437,7 @@ func (d *Daemon) finalize(st *stackState) {
 		d.storeError("cannot delete the record of a removed stack", name, err)
 		return
 	}
+	d.resources.forget(name)
 	d.forgetLocked(name)
 	d.declareStacksLocked()
 	d.removeStackDir(name)

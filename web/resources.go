@@ -1,21 +1,65 @@
 package web
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
+	"sync"
 
 	"github.com/stackd/stackd/daemon"
 )
 
 // getResources serves a stack's resources as of its last exported state,
-// each with its drift status from the last drift check.
+// each with its drift status from the last drift check. The encoded
+// answer is kept per stack until its snapshot or drift check changes:
+// hundreds of resources take longer to encode than to read.
 func (s *Server) getResources(w http.ResponseWriter, r *http.Request) {
-	rs, err := s.api.StackResources(r.PathValue("name"))
+	name := r.PathValue("name")
+	rs, err := s.api.StackResources(name)
 	if err != nil {
 		writeAPIError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rs)
+	key := rs.Update + "\x00" + rs.DriftCheck + "\x00" + rs.Time.String()
+	body, ok := s.resourceBodies.get(name, key)
+	if !ok {
+		if body, err = json.MarshalIndent(rs, "", "  "); err != nil {
+			writeError(w, http.StatusInternalServerError, "encode response: "+err.Error())
+			return
+		}
+		body = append(body, '\n')
+		s.resourceBodies.put(name, key, body)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(body)
+}
+
+// bodyCache keeps one encoded answer per stack, with the key it is for.
+type bodyCache struct {
+	mu sync.Mutex
+	m  map[string]keyedBody
+}
+
+type keyedBody struct {
+	key  string
+	body []byte
+}
+
+func (c *bodyCache) get(stack, key string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.m[stack]
+	return b.body, ok && b.key == key
+}
+
+func (c *bodyCache) put(stack, key string, body []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]keyedBody{}
+	}
+	c.m[stack] = keyedBody{key, body}
 }
 
 // previewNow starts a read-only preview of a stack at its latest commit:

@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -204,4 +205,25 @@ func TestCommitsOnListAndPage(t *testing.T) {
 	page := getPage(t, base+"/stacks/app", http.StatusOK)
 	wantContains(t, page, `href="https://github.com/acme/app/commit/`+applied+`"`, "Add the bucket", "Ada",
 		"Latest commit", `href="https://github.com/acme/app/commit/`+latest+`"`, "Rename the bucket")
+}
+
+// BenchmarkResources500 is the web side of a look at a stack of 500
+// resources, without the network: the API's answer and the stack page
+// (the daemon's side, with the store, is BenchmarkStackView500 in
+// cmd/stackd).
+func BenchmarkResources500(b *testing.B) {
+	api := newUIFakeAPI()
+	api.resources = map[string]daemon.Resources{"web": resourcesOfApp(500)}
+	s := New(Options{API: api})
+	for _, path := range []string{"/api/v1/stacks/web/resources", "/stacks/web"} {
+		b.Run(strings.ReplaceAll(strings.TrimPrefix(path, "/"), "/", "_"), func(b *testing.B) {
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				s.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://127.0.0.1"+path, nil))
+				if w.Code != http.StatusOK {
+					b.Fatalf("GET %s: %d", path, w.Code)
+				}
+			}
+		})
+	}
 }

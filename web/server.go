@@ -161,14 +161,16 @@ type Options struct {
 
 // Server serves the HTTP API.
 type Server struct {
-	api     API
-	opts    Options
-	log     *slog.Logger
-	srv     *http.Server
-	ln      net.Listener
-	done    chan struct{}
-	stopped context.Context // done once Stop is called; ends followers
-	stop    context.CancelFunc
+	api API
+	// resourceBodies keeps each stack's encoded resources (getResources).
+	resourceBodies bodyCache
+	opts           Options
+	log            *slog.Logger
+	srv            *http.Server
+	ln             net.Listener
+	done           chan struct{}
+	stopped        context.Context // done once Stop is called; ends followers
+	stop           context.CancelFunc
 	// deliveries de-duplicates webhook deliveries.
 	deliveries recentDeliveries
 	// stacks are the stacks as last rendered.
