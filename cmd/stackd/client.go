@@ -494,13 +494,36 @@ func pauseCommand(name string, args []string, stdout io.Writer) error {
 	return nil
 }
 
-// logsCommand runs "stackd logs NAME [--follow]": the log of the running
-// update, else of the last one.
+// lastOperation is the ID of stack's running update, else of the newest
+// in its history, whatever its type.
+func lastOperation(c *client, stack string) (string, error) {
+	base := "/api/v1/stacks/" + url.PathEscape(stack)
+	var v daemon.StackView
+	if err := c.getJSON(base, &v); err != nil {
+		return "", err
+	}
+	if cu := v.Status.CurrentUpdate; cu != nil {
+		return cu.Name, nil
+	}
+	var page struct{ Updates []daemon.Update }
+	if err := c.getJSON(base+"/updates?limit=1", &page); err != nil {
+		return "", err
+	}
+	if len(page.Updates) == 0 {
+		return "", errors.New("the stack has no update yet")
+	}
+	return page.Updates[0].ID, nil
+}
+
+// logsCommand runs "stackd logs NAME [--update ID] [--follow]": the log
+// of update ID, else of the running update, else of the last operation
+// of any type (a drift check, a preview): the one the stack page shows.
 func logsCommand(args []string, stdout io.Writer) error {
 	fs := newFlagSet("logs")
 	opts := clientFlags(fs)
 	follow := fs.Bool("follow", false, "stream the running update's log until it ends")
-	if err := parseFlags(fs, "logs NAME [--follow] [flags]", args, stdout); err != nil {
+	update := fs.String("update", "", "the update whose log to print (an ID of the stack's history)")
+	if err := parseFlags(fs, "logs NAME [--update ID] [--follow] [flags]", args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -510,18 +533,13 @@ func logsCommand(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var v daemon.StackView
-	if err := c.getJSON("/api/v1/stacks/"+url.PathEscape(fs.Arg(0)), &v); err != nil {
-		return err
-	}
-	id := ""
-	switch {
-	case v.Status.CurrentUpdate != nil:
-		id = v.Status.CurrentUpdate.Name
-	case v.Status.LastUpdate != nil:
-		id = v.Status.LastUpdate.Name
-	default:
-		return errors.New("the stack has no update yet")
+	id := *update
+	if id == "" {
+		if id, err = lastOperation(c, fs.Arg(0)); err != nil {
+			return err
+		}
+	} else if stack, _, err := daemon.ParseUpdateID(id); err != nil || stack != fs.Arg(0) {
+		return usageErrorf("logs: %q is not an update of stack %s", id, fs.Arg(0))
 	}
 	path := "/api/v1/updates/" + url.PathEscape(id) + "/log"
 	if *follow {

@@ -42,8 +42,9 @@ Usage:
   stackd reload [--allow-removal N]        read the config again (N: remove up to N stacks, once)
   stackd approve NAME [--plan ID]          apply the plan that awaits approval
   stackd reject NAME [--reason TEXT]       refuse the plan that awaits approval
-  stackd logs NAME [--follow]              print a stack's last (or running) update log
+  stackd logs NAME [--update ID] [--follow]  print an update's log (default: the running or last operation)
   stackd diff NAME [--last]                preview what a sync would change at the latest commit
+  stackd describe NAME                     one stack: conditions, commits, drift, outputs, resources
   stackd previews [--json]                 list open pull requests and their previews
   stackd pause [--wait D] / stackd resume  stop operations from starting (to copy the backend)
   stackd audit [--stack S] [--since D]     show who synced, paused, reloaded or was refused
@@ -91,6 +92,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = logsCommand(rest, stdout)
 	case "diff":
 		err = diffCommand(rest, stdout)
+	case "describe":
+		err = describeCommand(rest, stdout)
 	case "previews":
 		err = previewsCommand(rest, stdout)
 	case "pause", "resume":

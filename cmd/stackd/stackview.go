@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
+	"text/tabwriter"
 	"time"
 
 	"github.com/stackd/stackd/daemon"
@@ -85,4 +88,116 @@ func printPreview(w io.Writer, stack string, p daemon.StackPreview) error {
 		return errors.New("the preview failed: " + p.Message)
 	}
 	return nil
+}
+
+// describeCommand runs "stackd describe NAME": one stack in words, as
+// kubectl describe does, from its view and its resources.
+func describeCommand(args []string, stdout io.Writer) error {
+	fs := newFlagSet("describe")
+	opts := clientFlags(fs)
+	if err := parseFlags(fs, "describe NAME [flags]", args, stdout); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("describe: give one stack name")
+	}
+	c, err := opts.newClient()
+	if err != nil {
+		return err
+	}
+	base := "/api/v1/stacks/" + url.PathEscape(fs.Arg(0))
+	var v daemon.StackView
+	if err := c.getJSON(base, &v); err != nil {
+		return err
+	}
+	var rs daemon.Resources
+	if err := c.getJSON(base+"/resources", &rs); err != nil {
+		return err
+	}
+	printDescription(stdout, v, rs, time.Now())
+	return nil
+}
+
+// printDescription writes v and its resources rs as describe shows them.
+func printDescription(w io.Writer, v daemon.StackView, rs daemon.Resources, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, format string, args ...any) {
+		fmt.Fprintf(tw, "%s:\t"+format+"\n", append([]any{k}, args...)...)
+	}
+	s := web.SummaryOf(&v)
+	row("Name", "%s", v.Name)
+	row("Health", "%s%s", s.Health, prefixed(" (", s.Message, ")"))
+	row("Tracking", "%s", orDash(v.Tracking))
+	row("Source", "%s", orDash(v.Source))
+	if lu := v.Status.LastUpdate; lu != nil {
+		row("Applied commit", "%s", describeCommit(lu.LastSuccessfulCommit, v.AppliedCommit))
+		if lu.LastAttemptedCommit != lu.LastSuccessfulCommit {
+			row("Latest commit", "%s, %s", describeCommit(lu.LastAttemptedCommit, v.LatestCommit), lu.State)
+		}
+		row("Last update", "%s %s %s, %s ago%s", lu.Name, lu.Type, lu.State, since(now, lu.LastResyncTime), prefixed(": ", lu.Message, ""))
+	} else {
+		row("Applied commit", "-")
+	}
+	if cu := v.Status.CurrentUpdate; cu != nil {
+		row("Running", "%s at %s", cu.Name, shortCommit(cu.Commit))
+	}
+	if d := v.Status.Drift; d != nil {
+		row("Drift", "%s, checked %s ago (%d drifted)%s", d.State, since(now, d.LastCheck), len(d.Resources), prefixed(": ", d.Message, ""))
+	} else {
+		row("Drift", "not checked")
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nConditions:")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  TYPE\tSTATUS\tREASON\tMESSAGE")
+	for _, c := range v.Status.Conditions {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nOutputs:")
+	for _, k := range slices.Sorted(maps.Keys(v.Status.Outputs)) {
+		fmt.Fprintf(w, "  %s: %s\n", k, v.Status.Outputs[k])
+	}
+	fmt.Fprintf(w, "\nResources: %d", len(rs.Resources))
+	if rs.Update != "" {
+		fmt.Fprintf(w, " (as of %s)", rs.Update)
+	}
+	fmt.Fprintln(w)
+	counts := map[string]int{}
+	for _, r := range rs.Resources {
+		counts[r.Type]++
+		if r.Drift == daemon.ResourceDrifted || r.Drift == daemon.ResourceDeleted {
+			counts[r.Drift+": "+r.Name]++
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		fmt.Fprintf(w, "  %-40s %d\n", k, counts[k])
+	}
+}
+
+// describeCommit is sha, short, with its subject, author and time when
+// info describes it.
+func describeCommit(sha string, info *daemon.Commit) string {
+	if sha == "" {
+		return "-"
+	}
+	out := shortCommit(sha)
+	if info != nil && info.SHA == sha {
+		out += fmt.Sprintf(" %q by %s, %s", info.Subject, info.Author, info.Time.UTC().Format(time.RFC3339))
+	}
+	return out
+}
+
+func prefixed(before, s, after string) string {
+	if s == "" {
+		return ""
+	}
+	return before + s + after
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

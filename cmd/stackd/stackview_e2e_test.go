@@ -84,6 +84,28 @@ func TestE2EResources(t *testing.T) {
 		t.Errorf("b's drifted properties = %v, want content", p)
 	}
 
+	// The CLI: describe says it all in words; logs prints the last
+	// operation (a drift check), as the page does, or any update's.
+	code, stdout, stderr := stackd(t, in.clientArgs("describe", "app")...)
+	for _, want := range []string{"Health:", "Applied commit:", `"change" by test`, "Drift:", "Drifted", "Resources: 6",
+		"stackdtest:index:File", "drifted: b"} {
+		if code != exitOK || !strings.Contains(stdout, want) {
+			t.Errorf("stackd describe (exit %d) lacks %q:\n%s%s", code, want, stdout, stderr)
+		}
+	}
+	// Drift checks run every second: the last operation is one of them,
+	// not the up that the stack's lastUpdate names.
+	code, stdout, _ = stackd(t, in.clientArgs("logs", "app")...)
+	if code != exitOK || !strings.Contains(stdout, "refreshing") || strings.Contains(stdout, "created") {
+		t.Errorf("stackd logs app (exit %d) is not a drift check's log:\n%s", code, stdout)
+	}
+	if code, stdout, _ = stackd(t, in.clientArgs("logs", "app", "--update", first)...); code != exitOK || !strings.Contains(stdout, "+ 5 created") {
+		t.Errorf("stackd logs app --update %s (exit %d):\n%s", first, code, stdout)
+	}
+	if code, _, stderr = stackd(t, in.clientArgs("logs", "app", "--update", "other-1")...); code != exitUsage {
+		t.Errorf("stackd logs app --update other-1: exit %d %s", code, stderr)
+	}
+
 	dom := chromiumRun(t, chromium, "--dump-dom", in.url+"/stacks/app")
 	for _, want := range []string{`class="resource-graph"`, `class="node node-drifted"`, `class="node node-in-sync"`,
 		`<ul class="tree">`, "<summary>", ">drifted<", "changed: content", "<code>stackdtest:index:File</code> <strong>4</strong>"} {
