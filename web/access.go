@@ -377,7 +377,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), auditNoteKey{}, note)))
 		action, outcome, reason := cmp.Or(note.action, rt.Action), daemon.AuditAllowed, rec.reason()
 		switch {
-		case rec.code() == http.StatusForbidden: // refused by the handler (note.action)
+		case rec.code() == http.StatusForbidden && note.action != "": // the handler refused the action it took
 			outcome = daemon.AuditDenied
 		case rec.code() >= 400:
 			outcome = daemon.AuditFailed
