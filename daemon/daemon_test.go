@@ -284,6 +284,8 @@ type fakeRunner struct {
 	gate    chan struct{}          // when set, each Run waits for a receive
 	deaf    bool                   // the gate ignores cancellation, as a CLI slow to stop
 	drift   []spec.DriftedResource // what drift checks find
+	// resources are what an operation that exports gives.
+	resources []Resource
 }
 
 func (r *fakeRunner) Run(ctx context.Context, op Operation) (Result, error) {
@@ -320,7 +322,13 @@ func (r *fakeRunner) Run(ctx context.Context, op Operation) (Result, error) {
 		r.mu.Unlock()
 	}
 	out := map[string]json.RawMessage{"name": json.RawMessage(`"` + op.Name + `"`)}
-	return Result{Outputs: out, Changes: map[string]int{"same": 1}}, nil
+	res := Result{Outputs: out, Changes: map[string]int{"same": 1}}
+	if op.Export && r.resources != nil {
+		r.mu.Lock()
+		res.Resources, res.Exported = slices.Clone(r.resources), true
+		r.mu.Unlock()
+	}
+	return res, nil
 }
 
 func (r *fakeRunner) Outputs(_ context.Context, ws Workspace) (map[string]any, error) {

@@ -140,6 +140,9 @@ func (d *Daemon) recordResources(u Update, exported []Resource) {
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		d.log.Warn("cannot read the stack's resources", "stack", u.Stack, "err", err)
 	}
+	for i := range exported { // an ID may echo a value the daemon keeps secret
+		exported[i].ID = d.red.Clean(exported[i].ID)
+	}
 	attribute(exported, prev.Resources, u.ID, u.StartTime)
 	r := Resources{Update: u.ID, Time: u.EndTime, Resources: exported}
 	err = d.opts.Store.PutResources(u.Stack, r)

@@ -1,10 +1,13 @@
 package daemon
 
 import (
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
 )
 
@@ -87,5 +90,32 @@ func TestCommitURL(t *testing.T) {
 		if got := CommitURL(tc.repo); got != tc.want {
 			t.Errorf("CommitURL(%q) = %q, want %q", tc.repo, got, tc.want)
 		}
+	}
+}
+
+// TestResourcesRecorded: an up's exported resources are stored with the
+// up as their creator and IDs scrubbed of the daemon's secrets, and read
+// back with drift statuses.
+func TestResourcesRecorded(t *testing.T) {
+	h := newHarness(t, oneStack, func(o *Options) { o.Redactor = scrub.NewRedactor("hunter2-secret") })
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	now := time.Now()
+	h.runner.resources = []Resource{
+		{URN: "urn:s", Type: "pulumi:pulumi:Stack", Name: "s", Created: now.Add(time.Second), Modified: now.Add(time.Second)},
+		{URN: "urn:f", Type: "stackdtest:index:File", Name: "f", ID: "/srv/hunter2-secret", Parent: "urn:s",
+			Created: now.Add(time.Second), Modified: now.Add(time.Second)},
+	}
+	h.start()
+	h.eventually("first deploy", func() bool { return h.ready("app") })
+	rs, err := h.d.StackResources("app")
+	if err != nil || len(rs.Resources) != 2 {
+		t.Fatalf("StackResources = %+v, %v", rs, err)
+	}
+	f := rs.Resources[1]
+	if f.ChangedBy != h.last("app").Name || rs.Update != f.ChangedBy || strings.Contains(f.ID, "hunter2") {
+		t.Errorf("resource = %+v of snapshot %s, want changed by the up and its ID scrubbed", f, rs.Update)
+	}
+	if _, err := h.d.StackResources("nope"); !errors.Is(err, ErrUnknownStack) {
+		t.Errorf("StackResources(nope) = %v", err)
 	}
 }
