@@ -26,6 +26,7 @@ const (
 	ReasonPolicyDenied     = "PolicyDenied"
 	ReasonPlanRejected     = "PlanRejected"
 	ReasonPlanExpired      = "PlanExpired"
+	ReasonPlanStale        = "PlanStale"
 )
 
 // Argo CD health statuses.

@@ -273,6 +273,9 @@ type stackState struct {
 	// refreshes first): a remediation after a check, or a sync of a
 	// drifted stack.
 	remediate string
+	// refusedPlan says why the last approved plan was not applied (it no
+	// longer held), for the plan that asks again.
+	refusedPlan string
 	// releasing is set once another replica should hold the stack: it is
 	// released when idle (a running operation ends first).
 	releasing bool

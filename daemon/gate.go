@@ -50,6 +50,9 @@ type Gate struct {
 	Violations []Violation    `json:"violations,omitempty"`
 	Created    time.Time      `json:"created"`
 	Expires    time.Time      `json:"expires,omitzero"`
+	// Refused says why the plan approved before this one was not
+	// applied: it no longer held.
+	Refused string `json:"refused,omitempty"`
 	// By, Decided and Comment say who approved or rejected the plan,
 	// when, and why.
 	By      string    `json:"by,omitempty"`
@@ -200,6 +203,7 @@ func (d *Daemon) hold(j job, u Update, res Result, g *Gate) {
 	st := j.st
 	d.release(st)
 	s := &st.rec.Status
+	g.Refused, st.refusedPlan = st.refusedPlan, ""
 	s.CurrentUpdate, s.Gate = nil, g
 	s.ObservedGeneration, s.ObservedReconcileRequest = j.obs.Generation, j.obs.ReconcileRequest
 	event := notify.Event{Stack: st.rec.Name, Time: now, Update: u.ID, Commit: g.Commit, Message: u.Message}
@@ -214,6 +218,18 @@ func (d *Daemon) hold(j job, u Update, res Result, g *Gate) {
 	d.opts.Notifier.Notify(event)
 	d.opts.Observer.UpdateFinished(u)
 	d.log.Info("change held", "stack", st.rec.Name, "state", g.State, "update", u.ID, "reason", g.Reason)
+}
+
+// planStale records an approved plan that the runner refused because it
+// no longer holds. It counts no failure and leaves the last update as it
+// was: the change still wants to run, so a new preview asks again at
+// once; a person stands between each such preview and the next refusal.
+// Called with d.mu held.
+func (d *Daemon) planStale(st *stackState, u Update, now time.Time) {
+	s := &st.rec.Status
+	s.CurrentUpdate, st.refusedPlan = nil, u.Message
+	s.MarkReconciling(ReasonPlanStale, "the approved plan was not applied; a new preview follows: "+u.Message, st.rec.Generation, now)
+	d.opts.Notifier.Notify(notify.Event{Kind: notify.UpdateFailed, Stack: st.rec.Name, Time: now, Update: u.ID, Commit: u.Commit, Message: u.Message})
 }
 
 // checkGate applies GateAction to st, held by a gate, once Decide decided

@@ -20,6 +20,8 @@ type planRunner struct {
 	steps     []Step
 	saved     int
 	discarded []string
+	// stale makes the next up constrained to a plan refuse it.
+	stale bool
 }
 
 func newPlanRunner(steps ...Step) *planRunner {
@@ -27,6 +29,16 @@ func newPlanRunner(steps ...Step) *planRunner {
 }
 
 func (r *planRunner) Run(ctx context.Context, op Operation) (Result, error) {
+	r.mu.Lock()
+	stale := r.stale && op.Plan != nil
+	if stale {
+		r.stale = false
+		r.ops = append(r.ops, op)
+	}
+	r.mu.Unlock()
+	if stale {
+		return Result{}, fmt.Errorf("stack %s: %w: the stack's state changed since the preview, so nothing was applied", op.Name, ErrPlanStale)
+	}
 	res, err := r.fakeRunner.Run(ctx, op)
 	if err != nil || !op.SavePlan {
 		return res, err
@@ -244,4 +256,41 @@ func TestScrubGate(t *testing.T) {
 	if _, changed := scrubStatus(StackStatus{Gate: &Gate{State: GateAwaiting, Reason: "fine"}}, r); changed {
 		t.Error("a clean gate was changed")
 	}
+}
+
+// TestGateStalePlan: an approved plan that the runner refuses (it no
+// longer holds) counts no failure: the history records the refusal, the
+// stack says why, and a new preview asks again at once.
+func TestGateStalePlan(t *testing.T) {
+	r := newPlanRunner(Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
+	r.stale = true
+	h := newHarness(t, oneStack+"    approval: {required: true}\n", func(o *Options) { o.Runner = r })
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.start()
+	h.eventually("awaiting approval", func() bool { g := h.gate("app"); return g != nil && g.State == GateAwaiting })
+	if err := h.d.Approve("app", "0000000000000001", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("a new plan", func() bool {
+		g := h.gate("app")
+		return g != nil && g.State == GateAwaiting && g.Plan.ID == "0000000000000002"
+	})
+	if g := h.gate("app"); !strings.Contains(g.Refused, "the saved plan no longer holds") {
+		t.Errorf("the new plan does not say why the approved one was not applied: %+v", g)
+	}
+	if got := r.kinds("app"); got != "preview+plan,up@0000000000000001,preview+plan" {
+		t.Fatalf("operations %s", got)
+	}
+	if l := h.last("app"); l != nil {
+		t.Errorf("the refusal changed the last update: %+v", l)
+	}
+	ups, _ := h.d.Updates("app", 0, 10)
+	i := slices.IndexFunc(ups, func(u Update) bool { return u.Type == UpdateUp })
+	if i < 0 || ups[i].State != UpdateFailed || !strings.Contains(ups[i].Message, "the saved plan no longer holds: the stack's state changed") {
+		t.Fatalf("history %+v", ups)
+	}
+	if err := h.d.Approve("app", "0000000000000002", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("applied", func() bool { l := h.last("app"); return h.ready("app") && l != nil && l.LastSuccessfulCommit == sha1 })
 }

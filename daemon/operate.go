@@ -35,8 +35,10 @@ type job struct {
 	pathsHash string
 	// override is the change windows' override the update runs under.
 	override *WindowOverride
-	// gate is the approved plan the up applies (nil: none).
-	gate *Gate
+	// gate is the approved plan the up applies (nil: none); stalePlan
+	// says the runner refused it: it no longer holds.
+	gate      *Gate
+	stalePlan bool
 }
 
 // startOperation marks st running and runs its operation in the
@@ -107,6 +109,7 @@ func (d *Daemon) operate(ctx context.Context, j job) {
 		_, _ = io.WriteString(sw, "nothing to destroy: "+runErr.Error()+"\n")
 		runErr = nil
 	}
+	j.stalePlan = j.gate != nil && errors.Is(runErr, ErrPlanStale)
 	if runErr != nil {
 		runErr = errors.New(sw.Clean(runErr.Error()))
 		// The log always holds the error, also of a program that failed
@@ -293,7 +296,11 @@ func (d *Daemon) finish(ctx context.Context, j job, u Update, res Result, runErr
 	if j.gate != nil {
 		st.rec.Status.Gate = nil // applied, or it failed: a new preview asks again
 	}
-	d.recordOutcome(st, j, u, res, now)
+	if j.stalePlan && u.State == UpdateFailed {
+		d.planStale(st, u, now)
+	} else {
+		d.recordOutcome(st, j, u, res, now)
+	}
 	d.putStack(st)
 	d.opts.Observer.UpdateFinished(u)
 	if u.State == UpdateFailed {

@@ -203,8 +203,8 @@ func TestE2EApprovalRequired(t *testing.T) {
 // TestE2EApprovalPlanNoLongerHolds: the File is deleted by hand between
 // the preview and the approval of a stack with refresh: true; the up
 // constrained to the plan refuses (it would create the File, the plan
-// updates it), applies nothing outside the plan, and says why; a new
-// preview asks again.
+// updates it), applies nothing outside the plan, and says why in the
+// history; a new preview asks again at once, counting no failure.
 func TestE2EApprovalPlanNoLongerHolds(t *testing.T) {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
@@ -221,11 +221,16 @@ func TestE2EApprovalPlanNoLongerHolds(t *testing.T) {
 	if code, body := in.decide("app", "approve", old.Plan.ID); code != http.StatusOK {
 		t.Fatalf("approve: %d %s", code, body)
 	}
-	v := in.waitStack("app", "the refused up", 2*time.Minute, func(v daemon.StackView) bool {
-		lu := v.Status.LastUpdate
-		return lu != nil && lu.State == daemon.UpdateFailed && lu.LastAttemptedCommit == second
+	// A new preview asks again at once, for what the resources are now.
+	v := in.waitStack("app", "a new plan", 2*time.Minute, func(v daemon.StackView) bool {
+		return awaitingAt(second)(v) && v.Status.Gate.Plan.ID != old.Plan.ID
 	})
-	msg := v.Status.LastUpdate.Message
+	updates := in.updates("app")
+	i := slices.IndexFunc(updates, func(u daemon.Update) bool { return u.Reason == "Approved by admin token: plan "+old.Plan.ID })
+	if i < 0 || updates[i].State != daemon.UpdateFailed || updates[i].Commit != second {
+		t.Fatalf("no failed up of the approved plan in %+v", updates)
+	}
+	msg := updates[i].Message
 	t.Logf("the refused up: %s", msg)
 	if !strings.Contains(msg, "the saved plan no longer holds") || !strings.Contains(msg, "violates plan") && !strings.Contains(msg, "not allowed by the plan") {
 		t.Fatalf("the failed up says %q, want why the plan no longer holds", msg)
@@ -233,10 +238,12 @@ func TestE2EApprovalPlanNoLongerHolds(t *testing.T) {
 	if got := readFile(t, out); got != "" {
 		t.Fatalf("an up outside its plan wrote the file: %q", got)
 	}
-	// A new preview asks again, for what the resources are now.
-	v = in.waitStack("app", "a new plan", 2*time.Minute, func(v daemon.StackView) bool {
-		return awaitingAt(second)(v) && v.Status.Gate.Plan.ID != old.Plan.ID
-	})
+	if !strings.Contains(v.Status.Gate.Refused, "the saved plan no longer holds") {
+		t.Errorf("the new plan does not say why the approved one was not applied: %+v", v.Status.Gate)
+	}
+	if lu := v.Status.LastUpdate; lu == nil || lu.State != daemon.UpdateSucceeded || lu.Failures != 0 {
+		t.Errorf("the refusal counted as a failure: %+v", lu)
+	}
 	if !slices.ContainsFunc(v.Status.Gate.Steps, func(s daemon.Step) bool { return s.Op == "create" && s.Type == "stackdtest:index:File" }) {
 		t.Errorf("the new plan's steps %+v do not create the File again", v.Status.Gate.Steps)
 	}

@@ -68,6 +68,9 @@ func decideCommand(name string, args []string, stdout io.Writer) error {
 // printGate shows a held plan: why it waits, its summary and its steps.
 func printGate(w io.Writer, g *daemon.Gate) {
 	fmt.Fprintf(w, "plan %s (commit %s) %s: %s\n", g.Plan.ID, shortSHA(g.Commit), g.State, g.Reason)
+	if g.Refused != "" {
+		fmt.Fprintf(w, "  the plan approved before was not applied: %s\n", g.Refused)
+	}
 	var counts []string
 	for _, op := range slices.Sorted(maps.Keys(g.Changes)) {
 		if op != "same" {
