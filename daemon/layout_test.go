@@ -45,7 +45,7 @@ func TestImportRules(t *testing.T) {
 	forbid("daemon", func(dep string) bool {
 		return strings.HasPrefix(dep, mod) && !strings.HasPrefix(dep, mod+"daemon/")
 	})
-	leaves := []string{"gitwatch", "runner", "store", "web", "cluster", "forge", "preview", "auth"}
+	leaves := []string{"gitwatch", "runner", "store", "web", "cluster", "forge", "preview", "auth", "policy"}
 	for _, leaf := range leaves {
 		forbid(leaf, func(dep string) bool {
 			return slices.ContainsFunc(leaves, func(l string) bool { return dep == mod+l || strings.HasPrefix(dep, mod+l+"/") })

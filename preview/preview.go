@@ -73,7 +73,9 @@ type Options struct {
 	// Timeout bounds one preview; zero means the runner's default.
 	Timeout  time.Duration
 	Notifier daemon.Notifier
-	Observer review.Observer
+	Observer Observer
+	// Policies judge each preview's steps; nil: no policies.
+	Policies daemon.Policies
 	// Records keeps the open pull requests: they are listed again, and
 	// a round that a stop interrupted runs again, after Start. Nil keeps
 	// them in memory only.
@@ -112,6 +114,13 @@ type Shared interface {
 	PutPullRequestPreviewLog(key, id string, log []byte) error
 	// Update reads a record of a stack's history.
 	Update(id string) (daemon.Update, error)
+}
+
+// Observer hears about each finished preview and its policies' verdict,
+// for metrics.
+type Observer interface {
+	review.Observer
+	PolicyEvaluated(stack string, v daemon.PolicyVerdict)
 }
 
 // Previewer runs the previews of pull requests. It implements the web

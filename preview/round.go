@@ -169,8 +169,11 @@ func (p *Previewer) report(ctx context.Context, f review.Forge, ev review.Event,
 	}
 	st := review.Status{Context: "stackd/" + pv.Stack, State: review.Success, TargetURL: p.link(pv),
 		Description: "Preview: " + changeSummary(pv.Changes)}
-	if pv.Result == review.Failed {
+	switch {
+	case pv.Result == review.Failed:
 		st.State, st.Description = review.Failure, "Preview failed: "+firstLine(pv.Error)
+	case len(pv.Denied) > 0:
+		st.State, st.Description = review.Failure, "Denied by policy: "+firstLine(pv.Denied[0].Message)
 	}
 	p.setStatus(ctx, f, ev, st)
 }

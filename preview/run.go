@@ -59,6 +59,7 @@ func (p *Previewer) preview(ctx context.Context, pr *pullRequest, ev review.Even
 		u.Message = pv.Error
 	default:
 		pv.Result = review.Succeeded
+		pv.Denied, pv.Warnings = p.judge(ctx, ev, t, commit, out.Steps, red)
 		if wait, why := daemon.NeedsApproval(t.stack.Spec.ApprovalOr(p.opts.Approval), out.Steps); wait {
 			pv.Approval = why
 		}
@@ -165,6 +166,27 @@ func (p *Previewer) program(ctx context.Context, ev review.Event, t target, src 
 		src.Ref, src.Shallow = ev.HeadRef(), true
 	}
 	return p.opts.Fetcher.Checkout(ctx, src, commit, filepath.Join(dir, "src"))
+}
+
+// judge evaluates the policies on a preview's steps, failing closed, and
+// returns their messages scrubbed by red.
+func (p *Previewer) judge(ctx context.Context, ev review.Event, t target, commit string, steps []daemon.Step, red *scrub.Redactor) (deny, warn []review.Violation) {
+	if p.opts.Policies == nil {
+		return nil, nil
+	}
+	v := daemon.JudgeSteps(ctx, p.opts.Policies, daemon.PolicyInput{Stack: t.stack.Name, Labels: t.stack.Labels,
+		Commit: commit, PullRequest: ev.Number, Author: ev.Author, Steps: steps})
+	if p.opts.Observer != nil {
+		p.opts.Observer.PolicyEvaluated(t.stack.Name, v)
+	}
+	shown := func(vs []daemon.Violation) []review.Violation {
+		var out []review.Violation
+		for _, x := range vs {
+			out = append(out, review.Violation{Policy: x.Policy, Message: red.Clean(x.Message)})
+		}
+		return out
+	}
+	return shown(v.Deny), shown(v.Warn)
 }
 
 // clean scrubs every secret the daemon knows from text, for what a

@@ -90,7 +90,7 @@ func normalBase(base string) string { return strings.TrimRight(strings.TrimSpace
 // newPreviewer makes the previewer of pull requests, or nil when no
 // forge was declared.
 func newPreviewer(f *runFlags, d *daemon.Daemon, run daemon.Runner, fetcher daemon.Fetcher, st daemon.Store,
-	auth *daemon.GitAuth, dataDir string, obs review.Observer, notifier daemon.Notifier, log *slog.Logger,
+	auth *daemon.GitAuth, dataDir string, obs preview.Observer, notifier daemon.Notifier, log *slog.Logger, pol daemon.Policies,
 ) (*preview.Previewer, error) {
 	if !f.forgeFlags.enabled() {
 		return nil, nil
@@ -107,7 +107,7 @@ func newPreviewer(f *runFlags, d *daemon.Daemon, run daemon.Runner, fetcher daem
 	shared, _ := st.(preview.Shared) // a cluster shares them among its replicas
 	return preview.New(preview.Options{Daemon: d, Runner: run, Fetcher: fetcher, Store: st, Forges: forges,
 		Approval: approval, DataDir: dataDir, UIURL: f.externalURL, ForkPRs: f.forkPRs, Authors: f.authors, SourceAuth: auth,
-		Timeout: f.opTimeout, Notifier: notifier, Observer: obs, Records: records, Shared: shared, Logger: log.With("component", "preview")}), nil
+		Timeout: f.opTimeout, Notifier: notifier, Observer: obs, Policies: pol, Records: records, Shared: shared, Logger: log.With("component", "preview")}), nil
 }
 
 // previewAPI is pv for the web server: a nil interface, not a nil

@@ -255,6 +255,8 @@ type app struct {
 	notifier *notify.Webhook
 	// access is the roles file and sign-in, and the audit trail.
 	access *accessSetup
+	// stopPolicies ends the watch of the --policy directory.
+	stopPolicies func()
 }
 
 // start wires the packages together and starts them.
@@ -325,15 +327,20 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	}()
 	reg := prometheus.NewRegistry()
 	metrics := web.NewMetrics(reg, nil, version)
-	pol, err := openPolicies(ctx, f, log)
+	pol, stopPolicies, err := openPolicies(f, log)
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			stopPolicies()
+		}
+	}()
 	d, run, fetcher, err := newDaemon(ctx, f, srcs, auth, dataDir, st, own, metrics, asNotifier(wh), red, log, pol)
 	if err != nil {
 		return nil, err
 	}
-	pv, err := newPreviewer(f, d, run, fetcher, st, auth, dataDir, metrics, asNotifier(wh), log)
+	pv, err := newPreviewer(f, d, run, fetcher, st, auth, dataDir, metrics, asNotifier(wh), log, pol)
 	if err != nil {
 		return nil, err
 	}
@@ -359,7 +366,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 		return nil, err
 	}
 	log.Info("stackd started", "version", version, "config", f.config.String(), "data_dir", dataDir, "stacks", len(d.Stacks()))
-	return &app{srv: srv, d: d, previews: pv, closeStore: closeStore, notifier: wh, access: acc}, nil
+	return &app{srv: srv, d: d, previews: pv, closeStore: closeStore, notifier: wh, access: acc, stopPolicies: stopPolicies}, nil
 }
 
 // readEnvFiles reads --env-file files: NAME=value lines, blank lines and
@@ -570,6 +577,9 @@ func (a *app) stop(grace context.Context) error {
 		errPreviews = a.previews.Stop(grace) // previews are cancelled, not drained
 	}
 	errDaemon := a.d.Stop(grace)
+	if a.stopPolicies != nil {
+		a.stopPolicies()
+	}
 	closeNotifier(a.notifier, notifyGrace)
 	a.access.close()
 	return errors.Join(errHTTP, errPreviews, errDaemon, a.closeStore())

@@ -85,8 +85,12 @@ func (r Report) head() string {
 		for _, p := range r.Previews {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.stackCell(p),
 				count(p, "create"), count(p, "update"), count(p, "delete"), count(p, "replace"),
-				duration(p.Duration), resultText(p.Result))
+				duration(p.Duration), p.resultText())
 		}
+	}
+	for _, p := range r.Previews {
+		violations(&b, "Policies deny the change of `"+p.Stack+"`; it will not be applied", p.Denied)
+		violations(&b, "Policy warnings for `"+p.Stack+"`", p.Warnings)
 	}
 	for _, p := range r.Previews {
 		if p.Approval != "" {
@@ -127,13 +131,33 @@ func (r Report) link(p Preview) string {
 	return r.LinkOf(p)
 }
 
+// violations writes title and a list of vs, if any.
+func violations(b *strings.Builder, title string, vs []Violation) {
+	if len(vs) == 0 {
+		return
+	}
+	b.WriteString("\n**" + title + ":**\n\n")
+	for _, v := range vs {
+		msg := strings.Join(strings.Fields(v.Message), " ")
+		fmt.Fprintf(b, "- `%s`: %s\n", strings.ReplaceAll(v.Policy, "`", "'"), msg)
+	}
+}
+
+// resultText is p's result in the table; a denial shows as such.
+func (p Preview) resultText() string {
+	if len(p.Denied) > 0 && p.Result == Succeeded {
+		return "🚫 denied by policy"
+	}
+	return resultText(p.Result)
+}
+
 // section is p's collapsed details: its diff, cut to diff, and its error.
 func (r Report) section(p Preview, diff string) string {
 	if p.Diff == "" && p.Error == "" && len(p.Unresolved) == 0 {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n<details><summary>%s: %s</summary>\n\n", p.Stack, resultText(p.Result))
+	fmt.Fprintf(&b, "\n<details><summary>%s: %s</summary>\n\n", p.Stack, p.resultText())
 	if len(p.Unresolved) > 0 {
 		b.WriteString("**Not resolved in a preview** (the config in force does not grant them to this stack; a placeholder stands in): ")
 		for i, path := range p.Unresolved {

@@ -147,3 +147,30 @@ func TestCommentWindows(t *testing.T) {
 		t.Errorf("a comment without waits mentions windows:\n%s", c)
 	}
 }
+
+// TestCommentPolicies: a denied preview says so in the table, and the
+// comment lists each stack's denials and warnings.
+func TestCommentPolicies(t *testing.T) {
+	r := Report{Previews: []Preview{
+		{Stack: "app", Result: Succeeded, Changes: map[string]int{"delete": 1}, Diff: "  - stackdtest:index:File note delete\n",
+			Denied:   []Violation{{Policy: "stackd.files", Message: "deleting out/note.txt\nis not allowed"}},
+			Warnings: []Violation{{Policy: "org.`budget`", Message: "a large change"}}},
+		{Stack: "web", Result: Succeeded, Warnings: []Violation{{Policy: "stackd.files", Message: "web is replaced"}}},
+	}}
+	c := Comment(r, 65536)
+	for _, want := range []string{
+		"| `app` | 0 | 0 | 1 | 0 |  | 🚫 denied by policy |",
+		"| `web` | 0 | 0 | 0 | 0 |  | ✅ succeeded |",
+		"**Policies deny the change of `app`; it will not be applied:**\n\n- `stackd.files`: deleting out/note.txt is not allowed\n",
+		"**Policy warnings for `app`:**\n\n- `org.'budget'`: a large change\n",
+		"**Policy warnings for `web`:**\n\n- `stackd.files`: web is replaced\n",
+		"<details><summary>app: 🚫 denied by policy</summary>",
+	} {
+		if !strings.Contains(c, want) {
+			t.Errorf("comment lacks %q:\n%s", want, c)
+		}
+	}
+	if strings.Contains(c, "Policies deny the change of `web`") {
+		t.Errorf("comment denies web:\n%s", c)
+	}
+}

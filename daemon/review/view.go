@@ -65,8 +65,19 @@ type Preview struct {
 	// Approval says why the stack will wait for approval once the pull
 	// request is merged; empty when its change applies by itself.
 	Approval string `json:"approval,omitempty"`
+	// Denied and Warnings are the policies' messages on the preview's
+	// steps: a denial fails the pull request's status.
+	Denied   []Violation `json:"denied,omitempty"`
+	Warnings []Violation `json:"warnings,omitempty"`
 	// diff is the preview's output, scrubbed, for the comment.
 	Diff string `json:"-"`
+}
+
+// Violation is one message of one policy (daemon.Violation, as the
+// comment shows it).
+type Violation struct {
+	Policy  string `json:"policy"`
+	Message string `json:"message"`
 }
 
 // Observer hears about each finished preview, for metrics.

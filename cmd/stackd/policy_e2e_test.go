@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/review"
+)
+
+// noFileProgram is program without its File: applying it deletes the File.
+const noFileProgram = `name: e2e
+runtime: yaml
+configuration:
+  path:
+    type: String
+  greeting:
+    type: String
+    default: hello
+outputs:
+  gone: yes
+`
+
+// authorPolicy warns about every pull request, naming its author, and
+// denies nothing.
+const authorPolicy = `package stackd.review
+
+warn contains msg if {
+	input.pullRequest > 0
+	msg := sprintf("pull request %d by %s changes %s", [input.pullRequest, input.author, input.stack])
+}
+`
+
+// policyDir is a policy directory holding the project's example policy
+// (testdata/policy/good) and authorPolicy.
+func policyDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../testdata/policy/good/files.rego")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{"files.rego": string(src), "review.rego": authorPolicy} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestE2EPolicyDeniesDelete is the acceptance of policies: with a Rego
+// policy that denies deleting a stackdtest:index:File, a pull request
+// that removes the File fails its status and its comment lists the
+// denial (and a warning naming the pull request's author); once merged,
+// the commit is not applied: the File stays, the stack stalls with
+// PolicyDenied and the message, the metrics count the denials. A policy
+// saved broken keeps the policies in force and says so in the API and
+// the metrics.
+func TestE2EPolicyDeniesDelete(t *testing.T) {
+	toolchainBin(t)
+	g := newForgeRig(t, review.GitHub)
+	programs := g.repo("infra")
+	v1 := programs.commit(map[string]string{"app/Pulumi.yaml": program("v1")})
+	out := t.TempDir()
+	file := filepath.Join(out, "app.txt")
+	policies := policyDir(t)
+	g.start(manifest("app", g.url("infra"), out, "hello"), func(f *runFlags) { f.policy, f.watchConfig = policies, true })
+	in := g.in
+	in.waitStack("app", "first deploy", 2*time.Minute, func(v daemon.StackView) bool {
+		return isReady(v) && v.Status.LastUpdate != nil && v.Status.LastUpdate.LastSuccessfulCommit == v1
+	})
+	if got := readFile(t, file); got != "hello v1" {
+		t.Fatalf("file = %q after the first deploy", got)
+	}
+
+	// The pull request that removes the File.
+	pr := &pullRequest{repo: "acme/infra", name: "infra", number: 4}
+	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": noFileProgram})
+	g.hook(pr, "opened")
+	st := g.waitStatus(pr, "stackd/app")
+	denial := "deleting " + file + " is not allowed (stack app)"
+	if st.State != review.Failure || !strings.Contains(st.Description, "Denied by policy: ") {
+		t.Errorf("status %+v, want a failure saying the policy denies the change", st)
+	}
+	c := g.waitComment(pr)
+	for _, want := range []string{
+		"🚫 denied by policy",
+		"**Policies deny the change of `app`; it will not be applied:**\n\n- `stackd.files`: " + denial + "\n",
+		"- `stackd.review`: pull request 4 by alice changes app\n",
+	} {
+		if !strings.Contains(c.Body, want) {
+			t.Errorf("the comment lacks %q:\n%s", want, c.Body)
+		}
+	}
+
+	// Merged: the commit is not applied.
+	merged := programs.commit(map[string]string{"app/Pulumi.yaml": noFileProgram})
+	v := in.waitStack("app", "the denial", 2*time.Minute, func(v daemon.StackView) bool {
+		return stalledFor(daemon.ReasonPolicyDenied)(v) && v.Status.Gate != nil && v.Status.Gate.Commit == merged
+	})
+	if c := v.Status.Condition(daemon.ConditionStalled); !strings.Contains(c.Message, "denied by policy: stackd.files: "+denial) {
+		t.Errorf("stalled message %q, want the denial", c.Message)
+	}
+	if g := v.Status.Gate; g.State != daemon.GatePolicyDenied || len(g.Violations) != 1 || g.Violations[0].Message != denial {
+		t.Errorf("gate %+v, want the policy's denial", g)
+	}
+	if got := readFile(t, file); got != "hello v1" {
+		t.Fatalf("a denied commit changed the file to %q", got)
+	}
+	_, metrics := in.get("/metrics", nil)
+	for _, want := range []string{
+		`stackd_policy_violations_total{level="deny",policy="stackd.files",stack="app"} 2`,
+		`stackd_policy_violations_total{level="warn",policy="stackd.review",stack="app"} 1`,
+		"stackd_policy_last_reload_successful 1",
+	} {
+		if !bytes.Contains(metrics, []byte(want+"\n")) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+
+	// A broken save: the policies in force stay, the API and the metric
+	// say why.
+	if err := os.WriteFile(filepath.Join(policies, "files.rego"), []byte("package stackd.files\n\ndeny contains msg if {\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var cfg daemon.ConfigStatus
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if code, body := in.get("/api/v1/config", &cfg); code != http.StatusOK {
+			t.Fatalf("GET /api/v1/config: %d %s", code, body)
+		}
+		if p := cfg.Policies; p != nil && !p.Successful {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the broken policy is not reported: %+v", cfg.Policies)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if p := cfg.Policies; !strings.Contains(p.Error, filepath.Join(policies, "files.rego")+":4:0: ") ||
+		strings.Join(p.Policies, ",") != "stackd.files,stackd.review" {
+		t.Errorf("policy status %+v, want the error and the policies in force", p)
+	}
+	if _, metrics = in.get("/metrics", nil); !bytes.Contains(metrics, []byte("stackd_policy_last_reload_successful 0\n")) {
+		t.Error("/metrics lacks stackd_policy_last_reload_successful 0")
+	}
+}
