@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,6 +107,34 @@ func TestCheckProjectPlugin(t *testing.T) {
 			t.Errorf("%s at %s: %v", tt.name, tt.path, err)
 		case tt.err != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.err)):
 			t.Errorf("%s at %s: err = %v, want %s…", tt.name, tt.path, err, tt.err)
+		}
+	}
+}
+
+// TestProviderOnPathWithoutVersion: a provider on PATH whose schema
+// cannot be read is not installed, and the log names it; the runner
+// starts all the same.
+func TestProviderOnPathWithoutVersion(t *testing.T) {
+	real := toolchainBin(t)
+	bin := t.TempDir()
+	for _, name := range []string{"pulumi", "pulumi-language-yaml"} {
+		if err := os.Symlink(filepath.Join(real, name), filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mkfile(t, filepath.Join(bin, "pulumi-resource-broken"), "#!/bin/sh\necho 'not a provider' >&2\nexit 3\n", 0o755)
+	var log syncBuffer
+	dataDir := t.TempDir()
+	if _, err := New(context.Background(), Options{Bin: bin, DataDir: dataDir, Logger: slog.New(slog.NewTextHandler(&log, nil))}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "a provider on PATH is not installed into the plugin cache") ||
+		!strings.Contains(log.String(), filepath.Join(bin, "pulumi-resource-broken")) {
+		t.Errorf("the log does not name the provider:\n%s", log.String())
+	}
+	for _, name := range dirNames(t, filepath.Join(dataDir, "pulumi-home", "plugins")) {
+		if strings.HasPrefix(name, "resource-broken") {
+			t.Errorf("the plugin cache holds %s", name)
 		}
 	}
 }
