@@ -100,6 +100,14 @@ func (trail) Log(string) ([]byte, error)                             { return ni
 func (trail) Revisions(uint64, int) ([]daemon.ConfigRevision, error) { return nil, nil }
 func (trail) MetaKeys() ([]string, error)                            { return nil, nil }
 func (trail) Meta(string) ([]byte, error)                            { return nil, daemon.ErrNotFound }
+func (trail) PutResources(string, daemon.Resources) error            { return nil }
+func (trail) Resources(string) (daemon.Resources, error) {
+	return daemon.Resources{}, daemon.ErrNotFound
+}
+func (trail) PutPreview(string, daemon.StackPreview) error { return nil }
+func (trail) Preview(string) (daemon.StackPreview, error) {
+	return daemon.StackPreview{}, daemon.ErrNotFound
+}
 func (tr trail) Audit(f daemon.AuditFilter) ([]daemon.AuditEntry, error) {
 	return scanTrail(tr, f), nil
 }

@@ -1,11 +1,13 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -22,6 +24,8 @@ type Exporter interface {
 	Audit(f daemon.AuditFilter) ([]daemon.AuditEntry, error)
 	MetaKeys() ([]string, error)
 	Meta(key string) ([]byte, error)
+	daemon.ResourceStore
+	daemon.PreviewStore
 }
 
 // Imported counts what Import wrote.
@@ -121,7 +125,35 @@ func (c *Cluster) importStack(w *batch, src Exporter, rec daemon.StackRecord, n 
 	if last > 0 {
 		w.put(c.key("seq/", rec.Name), []byte(strconv.FormatUint(last, 10)))
 	}
+	if err := c.importView(w, src, rec.Name); err != nil {
+		return err
+	}
 	return w.err
+}
+
+// importView copies a stack's resources and last preview, when it has
+// them, compressed as PutResources and PutPreview write them.
+func (c *Cluster) importView(w *batch, src Exporter, stack string) error {
+	rs, rerr := src.Resources(stack)
+	p, perr := src.Preview(stack)
+	for _, x := range []struct {
+		part string
+		v    any
+		err  error
+	}{{"resources/", rs, rerr}, {"previews/", p, perr}} {
+		if errors.Is(x.err, daemon.ErrNotFound) {
+			continue
+		}
+		data, err := json.Marshal(x.v)
+		if err == nil {
+			data, err = compress(data)
+		}
+		if err = cmp.Or(x.err, err); err != nil {
+			return fmt.Errorf("cluster: import: %s of %s: %w", strings.TrimSuffix(x.part, "/"), stack, err)
+		}
+		w.put(c.key(x.part, stack), data)
+	}
+	return nil
 }
 
 func (c *Cluster) importRevisions(w *batch, src Exporter, n *Imported) error {

@@ -16,7 +16,8 @@ import (
 )
 
 // TestStoreMigrate: stackd store migrate copies a single node's records,
-// history, logs, revisions, audit trail and metadata into an empty
+// history, logs, resources, last previews, revisions, audit trail and
+// metadata into an empty
 // cluster, keeping update IDs and audit Seqs; a second migration into the
 // same cluster is refused.
 func TestStoreMigrate(t *testing.T) {
@@ -46,6 +47,14 @@ func TestStoreMigrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := st.PutMeta("source:abc", []byte(`{"commit":"x"}`)); err != nil {
+		t.Fatal(err)
+	}
+	resources := storetest.Resources("app", 12)
+	preview := daemon.StackPreview{Commit: "c0ffee", Time: storetest.T0, State: daemon.UpdateSucceeded, Diff: "~ 1 to update\n"}
+	if err := st.PutResources("app", resources); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutPreview("app", preview); err != nil {
 		t.Fatal(err)
 	}
 	var trail []daemon.AuditEntry
@@ -97,6 +106,12 @@ func TestStoreMigrate(t *testing.T) {
 	}
 	if v, err := c.Meta("source:abc"); err != nil || string(v) != `{"commit":"x"}` {
 		t.Errorf("meta = %q, %v", v, err)
+	}
+	if got, err := c.Resources("app"); err != nil || !reflect.DeepEqual(got, resources) {
+		t.Errorf("resources: %d, %v; want %d equal ones", len(got.Resources), err, len(resources.Resources))
+	}
+	if got, err := c.Preview("app"); err != nil || !reflect.DeepEqual(got, preview) {
+		t.Errorf("preview = %+v, %v", got, err)
 	}
 	if es, err := c.Audit(daemon.AuditFilter{}); err != nil || !reflect.DeepEqual(es, trail) {
 		t.Errorf("audit trail = %+v, %v; want %+v", es, err, trail)
