@@ -202,3 +202,7 @@ func TestEvaluateConcurrently(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func daemonInput(stack string, steps ...daemon.Step) daemon.PolicyInput {
+	return daemon.PolicyInput{Stack: stack, Steps: steps}
+}
