@@ -128,9 +128,11 @@ type Cluster struct {
 	// the work of those it holds to the previewer (pullrequests.go).
 	prs    map[string]*prState
 	prWork *queue[review.Work]
-	kick   chan struct{}
-	cancel context.CancelFunc
-	done   chan struct{}
+	// prFollowed is set once the previewer follows prWork.
+	prFollowed bool
+	kick       chan struct{}
+	cancel     context.CancelFunc
+	done       chan struct{}
 }
 
 var (

@@ -66,8 +66,15 @@ func (c *Cluster) PostPullRequest(ev review.Event) error {
 }
 
 // PullRequestWork delivers the work of the pull requests whose lease this
-// replica holds.
-func (c *Cluster) PullRequestWork() <-chan review.Work { return c.prWork.out }
+// replica holds. A replica takes leases only once it was called: one
+// that does not preview (no --forge) leaves the work to the others.
+func (c *Cluster) PullRequestWork() <-chan review.Work {
+	c.mu.Lock()
+	c.prFollowed = true
+	c.mu.Unlock()
+	c.poke()
+	return c.prWork.out
+}
 
 // ReleasePullRequest gives up the lease of pull request key once the
 // round of head ended, unless a newer event was handed over meanwhile
@@ -223,7 +230,7 @@ func decidePRs(prs map[string]*prState) prWork {
 // reconcilePRs runs one pass over the pull requests.
 func (c *Cluster) reconcilePRs(ctx context.Context) {
 	c.mu.Lock()
-	if c.session == nil {
+	if c.session == nil || !c.prFollowed {
 		c.mu.Unlock()
 		return
 	}

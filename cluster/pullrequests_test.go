@@ -118,7 +118,7 @@ func holderOf(t *testing.T, head string, rs ...*prReplica) (holder, other *prRep
 }
 
 // TestPullRequestLease: an event posted on either replica is run by one
-// of them, which alone writes the pull request's record and previews; a
+// of them (never by a third that does not preview), which alone writes the pull request's record and previews; a
 // newer event goes to that holder; a released pull request whose round
 // is done is not taken again; when the holder dies, the other takes the
 // work over with the record; closing deletes it and tells the holder.
@@ -126,6 +126,7 @@ func TestPullRequestLease(t *testing.T) {
 	eps := etcd(t)
 	prefix := newPrefix()
 	a, b := joinPR(t, eps, prefix, "node-a"), joinPR(t, eps, prefix, "node-b")
+	join(t, eps, prefix, "node-c", Options{}) // previews nothing: never takes a lease
 	ev := review.Event{Forge: review.GitHub, Action: review.Opened, Repo: "acme/infra", Number: 3, HeadSHA: strings.Repeat("1", 40)}
 	key := ev.Key()
 	if err := a.PostPullRequest(ev); err != nil {
