@@ -302,7 +302,7 @@ func (d *Daemon) decidePlan(name, plan, who, comment string, approve bool) error
 		return ErrUnknownStack
 	}
 	if !d.acts(st) {
-		return fmt.Errorf("stack %s: another replica holds it; ask that one", name)
+		return fmt.Errorf("stack %s: %w; decide on its plan through the replica that holds it", name, ErrNotOwner)
 	}
 	now := time.Now()
 	g := st.rec.Status.Gate

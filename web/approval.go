@@ -80,7 +80,7 @@ func decisionStatus(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, daemon.ErrUnknownStack), errors.Is(err, errNoApprovals):
 		return http.StatusNotFound
-	case errors.Is(err, daemon.ErrNoPlan), errors.Is(err, daemon.ErrPlanMoved):
+	case errors.Is(err, daemon.ErrNoPlan), errors.Is(err, daemon.ErrPlanMoved), errors.Is(err, daemon.ErrNotOwner):
 		return http.StatusConflict
 	}
 	return http.StatusInternalServerError
@@ -90,7 +90,8 @@ func (s *Server) approveStack(w http.ResponseWriter, r *http.Request) { s.apiDec
 func (s *Server) rejectStack(w http.ResponseWriter, r *http.Request)  { s.apiDecide(w, r, false) }
 
 // apiDecide answers an API approval or rejection: 200 with the plan, 409
-// when no plan awaits approval or another one does.
+// when no plan awaits approval, another one does, or another replica
+// holds the stack.
 func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request, approve bool) {
 	d, err := s.decidePlan(r, approve)
 	if err != nil {

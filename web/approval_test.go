@@ -37,7 +37,11 @@ func newApprovalsAPI() *approvalsAPI {
 }
 
 func (a *approvalsAPI) decide(name, plan, who, what string) error {
-	if name != "db" {
+	switch name {
+	case "web":
+		return fmt.Errorf("stack web: %w", daemon.ErrNotOwner)
+	case "db":
+	default:
 		return daemon.ErrUnknownStack
 	}
 	if plan != fakePlan {
@@ -111,8 +115,8 @@ func TestUIApproval(t *testing.T) {
 }
 
 // TestAPIApproval: the API's approve and reject need the plan named, and
-// answer 409 for another one, 404 for an unknown stack, and 404 when the
-// daemon decides no plans.
+// answer 409 for another one or a stack another replica holds, 404 for
+// an unknown stack, and 404 when the daemon decides no plans.
 func TestAPIApproval(t *testing.T) {
 	api := newApprovalsAPI()
 	base := startUI(t, api)
@@ -134,6 +138,7 @@ func TestAPIApproval(t *testing.T) {
 		{"/api/v1/stacks/db/approve", `{"plan":"x","extra":1}`, http.StatusBadRequest},
 		{"/api/v1/stacks/db/approve", `{"plan":"fedcba9876543210"}`, http.StatusConflict},
 		{"/api/v1/stacks/nope/approve", `{"plan":"` + fakePlan + `"}`, http.StatusNotFound},
+		{"/api/v1/stacks/web/approve", `{"plan":"` + fakePlan + `"}`, http.StatusConflict},
 	} {
 		if got := post(tc.path, tc.body); got != tc.want {
 			t.Errorf("POST %s %s: %d, want %d", tc.path, tc.body, got, tc.want)
