@@ -216,6 +216,8 @@ type Daemon struct {
 	started   bool
 	// paused stops operations from starting (Pause); polls go on.
 	paused bool
+	// stopping is set once Stop began (ConfigStatus says so).
+	stopping bool
 
 	wake chan struct{}
 	// srcWake makes the Git sources poll now (a push webhook).
@@ -580,6 +582,9 @@ func (d *Daemon) Stop(ctx context.Context) error {
 	if d.stop == nil {
 		return nil
 	}
+	d.mu.Lock()
+	d.stopping = true
+	d.mu.Unlock()
 	d.stop()
 	d.loopWG.Wait()
 	done := make(chan struct{})

@@ -64,6 +64,10 @@ type ConfigStatus struct {
 	// their config source is no longer configured: a reload allowing their
 	// removal (stackd reload --allow-removal N) removes them.
 	Orphaned []string `json:"orphaned,omitempty"`
+	// Stopping says that stackd is stopping: no operation starts, and it
+	// waits for those in WaitingFor ("<stack> (<update>)") to end.
+	Stopping   bool     `json:"stopping,omitempty"`
+	WaitingFor []string `json:"waitingFor,omitempty"`
 }
 
 // PolicyStatus is the outcome of the last load of the policies.

@@ -143,6 +143,23 @@ func (d *Daemon) putRevision(rev ConfigRevision) {
 	}
 }
 
+// runningLocked names the operations in flight: "<stack> (<update>)".
+func (d *Daemon) runningLocked() []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(d.stacks)) {
+		st := d.stacks[name]
+		if !st.running {
+			continue
+		}
+		op := name
+		if cu := st.rec.Status.CurrentUpdate; cu != nil && cu.Name != "" {
+			op += " (" + cu.Name + ")"
+		}
+		out = append(out, op)
+	}
+	return out
+}
+
 // orphansOfLocked names the stacks cfg lacks whose config source is no
 // longer configured: those kept, orphaned, until confirmed.
 func (d *Daemon) orphansOfLocked(cfg *spec.Config) []string {
@@ -246,6 +263,9 @@ func (d *Daemon) ConfigStatus() ConfigStatus {
 	status := d.reload
 	status.Paused = d.paused
 	status.Orphaned = d.orphansLocked()
+	if status.Stopping = d.stopping; d.stopping {
+		status.WaitingFor = d.runningLocked()
+	}
 	for _, s := range d.sources {
 		status.Sources = append(status.Sources, d.sourceStatusLocked(s))
 	}

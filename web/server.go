@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -180,6 +181,29 @@ type Server struct {
 	// peers is the transport of requests to other replicas (nil: the
 	// default one).
 	peers http.RoundTripper
+	// stopping is set by Drain: reads are answered, writes refused.
+	stopping atomic.Bool
+}
+
+// Drain makes the server answer reads only, while the daemon stops and
+// waits for its running operations: /healthz says "stopping", /readyz is
+// 503, and every other request but GET and HEAD gets 503. Stop ends it.
+func (s *Server) Drain() {
+	if !s.stopping.Swap(true) {
+		s.log.Info("stopping: answering reads only until the running operations end")
+	}
+}
+
+// refuseWrites answers 503 to what is not a read once the server drains.
+func (s *Server) refuseWrites(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.stopping.Load() && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Retry-After", "30")
+			writeError(w, http.StatusServiceUnavailable, "stackd is stopping: it answers reads only until its running operations end")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // New makes a server; Start listens.
@@ -249,7 +273,7 @@ func (s *Server) Handler() http.Handler {
 	s.routeUI(mux)
 	s.routeSignIn(mux)
 	// The guard sees what crossOrigin refuses, to record it.
-	return s.checkHost(limitBody(s.guard(crossOrigin(mux))))
+	return s.refuseWrites(s.checkHost(limitBody(s.guard(crossOrigin(mux)))))
 }
 
 // crossOrigin refuses (403) unsafe requests a browser sends from another
@@ -325,11 +349,21 @@ func limitBody(next http.Handler) http.Handler {
 	})
 }
 
+// healthz says the process runs: "ok", or "stopping" with how many
+// operations it waits for (GET /api/v1/config names them).
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	if s.stopping.Load() {
+		writeJSON(w, http.StatusOK, map[string]any{"status": "stopping", "operations": len(s.api.ConfigStatus().WaitingFor)})
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.stopping.Load() {
+		writeError(w, http.StatusServiceUnavailable, "stopping")
+		return
+	}
 	if err := s.api.Ready(); err != nil {
 		msg := "not ready"
 		if s.readsDetail(principal(r)) {

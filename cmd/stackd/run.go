@@ -564,14 +564,15 @@ func readSecretFile(path, flagName string) (string, error) {
 	return s, nil
 }
 
-// stop stops the daemon in order: HTTP, then operations (drained until
-// grace ends, then interrupted and recorded), then the notifier (its
+// stop stops the daemon in order: HTTP turns read-only (writes get 503,
+// health says "stopping"), then operations (drained until grace ends,
+// then interrupted and recorded), then HTTP, then the notifier (its
 // queue flushed for up to notifyGrace), then the store (in a cluster:
 // this replica leaves it, and the others take its stacks at once).
 func (a *app) stop(grace context.Context) error {
-	httpCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	errHTTP := a.srv.Stop(httpCtx)
+	// Reads are answered until the running operations end, so that an
+	// operator sees what the stop waits for; writes are refused.
+	a.srv.Drain()
 	var errPreviews error
 	if a.previews != nil {
 		errPreviews = a.previews.Stop(grace) // previews are cancelled, not drained
@@ -580,6 +581,9 @@ func (a *app) stop(grace context.Context) error {
 	if a.stopPolicies != nil {
 		a.stopPolicies()
 	}
+	httpCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	errHTTP := a.srv.Stop(httpCtx)
 	closeNotifier(a.notifier, notifyGrace)
 	a.access.close()
 	return errors.Join(errHTTP, errPreviews, errDaemon, a.closeStore())
