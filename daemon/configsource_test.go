@@ -322,15 +322,8 @@ func TestSourceProblemsCauseFirst(t *testing.T) {
 	if err := os.WriteFile(path, []byte(good), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, store: newMemStore(), fetcher: &fakeFetcher{commits: map[string]string{}}, runner: &fakeRunner{fail: map[string]error{}}, dir: dir}
-	h.fetcher.set("https://git.example/app.git", sha1, nil)
-	d, err := New(nil, Options{Store: h.store, Fetcher: h.fetcher, Runner: h.runner, DataDir: dir,
-		MinResync: 50 * time.Millisecond, Sources: []spec.Source{{Path: path}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.d = d
-	h.start()
+	h := startLocalSource(t, dir, path)
+	d := h.d
 	bad := strings.Replace(good, "    branch: main\n", "    brnach: main\n    resyncFrequencySeconds: -1\n", 1)
 	if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
 		t.Fatal(err)
@@ -363,15 +356,8 @@ func TestReloadAllowingRemoval(t *testing.T) {
 		}
 	}
 	write("a", "b", "c")
-	h := &harness{t: t, store: newMemStore(), fetcher: &fakeFetcher{commits: map[string]string{}}, runner: &fakeRunner{fail: map[string]error{}}, dir: dir}
-	h.fetcher.set("https://git.example/app.git", sha1, nil)
-	d, err := New(nil, Options{Store: h.store, Fetcher: h.fetcher, Runner: h.runner, DataDir: dir,
-		MinResync: 50 * time.Millisecond, Sources: []spec.Source{{Path: path}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.d = d
-	h.start()
+	h := startLocalSource(t, dir, path)
+	d := h.d
 	write("a")
 	if err := d.Reload(); err == nil || !strings.Contains(err.Error(), "--allow-removal 2") {
 		t.Fatalf("removing 2 of 3 stacks: %v", err)
@@ -397,4 +383,20 @@ func TestReloadAllowingRemoval(t *testing.T) {
 	if err := d.Reload(); err == nil {
 		t.Fatal("the override outlived its reload")
 	}
+}
+
+// startLocalSource starts a daemon whose one config source is the local
+// file path, its stacks' repository at sha1.
+func startLocalSource(t *testing.T, dir, path string) *harness {
+	t.Helper()
+	h := &harness{t: t, store: newMemStore(), fetcher: &fakeFetcher{commits: map[string]string{}}, runner: &fakeRunner{fail: map[string]error{}}, dir: dir}
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	d, err := New(nil, Options{Store: h.store, Fetcher: h.fetcher, Runner: h.runner, DataDir: dir,
+		MinResync: 50 * time.Millisecond, Sources: []spec.Source{{Path: path}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.d = d
+	h.start()
+	return h
 }

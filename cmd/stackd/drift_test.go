@@ -34,14 +34,7 @@ func TestE2EDrift(t *testing.T) {
 			r := newRepo(t)
 			r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 			out := filepath.Join(t.TempDir(), "note.txt")
-			events := make(chan notify.Event, 16)
-			receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				var e notify.Event
-				if json.NewDecoder(r.Body).Decode(&e) == nil {
-					events <- e
-				}
-			}))
-			defer receiver.Close()
+			receiver, events := notifyReceiver(t)
 			in := startDaemonWith(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+
 				"    driftDetection:\n      interval: 1s\n"+tc.extra), "", func(f *runFlags) {
 				_ = f.notifyURLs.Set(receiver.URL)
@@ -169,14 +162,7 @@ func TestE2ESyncHealsDrift(t *testing.T) {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(t.TempDir(), "note.txt")
-	events := make(chan notify.Event, 16)
-	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var e notify.Event
-		if json.NewDecoder(r.Body).Decode(&e) == nil {
-			events <- e
-		}
-	}))
-	defer receiver.Close()
+	receiver, events := notifyReceiver(t)
 	in := startDaemonWith(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+"    driftDetection:\n      interval: 5s\n"), "",
 		func(f *runFlags) { _ = f.notifyURLs.Set(receiver.URL) })
 	in.waitStack("app", "in sync", time.Minute, driftState(spec.DriftInSync))
@@ -219,4 +205,18 @@ func TestE2ESyncHealsDrift(t *testing.T) {
 	if e := waitEvent(t, events, notify.DriftResolved); e.Update != up.ID {
 		t.Fatalf("drift_resolved came from %s, not from the sync's up %s", e.Update, up.ID)
 	}
+}
+
+// notifyReceiver is a loopback receiver of --notify-url events.
+func notifyReceiver(t *testing.T) (*httptest.Server, <-chan notify.Event) {
+	t.Helper()
+	events := make(chan notify.Event, 16)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var e notify.Event
+		if json.NewDecoder(r.Body).Decode(&e) == nil {
+			events <- e
+		}
+	}))
+	t.Cleanup(receiver.Close)
+	return receiver, events
 }
