@@ -158,7 +158,8 @@ func TestAlertRules(t *testing.T) {
 		"stackd_tls_certificate_expiry_timestamp_seconds", "stackd_tls_certificate_last_reload_successful",
 		"stackd_config_source_failing", "stackd_config_source_last_poll_timestamp_seconds", "stackd_paused",
 		"stackd_queue_depth", "stackd_git_polls_total", "stackd_audit_dropped_total", "stackd_cluster_session",
-		"stackd_cluster_leader"} {
+		"stackd_cluster_leader", "stackd_policy_last_reload_successful", "stackd_stacks_awaiting_approval",
+		"stackd_sandbox_enforced"} {
 		if !strings.Contains(string(rules), m) {
 			t.Errorf("the rules do not use %s", m)
 		}
