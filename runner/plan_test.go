@@ -68,11 +68,33 @@ func TestRunSavedPlan(t *testing.T) {
 	}
 	h.wantNoPlan(newer)
 
+	// With refresh, as a stack with refresh: true or a drift remediation
+	// runs: the plan applies when nothing moved.
+	ws = h.workspace("refreshed", secretOne)
+	refresh := func(op *daemon.Operation) { op.Refresh = true }
+	plan = h.savePlan(ws, refresh)
+	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Plan: plan, Refresh: true})
+	if got := h.onDisk(); got != "refreshed" {
+		t.Fatalf("after the refreshing up with its plan the file holds %q", got)
+	}
+
+	// A hand edit of the content the plan sets anyway: the plan holds,
+	// and the up sets what was approved.
+	ws = h.workspace("approved", secretOne)
+	plan = h.savePlan(ws, refresh)
+	if err := os.WriteFile(h.file, []byte("edited by hand"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Plan: plan, Refresh: true})
+	if got := h.onDisk(); got != "approved" {
+		t.Fatalf("after a hand edit and the up with its plan the file holds %q", got)
+	}
+
 	// The resource was deleted out of band after the preview: the
 	// refreshing up would create it, which the plan (an update) does not
 	// allow. The engine stops and says why.
 	ws = h.workspace("six", secretOne)
-	plan = h.savePlan(ws, func(op *daemon.Operation) { op.Refresh = true })
+	plan = h.savePlan(ws, refresh)
 	if err := os.Remove(h.file); err != nil {
 		t.Fatal(err)
 	}
