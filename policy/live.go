@@ -83,6 +83,17 @@ func (l *Live) Load(ctx context.Context, dir, shown, commit string) error {
 	return nil
 }
 
+// Failed records that the policies could not be read (a Git source that
+// cannot be fetched): the set in force stays, the status says why.
+func (l *Live) Failed(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.status.Error == "" {
+		l.log.Warn("cannot read the policies; those loaded before stay in force", "source", l.source, "err", err)
+	}
+	l.status.LastAttempt, l.status.Successful, l.status.Error = time.Now(), false, err.Error()
+}
+
 // Watch reloads the policies of dir whenever something changes below it,
 // until ctx ends. It returns once the watch is set up; done is closed
 // when it has ended.

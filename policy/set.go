@@ -52,7 +52,8 @@ func (s *Set) Names() []string {
 
 // Load reads and compiles the *.rego files under dir, in subdirectories
 // too, leaving out hidden ones (.git) and OPA's test files (*_test.rego).
-// Files are named shown/relative-path in errors; shown "" is dir. A
+// Files are named shown/relative-path in errors (shown "" is dir; a Git
+// source's is URL//path, kept as written). A
 // directory without policy files is an empty set, which allows
 // everything.
 func Load(ctx context.Context, dir, shown string) (*Set, error) {
@@ -79,7 +80,7 @@ func Load(ctx context.Context, dir, shown string) (*Set, error) {
 		if err != nil {
 			return err
 		}
-		files[filepath.Join(shown, rel)] = src
+		files[strings.TrimSuffix(shown, "/")+"/"+filepath.ToSlash(rel)] = src
 		return nil
 	})
 	if err != nil {

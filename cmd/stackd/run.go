@@ -327,7 +327,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	}()
 	reg := prometheus.NewRegistry()
 	metrics := web.NewMetrics(reg, nil, version)
-	pol, stopPolicies, err := openPolicies(f, log)
+	pol, stopPolicies, err := openPolicies(f, auth, dataDir, log)
 	if err != nil {
 		return nil, err
 	}
