@@ -40,13 +40,7 @@ func TestE2EReloadAllowRemoval(t *testing.T) {
 	if code, msg := cli("reload", "--allow-removal", "1"); code != 0 || !strings.Contains(msg, "config reloaded") {
 		t.Fatalf("reload --allow-removal 1: exit %d: %s", code, msg)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for code, _ := in.get("/api/v1/stacks/only", nil); code != 404; code, _ = in.get("/api/v1/stacks/only", nil) {
-		if time.Now().After(deadline) {
-			t.Fatal("the stack allowed to go is still there")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	in.waitGone("only")
 	if readFile(t, out) != "" {
 		t.Fatal("the removed stack was not destroyed")
 	}
@@ -105,14 +99,21 @@ func TestE2ESourceDroppedKeepsStacks(t *testing.T) {
 	if code := run(context.Background(), in.clientArgs("reload", "--allow-removal", "1"), &stdout, &stderr); code != 0 {
 		t.Fatalf("reload --allow-removal 1: exit %d: %s", code, stderr.String())
 	}
-	deadline := time.Now().Add(time.Minute)
-	for code, _ := in.get("/api/v1/stacks/b", nil); code != 404; code, _ = in.get("/api/v1/stacks/b", nil) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the confirmed stack is still there: %+v", in.stack("b"))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	in.waitGone("b")
 	if readFile(t, outB) != "" || readFile(t, outA) != "hello a" {
 		t.Fatalf("after the confirmation: a %q, b %q", readFile(t, outA), readFile(t, outB))
+	}
+}
+
+// waitGone waits up to a minute for the stack to be finalized: the API
+// no longer knows it.
+func (in *instance) waitGone(name string) {
+	in.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for code, _ := in.get("/api/v1/stacks/"+name, nil); code != 404; code, _ = in.get("/api/v1/stacks/"+name, nil) {
+		if time.Now().After(deadline) {
+			in.t.Fatalf("stack %s is still there: %+v", name, in.stack(name).Status.LastUpdate)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
