@@ -506,3 +506,48 @@ type failingRevisions struct{ *fakeAPI }
 func (failingRevisions) ConfigRevisions(uint64, int) ([]daemon.ConfigRevision, error) {
 	return nil, errors.New("store: closed")
 }
+
+// TestDrainAnswersReadsOnly: once draining, the server answers reads
+// (/healthz "stopping" with the operations waited for, the API) and
+// refuses writes with 503 and Retry-After; /readyz is 503.
+func TestDrainAnswersReadsOnly(t *testing.T) {
+	api := &fakeAPI{stacks: []daemon.StackView{{Name: "app"}},
+		config: daemon.ConfigStatus{Stopping: true, WaitingFor: []string{"app (app-3)"}}}
+	s, url := startWith(t, Options{API: api})
+	s.Drain()
+	get := func(path string, v any) int {
+		t.Helper()
+		resp, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if v != nil {
+			_ = json.NewDecoder(resp.Body).Decode(v)
+		}
+		return resp.StatusCode
+	}
+	var health map[string]any
+	if code := get("/healthz", &health); code != http.StatusOK || health["status"] != "stopping" || health["operations"] != 1.0 {
+		t.Fatalf("/healthz: %d %v", code, health)
+	}
+	if code := get("/readyz", nil); code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz: %d", code)
+	}
+	if code := get("/api/v1/stacks/app", nil); code != http.StatusOK {
+		t.Fatalf("a read: %d", code)
+	}
+	for _, path := range []string{"/api/v1/stacks/app/sync", "/api/v1/reload", "/api/v1/webhooks/git"} {
+		resp, err := http.Post(url+path, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("POST %s while draining: %d, Retry-After %q", path, resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+	}
+	if synced, reloads, _ := api.calls(); synced != 0 || reloads != 0 {
+		t.Fatalf("a write reached the daemon: %d syncs, %d reloads", synced, reloads)
+	}
+}
