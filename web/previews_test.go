@@ -31,7 +31,8 @@ func prFixtures(now time.Time) []review.PullRequest {
 			WebURL: "https://github.com/acme/infra/pull/12", BaseBranch: "main", HeadSHA: prHead12, UpdatedAt: now.Add(-5 * time.Minute),
 			Previews: []review.Preview{
 				{Stack: "web", Update: "web-4", Result: review.Succeeded, Changes: map[string]int{"create": 1, "update": 2, "replace": 1, "same": 9},
-					Duration: 42 * time.Second},
+					Duration: 42 * time.Second, Denied: []review.Violation{{Policy: "stackd.files", Message: "deleting <b>x</b> is not allowed"}},
+					Warnings: []review.Violation{{Policy: "stackd.review", Message: "by octocat"}}},
 				{Stack: "db", Update: "db-8", Result: review.Failed, Duration: 3 * time.Second,
 					Error: "error: <missing> required configuration key \"aws:region\""},
 				{Stack: "queue", Update: "queue-1", Result: review.Running},
@@ -153,6 +154,8 @@ func TestUIPreviews(t *testing.T) {
 		// Its previews.
 		`<a href="/stacks/web">web</a>`, `state-succeeded">succeeded`, `<code title="create, update, delete, replace">&#43;1 ~2 -0 ±1</code>`, "42s",
 		`<a href="/previews/web-4">preview</a>`,
+		`<li>denied by policy <code>stackd.files</code>: deleting &lt;b&gt;x&lt;/b&gt; is not allowed</li>`,
+		`<li>warning of policy <code>stackd.review</code>: by octocat</li>`,
 		`state-failed">failed`, "error: &lt;missing&gt; required configuration key", "3s",
 		`state-running">running`, `<a href="/previews/queue-1">preview</a>`,
 		`cache <span class="tag">new</span>`, `state-queued">queued`,

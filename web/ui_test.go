@@ -739,3 +739,19 @@ func TestUIReloadOverride(t *testing.T) {
 		t.Fatalf("reloads allowing removal: %v", api.allowed)
 	}
 }
+
+// TestUIConfigPolicies: the config page shows the policies in force and
+// why the last load failed.
+func TestUIConfigPolicies(t *testing.T) {
+	api := newUIFakeAPI()
+	api.config.Policies = &daemon.PolicyStatus{Source: "git+https://git.example.com/policies.git", Commit: strings.Repeat("ab", 20),
+		Policies: []string{"stackd.files", "stackd.review"}, LastAttempt: api.ago(time.Minute),
+		Error: "https://git.example.com/policies.git//files.rego:4:0: unexpected <eof>"}
+	page := getPage(t, startUI(t, api)+"/config", http.StatusOK)
+	wantContains(t, page, "<dt>Policies</dt>", "<code>stackd.files</code>, <code>stackd.review</code>",
+		"from git&#43;https://git.example.com/policies.git at <code title=\""+strings.Repeat("ab", 20)+"\">",
+		`state-failed">failed`, `<pre class="error">https://git.example.com/policies.git//files.rego:4:0: unexpected &lt;eof&gt;</pre>`,
+		"The policies loaded before stay in force.")
+	api.config.Policies = nil
+	wantLacks(t, getPage(t, startUI(t, api)+"/config", http.StatusOK), "<dt>Policies</dt>")
+}
