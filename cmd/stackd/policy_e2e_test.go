@@ -112,6 +112,16 @@ func TestE2EPolicyDeniesDelete(t *testing.T) {
 	if got := readFile(t, file); got != "hello v1" {
 		t.Fatalf("a denied commit changed the file to %q", got)
 	}
+	if page := in.page("/stacks/app"); !strings.Contains(page, "Change denied by policy") || !strings.Contains(page, denial) {
+		t.Error("the stack page does not show the denial")
+	}
+	var status bytes.Buffer
+	if err := statusCommand(in.clientArgs("app"), &status); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(status.String(), "PolicyDenied: denied by policy: stackd.files: deleting ") {
+		t.Errorf("stackd status app does not show the denial:\n%s", status.String())
+	}
 	_, metrics := in.get("/metrics", nil)
 	for _, want := range []string{
 		`stackd_policy_violations_total{level="deny",policy="stackd.files",stack="app"} 2`,
