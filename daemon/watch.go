@@ -3,32 +3,16 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
-	"time"
 
-	"github.com/fsnotify/fsnotify"
-
+	"github.com/stackd/stackd/daemon/dirwatch"
 	"github.com/stackd/stackd/daemon/spec"
 )
 
-// reloadDebounce gathers the burst of events one save makes (write temp,
-// rename, chmod; or Kubernetes' ..data symlink swap) into one reload.
-const reloadDebounce = 300 * time.Millisecond
-
 // watchConfig reloads the config whenever something changes in the
-// directories that hold it, until ctx ends. Directories, not files, are
-// watched: an editor's rename-over save and a symlink swap replace the
-// file, and a watch on the old file would see nothing after.
+// directories that hold it, until ctx ends (see dirwatch.Watch).
 func (d *Daemon) watchConfig(ctx context.Context) error {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return fmt.Errorf("watch config: %w", err)
-	}
 	var paths []string
 	for _, s := range d.opts.Sources {
 		if s.Git == nil {
@@ -36,102 +20,24 @@ func (d *Daemon) watchConfig(ctx context.Context) error {
 		}
 	}
 	if len(paths) == 0 {
-		w.Close()
 		return nil
 	}
-	dirs, err := configDirs(paths)
+	dirs, err := dirwatch.Tree(paths...)
 	if err != nil {
-		w.Close()
-		return err
+		return fmt.Errorf("watch config: %w", err)
 	}
-	for _, dir := range dirs {
-		if err := w.Add(dir); err != nil {
-			w.Close()
-			return fmt.Errorf("watch config dir %s: %w", dir, err)
-		}
+	done, err := dirwatch.Watch(ctx, dirs,
+		func() { _ = d.reloadConfig("watch", 0) }, // logged and recorded in ConfigStatus
+		func(err error) { d.log.Warn("config watch error", "err", err) })
+	if err != nil {
+		return fmt.Errorf("watch config: %w", err)
 	}
 	d.loopWG.Add(1)
 	go func() {
 		defer d.loopWG.Done()
-		defer w.Close()
-		d.watchLoop(ctx, w)
+		<-done
 	}()
 	return nil
-}
-
-func (d *Daemon) watchLoop(ctx context.Context, w *fsnotify.Watcher) {
-	var fire <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-w.Events:
-			if !ok {
-				return
-			}
-			if ev.Op.Has(fsnotify.Create) {
-				addIfDir(w, ev.Name) // a new subdirectory of a config tree
-			}
-			fire = time.After(reloadDebounce)
-		case err, ok := <-w.Errors:
-			if !ok {
-				return
-			}
-			d.log.Warn("config watch error", "err", err)
-		case <-fire:
-			fire = nil
-			_ = d.reloadConfig("watch", 0) // logged and recorded in ConfigStatus
-		}
-	}
-}
-
-func addIfDir(w *fsnotify.Watcher, path string) {
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() && !strings.HasPrefix(filepath.Base(path), ".") {
-		_ = w.Add(path)
-	}
-}
-
-// configDirs lists the directories to watch for paths: a file's
-// directory, and a directory with every non-hidden directory below it.
-func configDirs(paths []string) ([]string, error) {
-	seen := map[string]bool{}
-	var out []string
-	add := func(dir string) {
-		if !seen[dir] {
-			seen[dir] = true
-			out = append(out, dir)
-		}
-	}
-	for _, p := range paths {
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return nil, err
-		}
-		fi, err := os.Stat(abs)
-		if err != nil {
-			return nil, fmt.Errorf("watch config: %w", err)
-		}
-		if !fi.IsDir() {
-			add(filepath.Dir(abs))
-			continue
-		}
-		err = filepath.WalkDir(abs, func(path string, e fs.DirEntry, err error) error {
-			switch {
-			case err != nil:
-				return err
-			case !e.IsDir():
-				return nil
-			case path != abs && strings.HasPrefix(e.Name(), "."):
-				return filepath.SkipDir
-			}
-			add(path)
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("watch config: %w", err)
-		}
-	}
-	return out, nil
 }
 
 // massRemoval says why applying next would remove too many of cur's

@@ -2,24 +2,15 @@ package policy
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/dirwatch"
 )
-
-// reloadDebounce gathers the burst of events one save makes (write temp,
-// rename, chmod; a mounted ConfigMap's symlink swap) into one reload.
-const reloadDebounce = 300 * time.Millisecond
 
 // Live is the policy set in force, reloaded when its files change. A load
 // that fails keeps the set loaded before; before any set loaded, every
@@ -98,63 +89,14 @@ func (l *Live) Failed(err error) {
 // until ctx ends. It returns once the watch is set up; done is closed
 // when it has ended.
 func (l *Live) Watch(ctx context.Context, dir string) (done <-chan struct{}, err error) {
-	w, err := fsnotify.NewWatcher()
+	dirs, err := dirwatch.Tree(dir)
+	if err == nil {
+		done, err = dirwatch.Watch(ctx, dirs,
+			func() { _ = l.Load(ctx, dir, "", "") }, // logged and shown in the status
+			func(err error) { l.log.Warn("policy watch error", "err", err) })
+	}
 	if err != nil {
 		return nil, fmt.Errorf("watch the policies: %w", err)
 	}
-	if err := addTree(w, dir); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("watch the policies: %w", err)
-	}
-	ch := make(chan struct{})
-	go func() {
-		defer close(ch)
-		defer w.Close()
-		l.watchLoop(ctx, w, dir)
-	}()
-	return ch, nil
-}
-
-func (l *Live) watchLoop(ctx context.Context, w *fsnotify.Watcher, dir string) {
-	var fire <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-w.Events:
-			if !ok {
-				return
-			}
-			if ev.Op.Has(fsnotify.Create) {
-				_ = addTree(w, ev.Name) // a new subdirectory
-			}
-			fire = time.After(reloadDebounce)
-		case err, ok := <-w.Errors:
-			if !ok {
-				return
-			}
-			l.log.Warn("policy watch error", "err", err)
-		case <-fire:
-			fire = nil
-			_ = l.Load(ctx, dir, "", "") // logged and shown in the status
-		}
-	}
-}
-
-// addTree watches path and every non-hidden directory below it; a path
-// that is not a directory is left alone.
-func addTree(w *fsnotify.Watcher, path string) error {
-	return filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		switch {
-		case errors.Is(err, os.ErrNotExist) && p != path:
-			return nil
-		case err != nil:
-			return err
-		case !d.IsDir():
-			return nil
-		case p != path && strings.HasPrefix(d.Name(), "."):
-			return filepath.SkipDir
-		}
-		return w.Add(p)
-	})
+	return done, nil
 }
