@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/gitwatch"
 	"github.com/stackd/stackd/policy"
+	"github.com/stackd/stackd/web"
 )
 
 // policyFlags name the Rego policies that judge every preview.
@@ -24,38 +26,73 @@ func (f *policyFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&f.policy, "policy", "", "policy `source`: a directory of Rego policies that judge every preview before an up and every pull request's preview (reloaded when it changes), or a Git directory git+URL//PATH?ref=REF (polled as --config's)")
 }
 
+// policySetup is the --policy set in force and what keeps it current.
+type policySetup struct {
+	// policies is nil without --policy.
+	policies daemon.Policies
+	// git is the Git source; nil for a directory or without --policy.
+	git *policySource
+	// stop ends the watch or the polling.
+	stop func()
+}
+
 // openPolicies loads the --policy set and keeps it current, until stop
-// is called; nil without --policy. A local directory must load at start,
-// as the config must, and is watched (with --watch-config). A Git
-// directory is polled (policySource).
-func openPolicies(f *runFlags, auth *daemon.GitAuth, dataDir string, log *slog.Logger) (_ daemon.Policies, stop func(), err error) {
-	stop = func() {}
+// is called. A local directory must load at start, as the config must,
+// and is watched (with --watch-config). A Git directory is polled
+// (policySource).
+func openPolicies(f *runFlags, auth *daemon.GitAuth, dataDir string, log *slog.Logger) (*policySetup, error) {
 	if f.policy == "" {
-		return nil, stop, nil
+		return &policySetup{stop: func() {}}, nil
 	}
 	src, err := spec.ParseSource(f.policy)
 	if err != nil {
-		return nil, nil, usageErrorf("run: --policy: %v", err)
+		return nil, usageErrorf("run: --policy: %v", err)
 	}
 	live := policy.NewLive(src.String(), log.With("component", "policy"))
 	ctx, cancel := context.WithCancel(context.Background())
 	if src.Git != nil {
-		done := startPolicySource(ctx, f, src, auth, dataDir, live, log)
-		return live, func() { cancel(); <-done }, nil
+		ps, done := startPolicySource(ctx, f, src, auth, dataDir, live, log)
+		return &policySetup{policies: live, git: ps, stop: func() { cancel(); <-done }}, nil
 	}
 	if err := live.Load(ctx, src.Path, "", ""); err != nil {
 		cancel()
-		return nil, nil, fmt.Errorf("--policy: %w", err)
+		return nil, fmt.Errorf("--policy: %w", err)
 	}
 	if !f.watchConfig {
-		return live, cancel, nil
+		return &policySetup{policies: live, stop: cancel}, nil
 	}
 	done, err := live.Watch(ctx, src.Path)
 	if err != nil {
 		cancel()
-		return nil, nil, err
+		return nil, err
 	}
-	return live, func() { cancel(); <-done }, nil
+	return &policySetup{policies: live, stop: func() { cancel(); <-done }}, nil
+}
+
+// api is d for the web server: a push webhook for the Git policy source's
+// repository and branch makes it poll at once, as it does the config's
+// Git sources.
+func (p *policySetup) api(d *daemon.Daemon) web.API {
+	if p.git == nil {
+		return d
+	}
+	return policyPush{Daemon: d, src: p.git}
+}
+
+// policyPush is the daemon, with Push also waking the Git policy source.
+// It embeds the *daemon.Daemon so that the web server finds every
+// optional interface the daemon implements.
+type policyPush struct {
+	*daemon.Daemon
+	src *policySource
+}
+
+func (p policyPush) Push(urls []string, branch string) daemon.PushResult {
+	res := p.Daemon.Push(urls, branch)
+	if p.src.push(spec.RepoKeys(urls), branch) {
+		res.Sources = append(res.Sources, "--policy "+p.src.name)
+	}
+	return res
 }
 
 // policySource follows a Git policy directory: it polls the ref every
@@ -64,7 +101,9 @@ func openPolicies(f *runFlags, auth *daemon.GitAuth, dataDir string, log *slog.L
 // policies do not compile leaves the commit before in force; until a
 // first commit loads, every change is denied.
 type policySource struct {
+	name    string // the --policy value
 	git     spec.GitDir
+	wake    chan struct{}
 	fetcher daemon.Fetcher
 	auth    *daemon.GitAuth
 	dir     string
@@ -78,8 +117,8 @@ type policySource struct {
 // startPolicySource polls src until ctx ends; the returned channel is
 // closed then. The first poll runs before it returns, so that a
 // reachable repository's policies are in force at start.
-func startPolicySource(ctx context.Context, f *runFlags, src spec.Source, auth *daemon.GitAuth, dataDir string, live *policy.Live, log *slog.Logger) <-chan struct{} {
-	p := &policySource{git: *src.Git, auth: auth, dir: filepath.Join(dataDir, "policy"), live: live,
+func startPolicySource(ctx context.Context, f *runFlags, src spec.Source, auth *daemon.GitAuth, dataDir string, live *policy.Live, log *slog.Logger) (*policySource, <-chan struct{}) {
+	p := &policySource{name: src.String(), git: *src.Git, wake: make(chan struct{}, 1), auth: auth, dir: filepath.Join(dataDir, "policy"), live: live,
 		log: log.With("component", "policy"), timeout: f.gitTimeout,
 		fetcher: gitwatch.New(f.withLimits(gitwatch.Options{Timeout: f.gitTimeout, Logger: log.With("component", "gitwatch")}))}
 	p.poll(ctx)
@@ -93,11 +132,30 @@ func startPolicySource(ctx context.Context, f *runFlags, src spec.Source, auth *
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				p.poll(ctx)
+			case <-p.wake:
 			}
+			p.poll(ctx)
 		}
 	}()
-	return done
+	return p, done
+}
+
+// push makes the source poll now when it follows branch of a repository
+// in want (any push to its repository when it follows the default
+// branch), and reports whether it does.
+func (p *policySource) push(want map[string]bool, branch string) bool {
+	if p.git.Pinned() || !want[spec.RepoKey(p.git.URL)] {
+		return false
+	}
+	if ref := strings.TrimPrefix(p.git.Ref, "refs/heads/"); ref != "" && ref != branch {
+		return false
+	}
+	p.fetcher.Forget(p.git.URL)
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+	return true
 }
 
 // poll resolves the ref and loads a new commit.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 func TestValidatePolicies(t *testing.T) {
@@ -22,20 +23,26 @@ func TestValidatePolicies(t *testing.T) {
 }
 
 // TestPolicyGitSource: --policy git+URL//PATH loads the policies of the
-// branch's commit at start, a new commit with a policy that does not
-// compile leaves the commit before in force and says why, and a fixed
-// commit is loaded by the next poll.
+// branch's commit at start; a push to its branch makes it poll: a new
+// commit with a policy that does not compile leaves the commit before in
+// force and says why, a fixed commit is loaded. A push to another branch
+// or repository does not concern it.
 func TestPolicyGitSource(t *testing.T) {
 	r := newRepo(t)
 	files := func(src string) map[string]string { return map[string]string{"policies/files.rego": src} }
 	first := r.commit(files(authorPolicy))
-	f := &runFlags{sourceFlags: sourceFlags{pollInterval: 100 * time.Millisecond}, gitTimeout: 10 * time.Second,
+	f := &runFlags{sourceFlags: sourceFlags{pollInterval: time.Hour}, gitTimeout: 10 * time.Second,
 		policyFlags: policyFlags{policy: "git+file://" + r.dir + "//policies?ref=main"}}
-	pol, stop, err := openPolicies(f, nil, t.TempDir(), slog.New(slog.DiscardHandler))
+	pols, err := openPolicies(f, nil, t.TempDir(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop()
+	defer pols.stop()
+	pol := pols.policies
+	push := func(url, branch string) bool { return pols.git.push(spec.RepoKeys([]string{url}), branch) }
+	if push("file://"+r.dir, "dev") || push("file:///elsewhere", "main") {
+		t.Error("a push to another branch or repository concerns the policy source")
+	}
 	status := func() daemon.PolicyStatus { return pol.(daemon.PolicyReporter).PolicyStatus() }
 	if st := status(); !st.Successful || st.Commit != first || strings.Join(st.Policies, ",") != "stackd.review" {
 		t.Fatalf("status at start %+v, want the first commit's policy", st)
@@ -56,6 +63,9 @@ func TestPolicyGitSource(t *testing.T) {
 		}
 	}
 	r.commit(files("package stackd.review\n\nwarn contains msg if {\n"))
+	if !push("file://"+r.dir, "main") {
+		t.Fatal("a push to the branch does not concern the policy source")
+	}
 	waitFor("the broken commit", func(st daemon.PolicyStatus) bool { return !st.Successful })
 	if st := status(); st.Commit != first || !strings.Contains(st.Error, "file://"+r.dir+"//policies/files.rego:4:0: ") {
 		t.Errorf("status after a broken commit %+v, want the first commit in force and the error", st)
@@ -64,6 +74,7 @@ func TestPolicyGitSource(t *testing.T) {
 		t.Errorf("after a broken commit: verdict %+v, %v; want the first commit's warning", v, err)
 	}
 	fixed := r.commit(files("package stackd.review\n\ndeny contains \"no\" if input.author == \"bob\"\n"))
+	push("file://"+r.dir, "main")
 	waitFor("the fixed commit", func(st daemon.PolicyStatus) bool { return st.Successful && st.Commit == fixed })
 	if v, err := pol.Evaluate(context.Background(), in); err != nil || !v.Denied() {
 		t.Errorf("after the fixed commit: verdict %+v, %v; want its denial", v, err)

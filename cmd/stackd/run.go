@@ -255,7 +255,7 @@ type app struct {
 	notifier *notify.Webhook
 	// access is the roles file and sign-in, and the audit trail.
 	access *accessSetup
-	// stopPolicies ends the watch of the --policy directory.
+	// stopPolicies ends the watch or the polling of the --policy source.
 	stopPolicies func()
 }
 
@@ -327,15 +327,16 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	}()
 	reg := prometheus.NewRegistry()
 	metrics := web.NewMetrics(reg, nil, version)
-	pol, stopPolicies, err := openPolicies(f, auth, dataDir, log)
+	pols, err := openPolicies(f, auth, dataDir, log)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			stopPolicies()
+			pols.stop()
 		}
 	}()
+	pol := pols.policies
 	d, run, fetcher, err := newDaemon(ctx, f, srcs, auth, dataDir, st, own, metrics, asNotifier(wh), red, log, pol)
 	if err != nil {
 		return nil, err
@@ -355,7 +356,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 			return nil, err
 		}
 	}
-	srv := web.New(https.webOptions(acc.webOptions(web.Options{Addr: f.listen, API: d, Logger: log.With("component", "web"), Registry: reg, Metrics: metrics,
+	srv := web.New(https.webOptions(acc.webOptions(web.Options{Addr: f.listen, API: pols.api(d), Logger: log.With("component", "web"), Registry: reg, Metrics: metrics,
 		Version: version, Token: token, ReadRequiresToken: f.readToken, WebhookSecret: hookSecret,
 		AllowedHosts: allowedHosts(f), Previews: previewAPI(pv), Warnings: append(apiWarnings(f), nonEmpty(f.sandboxWarn)...)})))
 	for _, w := range srv.Warnings() {
@@ -366,7 +367,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 		return nil, err
 	}
 	log.Info("stackd started", "version", version, "config", f.config.String(), "data_dir", dataDir, "stacks", len(d.Stacks()))
-	return &app{srv: srv, d: d, previews: pv, closeStore: closeStore, notifier: wh, access: acc, stopPolicies: stopPolicies}, nil
+	return &app{srv: srv, d: d, previews: pv, closeStore: closeStore, notifier: wh, access: acc, stopPolicies: pols.stop}, nil
 }
 
 // readEnvFiles reads --env-file files: NAME=value lines, blank lines and
