@@ -74,6 +74,8 @@ type Options struct {
 	Timeout  time.Duration
 	Notifier daemon.Notifier
 	Observer Observer
+	// ReviewBounds bound the review stacks in all and per repository.
+	ReviewBounds review.Bounds
 	// Policies judge each preview's steps; nil: no policies.
 	Policies daemon.Policies
 	// Records keeps the open pull requests: they are listed again, and
@@ -134,6 +136,10 @@ type Previewer struct {
 
 	mu  sync.Mutex
 	prs map[string]*pullRequest
+	// reviewLocks order the operations on each review stack, by name;
+	// reviewWake tells the expiry loop that a review stack changed.
+	reviewLocks map[string]*sync.Mutex
+	reviewWake  chan struct{}
 	// saveMu orders the writes of records: each writes what the pull
 	// request is when it takes the lock.
 	saveMu sync.Mutex
@@ -166,7 +172,8 @@ func New(opts Options) *Previewer {
 	if opts.Shared != nil {
 		opts.Records = opts.Shared
 	}
-	p := &Previewer{opts: opts, log: opts.Logger, prs: map[string]*pullRequest{}}
+	p := &Previewer{opts: opts, log: opts.Logger, prs: map[string]*pullRequest{},
+		reviewLocks: map[string]*sync.Mutex{}, reviewWake: make(chan struct{}, 1)}
 	p.ctx, p.stop = context.WithCancel(context.Background())
 	return p
 }
@@ -237,7 +244,10 @@ func (p *Previewer) supersedeLocked(ev review.Event, f review.Forge, comment int
 	if pr.cancel != nil {
 		pr.cancel(ended{"Superseded by " + ev.HeadSHA})
 	}
+	reviews, refused := pr.view.ReviewStacks, pr.view.ReviewRefused
 	pr.ev, pr.view = ev, viewOf(ev)
+	pr.view.ReviewStacks, pr.view.ReviewRefused = reviews, refused
+	touchReviewsLocked(&pr.view, time.Now())
 	p.startLocked(pr, ev, f)
 	return pr
 }
@@ -277,6 +287,8 @@ func (p *Previewer) startLocked(pr *pullRequest, ev review.Event, f review.Forge
 // rounds that a stop interrupted. The daemon must be started: a round
 // reads its config.
 func (p *Previewer) Start() error {
+	p.wg.Add(1)
+	go p.expireReviews()
 	if p.opts.Shared != nil {
 		p.wg.Add(1)
 		go p.follow()
@@ -302,6 +314,7 @@ func (p *Previewer) Start() error {
 			p.startLocked(pr, rec.Event, f)
 		}
 	}
+	p.wakeReviews() // their review stacks expire as before the stop
 	return nil
 }
 
@@ -416,15 +429,18 @@ func (p *Previewer) forget(pr *pullRequest, head string) {
 func (p *Previewer) closed(ev review.Event) {
 	p.mu.Lock()
 	pr := p.prs[ev.Key()]
+	var done chan struct{}
 	if pr != nil {
 		if pr.cancel != nil {
 			pr.cancel(ended{"Pull request closed"})
 		}
 		delete(p.prs, ev.Key())
+		done = pr.done
 	}
 	p.mu.Unlock()
 	if pr != nil {
 		p.drop(ev.Key())
+		p.closeReviews(pr, ev, done)
 	}
 }
 

@@ -51,7 +51,7 @@ func (p *Previewer) round(ctx context.Context, pr *pullRequest, ev review.Event,
 		p.roundFailed(ctx, pr, ev, f, err)
 		return
 	}
-	if len(targets) == 0 && len(removed) == 0 {
+	if len(targets) == 0 && len(removed) == 0 && len(p.reviewsOf(pr)) == 0 {
 		p.log.Info("pull request changes no stack's files", "pullRequest", ev.Key(), "files", len(files))
 		return
 	}
@@ -75,8 +75,17 @@ func (p *Previewer) round(ctx context.Context, pr *pullRequest, ev review.Event,
 	if ctx.Err() != nil {
 		return
 	}
+	if cur := p.opts.Daemon.Config(); cur != nil {
+		p.reviewRound(ctx, pr, ev, cur, review.Affected(cur, ev, files))
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	p.mu.Lock()
+	reviews, refused := slices.Clone(pr.view.ReviewStacks), pr.view.ReviewRefused
+	p.mu.Unlock()
 	p.comment(ctx, pr, ev, f, review.Report{Commit: ev.HeadSHA, Previews: p.previews(pr), Removed: removed, LinkOf: p.link,
-		Waits: windowWaits(targets, time.Now())})
+		Waits: windowWaits(targets, time.Now()), ReviewStacks: reviews, ReviewRefused: refused})
 }
 
 // windowWaits lists the targets whose change the change windows of

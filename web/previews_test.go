@@ -38,7 +38,10 @@ func prFixtures(now time.Time) []review.PullRequest {
 				{Stack: "queue", Update: "queue-1", Result: review.Running},
 				{Stack: "cache", Result: review.Queued, New: true},
 			},
-			Removed: []string{"legacy"}},
+			Removed: []string{"legacy"},
+			ReviewStacks: []review.ReviewStack{{Name: "web-pr-12", Template: "web", PulumiStack: "acme/web/dev-pr-12", Op: review.Update,
+				Result: review.Succeeded, Commit: prHead12, Outputs: map[string]string{"url": `"<http://web-pr-12>"`}, ExpiresAt: now.Add(time.Hour)}},
+			ReviewRefused: []string{"Review stack `db-pr-12` not deployed: 20 review stacks exist, the maximum in all."}},
 		{Key: "gitea:acme/infra#7", Forge: review.Gitea, Repo: "acme/infra", Number: 7, Title: "Move the queue",
 			WebURL: "javascript:alert(1)", BaseBranch: "release", HeadSHA: prHead7, Fork: true, UpdatedAt: now.Add(-time.Hour),
 			Error: "stacks.yaml:3:5: spec.stack is required"},
@@ -160,6 +163,10 @@ func TestUIPreviews(t *testing.T) {
 		`state-running">running`, `<a href="/previews/queue-1">preview</a>`,
 		`cache <span class="tag">new</span>`, `state-queued">queued`,
 		`would remove</span> <a href="/stacks/legacy">legacy</a>`,
+		// Its review stack, and one refused.
+		`<td>web-pr-12 <span class="muted">of</span> <a href="/stacks/web">web</a></td>`, `<code>acme/web/dev-pr-12</code>`,
+		`update <span class="state state-succeeded">succeeded`, `<code>url</code>: <code>&#34;&lt;http://web-pr-12&gt;&#34;</code>`,
+		"Review stack `db-pr-12` not deployed: 20 review stacks exist, the maximum in all.",
 		// #7: a fork whose manifests do not load; its javascript: link is defused.
 		`<span class="tag">gitea</span>`, "acme/infra#7", `title="The head branch lives in another repository">fork</span>`,
 		`<pre class="error">stacks.yaml:3:5: spec.stack is required</pre>`, `<code class="ref">release</code>`)

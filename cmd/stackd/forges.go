@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -22,6 +23,8 @@ type forgeFlags struct {
 	forkPRs     bool
 	authors     stringsFlag
 	externalURL string
+	// reviewMax and reviewMaxPerRepo bound the review stacks.
+	reviewMax, reviewMaxPerRepo int
 }
 
 // knownForges are the forges known without --forge.
@@ -33,6 +36,8 @@ func (f *forgeFlags) define(fs *flag.FlagSet) {
 	fs.BoolVar(&f.forkPRs, "preview-fork-prs", false, "preview pull requests from forks too: their authors' code then runs with the stacks' credentials")
 	fs.Var(&f.authors, "preview-author", "only preview the pull requests of this forge user `NAME` (repeatable; default: every author)")
 	fs.StringVar(&f.externalURL, "external-url", "", "stackd's `URL` as the forge's users reach it, for links from statuses and comments")
+	fs.IntVar(&f.reviewMax, "review-stacks-max", 20, "at most `N` review stacks of pull requests at once, in all (0: no bound)")
+	fs.IntVar(&f.reviewMaxPerRepo, "review-stacks-max-per-repo", 5, "at most `N` review stacks at once per forge repository (0: no bound)")
 }
 
 // enabled says whether previews were asked for.
@@ -41,6 +46,9 @@ func (f *forgeFlags) enabled() bool { return len(f.forges) > 0 || len(f.tokenFil
 // build makes the forges, by the host of their repositories. Tokens are
 // read from their files and never logged.
 func (f *forgeFlags) build(log *slog.Logger) (review.Forges, error) {
+	if f.reviewMax < 0 || f.reviewMaxPerRepo < 0 {
+		return nil, errors.New("--review-stacks-max and --review-stacks-max-per-repo must not be negative")
+	}
 	tokens := map[string]string{}
 	for _, v := range f.tokenFiles {
 		base, file, ok := strings.Cut(v, "=")
@@ -107,7 +115,8 @@ func newPreviewer(f *runFlags, d *daemon.Daemon, run daemon.Runner, fetcher daem
 	shared, _ := st.(preview.Shared) // a cluster shares them among its replicas
 	return preview.New(preview.Options{Daemon: d, Runner: run, Fetcher: fetcher, Store: st, Forges: forges,
 		Approval: approval, DataDir: dataDir, UIURL: f.externalURL, ForkPRs: f.forkPRs, Authors: f.authors, SourceAuth: auth,
-		Timeout: f.opTimeout, Notifier: notifier, Observer: obs, Policies: pol, Records: records, Shared: shared, Logger: log.With("component", "preview")}), nil
+		ReviewBounds: review.Bounds{Total: f.reviewMax, PerRepo: f.reviewMaxPerRepo},
+		Timeout:      f.opTimeout, Notifier: notifier, Observer: obs, Policies: pol, Records: records, Shared: shared, Logger: log.With("component", "preview")}), nil
 }
 
 // previewAPI is pv for the web server: a nil interface, not a nil

@@ -2,6 +2,8 @@ package review
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -26,6 +28,10 @@ type Report struct {
 	// Waits are the stacks whose change would wait for change windows if
 	// the pull request merged now.
 	Waits []WindowWait
+	// ReviewStacks and ReviewRefused are the pull request's review
+	// stacks and why any was not deployed.
+	ReviewStacks  []ReviewStack
+	ReviewRefused []string
 }
 
 // WindowWait says that a stack's change would wait for change windows,
@@ -110,7 +116,53 @@ func (r Report) head() string {
 		}
 		fmt.Fprintf(&b, "\nMerged now, `%s` waits for change windows%s: %s.\n", w.Stack, until, strings.Join(w.Windows, ", "))
 	}
+	r.reviewStacks(&b)
 	return b.String()
+}
+
+// reviewStacks writes the review stacks' table, their outputs and the
+// refused ones.
+func (r Report) reviewStacks(b *strings.Builder) {
+	if len(r.ReviewStacks) > 0 {
+		b.WriteString("\n#### Review stacks\n\n| Review stack | Commit | Result | Outputs |\n|---|---|---|---|\n")
+	}
+	for _, rs := range r.ReviewStacks {
+		var outs []string
+		for _, k := range slices.Sorted(maps.Keys(rs.Outputs)) {
+			outs = append(outs, "`"+k+"`: `"+strings.ReplaceAll(rs.Outputs[k], "`", "'")+"`")
+		}
+		result := reviewResult(rs)
+		if rs.Error != "" {
+			result += ": " + strings.ReplaceAll(firstLineOf(rs.Error), "|", "\\|")
+		}
+		fmt.Fprintf(b, "| `%s` | `%.12s` | %s | %s |\n", rs.Name, rs.Commit, result, strings.ReplaceAll(strings.Join(outs, "<br>"), "|", "\\|"))
+	}
+	for _, line := range r.ReviewRefused {
+		b.WriteString("\n" + line + "\n")
+	}
+}
+
+// reviewResult says what became of a review stack's last operation.
+func reviewResult(rs ReviewStack) string {
+	switch {
+	case rs.Result == Running && rs.Op == Destroy:
+		return "⏳ destroying"
+	case rs.Result == Running:
+		return "⏳ deploying"
+	case rs.Result == Failed:
+		return "❌ " + string(rs.Op) + " failed"
+	case rs.Op == Destroy:
+		return "🗑️ destroyed"
+	}
+	return "✅ deployed"
+}
+
+func firstLineOf(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
 }
 
 func (r Report) stackCell(p Preview) string {

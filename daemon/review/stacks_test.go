@@ -148,3 +148,28 @@ func TestExpired(t *testing.T) {
 		t.Error("next expiry of none is not zero")
 	}
 }
+
+func TestCommentReviewStacks(t *testing.T) {
+	r := Report{Commit: strings.Repeat("c", 40), ReviewStacks: []ReviewStack{
+		{Name: "app-pr-7", Op: Create, Result: Succeeded, Commit: strings.Repeat("c", 40), Outputs: map[string]string{"url": `"http://x|y"`, "key": `"[secret]"`}},
+		{Name: "net-pr-7", Op: Update, Result: Failed, Commit: strings.Repeat("c", 40), Error: "error: boom\nmore"},
+		{Name: "db-pr-7", Op: Destroy, Result: Succeeded},
+		{Name: "old-pr-7", Op: Destroy, Result: Running},
+	}, ReviewRefused: []string{"Review stack `x-pr-7` not deployed: 3 review stacks exist, the maximum in all."}}
+	c := Comment(r, 65536)
+	for _, want := range []string{
+		"#### Review stacks",
+		"| `app-pr-7` | `cccccccccccc` | ✅ deployed | `key`: `\"[secret]\"`<br>`url`: `\"http://x\\|y\"` |",
+		"| `net-pr-7` | `cccccccccccc` | ❌ update failed: error: boom |  |",
+		"| `db-pr-7` | `` | 🗑️ destroyed |  |",
+		"| `old-pr-7` | `` | ⏳ destroying |  |",
+		"\nReview stack `x-pr-7` not deployed: 3 review stacks exist, the maximum in all.\n",
+	} {
+		if !strings.Contains(c, want) {
+			t.Errorf("comment lacks %q:\n%s", want, c)
+		}
+	}
+	if c := Comment(Report{Commit: "abc"}, 65536); strings.Contains(c, "Review stacks") {
+		t.Errorf("a comment without review stacks has their section:\n%s", c)
+	}
+}

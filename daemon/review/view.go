@@ -40,6 +40,32 @@ type PullRequest struct {
 	// Error is why nothing could be previewed (the changed files could
 	// not be listed, the manifests do not load).
 	Error string `json:"error,omitempty"`
+	// ReviewStacks are the pull request's review stacks; ReviewRefused
+	// says, a line each, why a template's review stack was not deployed.
+	ReviewStacks  []ReviewStack `json:"reviewStacks,omitempty"`
+	ReviewRefused []string      `json:"reviewRefused,omitempty"`
+}
+
+// ReviewStack is a review stack as the API, the UI and the comment show
+// it: its last operation, how it ended, and its outputs, scrubbed.
+type ReviewStack struct {
+	Name        string `json:"name"`
+	Template    string `json:"template"`
+	PulumiStack string `json:"pulumiStack"`
+	// Op is its last operation (create, update, destroy) and Result
+	// how it ended: Running, Succeeded or Failed.
+	Op     Op     `json:"op"`
+	Result string `json:"result"`
+	// Commit is the commit it was last deployed at.
+	Commit string `json:"commit,omitempty"`
+	// Outputs are its stack outputs as JSON texts, secrets as "[secret]".
+	Outputs map[string]string `json:"outputs,omitempty"`
+	Error   string            `json:"error,omitempty"`
+	// LastActivity is the time of the newest event of its pull request;
+	// it is destroyed at ExpiresAt, TTL later, unless another comes.
+	LastActivity time.Time     `json:"lastActivity,omitzero"`
+	TTL          time.Duration `json:"ttl,omitempty"`
+	ExpiresAt    time.Time     `json:"expiresAt,omitzero"`
 }
 
 // Preview is one stack's preview of a pull request.

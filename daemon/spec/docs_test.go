@@ -28,6 +28,7 @@ func TestConfigReferenceMatchesParser(t *testing.T) {
 		"DriftDetection": reflect.TypeOf(DriftDetection{}),
 		"DriftIgnore":    reflect.TypeOf(DriftIgnore{}),
 		"Approval":       reflect.TypeOf(Approval{}),
+		"ReviewStacks":   reflect.TypeOf(ReviewStacks{}),
 		"ChangeWindow":   reflect.TypeOf(ChangeWindow{}),
 	}
 	row := regexp.MustCompile("^\\| `([A-Za-z]+)` \\|")

@@ -74,6 +74,10 @@ type StackSpec struct {
 	// those beyond a change budget (see Approval). Nil takes the
 	// daemon's --approval.
 	Approval *Approval `yaml:"approval"`
+	// ReviewStacks makes the stack a template: each pull request that
+	// touches it gets a stack of its own, deployed at its head commit and
+	// destroyed when it closes or goes quiet.
+	ReviewStacks *ReviewStacks `yaml:"reviewStacks"`
 
 	// Accepted and ignored by PKO v2 itself.
 	ExpectNoRefreshChanges bool `yaml:"expectNoRefreshChanges" stackd:"noop"`
@@ -369,6 +373,20 @@ type Ignored struct {
 
 // Set reports whether the field was present.
 func (i Ignored) Set() bool { return i.node != nil }
+
+// ReviewStacks configures the review stacks of a template stack: one per
+// pull request that touches the stack, named "<stack>-pr-<number>" (its
+// Pulumi stack name too), with the template's program at the pull
+// request's head commit and the template's config.
+type ReviewStacks struct {
+	Enabled bool `yaml:"enabled"`
+	// TTL is how long a review stack lives after the last activity on its
+	// pull request; zero means 72h.
+	TTL Duration `yaml:"ttl"`
+	// Max bounds the review stacks of this template; zero for no bound
+	// of its own (the daemon's bounds still apply).
+	Max int `yaml:"max"`
+}
 
 // DriftDetection configures drift checks: a refresh preview of the last
 // applied commit, which never changes the state or the resources.

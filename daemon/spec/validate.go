@@ -182,6 +182,7 @@ func (v *validator) stack(s *Stack) {
 	}
 	v.driftDetection(spec.DriftDetection)
 	v.approval(spec.Approval)
+	v.reviewStacks(spec)
 	v.workspaceVolumes(spec)
 	v.nonEmpty("targets", spec.Targets)
 	if t := spec.UpdateTemplate; t != nil && t.Spec != nil {
@@ -641,6 +642,19 @@ func (v *validator) driftDetection(dd *DriftDetection) {
 			v.errorf(rel, "an ignore rule needs urn or type")
 		}
 		v.nonEmpty(rel+".properties", rule.Properties)
+	}
+}
+
+func (v *validator) reviewStacks(spec *StackSpec) {
+	rs := spec.ReviewStacks
+	if rs == nil {
+		return
+	}
+	if rs.Max < 0 {
+		v.errorf("reviewStacks.max", "must not be negative")
+	}
+	if rs.Enabled && spec.Preview {
+		v.errorf("reviewStacks.enabled", "a stack with preview: true changes nothing, so it cannot deploy review stacks")
 	}
 }
 

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/review"
+)
+
+// reviewProgram writes a file named after its Pulumi stack, so that a
+// template and its review stacks each have their own.
+func reviewProgram(version string) string {
+	return `name: e2e
+runtime: yaml
+configuration:
+  dir:
+    type: String
+resources:
+  note:
+    type: stackdtest:index:File
+    properties:
+      path: ${dir}/${pulumi.stack}.txt
+      content: review ` + version + `
+outputs:
+  content: ${note.content}
+`
+}
+
+// templateStack is a template stack of the programs repository at url,
+// its program in repoDir name.
+func templateStack(name, url, out, ttl string) string {
+	return fmt.Sprintf(`  - name: %s
+    stack: %s
+    projectRepo: %s
+    branch: main
+    repoDir: %s
+    resyncFrequencySeconds: 1
+    config:
+      dir: %s
+    reviewStacks: {enabled: true, ttl: %s}
+`, name, name, url, name, out, ttl)
+}
+
+// TestE2EReviewStacks is the acceptance of review stacks: a pull request
+// that touches a template stack gets its review stack deployed (its file
+// exists, its outputs are in the comment), updated on a push, destroyed
+// on close (the file is gone, the Pulumi stack removed), and one whose
+// pull request goes quiet past the TTL is destroyed too. The template
+// stacks never change.
+func TestE2EReviewStacks(t *testing.T) {
+	toolchainBin(t)
+	g := newForgeRig(t, review.GitHub)
+	programs := g.repo("infra")
+	programs.commit(map[string]string{"app/Pulumi.yaml": reviewProgram("v1"), "quick/Pulumi.yaml": reviewProgram("v1")})
+	out := t.TempDir()
+	g.start("stacks:\n"+templateStack("app", g.url("infra"), out, "1h")+templateStack("quick", g.url("infra"), out, "5s"), nil)
+	for _, name := range []string{"app", "quick"} {
+		g.in.waitStack(name, "first deploy", 2*time.Minute, isReady)
+	}
+	dataDir := g.in.flags.dataDir
+
+	pr := &pullRequest{repo: "acme/infra", name: "infra", number: 1}
+	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": reviewProgram("v2")})
+	if acc := g.hook(pr, "opened"); acc.Ignored != "" {
+		t.Fatalf("pull request ignored: %s", acc.Ignored)
+	}
+	reviewFile := filepath.Join(out, "app-pr-1.txt")
+	waitFile(t, g, reviewFile, "review v2")
+	if n := len(stackStates(dataDir, "app-pr-1")); n != 1 {
+		t.Errorf("%d Pulumi stacks app-pr-1, want one", n)
+	}
+	c := g.waitCommentWith(pr, "✅ deployed")
+	if !strings.Contains(c, "| `app-pr-1` | `"+pr.head[:12]+"` | ✅ deployed | `content`: `\"review v2\"` |") {
+		t.Errorf("the comment does not show the review stack and its output:\n%s", c)
+	}
+	t.Logf("the comment:\n%s", c)
+	g.checkReviewAPI(pr.number, "app-pr-1")
+
+	// A push updates it.
+	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": reviewProgram("v3")})
+	g.hook(pr, "synchronize")
+	waitFile(t, g, reviewFile, "review v3")
+	g.waitCommentWith(pr, "✅ deployed")
+
+	// Closing destroys it and removes its Pulumi stack.
+	g.hook(pr, "closed")
+	waitFile(t, g, reviewFile, "")
+	g.wait("the Pulumi stack app-pr-1 removed", func() bool { return len(stackStates(dataDir, "app-pr-1")) == 0 })
+	g.wait("the comment saying it is destroyed", func() bool {
+		cs := g.forge.Comments(pr.repo, pr.number)
+		return len(cs) == 1 && strings.Contains(cs[0].Body, "| `app-pr-1` | `"+pr.head[:12]+"` | 🗑️ destroyed |")
+	})
+
+	// A pull request that goes quiet past the template's TTL of 5s.
+	quiet := &pullRequest{repo: "acme/infra", name: "infra", number: 2}
+	g.push(programs, quiet, map[string]string{"quick/Pulumi.yaml": reviewProgram("v2")})
+	g.hook(quiet, "opened")
+	quietFile := filepath.Join(out, "quick-pr-2.txt")
+	waitFile(t, g, quietFile, "review v2")
+	deployed := time.Now()
+	waitFile(t, g, quietFile, "")
+	if took := time.Since(deployed); took < 3*time.Second {
+		t.Errorf("the quiet review stack was destroyed %v after its deploy, before its TTL", took)
+	}
+	g.wait("the Pulumi stack quick-pr-2 removed", func() bool { return len(stackStates(dataDir, "quick-pr-2")) == 0 })
+
+	// The templates are untouched, and the review stacks are no stacks
+	// of the config.
+	for _, name := range []string{"app", "quick"} {
+		if got := readFile(t, filepath.Join(out, name+".txt")); got != "review v1" {
+			t.Errorf("template %s's file holds %q, want review v1", name, got)
+		}
+	}
+	var stacks struct {
+		Stacks []daemon.StackView `json:"stacks"`
+	}
+	g.in.get("/api/v1/stacks", &stacks)
+	for _, s := range stacks.Stacks {
+		if strings.Contains(s.Name, "-pr-") {
+			t.Errorf("the config's stacks list review stack %s", s.Name)
+		}
+	}
+}
+
+// waitFile waits until path holds content, or is gone when content is
+// empty.
+func waitFile(t *testing.T, g *forgeRig, path, content string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		data, err := os.ReadFile(path)
+		if (content == "" && os.IsNotExist(err)) || (err == nil && string(data) == content) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s holds %q (%v), want %q\n%s", path, data, err, content, g.in.logs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// stackStates are the state files of Pulumi stack name of project e2e
+// in the runner's backends.
+func stackStates(dataDir, name string) []string {
+	states, _ := filepath.Glob(filepath.Join(dataDir, "backends", "*", ".pulumi", "stacks", "e2e", name+".json"))
+	return states
+}
+
+// waitCommentWith waits until pr's one comment is about its head commit
+// and holds text.
+func (g *forgeRig) waitCommentWith(pr *pullRequest, text string) string {
+	g.t.Helper()
+	var body string
+	g.wait("the comment on "+pr.head[:8]+" with "+text, func() bool {
+		cs := g.forge.Comments(pr.repo, pr.number)
+		if len(cs) == 1 && strings.Contains(cs[0].Body, pr.head[:12]) && strings.Contains(cs[0].Body, text) {
+			body = cs[0].Body
+			return true
+		}
+		return false
+	})
+	return body
+}
+
+// checkReviewAPI checks that GET /api/v1/previews lists the review stack
+// name of pull request number.
+func (g *forgeRig) checkReviewAPI(number int, name string) {
+	g.t.Helper()
+	var res struct {
+		PullRequests []review.PullRequest `json:"pullRequests"`
+	}
+	g.in.get("/api/v1/previews", &res)
+	if _, page := g.in.get("/previews", nil); !strings.Contains(string(page), `<tr class="review-stack">`) || !strings.Contains(string(page), name+" <span") {
+		g.t.Errorf("the /previews page does not show review stack %s:\n%s", name, page)
+	}
+	for _, p := range res.PullRequests {
+		if p.Number == number && slices.ContainsFunc(p.ReviewStacks, func(rs review.ReviewStack) bool {
+			return rs.Name == name && rs.Result == review.Succeeded && rs.Outputs["content"] != ""
+		}) {
+			return
+		}
+	}
+	g.t.Errorf("GET /api/v1/previews does not list review stack %s of #%d: %+v", name, number, res.PullRequests)
+}
