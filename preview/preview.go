@@ -140,6 +140,9 @@ type Previewer struct {
 	// reviewWake tells the expiry loop that a review stack changed.
 	reviewLocks map[string]*sync.Mutex
 	reviewWake  chan struct{}
+	// closing are the closed pull requests whose review stacks are not
+	// all destroyed yet.
+	closing map[*pullRequest]bool
 	// saveMu orders the writes of records: each writes what the pull
 	// request is when it takes the lock.
 	saveMu sync.Mutex
@@ -173,7 +176,7 @@ func New(opts Options) *Previewer {
 		opts.Records = opts.Shared
 	}
 	p := &Previewer{opts: opts, log: opts.Logger, prs: map[string]*pullRequest{},
-		reviewLocks: map[string]*sync.Mutex{}, reviewWake: make(chan struct{}, 1)}
+		reviewLocks: map[string]*sync.Mutex{}, reviewWake: make(chan struct{}, 1), closing: map[*pullRequest]bool{}}
 	p.ctx, p.stop = context.WithCancel(context.Background())
 	return p
 }

@@ -181,11 +181,16 @@ func lastLines(log string) string {
 }
 
 // closeReviews destroys the review stacks of pr, which closed, once the
-// round in progress (done) ended.
+// round in progress (done) ended. Until they are all destroyed, pr stays
+// among the holders of review stacks (p.closing): a destroy that failed
+// is tried again as an expired one.
 func (p *Previewer) closeReviews(pr *pullRequest, ev review.Event, done chan struct{}) {
 	if len(p.reviewsOf(pr)) == 0 {
 		return
 	}
+	p.mu.Lock()
+	p.closing[pr] = true
+	p.mu.Unlock()
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -209,6 +214,11 @@ func (p *Previewer) runDestroys(pr *pullRequest, ev review.Event, steps []review
 		wg.Go(func() { p.destroyReview(p.ctx, pr, ev, st) })
 	}
 	wg.Wait()
+	p.mu.Lock()
+	if p.closing[pr] && len(liveOf(ev.Key(), pr.view.ReviewStacks)) == 0 {
+		delete(p.closing, pr)
+	}
+	p.mu.Unlock()
 	if f, _, ok := p.opts.Forges.For(ev.URLs); ok && p.ctx.Err() == nil {
 		p.mu.Lock()
 		r := review.Report{Commit: pr.view.HeadSHA, Previews: slices.Clone(pr.view.Previews), Removed: pr.view.Removed, LinkOf: p.link,
@@ -246,32 +256,46 @@ func (p *Previewer) expireReviews() {
 // expire destroys the review stacks expired at now, those of one pull
 // request together.
 func (p *Previewer) expire(now time.Time) {
-	byPR := map[string][]review.Step{}
-	for _, l := range review.Expired(p.liveReviews(), now) {
-		byPR[l.PullRequest] = append(byPR[l.PullRequest], review.Step{Op: review.Destroy, Name: l.Name,
-			PulumiStack: l.PulumiStack, Template: l.Template, Why: "its pull request was quiet for " + l.TTL.String()})
-	}
-	for key, steps := range byPR {
-		p.mu.Lock()
-		pr := p.prs[key]
-		p.mu.Unlock()
-		if pr == nil {
-			continue
-		}
+	for _, pr := range p.reviewHolders() {
 		p.mu.Lock()
 		ev := pr.ev
+		live := liveOf(ev.Key(), pr.view.ReviewStacks)
 		p.mu.Unlock()
-		p.runDestroys(pr, ev, steps)
+		var steps []review.Step
+		for _, l := range review.Expired(live, now) {
+			steps = append(steps, review.Step{Op: review.Destroy, Name: l.Name, PulumiStack: l.PulumiStack,
+				Template: l.Template, Why: "its pull request was quiet for " + l.TTL.String()})
+		}
+		if len(steps) > 0 {
+			p.runDestroys(pr, ev, steps)
+		}
 	}
 }
 
-// liveReviews are the live review stacks of every open pull request.
+// reviewHolders are the pull requests that may have live review stacks:
+// the open ones, and the closed ones whose review stacks are not all
+// destroyed yet.
+func (p *Previewer) reviewHolders() []*pullRequest {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*pullRequest
+	for _, pr := range p.prs {
+		out = append(out, pr)
+	}
+	for pr := range p.closing {
+		out = append(out, pr)
+	}
+	return out
+}
+
+// liveReviews are the live review stacks of every holder.
 func (p *Previewer) liveReviews() []review.Live {
+	holders := p.reviewHolders()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []review.Live
-	for key, pr := range p.prs {
-		out = append(out, liveOf(key, pr.view.ReviewStacks)...)
+	for _, pr := range holders {
+		out = append(out, liveOf(pr.ev.Key(), pr.view.ReviewStacks)...)
 	}
 	return out
 }

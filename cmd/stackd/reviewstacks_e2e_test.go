@@ -49,7 +49,8 @@ func templateStack(name, url, out, ttl string) string {
 
 // TestE2EReviewStacks is the acceptance of review stacks: a pull request
 // that touches a template stack gets its review stack deployed (its file
-// exists, its outputs are in the comment), updated on a push, destroyed
+// exists, its outputs are in the comment), kept over a restart, updated
+// on a push, destroyed
 // on close (the file is gone, the Pulumi stack removed), and one whose
 // pull request goes quiet past the TTL is destroyed too. The template
 // stacks never change.
@@ -80,6 +81,10 @@ func TestE2EReviewStacks(t *testing.T) {
 		t.Errorf("the comment does not show the review stack and its output:\n%s", c)
 	}
 	t.Logf("the comment:\n%s", c)
+	g.checkReviewAPI(pr.number, "app-pr-1")
+
+	// It outlives a restart: listed again, and still destroyed on close.
+	g.restart()
 	g.checkReviewAPI(pr.number, "app-pr-1")
 
 	// A push updates it.
