@@ -123,6 +123,9 @@ type Shared interface {
 type Observer interface {
 	review.Observer
 	PolicyEvaluated(stack string, v daemon.PolicyVerdict)
+	// ReviewStackDone hears about each finished operation on a review
+	// stack.
+	ReviewStackDone(op review.Op, result string)
 }
 
 // Previewer runs the previews of pull requests. It implements the web

@@ -91,6 +91,7 @@ func (p *Previewer) deployReview(ctx context.Context, pr *pullRequest, ev review
 		p.log.Info("review stack deployed", "stack", st.Name, "pullRequest", ev.Key(), "commit", short(ev.HeadSHA))
 	}
 	p.putReview(pr, rs)
+	p.reviewDone(rs)
 }
 
 // destroyReview destroys review stack st of pull request ev and removes
@@ -126,6 +127,15 @@ func (p *Previewer) destroyReview(ctx context.Context, pr *pullRequest, ev revie
 		p.log.Info("review stack destroyed", "stack", st.Name, "pullRequest", ev.Key(), "why", st.Why)
 	}
 	p.putReview(pr, rs)
+	p.reviewDone(rs)
+}
+
+// reviewDone counts rs's finished operation; one that its context's end
+// interrupted counts as failed.
+func (p *Previewer) reviewDone(rs review.ReviewStack) {
+	if p.opts.Observer != nil {
+		p.opts.Observer.ReviewStackDone(rs.Op, rs.Result)
+	}
 }
 
 // reviewRetry is how long after a failed destroy of an expired review

@@ -41,6 +41,7 @@ type Metrics struct {
 	commitApplied    prometheus.Histogram
 	driftChecks      *prometheus.CounterVec
 	previews         *prometheus.CounterVec
+	reviewStackOps   *prometheus.CounterVec
 	previewTook      prometheus.Histogram
 	audit            *prometheus.CounterVec
 	auditDropped     prometheus.Counter
@@ -115,6 +116,10 @@ func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
 			Name: "stackd_previews_total",
 			Help: "Finished previews of pull requests, by result (succeeded, failed, cancelled).",
 		}, []string{"result"}),
+		reviewStackOps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stackd_review_stack_operations_total",
+			Help: "Finished operations on review stacks of pull requests, by operation (create, update, destroy) and result (succeeded, failed).",
+		}, []string{"op", "result"}),
 		previewTook: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "stackd_preview_duration_seconds",
 			Help:    "Duration of finished previews of pull requests.",
@@ -150,6 +155,11 @@ func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
 	for _, res := range previewResults {
 		m.previews.WithLabelValues(res)
 	}
+	for _, op := range []review.Op{review.Create, review.Update, review.Destroy} {
+		for _, res := range []string{review.Succeeded, review.Failed} {
+			m.reviewStackOps.WithLabelValues(string(op), res)
+		}
+	}
 	for _, action := range auditActions {
 		for _, outcome := range auditOutcomes {
 			m.audit.WithLabelValues(action, outcome)
@@ -157,7 +167,7 @@ func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
 	}
 	m.SetAPI(api)
 	reg.MustRegister(buildInfo(version), m.updates, m.updateDuration, m.polls, m.pollDuration, m.remoteCalls, m.commitApplied, m.driftChecks,
-		m.previews, m.previewTook, m.audit, m.auditDropped, m.policyViolations,
+		m.previews, m.reviewStackOps, m.previewTook, m.audit, m.auditDropped, m.policyViolations,
 		stateCollector{m: m},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -252,6 +262,13 @@ func (m *Metrics) PreviewDone(result string, took time.Duration) {
 	}
 	m.previews.WithLabelValues(result).Inc()
 	m.previewTook.Observe(took.Seconds())
+}
+
+// ReviewStackDone counts a finished operation on a review stack by its
+// operation and result (review.Succeeded or Failed).
+func (m *Metrics) ReviewStackDone(op review.Op, result string) {
+	m.events.Add(1)
+	m.reviewStackOps.WithLabelValues(string(op), result).Inc()
 }
 
 // auditActions and auditOutcomes are the label values of

@@ -114,6 +114,14 @@ func TestE2EReviewStacks(t *testing.T) {
 		t.Errorf("the quiet review stack was destroyed %v after its deploy, before its TTL", took)
 	}
 	g.wait("the Pulumi stack quick-pr-2 removed", func() bool { return len(stackStates(dataDir, "quick-pr-2")) == 0 })
+	// Since the restart: the update of app-pr-1 (kept over the restart, not
+	// created again), the creation of quick-pr-2, and both destroys.
+	g.wait("the review stacks' operations counted", func() bool {
+		_, m := g.in.get("/metrics", nil)
+		return strings.Contains(string(m), `stackd_review_stack_operations_total{op="create",result="succeeded"} 1`) &&
+			strings.Contains(string(m), `stackd_review_stack_operations_total{op="update",result="succeeded"} 1`) &&
+			strings.Contains(string(m), `stackd_review_stack_operations_total{op="destroy",result="succeeded"} 2`)
+	})
 
 	// The templates are untouched, and the review stacks are no stacks
 	// of the config.
