@@ -224,7 +224,9 @@ func (p *Previewer) PullRequest(ev review.Event) review.Accepted {
 	p.mu.Lock()
 	pr := p.prs[ev.Key()]
 	if pr != nil && pr.view.HeadSHA == ev.HeadSHA {
+		touchReviewsLocked(&pr.view, time.Now()) // activity all the same
 		p.mu.Unlock()
+		p.save(pr)
 		acc.Ignored = "head commit " + short(ev.HeadSHA) + " is previewed already"
 		return acc
 	}

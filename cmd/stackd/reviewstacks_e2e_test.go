@@ -49,7 +49,8 @@ func templateStack(name, url, out, ttl string) string {
 
 // TestE2EReviewStacks is the acceptance of review stacks: a pull request
 // that touches a template stack gets its review stack deployed (its file
-// exists, its outputs are in the comment), kept over a restart, updated
+// exists, its outputs are in the comment; one more is refused beyond the
+// bound), kept over a restart, updated
 // on a push, destroyed
 // on close (the file is gone, the Pulumi stack removed), and one whose
 // pull request goes quiet past the TTL is destroyed too. The template
@@ -60,7 +61,8 @@ func TestE2EReviewStacks(t *testing.T) {
 	programs := g.repo("infra")
 	programs.commit(map[string]string{"app/Pulumi.yaml": reviewProgram("v1"), "quick/Pulumi.yaml": reviewProgram("v1")})
 	out := t.TempDir()
-	g.start("stacks:\n"+templateStack("app", g.url("infra"), out, "1h")+templateStack("quick", g.url("infra"), out, "5s"), nil)
+	g.start("stacks:\n"+templateStack("app", g.url("infra"), out, "1h")+templateStack("quick", g.url("infra"), out, "5s"),
+		func(f *runFlags) { f.reviewMax = 1 })
 	for _, name := range []string{"app", "quick"} {
 		g.in.waitStack(name, "first deploy", 2*time.Minute, isReady)
 	}
@@ -82,6 +84,16 @@ func TestE2EReviewStacks(t *testing.T) {
 	}
 	t.Logf("the comment:\n%s", c)
 	g.checkReviewAPI(pr.number, "app-pr-1")
+
+	// Beyond --review-stacks-max, a review stack is refused in the comment.
+	over := &pullRequest{repo: "acme/infra", name: "infra", number: 3}
+	g.push(programs, over, map[string]string{"quick/Pulumi.yaml": reviewProgram("v9")})
+	g.hook(over, "opened")
+	g.waitCommentWith(over, "Review stack `quick-pr-3` not deployed: 1 review stacks exist, the maximum in all.")
+	if _, err := os.Stat(filepath.Join(out, "quick-pr-3.txt")); !os.IsNotExist(err) {
+		t.Errorf("the refused review stack quick-pr-3 was deployed: %v", err)
+	}
+	g.hook(over, "closed")
 
 	// It outlives a restart: listed again, and still destroyed on close.
 	g.restart()
