@@ -492,7 +492,7 @@ func (p *Previewer) notifyFailed(ev review.Event, pv review.Preview) {
 		return
 	}
 	p.opts.Notifier.Notify(notify.Event{Kind: notify.PreviewFailed, Stack: pv.Stack, Time: time.Now(),
-		Message: p.clean(fmt.Sprintf("the preview of pull request #%d (%s) failed: %s", ev.Number, ev.Repo, firstLine(pv.Error))),
+		Message: p.clean(fmt.Sprintf("the preview of pull request #%d (%s) failed: %s", ev.Number, ev.Repo, review.FirstLine(pv.Error))),
 		Update:  pv.Update, Commit: ev.HeadSHA})
 }
 

@@ -180,9 +180,9 @@ func (p *Previewer) report(ctx context.Context, f review.Forge, ev review.Event,
 		Description: "Preview: " + changeSummary(pv.Changes)}
 	switch {
 	case pv.Result == review.Failed:
-		st.State, st.Description = review.Failure, "Preview failed: "+firstLine(pv.Error)
+		st.State, st.Description = review.Failure, "Preview failed: "+review.FirstLine(pv.Error)
 	case len(pv.Denied) > 0:
-		st.State, st.Description = review.Failure, "Denied by policy: "+firstLine(pv.Denied[0].Message)
+		st.State, st.Description = review.Failure, "Denied by policy: "+review.FirstLine(pv.Denied[0].Message)
 	}
 	p.setStatus(ctx, f, ev, st)
 }
@@ -253,14 +253,6 @@ func (p *Previewer) prLink() string {
 // changeSummary is "+1 ~2 -0 ±0".
 func changeSummary(c map[string]int) string {
 	return fmt.Sprintf("+%d ~%d -%d ±%d", c["create"], c["update"], c["delete"], c["replace"])
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
 }
 
 // elapsed is the duration since start, for views.

@@ -133,7 +133,7 @@ func (r Report) reviewStacks(b *strings.Builder) {
 		}
 		result := reviewResult(rs)
 		if rs.Error != "" {
-			result += ": " + strings.ReplaceAll(firstLineOf(rs.Error), "|", "\\|")
+			result += ": " + strings.ReplaceAll(FirstLine(rs.Error), "|", "\\|")
 		}
 		fmt.Fprintf(b, "| `%s` | `%.12s` | %s | %s |\n", rs.Name, rs.Commit, result, strings.ReplaceAll(strings.Join(outs, "<br>"), "|", "\\|"))
 	}
@@ -157,7 +157,8 @@ func reviewResult(rs ReviewStack) string {
 	return "✅ deployed"
 }
 
-func firstLineOf(s string) string {
+// FirstLine is the first line of s, trimmed.
+func FirstLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
