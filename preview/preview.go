@@ -166,7 +166,7 @@ type pullRequest struct {
 // record is what is kept of pr.
 func (pr *pullRequest) record() review.Record {
 	v := pr.view
-	v.Previews = slices.Clone(v.Previews)
+	v.Previews, v.ReviewStacks = slices.Clone(v.Previews), slices.Clone(v.ReviewStacks)
 	return review.Record{Event: pr.ev, View: v, Comment: pr.comment, Done: pr.ended}
 }
 
@@ -463,7 +463,7 @@ func (p *Previewer) PullRequests() []review.PullRequest {
 	out := make([]review.PullRequest, 0, len(p.prs))
 	for _, pr := range p.prs {
 		v := pr.view
-		v.Previews = slices.Clone(v.Previews)
+		v.Previews, v.ReviewStacks = slices.Clone(v.Previews), slices.Clone(v.ReviewStacks)
 		out = append(out, v)
 	}
 	slices.SortFunc(out, func(a, b review.PullRequest) int { return b.UpdatedAt.Compare(a.UpdatedAt) })

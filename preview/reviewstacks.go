@@ -348,6 +348,8 @@ func (p *Previewer) putReview(pr *pullRequest, rs review.ReviewStack) {
 		rs.ExpiresAt = review.ExpiresAt(review.Live{LastActivity: rs.LastActivity, TTL: rs.TTL})
 	}
 	p.setView(pr, func(v *review.PullRequest) {
+		// A new slice: records and views being written share the old one.
+		v.ReviewStacks = slices.Clone(v.ReviewStacks)
 		i := slices.IndexFunc(v.ReviewStacks, func(x review.ReviewStack) bool { return x.Name == rs.Name })
 		if i < 0 {
 			v.ReviewStacks = append(v.ReviewStacks, rs)
@@ -369,6 +371,7 @@ func (p *Previewer) wakeReviews() {
 // touchReviews counts an event of pr as activity for its review stacks.
 // p.mu is held.
 func touchReviewsLocked(v *review.PullRequest, now time.Time) {
+	v.ReviewStacks = slices.Clone(v.ReviewStacks) // see putReview
 	for i := range v.ReviewStacks {
 		rs := &v.ReviewStacks[i]
 		rs.LastActivity = now
