@@ -223,7 +223,7 @@ func (d *Daemon) diffLocked(cfg *spec.Config) (added, changed, removed []string)
 		switch {
 		case st == nil || st.rec.Removed:
 			added = append(added, s.Name)
-		case st.rec.SpecHash != s.SpecHash() || (st.stack != nil && !maps.Equal(st.stack.Annotations, s.Annotations)):
+		case d.changedLocked(st, s):
 			changed = append(changed, s.Name)
 		}
 	}
@@ -235,6 +235,21 @@ func (d *Daemon) diffLocked(cfg *spec.Config) (added, changed, removed []string)
 	slices.Sort(added)
 	slices.Sort(changed)
 	return added, changed, removed
+}
+
+// changedLocked says whether s differs from stack st as the config in
+// force has it. It compares with the config in force rather than with
+// st's record: in a cluster another replica may already have written the
+// new spec's hash into the record, and the leader would then see no
+// change and record no revision. Before the first config, the record is
+// all there is.
+func (d *Daemon) changedLocked(st *stackState, s *spec.Stack) bool {
+	if d.cfg != nil {
+		if old := d.cfg.Stack(s.Name); old != nil {
+			return old.SpecHash() != s.SpecHash() || !maps.Equal(old.Annotations, s.Annotations)
+		}
+	}
+	return st.rec.SpecHash != s.SpecHash() || (st.stack != nil && !maps.Equal(st.stack.Annotations, s.Annotations))
 }
 
 // recordReload keeps the outcome of a reload in ConfigStatus and tells
