@@ -2,11 +2,8 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"net/http"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -44,76 +41,17 @@ func BenchmarkStackView500(b *testing.B) {
 		b.Fatalf("GET resources: %d, %d resources\n%.300s", code, len(rs.Resources), body)
 	}
 	b.Run("API8Clients", func(b *testing.B) {
-		lat := measure(b, 8, in.url+"/api/v1/stacks/app/resources")
-		report(b, lat)
+		report(b)(latencies(b, in.url+"/api/v1/stacks/app/resources", 8, max(b.N, 8)))
 	})
 	b.Run("Page", func(b *testing.B) {
-		lat := measure(b, 1, in.url+"/stacks/app")
-		report(b, lat)
+		report(b)(latencies(b, in.url+"/stacks/app", 1, b.N))
 	})
 }
 
-// measure GETs url b.N times from clients concurrent clients and returns
-// every request's latency.
-func measure(b *testing.B, clients int, url string) []time.Duration {
-	b.Helper()
-	var (
-		mu   sync.Mutex
-		lat  = make([]time.Duration, 0, b.N)
-		next = make(chan struct{}, b.N)
-		wg   sync.WaitGroup
-	)
-	for range b.N {
-		next <- struct{}{}
+// report returns what adds a median and a 99th percentile, in ms, to b.
+func report(b *testing.B) func(p50, p99 float64) {
+	return func(p50, p99 float64) {
+		b.ReportMetric(p50, "p50-ms")
+		b.ReportMetric(p99, "p99-ms")
 	}
-	close(next)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}, Timeout: time.Minute}
-	b.ResetTimer()
-	for range clients {
-		wg.Go(func() {
-			for range next {
-				start := time.Now()
-				if err := getOK(client, url); err != nil {
-					b.Error(err)
-					return
-				}
-				d := time.Since(start)
-				mu.Lock()
-				lat = append(lat, d)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
-	return lat
-}
-
-// getOK GETs url and reads the whole answer, which must be a 200.
-func getOK(client *http.Client, url string) error {
-	resp, err := client.Get(url)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return nil
-}
-
-// report adds the latencies' median and 99th percentile, in ms.
-func report(b *testing.B, lat []time.Duration) {
-	if len(lat) == 0 {
-		return
-	}
-	slices.Sort(lat)
-	at := func(q float64) float64 {
-		return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))].Microseconds()) / 1000
-	}
-	b.ReportMetric(at(0.5), "p50-ms")
-	b.ReportMetric(at(0.99), "p99-ms")
 }
