@@ -1,7 +1,9 @@
 // Package forge implements review.Forge for GitHub (and GitHub
 // Enterprise Server), GitLab and Gitea (and Forgejo): it lists the files
-// a pull request changes, sets commit statuses and keeps one comment per
-// pull request up to date.
+// a pull request changes, sets commit statuses, keeps one comment per
+// pull request up to date, and tells a pull request's state (open,
+// closed or merged, and its head commit) so that stackd catches up with
+// the webhooks it missed.
 //
 // forge is the only package of stackd that imports the forges' client
 // libraries; the rest of stackd sees review.Forge alone. Each library is

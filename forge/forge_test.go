@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -515,5 +516,103 @@ func TestNewRejects(t *testing.T) {
 		} else if strings.Contains(err.Error(), "pw") {
 			t.Errorf("password in error: %v", err)
 		}
+	}
+}
+
+// TestPullRequestState: each forge tells a pull request's state from its
+// API's pull request (GitLab: merge request): open at its head commit,
+// moved to a new head, closed, merged; one it does not know (404) is
+// gone, which is no error.
+func TestPullRequestState(t *testing.T) {
+	paths := map[review.Kind]string{
+		review.GitHub: "/api/v3/repos/octo/app/pulls/7",
+		review.GitLab: "/api/v4/projects/group%2Fsub%2Fapp/merge_requests/7",
+		review.Gitea:  "/api/v1/repos/octo/app/pulls/7",
+	}
+	const head, next = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+	eachForge(t, func(t *testing.T, fc forgeCase) {
+		srv, f, _ := setup(t, fc.kind, token)
+		finder, ok := f.(review.StateFinder)
+		if !ok {
+			t.Fatalf("the %s client is no review.StateFinder", fc.kind)
+		}
+		steps := []struct {
+			name string
+			set  func()
+			want review.PullRequestState
+		}{
+			{"open", func() { srv.SetPullRequest(fc.repo, number, forgetest.PullRequest{Head: head}) },
+				review.PullRequestState{Open: true, HeadSHA: head}},
+			{"pushed", func() { srv.SetPullRequest(fc.repo, number, forgetest.PullRequest{Head: next}) },
+				review.PullRequestState{Open: true, HeadSHA: next}},
+			{"closed", func() { srv.SetPullRequest(fc.repo, number, forgetest.PullRequest{Head: next, Closed: true}) },
+				review.PullRequestState{HeadSHA: next}},
+			{"merged", func() { srv.SetPullRequest(fc.repo, number, forgetest.PullRequest{Head: next, Merged: true}) },
+				review.PullRequestState{Merged: true, HeadSHA: next}},
+			{"deleted", func() { srv.DeletePullRequest(fc.repo, number) },
+				review.PullRequestState{Gone: true}},
+		}
+		for _, st := range steps {
+			st.set()
+			got, err := finder.PullRequestState(ctx(t), fc.repo, number)
+			if err != nil || got != st.want {
+				t.Errorf("%s: state = %+v, %v; want %+v", st.name, got, err, st.want)
+			}
+		}
+		reqs := srv.Requests()
+		if len(reqs) != len(steps) {
+			t.Fatalf("sent %d requests, want %d", len(reqs), len(steps))
+		}
+		for _, r := range reqs {
+			if r.Method != "GET" || r.Path != paths[fc.kind] {
+				t.Errorf("asked %s %s, want GET %s", r.Method, r.Path, paths[fc.kind])
+			}
+		}
+	})
+}
+
+// TestPullRequestStateErrors: an answer other than 404 that is no pull
+// request is an error, never a closing: a bad token (401, its error
+// without the token) and a forge that keeps failing (5xx, retried).
+func TestPullRequestStateErrors(t *testing.T) {
+	const bad = "bad-s3cret-token-42"
+	eachForge(t, func(t *testing.T, fc forgeCase) {
+		srv, f, _ := setup(t, fc.kind, bad)
+		srv.ExpectAuthFailures()
+		srv.SetPullRequest(fc.repo, number, forgetest.PullRequest{Head: sha})
+		st, err := f.(review.StateFinder).PullRequestState(ctx(t), fc.repo, number)
+		switch {
+		case err == nil || st != (review.PullRequestState{}):
+			t.Errorf("bad token: state %+v, error %v; want an error alone", st, err)
+		case strings.Contains(err.Error(), bad):
+			t.Errorf("token in error: %v", err)
+		case !strings.HasPrefix(err.Error(), string(fc.kind)+": get the state of "):
+			t.Errorf("error lacks its context: %v", err)
+		}
+
+		srv2, f2, _ := setup(t, fc.kind, token)
+		srv2.SetPullRequest(fc.repo, number, forgetest.PullRequest{Head: sha})
+		srv2.FailNext(1000, 502)
+		c, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer cancel()
+		if st, err := f2.(review.StateFinder).PullRequestState(c, fc.repo, number); err == nil || st.Gone || st.Open {
+			t.Errorf("failing forge: state %+v, error %v; want an error alone", st, err)
+		}
+		if n := countRequests(srv2, "GET", "/"+strconv.Itoa(number)); n < 2 {
+			t.Errorf("sent %d requests to a failing forge, want retries", n)
+		}
+		srv2.FailNext(0, 0)
+	})
+}
+
+// TestGitLabAuthorOnlyIsOpen: a merge request the fake knows by its
+// author alone is open, with no head commit named (which the previews
+// take as nothing to catch up with).
+func TestGitLabAuthorOnlyIsOpen(t *testing.T) {
+	srv, f, _ := setup(t, review.GitLab, token)
+	srv.SetAuthor("group/sub/app", number, forgetest.User{ID: 51, Username: "alice"})
+	st, err := f.(review.StateFinder).PullRequestState(ctx(t), "group/sub/app", number)
+	if err != nil || st != (review.PullRequestState{Open: true}) {
+		t.Errorf("state = %+v, %v; want open with no head", st, err)
 	}
 }

@@ -49,7 +49,38 @@ func (g *giteaForge) client(ctx context.Context) (*gitea.Client, error) {
 	return gitea.NewClient(g.base, opts...)
 }
 
+var _ review.StateFinder = (*giteaForge)(nil)
+
 func (g *giteaForge) MaxComment() int { return giteaMaxComment }
+
+// PullRequestState implements review.StateFinder with GET
+// /repos/{owner}/{repo}/pulls/{index}: state (open or closed), merged
+// and head.sha. A 404 is a pull request gone.
+func (g *giteaForge) PullRequestState(ctx context.Context, repo string, number int) (review.PullRequestState, error) {
+	owner, name, err := splitRepo(repo)
+	if err != nil {
+		return review.PullRequestState{}, g.wrap(err, "get the state of %s#%d", repo, number)
+	}
+	c, err := g.client(ctx)
+	if err != nil {
+		return review.PullRequestState{}, g.wrap(err, "get the state of %s#%d", repo, number)
+	}
+	pr, resp, err := c.GetPullRequest(owner, name, int64(number))
+	if err != nil && resp != nil && resp.StatusCode == http.StatusNotFound {
+		return review.PullRequestState{Gone: true}, nil
+	}
+	if err != nil {
+		return review.PullRequestState{}, g.wrap(err, "get the state of %s#%d", repo, number)
+	}
+	if pr.State != gitea.StateOpen && pr.State != gitea.StateClosed {
+		return review.PullRequestState{}, g.wrap(fmt.Errorf("unknown state %q", pr.State), "get the state of %s#%d", repo, number)
+	}
+	st := review.PullRequestState{Open: pr.State == gitea.StateOpen, Merged: pr.HasMerged}
+	if pr.Head != nil {
+		st.HeadSHA = pr.Head.Sha
+	}
+	return st, nil
+}
 
 func (g *giteaForge) ChangedFiles(ctx context.Context, repo string, number int) ([]string, error) {
 	owner, name, err := splitRepo(repo)

@@ -60,7 +60,31 @@ func githubAPI(base string) string {
 	return base + "/"
 }
 
+var _ review.StateFinder = (*gitHub)(nil)
+
 func (g *gitHub) MaxComment() int { return githubMaxComment }
+
+// PullRequestState implements review.StateFinder with GET
+// /repos/{owner}/{repo}/pulls/{number}: state (open or closed), merged
+// and head.sha. A 404 is a pull request gone.
+func (g *gitHub) PullRequestState(ctx context.Context, repo string, number int) (review.PullRequestState, error) {
+	owner, name, err := splitRepo(repo)
+	if err != nil {
+		return review.PullRequestState{}, g.wrap(err, "get the state of %s#%d", repo, number)
+	}
+	pr, resp, err := g.c.PullRequests.Get(ctx, owner, name, number)
+	if err != nil && resp != nil && resp.StatusCode == http.StatusNotFound {
+		return review.PullRequestState{Gone: true}, nil
+	}
+	if err != nil {
+		return review.PullRequestState{}, g.wrap(err, "get the state of %s#%d", repo, number)
+	}
+	if st := pr.GetState(); st != "open" && st != "closed" {
+		return review.PullRequestState{}, g.wrap(fmt.Errorf("unknown state %q", st), "get the state of %s#%d", repo, number)
+	}
+	return review.PullRequestState{Open: pr.GetState() == "open", Merged: pr.GetMerged(),
+		HeadSHA: pr.GetHead().GetSHA()}, nil
+}
 
 func (g *gitHub) ChangedFiles(ctx context.Context, repo string, number int) ([]string, error) {
 	owner, name, err := splitRepo(repo)

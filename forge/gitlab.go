@@ -13,7 +13,10 @@ import (
 	"github.com/stackd/stackd/daemon/review"
 )
 
-var _ review.AuthorFinder = (*gitLab)(nil)
+var (
+	_ review.AuthorFinder = (*gitLab)(nil)
+	_ review.StateFinder  = (*gitLab)(nil)
+)
 
 // gitlabMaxComment is the longest note GitLab takes.
 const gitlabMaxComment = 1000000
@@ -90,6 +93,30 @@ func (g *gitLab) PullRequestAuthor(ctx context.Context, repo string, number int)
 		return "", g.wrap(errors.New("the answer names no author"), "get the author of %s!%d", repo, number)
 	}
 	return mr.Author.Username, nil
+}
+
+// PullRequestState implements review.StateFinder with GET
+// /projects/:id/merge_requests/:iid: state (opened, closed, merged, or
+// locked while it is being merged, which counts as open) and sha, the
+// head commit. A 404 is a merge request gone.
+func (g *gitLab) PullRequestState(ctx context.Context, repo string, number int) (review.PullRequestState, error) {
+	if err := checkProjectPath(repo); err != nil {
+		return review.PullRequestState{}, g.wrap(err, "get the state of %s!%d", repo, number)
+	}
+	mr, _, err := g.c.MergeRequests.GetMergeRequest(repo, int64(number), nil, gitlab.WithContext(ctx))
+	if errors.Is(err, gitlab.ErrNotFound) {
+		return review.PullRequestState{Gone: true}, nil
+	}
+	if err != nil {
+		return review.PullRequestState{}, g.wrap(err, "get the state of %s!%d", repo, number)
+	}
+	switch mr.State {
+	case "opened", "locked", "closed", "merged":
+	default:
+		return review.PullRequestState{}, g.wrap(fmt.Errorf("unknown state %q", mr.State), "get the state of %s!%d", repo, number)
+	}
+	return review.PullRequestState{Open: mr.State == "opened" || mr.State == "locked", Merged: mr.State == "merged",
+		HeadSHA: mr.SHA}, nil
 }
 
 // gitlabStates maps review's states to GitLab's.

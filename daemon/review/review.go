@@ -138,6 +138,30 @@ type AuthorFinder interface {
 	PullRequestAuthor(ctx context.Context, repo string, number int) (string, error)
 }
 
+// PullRequestState is a pull request as its forge tells it now.
+type PullRequestState struct {
+	// Open is false once the pull request is closed or merged (GitLab:
+	// closed or merged; a locked merge request, being merged, is open).
+	Open   bool
+	Merged bool
+	// Gone is set when the forge does not know the pull request (it
+	// answered 404): deleted, or its repository is no longer readable
+	// with the token. Open is then false.
+	Gone bool
+	// HeadSHA is its head commit; empty when the forge did not name it.
+	HeadSHA string
+}
+
+// StateFinder is implemented by the forges that can tell a pull
+// request's state, so that stackd catches up with the closings and
+// pushes whose webhooks it missed.
+type StateFinder interface {
+	// PullRequestState returns the state of pull request number of repo.
+	// A pull request the forge does not know is no error: its state is
+	// Gone.
+	PullRequestState(ctx context.Context, repo string, number int) (PullRequestState, error)
+}
+
 // Host is the host (with a port other than the scheme's default) a
 // repository URL names: https://, http://, ssh:// and scp-like
 // git@host:path alike. Empty when url names none.

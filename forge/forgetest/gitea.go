@@ -34,6 +34,7 @@ func giteaDialect() *dialect {
 		},
 		routes: []route{
 			{method: "GET", path: "version", serve: giteaVersion},
+			{method: "GET", path: "repos/{owner}/{repo}/pulls/{index}", serve: giteaGetPull},
 			{method: "GET", path: "repos/{owner}/{repo}/pulls/{index}/files", query: []string{"skip-to", "whitespace", "page", "limit"}, serve: giteaFiles},
 			{method: "POST", path: "repos/{owner}/{repo}/statuses/{sha}", body: func() checker { return &giteaStatus{} }, serve: giteaSetStatus},
 			// Gitea documents since and before only and answers every
@@ -105,6 +106,32 @@ func giteaFiles(s *Server, c *call) {
 			m["status"], m["previous_filename"] = "renamed", f.from
 		}
 		out = append(out, m)
+	}
+	writeJSON(c.w, http.StatusOK, out)
+}
+
+// giteaGetPull answers a pull request that SetPullRequest or SetAuthor
+// named, trimmed to its identity, state, head and poster, or 404 as
+// Gitea does for one it does not know.
+func giteaGetPull(s *Server, c *call) {
+	n, ok := c.positive("index")
+	if !ok {
+		return
+	}
+	repo := giteaRepo(c)
+	st, author, ok := s.pullOf(prKey{repo, int(n)})
+	if !ok {
+		s.dialect.fail(c.w, http.StatusNotFound, "The target couldn't be found.")
+		return
+	}
+	out := map[string]any{
+		"id": 3000 + n, "number": n, "state": openClosed(st), "merged": st.Merged, "title": "Change things",
+		"html_url": fmt.Sprintf("http://%s/%s/pulls/%d", c.r.Host, repo, n),
+		"head":     map[string]any{"label": "feature", "ref": "feature", "sha": st.Head},
+		"base":     map[string]any{"label": "main", "ref": "main"},
+	}
+	if author != nil {
+		out["user"] = map[string]any{"id": author.ID, "login": author.Username, "full_name": author.Username}
 	}
 	writeJSON(c.w, http.StatusOK, out)
 }

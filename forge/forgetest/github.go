@@ -41,6 +41,7 @@ func githubDialect() *dialect {
 			}
 		},
 		routes: []route{
+			{method: "GET", path: "repos/{owner}/{repo}/pulls/{number}", serve: githubGetPull},
 			{method: "GET", path: "repos/{owner}/{repo}/pulls/{number}/files", query: pages, serve: githubFiles},
 			{method: "POST", path: "repos/{owner}/{repo}/statuses/{sha}", body: func() checker { return &githubStatus{} }, serve: githubSetStatus},
 			{method: "GET", path: "repos/{owner}/{repo}/issues/{number}/comments", query: append([]string{"since"}, pages...), serve: githubListComments},
@@ -125,6 +126,39 @@ func githubFiles(s *Server, c *call) {
 		out = append(out, m)
 	}
 	writeJSON(c.w, http.StatusOK, out)
+}
+
+// githubGetPull answers a pull request that SetPullRequest or SetAuthor
+// named, trimmed to its identity, state, head and author, or 404 as
+// GitHub does for one it does not know.
+func githubGetPull(s *Server, c *call) {
+	n, ok := c.positive("number")
+	if !ok {
+		return
+	}
+	repo := githubRepo(c)
+	st, author, ok := s.pullOf(prKey{repo, int(n)})
+	if !ok {
+		s.dialect.fail(c.w, http.StatusNotFound, "Not Found")
+		return
+	}
+	out := map[string]any{
+		"id": 2000 + n, "number": n, "state": openClosed(st), "merged": st.Merged,
+		"html_url": fmt.Sprintf("http://%s/%s/pull/%d", c.r.Host, repo, n), "title": "Change things",
+		"head": map[string]any{"ref": "feature", "sha": st.Head}, "base": map[string]any{"ref": "main"},
+	}
+	if author != nil {
+		out["user"] = map[string]any{"login": author.Username, "id": author.ID, "type": "User"}
+	}
+	writeJSON(c.w, http.StatusOK, out)
+}
+
+// openClosed is the state of st as GitHub and Gitea spell it.
+func openClosed(st PullRequest) string {
+	if st.Closed {
+		return "closed"
+	}
+	return "open"
 }
 
 func githubSetStatus(s *Server, c *call) {

@@ -163,25 +163,35 @@ func gitlabDiffs(s *Server, c *call) {
 	writeJSON(c.w, http.StatusOK, out)
 }
 
-// gitlabGetMR answers a merge request set with SetAuthor, trimmed to its
-// identity and author, or 404 as GitLab does for one it does not know.
+// gitlabGetMR answers a merge request that SetPullRequest or SetAuthor
+// named, trimmed to its identity, state, head commit (sha) and author,
+// or 404 as GitLab does for one it does not know.
 func gitlabGetMR(s *Server, c *call) {
 	mr, ok := gitlabMR(c)
 	if !ok {
 		return
 	}
-	s.mu.Lock()
-	author, ok := s.authors[mr]
-	s.mu.Unlock()
+	st, author, ok := s.pullOf(mr)
 	if !ok {
 		s.dialect.fail(c.w, http.StatusNotFound, "404 Not found")
 		return
 	}
-	writeJSON(c.w, http.StatusOK, map[string]any{
-		"id": 1000 + mr.number, "iid": mr.number, "project_id": 1, "state": "opened",
-		"author": map[string]any{"id": author.ID, "username": author.Username, "name": author.Username,
-			"state": "active", "locked": false, "avatar_url": nil, "web_url": "http://gitlab.example/" + author.Username},
-	})
+	state := "opened"
+	switch {
+	case st.Merged:
+		state = "merged"
+	case st.Closed:
+		state = "closed"
+	}
+	out := map[string]any{
+		"id": 1000 + mr.number, "iid": mr.number, "project_id": 1, "state": state,
+		"sha": nullable(st.Head), "source_branch": "feature", "target_branch": "main", "author": nil,
+	}
+	if author != nil {
+		out["author"] = map[string]any{"id": author.ID, "username": author.Username, "name": author.Username,
+			"state": "active", "locked": false, "avatar_url": nil, "web_url": "http://gitlab.example/" + author.Username}
+	}
+	writeJSON(c.w, http.StatusOK, out)
 }
 
 // gitlabStates maps GitLab's states to review's.

@@ -8,7 +8,8 @@
 // (fields, enums, lengths); anything undocumented fails the test through
 // t.Errorf and is answered as the forge would refuse it. Its state (the
 // files of pull requests, the statuses and comments set) is read back
-// with Statuses and Comments.
+// with Statuses and Comments; a test changes a pull request's state (a
+// push, a closing, a merge) with SetPullRequest, without a webhook.
 package forgetest
 
 import (
@@ -57,6 +58,7 @@ type Server struct {
 	mu        sync.Mutex
 	files     map[prKey][]change
 	authors   map[prKey]User
+	pulls     map[prKey]PullRequest
 	statuses  map[string][]status // by repo + "@" + sha
 	comments  []*comment          // oldest first
 	nextID    int64
@@ -100,6 +102,7 @@ func New(t testing.TB, kind review.Kind, token string) *Server {
 		mux:      http.NewServeMux(),
 		files:    map[prKey][]change{},
 		authors:  map[prKey]User{},
+		pulls:    map[prKey]PullRequest{},
 		statuses: map[string][]status{},
 		nextID:   d.firstID,
 		changed:  make(chan struct{}),
@@ -145,12 +148,59 @@ type User struct {
 
 // SetAuthor makes u the author of pull request number of repo, as the
 // API's pull request (GitLab: merge request) tells it; the API answers
-// 404 for a pull request without one.
+// 404 for a pull request that neither SetAuthor nor SetPullRequest
+// named.
 func (s *Server) SetAuthor(repo string, number int, u User) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.authors[prKey{repo, number}] = u
 	s.notifyLocked()
+}
+
+// PullRequest is the state of a pull request (a merge request on
+// GitLab) as the API's pull request tells it.
+type PullRequest struct {
+	// Head is its head commit's SHA; empty: the answer names none.
+	Head string
+	// Closed is set once it is closed; Merged once it is merged, which
+	// closes it too.
+	Closed, Merged bool
+}
+
+// SetPullRequest sets the state of pull request number of repo, as a
+// user's push, closing or merge does, without sending a webhook. A pull
+// request named by SetAuthor alone is open, with no head.
+func (s *Server) SetPullRequest(repo string, number int, pr PullRequest) {
+	if pr.Merged {
+		pr.Closed = true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pulls[prKey{repo, number}] = pr
+	s.notifyLocked()
+}
+
+// DeletePullRequest forgets pull request number of repo, its author
+// too: the API answers 404 for it, as for a deleted one.
+func (s *Server) DeletePullRequest(repo string, number int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pulls, prKey{repo, number})
+	delete(s.authors, prKey{repo, number})
+	s.notifyLocked()
+}
+
+// pullOf returns what the fake knows of pr: its state, its author, and
+// whether it knows pr at all.
+func (s *Server) pullOf(pr prKey) (PullRequest, *User, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, known := s.pulls[pr]
+	u, hasAuthor := s.authors[pr]
+	if !hasAuthor {
+		return st, nil, known
+	}
+	return st, &u, true
 }
 
 // Statuses returns every status set on sha in repo, in order, with
