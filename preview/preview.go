@@ -85,7 +85,12 @@ type Options struct {
 	// Shared, in a cluster, shares the pull requests among the replicas
 	// (it is then Records too): see Shared.
 	Shared Shared
-	Logger *slog.Logger
+	// ResyncInterval is how often the open pull requests are checked
+	// against their forges, which catches up with the closings and pushes
+	// whose webhooks were missed (see resync.go); the first check runs at
+	// Start. Zero disables it.
+	ResyncInterval time.Duration
+	Logger         *slog.Logger
 }
 
 // Shared shares the previews of pull requests among the replicas of a
@@ -295,6 +300,7 @@ func (p *Previewer) startLocked(pr *pullRequest, ev review.Event, f review.Forge
 // rounds that a stop interrupted. The daemon must be started: a round
 // reads its config.
 func (p *Previewer) Start() error {
+	defer p.startResync() // once the records are loaded
 	p.wg.Add(1)
 	go p.expireReviews()
 	if p.opts.Shared != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
@@ -25,6 +26,9 @@ type forgeFlags struct {
 	externalURL string
 	// reviewMax and reviewMaxPerRepo bound the review stacks.
 	reviewMax, reviewMaxPerRepo int
+	// resyncInterval is how often the open pull requests are checked on
+	// their forges; 0: never.
+	resyncInterval time.Duration
 }
 
 // knownForges are the forges known without --forge.
@@ -38,6 +42,7 @@ func (f *forgeFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&f.externalURL, "external-url", "", "stackd's `URL` as the forge's users reach it, for links from statuses and comments")
 	fs.IntVar(&f.reviewMax, "review-stacks-max", 20, "at most `N` review stacks of pull requests at once, in all (0: no bound)")
 	fs.IntVar(&f.reviewMaxPerRepo, "review-stacks-max-per-repo", 5, "at most `N` review stacks at once per forge repository (0: no bound)")
+	fs.DurationVar(&f.resyncInterval, "preview-resync-interval", 10*time.Minute, "check the open pull requests on their forges at start and then every `DURATION`, to catch up with missed closings and pushes (0: never)")
 }
 
 // enabled says whether previews were asked for.
@@ -48,6 +53,9 @@ func (f *forgeFlags) enabled() bool { return len(f.forges) > 0 || len(f.tokenFil
 func (f *forgeFlags) build(log *slog.Logger) (review.Forges, error) {
 	if f.reviewMax < 0 || f.reviewMaxPerRepo < 0 {
 		return nil, errors.New("--review-stacks-max and --review-stacks-max-per-repo must not be negative")
+	}
+	if f.resyncInterval < 0 {
+		return nil, fmt.Errorf("--preview-resync-interval %s: must not be negative (0 turns the check off)", f.resyncInterval)
 	}
 	tokens := map[string]string{}
 	for _, v := range f.tokenFiles {
@@ -116,7 +124,8 @@ func newPreviewer(f *runFlags, d *daemon.Daemon, run daemon.Runner, fetcher daem
 	return preview.New(preview.Options{Daemon: d, Runner: run, Fetcher: fetcher, Store: st, Forges: forges,
 		Approval: approval, DataDir: dataDir, UIURL: f.externalURL, ForkPRs: f.forkPRs, Authors: f.authors, SourceAuth: auth,
 		ReviewBounds: review.Bounds{Total: f.reviewMax, PerRepo: f.reviewMaxPerRepo},
-		Timeout:      f.opTimeout, Notifier: notifier, Observer: obs, Policies: pol, Records: records, Shared: shared, Logger: log.With("component", "preview")}), nil
+		Timeout:      f.opTimeout, Notifier: notifier, Observer: obs, Policies: pol, Records: records, Shared: shared,
+		ResyncInterval: f.forgeFlags.resyncInterval, Logger: log.With("component", "preview")}), nil
 }
 
 // previewAPI is pv for the web server: a nil interface, not a nil

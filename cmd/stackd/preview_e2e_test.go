@@ -104,7 +104,8 @@ func (pr *pullRequest) people() (author, actor forgetest.User) {
 
 // push makes commit the pull request's head (refs/pull/N/head, or
 // refs/merge-requests/N/head on GitLab) in the served repository,
-// without touching main, and sets its changed files on the forge.
+// without touching main, and sets its changed files and its head on the
+// forge (the pull request is open), without a webhook.
 func (g *forgeRig) push(r *repo, pr *pullRequest, files map[string]string) {
 	g.t.Helper()
 	r.git("checkout", "-q", "-B", "pr", "main")
@@ -119,11 +120,17 @@ func (g *forgeRig) push(r *repo, pr *pullRequest, files map[string]string) {
 	g.forge.SetFiles(pr.repo, pr.number, changed)
 	author, _ := pr.people()
 	g.forge.SetAuthor(pr.repo, pr.number, author)
+	g.forge.SetPullRequest(pr.repo, pr.number, forgetest.PullRequest{Head: pr.head})
 }
 
-// hook posts the pull-request webhook of action and returns the answer.
+// hook posts the pull-request webhook of action and returns the answer;
+// a closing closes the pull request on the forge first, as the forge
+// does before it sends the event.
 func (g *forgeRig) hook(pr *pullRequest, action string) review.Accepted {
 	g.t.Helper()
+	if action == "closed" {
+		g.forge.SetPullRequest(pr.repo, pr.number, forgetest.PullRequest{Head: pr.head, Closed: true})
+	}
 	body, headers := prWebhook(g.kind, action, pr, g.url(pr.name), g.forge.URL())
 	var acc review.Accepted
 	code, raw := g.in.postJSON("/api/v1/webhooks/git", body, headers, &acc)
