@@ -20,10 +20,12 @@ import (
 // posts it under prevents/<key>. The previews of a pull request run on
 // the replica that holds its lease, prleases/<key>, a key bound to that
 // replica's session as a stack's ownership key is: it is taken when the
-// pull request has work left (the head commit of its newest event is not
-// its record's Done) and nobody holds it, released when the round ended,
-// and it goes with the session of a replica that died, so that another
-// takes the work over. The record, prrecords/<key>, is written by the
+// pull request has work left (the Event.WorkKey of its newest event is
+// not its record's Done: a round, a closing, a sweep) and nobody holds
+// it, released when the work ended, and it goes with the session of a
+// replica that died, so that another takes the work over. A closed pull
+// request's event stays until its holder destroyed its review stacks and
+// deleted its event and record. The record, prrecords/<key>, is written by the
 // holder only, each write fenced by the lease and by the event key, so
 // that a replica cut off, or a round of a closed pull request, never
 // writes it again; the preview records in the stacks' histories are
@@ -35,7 +37,7 @@ type prState struct {
 	done   string        // the record's Done
 	holder string        // the replica holding the lease, "" for none
 	held   int64         // create revision of this replica's lease key; 0 when not held
-	sent   string        // the head commit last given to the previewer
+	sent   string        // the WorkKey last given to the previewer
 	taking bool          // a take is in flight
 }
 
@@ -46,13 +48,11 @@ type prWork struct {
 }
 
 // PostPullRequest passes a pull-request event on: the replica that holds
-// or takes the pull request's lease runs it. A closed pull request's
-// event and record are deleted; its holder ends its round.
+// or takes the pull request's lease runs it, a closed pull request's
+// too (it destroys its review stacks, then deletes its event and record).
 func (c *Cluster) PostPullRequest(ev review.Event) error {
 	key := ev.Key()
-	if ev.Action == review.Closed {
-		return c.DeletePullRequest(key)
-	}
+	ev.Sweep = 0 // stackd's own, never a forge's
 	ctx, cancel := c.ctx()
 	defer cancel()
 	v, err := json.Marshal(ev)
@@ -76,15 +76,50 @@ func (c *Cluster) PullRequestWork() <-chan review.Work {
 	return c.prWork.out
 }
 
+// SweepPullRequest asks the holder of pull request key to destroy its
+// review stacks expired at at: it sets the Sweep of the pull request's
+// event to at, unless it is at or later already, or the event changed
+// meanwhile (a newer event is activity, and work of its own).
+func (c *Cluster) SweepPullRequest(key string, at int64) error {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	ekey := c.key("prevents/", key)
+	resp, err := c.cli.Get(ctx, ekey)
+	if err != nil {
+		return fmt.Errorf("cluster: sweep pull request %s: %w", key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil // closed and forgotten
+	}
+	var ev review.Event
+	if err := json.Unmarshal(resp.Kvs[0].Value, &ev); err != nil {
+		return fmt.Errorf("cluster: sweep pull request %s: %w", key, err)
+	}
+	if ev.Sweep >= at {
+		return nil
+	}
+	ev.Sweep = at
+	v, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("cluster: sweep pull request %s: %w", key, err)
+	}
+	same := clientv3.Compare(clientv3.ModRevision(ekey), "=", resp.Kvs[0].ModRevision)
+	if _, err := c.cli.Txn(ctx).If(same).Then(clientv3.OpPut(ekey, string(v))).Commit(); err != nil {
+		return fmt.Errorf("cluster: sweep pull request %s: %w", key, err)
+	}
+	return nil
+}
+
 // ReleasePullRequest gives up the lease of pull request key once the
-// round of head ended, unless a newer event was handed over meanwhile
-// (its round is to run under the lease). A newer event that comes later
-// is taken by whichever replica takes the lease first.
-func (c *Cluster) ReleasePullRequest(key, head string) {
+// work whose Event.WorkKey is work ended, unless a newer event was
+// handed over meanwhile (its work is to run under the lease). A newer
+// event that comes later is taken by whichever replica takes the lease
+// first.
+func (c *Cluster) ReleasePullRequest(key, work string) {
 	c.mu.Lock()
 	st := c.prs[key]
 	var rev int64
-	if st != nil && st.sent == head {
+	if st != nil && st.sent == work {
 		rev, st.held, st.sent = st.held, 0, ""
 	}
 	c.mu.Unlock()
@@ -218,9 +253,9 @@ func decidePRs(prs map[string]*prState) prWork {
 		case st.held != 0 && st.event == nil:
 			w.deliver = append(w.deliver, review.Work{Key: key, Closed: true})
 			w.release = append(w.release, key)
-		case st.held != 0 && st.event.HeadSHA != st.sent:
+		case st.held != 0 && st.event.WorkKey() != st.sent:
 			w.deliver = append(w.deliver, review.Work{Key: key, Event: *st.event})
-		case st.held == 0 && st.event != nil && st.holder == "" && st.done != st.event.HeadSHA && !st.taking:
+		case st.held == 0 && st.event != nil && st.holder == "" && st.done != st.event.WorkKey() && !st.taking:
 			w.take = append(w.take, key)
 		}
 	}
@@ -237,7 +272,7 @@ func (c *Cluster) reconcilePRs(ctx context.Context) {
 	w := decidePRs(c.prs)
 	for _, work := range w.deliver {
 		if !work.Closed {
-			c.prs[work.Key].sent = work.Event.HeadSHA
+			c.prs[work.Key].sent = work.Event.WorkKey()
 		}
 	}
 	for _, key := range w.take {
@@ -301,8 +336,8 @@ func (c *Cluster) takePR(ctx context.Context, key string, lease clientv3.LeaseID
 			work.Record = &rec
 		}
 	}
-	st.held, st.holder, st.sent = resp.Header.Revision, c.opts.Node, ev.HeadSHA
-	c.log.Info("holding pull request", "pullRequest", key, "commit", ev.HeadSHA)
+	st.held, st.holder, st.sent = resp.Header.Revision, c.opts.Node, ev.WorkKey()
+	c.log.Info("holding pull request", "pullRequest", key, "commit", ev.HeadSHA, "work", ev.WorkKey())
 	c.prWork.push(work)
 }
 

@@ -15,6 +15,9 @@ import (
 
 func TestDecidePRs(t *testing.T) {
 	ev := func(head string) *review.Event { return &review.Event{HeadSHA: head} }
+	closed := func(head string, sweep int64) *review.Event {
+		return &review.Event{HeadSHA: head, Action: review.Closed, Sweep: sweep}
+	}
 	for _, tc := range []struct {
 		name string
 		st   prState
@@ -31,6 +34,13 @@ func TestDecidePRs(t *testing.T) {
 		{"held, closed: deliver and release", prState{held: 7, holder: "node-1", sent: "c"},
 			prWork{deliver: []review.Work{{Key: "k", Closed: true}}, release: []string{"k"}}},
 		{"closed, not held", prState{done: "c"}, prWork{}},
+		{"closed, its round done: take", prState{event: closed("b", 0), done: "b"}, prWork{take: []string{"k"}}},
+		{"closing ran, destroys left: wait for a sweep", prState{event: closed("b", 0), done: "b/closed"}, prWork{}},
+		{"closing swept: take", prState{event: closed("b", 9), done: "b/closed"}, prWork{take: []string{"k"}}},
+		{"sweep asked: take", prState{event: &review.Event{HeadSHA: "b", Sweep: 9}, done: "b"}, prWork{take: []string{"k"}}},
+		{"sweep done", prState{event: &review.Event{HeadSHA: "b", Sweep: 9}, done: "b/sweep-9"}, prWork{}},
+		{"held, sweep asked: deliver", prState{event: &review.Event{HeadSHA: "b", Sweep: 9}, held: 7, holder: "node-1", sent: "b"},
+			prWork{deliver: []review.Work{{Key: "k", Event: review.Event{HeadSHA: "b", Sweep: 9}}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := tc.st
@@ -85,13 +95,14 @@ func (r *prReplica) received() []review.Work {
 	return append([]review.Work(nil), r.work...)
 }
 
-// holderOf waits until one of rs received work of head, and checks that
-// the other did not.
-func holderOf(t *testing.T, head string, rs ...*prReplica) (holder, other *prReplica, w review.Work) {
+// holderOf waits until one of rs received work (an Event.WorkKey), and
+// checks that the other did not.
+func holderOf(t *testing.T, work string, rs ...*prReplica) (holder, other *prReplica, w review.Work) {
 	t.Helper()
+	head := work
 	has := func(r *prReplica) (review.Work, bool) {
 		for _, w := range r.received() {
-			if w.Event.HeadSHA == head {
+			if w.Event.WorkKey() == work {
 				return w, true
 			}
 		}
@@ -120,8 +131,10 @@ func holderOf(t *testing.T, head string, rs ...*prReplica) (holder, other *prRep
 // TestPullRequestLease: an event posted on either replica is run by one
 // of them (never by a third that does not preview), which alone writes the pull request's record and previews; a
 // newer event goes to that holder; a released pull request whose round
-// is done is not taken again; when the holder dies, the other takes the
-// work over with the record; closing deletes it and tells the holder.
+// is done is not taken again, until a sweep of its expired review stacks
+// is asked, once for one expiry; when the holder dies, the other takes
+// the work over with the record; closing is work for the holder, and
+// deleting the event and record tells it.
 func TestPullRequestLease(t *testing.T) {
 	eps := etcd(t)
 	prefix := newPrefix()
@@ -177,6 +190,39 @@ func TestPullRequestLease(t *testing.T) {
 		t.Errorf("a pull request whose round is done was taken again: %+v", other.received())
 	}
 
+	// Sweeps: every replica may ask for the same expiry; one work comes.
+	for _, r := range []*prReplica{a, b, a} {
+		if err := r.SweepPullRequest(key, 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.SweepPullRequest(key, 999); err != nil { // an older expiry
+		t.Fatal(err)
+	}
+	swept := ev
+	swept.Sweep = 1000
+	sh, so, sw := holderOf(t, swept.WorkKey(), a, b)
+	if sw.Event.Sweep != 1000 || sw.Record == nil || sw.Record.Done != ev.HeadSHA {
+		t.Errorf("sweep work %+v, want sweep 1000 with the record", sw)
+	}
+	rec.Done = swept.WorkKey()
+	if err := sh.PutPullRequest(rec); err != nil {
+		t.Fatal(err)
+	}
+	sh.ReleasePullRequest(key, swept.WorkKey())
+	time.Sleep(500 * time.Millisecond)
+	sweeps := 0
+	for _, r := range []*prReplica{sh, so} {
+		for _, w := range r.received() {
+			if w.Event.Sweep != 0 {
+				sweeps++
+			}
+		}
+	}
+	if sweeps != 1 {
+		t.Errorf("%d sweeps handed over, want one: %+v %+v", sweeps, sh.received(), so.received())
+	}
+
 	// A third push; its holder dies before it is done.
 	ev.HeadSHA = strings.Repeat("3", 40)
 	if err := a.PostPullRequest(ev); err != nil {
@@ -201,9 +247,25 @@ func TestPullRequestLease(t *testing.T) {
 		t.Errorf("PullRequests = %+v, %v", recs, err)
 	}
 
-	// Closed: the record goes, the holder is told, and its late writes
-	// are refused.
-	if err := other.PostPullRequest(review.Event{Forge: ev.Forge, Repo: ev.Repo, Number: ev.Number, Action: review.Closed}); err != nil {
+	// Closed: the holder gets the closing as work and may record it
+	// until it deletes the event and record; then it is told, and its
+	// late writes are refused.
+	closing := review.Event{Forge: ev.Forge, Repo: ev.Repo, Number: ev.Number, Action: review.Closed, HeadSHA: ev.HeadSHA}
+	if err := other.PostPullRequest(closing); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the closing handed to the holder", func() bool {
+		ws := other.received()
+		return ws[len(ws)-1].Event.Action == review.Closed
+	})
+	rec.Event, rec.View.Closed = closing, true
+	if err := other.PutPullRequest(rec); err != nil {
+		t.Errorf("the holder cannot record the closing: %v", err)
+	}
+	if recs, err := other.PullRequests(); err != nil || len(recs) != 1 || !recs[0].View.Closed {
+		t.Errorf("PullRequests while closing = %+v, %v", recs, err)
+	}
+	if err := other.DeletePullRequest(key); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the closing", func() bool {

@@ -96,23 +96,31 @@ type Options struct {
 // Shared shares the previews of pull requests among the replicas of a
 // cluster (package cluster implements it). Any replica posts the events
 // it receives; the replica that holds a pull request's lease gets its
-// work and runs its rounds, one at a time, and every write it makes
-// about the pull request (its record, the previews in the stacks'
-// histories) is fenced by that lease. When the holder dies, its lease
-// expires and another replica takes the work over: it runs the round
-// again, editing the one comment whose ID the record keeps (or that the
-// forge finds by its marker).
+// work and does it (a round, a closing, a sweep), one at a time, and
+// every write it makes about the pull request (its record, the previews
+// in the stacks' histories) is fenced by that lease. When the holder
+// dies, its lease expires and another replica takes the work over: it
+// runs it again, editing the one comment whose ID the record keeps (or
+// that the forge finds by its marker). Review stacks live in the
+// records; every replica watches their expiry, and asks the holder to
+// destroy the expired ones (SweepPullRequest).
 type Shared interface {
 	review.Store
-	// PostPullRequest passes an event on; a closed pull request's event
-	// and record are deleted, and its holder gets Work.Closed.
+	// PostPullRequest passes an event on, a closed pull request's too:
+	// its holder destroys its review stacks, then deletes its event and
+	// record (DeletePullRequest), and gets Work.Closed.
 	PostPullRequest(ev review.Event) error
+	// SweepPullRequest asks the holder of pull request key to destroy
+	// its review stacks expired at at (Event.Sweep), unless a sweep of
+	// at or later was asked already: every replica may ask at once.
+	SweepPullRequest(key string, at int64) error
 	// PullRequestWork delivers the work of the pull requests this
 	// replica holds the lease of.
 	PullRequestWork() <-chan review.Work
 	// ReleasePullRequest gives the lease of a pull request up once the
-	// round of head ended, unless a newer event was handed over.
-	ReleasePullRequest(key, head string)
+	// work whose Event.WorkKey is work ended, unless a newer event was
+	// handed over.
+	ReleasePullRequest(key, work string)
 	// BeginPullRequestPreview, PutPullRequestPreview and
 	// PutPullRequestPreviewLog record a preview of pull request key in
 	// its stack's history, behind its lease.
@@ -148,24 +156,26 @@ type Previewer struct {
 	// reviewWake tells the expiry loop that a review stack changed.
 	reviewLocks map[string]*sync.Mutex
 	reviewWake  chan struct{}
-	// closing are the closed pull requests whose review stacks are not
-	// all destroyed yet.
-	closing map[*pullRequest]bool
 	// saveMu orders the writes of records: each writes what the pull
 	// request is when it takes the lock.
 	saveMu sync.Mutex
 }
 
-// pullRequest is an open pull request and its newest round of previews.
+// pullRequest is an open pull request and its newest round of previews,
+// or a closed one whose review stacks are not all destroyed yet
+// (view.Closed).
 type pullRequest struct {
 	ev      review.Event // the newest
 	view    review.PullRequest
 	cancel  context.CancelCauseFunc // of the round in progress
-	done    chan struct{}           // closed when that round ends
+	done    chan struct{}           // closed when that round (or closing) ends
 	comment int64                   // the comment's ID, once known
-	// ended is the head commit whose round ended; a round that a stop
+	// ended is the WorkKey of the work that ended; work that a stop
 	// interrupted runs again at the next Start.
 	ended string
+	// stale names the review stacks whose operation a replica that died
+	// left running: the next one breaks the lock it left.
+	stale map[string]bool
 }
 
 // record is what is kept of pr.
@@ -184,7 +194,7 @@ func New(opts Options) *Previewer {
 		opts.Records = opts.Shared
 	}
 	p := &Previewer{opts: opts, log: opts.Logger, prs: map[string]*pullRequest{},
-		reviewLocks: map[string]*sync.Mutex{}, reviewWake: make(chan struct{}, 1), closing: map[*pullRequest]bool{}}
+		reviewLocks: map[string]*sync.Mutex{}, reviewWake: make(chan struct{}, 1)}
 	p.ctx, p.stop = context.WithCancel(context.Background())
 	return p
 }
@@ -205,8 +215,9 @@ func (p *Previewer) Stop(ctx context.Context) error {
 
 // PullRequest takes a verified pull-request event: a new head commit
 // starts a round of previews (cancelling the round of the older one),
-// and a closed pull request's round is cancelled. It never waits for
-// the forge: the changed files are listed by the round.
+// and a closed pull request's round is cancelled and its review stacks
+// destroyed. It never waits for the forge: the changed files are listed
+// by the round.
 func (p *Previewer) PullRequest(ev review.Event) review.Accepted {
 	acc := review.Accepted{PullRequest: ev.Key(), Stacks: []string{}}
 	if ev.Action == review.Closed {
@@ -228,7 +239,7 @@ func (p *Previewer) PullRequest(ev review.Event) review.Accepted {
 	}
 	p.mu.Lock()
 	pr := p.prs[ev.Key()]
-	if pr != nil && pr.view.HeadSHA == ev.HeadSHA {
+	if pr != nil && pr.view.HeadSHA == ev.HeadSHA && !pr.view.Closed {
 		touchReviewsLocked(&pr.view, time.Now()) // activity all the same
 		p.mu.Unlock()
 		p.save(pr)
@@ -283,22 +294,25 @@ func (p *Previewer) startLocked(pr *pullRequest, ev review.Event, f review.Forge
 		if ctx.Err() != nil {
 			return
 		}
+		// The newest event may be ev's sweep: its work is done too.
 		p.mu.Lock()
-		last := pr.ev.HeadSHA == ev.HeadSHA
+		last := pr.ev.HeadSHA == ev.HeadSHA && pr.ev.Action != review.Closed
+		work := pr.ev.WorkKey()
 		if last {
-			pr.ended = ev.HeadSHA
+			pr.ended = work
 		}
 		p.mu.Unlock()
 		p.save(pr)
 		if last && p.opts.Shared != nil {
-			p.opts.Shared.ReleasePullRequest(ev.Key(), ev.HeadSHA)
+			p.opts.Shared.ReleasePullRequest(ev.Key(), work)
 		}
 	}(pr.done)
 }
 
-// Start lists the open pull requests of Records again, and runs the
-// rounds that a stop interrupted. The daemon must be started: a round
-// reads its config.
+// Start lists the open pull requests of Records again, runs the rounds
+// that a stop interrupted, and destroys the review stacks of the pull
+// requests that closed. The daemon must be started: a round reads its
+// config.
 func (p *Previewer) Start() error {
 	defer p.startResync() // once the records are loaded
 	p.wg.Add(1)
@@ -315,18 +329,26 @@ func (p *Previewer) Start() error {
 	if err != nil {
 		return fmt.Errorf("preview: read the open pull requests: %w", err)
 	}
+	var closed []review.Event
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for _, rec := range recs {
 		pr := &pullRequest{ev: rec.Event, view: rec.View, comment: rec.Comment, ended: rec.Done}
 		p.prs[rec.View.Key] = pr
-		if rec.Done == rec.Event.HeadSHA {
-			continue
+		switch {
+		case rec.Event.Action == review.Closed:
+			closed = append(closed, rec.Event)
+		case review.RoundDone(rec.Done, rec.Event.HeadSHA):
+		default:
+			if f, _, ok := p.opts.Forges.For(rec.Event.URLs); ok {
+				p.log.Info("previewing a pull request again, as a stop interrupted it", "pullRequest", rec.View.Key, "commit", short(rec.Event.HeadSHA))
+				p.startLocked(pr, rec.Event, f)
+			}
 		}
-		if f, _, ok := p.opts.Forges.For(rec.Event.URLs); ok {
-			p.log.Info("previewing a pull request again, as a stop interrupted it", "pullRequest", rec.View.Key, "commit", short(rec.Event.HeadSHA))
-			p.startLocked(pr, rec.Event, f)
-		}
+	}
+	p.mu.Unlock()
+	for _, ev := range closed {
+		p.log.Info("destroying the review stacks of a closed pull request again", "pullRequest", ev.Key())
+		p.closed(ev)
 	}
 	p.wakeReviews() // their review stacks expire as before the stop
 	return nil
@@ -439,23 +461,32 @@ func (p *Previewer) forget(pr *pullRequest, head string) {
 	}
 }
 
-// closed cancels the round of a closed pull request and forgets it.
+// closed cancels the round of a closed pull request and destroys its
+// review stacks. A pull request without live review stacks is forgotten
+// at once; one with some is kept, and listed, marked closed, until they
+// are all destroyed (settle): its record outlives a stop, and in a
+// cluster its holder's death, so that the destroys are run again.
 func (p *Previewer) closed(ev review.Event) {
+	key := ev.Key()
 	p.mu.Lock()
-	pr := p.prs[ev.Key()]
-	var done chan struct{}
-	if pr != nil {
-		if pr.cancel != nil {
-			pr.cancel(ended{"Pull request closed"})
-		}
-		delete(p.prs, ev.Key())
-		done = pr.done
+	pr := p.prs[key]
+	if pr != nil && pr.cancel != nil {
+		pr.cancel(ended{"Pull request closed"})
+		pr.cancel = nil
+	}
+	live := pr != nil && len(liveOf(key, pr.view.ReviewStacks)) > 0
+	if pr != nil && !live {
+		delete(p.prs, key)
+	}
+	if live {
+		pr.ev, pr.view.Closed, pr.view.UpdatedAt = ev, true, time.Now()
 	}
 	p.mu.Unlock()
-	if pr != nil {
-		p.drop(ev.Key())
-		p.closeReviews(pr, ev, done)
+	if !live {
+		p.drop(key) // in a cluster, its event too
+		return
 	}
+	p.closeReviews(pr, ev)
 }
 
 // PullRequests lists the open pull requests, newest first: in a

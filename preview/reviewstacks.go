@@ -30,18 +30,11 @@ func (p *Previewer) reviewRound(ctx context.Context, pr *pullRequest, ev review.
 	if len(templates) == 0 && len(p.reviewsOf(pr)) == 0 {
 		return
 	}
-	var plan review.Plan
-	if p.opts.Shared != nil {
-		if len(touched) > 0 {
-			plan.Refused = []string{"Review stacks are not deployed when stackd runs as a cluster."}
-		}
-	} else {
-		taken := map[string]bool{}
-		for _, s := range cur.Stacks {
-			taken[s.Name] = true
-		}
-		plan = review.PlanEvent(ev, templates, touched, p.liveReviews(), taken, p.opts.ReviewBounds, p.opts.ForkPRs)
+	taken := map[string]bool{}
+	for _, s := range cur.Stacks {
+		taken[s.Name] = true
 	}
+	plan := review.PlanEvent(ev, templates, touched, p.boundedLive(pr), taken, p.opts.ReviewBounds, p.opts.ForkPRs)
 	p.setView(pr, func(v *review.PullRequest) { v.ReviewRefused = plan.Refused })
 	var wg sync.WaitGroup
 	for _, st := range plan.Steps {
@@ -81,8 +74,9 @@ func (p *Previewer) deployReview(ctx context.Context, pr *pullRequest, ev review
 	defer unlock()
 	rs := review.ReviewStack{Name: st.Name, Template: st.Template, PulumiStack: st.PulumiStack, Op: st.Op,
 		Result: review.Running, Commit: ev.HeadSHA, LastActivity: time.Now(), TTL: t.TTL}
+	brk := p.takeStale(pr, st.Name)
 	p.putReview(pr, rs)
-	out, err := p.runReview(ctx, ev, cfg, tmpl, st, daemon.UpdateUp, ev.HeadSHA)
+	out, err := p.runReview(ctx, ev, cfg, tmpl, st, daemon.UpdateUp, ev.HeadSHA, brk)
 	rs.Result, rs.Outputs = review.Succeeded, out
 	if err != nil {
 		rs.Result, rs.Error = review.Failed, p.clean(err.Error())
@@ -104,6 +98,7 @@ func (p *Previewer) destroyReview(ctx context.Context, pr *pullRequest, ev revie
 		return // an expiry and a closing both asked
 	}
 	rs.Op, rs.Result, rs.Error, rs.Outputs = review.Destroy, review.Running, "", nil
+	brk := p.takeStale(pr, st.Name)
 	p.putReview(pr, rs)
 	cfg := p.opts.Daemon.Config()
 	tmpl := cfg.Stack(st.Template)
@@ -111,7 +106,7 @@ func (p *Previewer) destroyReview(ctx context.Context, pr *pullRequest, ev revie
 	if tmpl == nil {
 		err = fmt.Errorf("its template stack %s is no longer in the config: destroy it by hand", st.Template)
 	} else {
-		_, err = p.runReview(ctx, ev, cfg, tmpl, st, daemon.UpdateDestroy, rs.Commit)
+		_, err = p.runReview(ctx, ev, cfg, tmpl, st, daemon.UpdateDestroy, rs.Commit, brk)
 	}
 	rs.Result = review.Succeeded
 	if err != nil {
@@ -144,8 +139,9 @@ const reviewRetry = time.Minute
 
 // runReview runs an operation of type typ on review stack st, with the
 // program of template tmpl at commit of ev's head ref, and returns its
-// outputs, scrubbed.
-func (p *Previewer) runReview(ctx context.Context, ev review.Event, cfg *spec.Config, tmpl *spec.Stack, st review.Step, typ, commit string) (map[string]string, error) {
+// outputs, scrubbed. breakLock breaks the Pulumi lock a replica that
+// died during an operation of st left.
+func (p *Previewer) runReview(ctx context.Context, ev review.Event, cfg *spec.Config, tmpl *spec.Stack, st review.Step, typ, commit string, breakLock bool) (map[string]string, error) {
 	release, err := p.opts.Daemon.AcquireSlot(ctx)
 	if err != nil {
 		return nil, err
@@ -165,7 +161,7 @@ func (p *Previewer) runReview(ctx context.Context, ev review.Event, cfg *spec.Co
 	var buf bytes.Buffer
 	w := red.Writer(&limitWriter{w: &buf, n: maxLog})
 	defer w.Close()
-	op := daemon.Operation{Workspace: ws, Type: typ, Timeout: p.opts.Timeout, Log: w,
+	op := daemon.Operation{Workspace: ws, Type: typ, Timeout: p.opts.Timeout, Log: w, BreakLock: breakLock,
 		Message: fmt.Sprintf("stackd: review stack of pull request #%d", ev.Number)}
 	if typ == daemon.UpdateDestroy {
 		op.Remove = true
@@ -191,62 +187,95 @@ func lastLines(log string) string {
 }
 
 // closeReviews destroys the review stacks of pr, which closed, once the
-// round in progress (done) ended. Until they are all destroyed, pr stays
-// among the holders of review stacks (p.closing): a destroy that failed
-// is tried again as an expired one.
-func (p *Previewer) closeReviews(pr *pullRequest, ev review.Event, done chan struct{}) {
-	if len(p.reviewsOf(pr)) == 0 {
-		return
-	}
+// round in progress ended. A round of a newer event (the pull request
+// reopened) waits for the destroys in turn.
+func (p *Previewer) closeReviews(pr *pullRequest, ev review.Event) {
 	p.mu.Lock()
-	p.closing[pr] = true
+	prev, fin := pr.done, make(chan struct{})
+	pr.done = fin
 	p.mu.Unlock()
+	p.save(pr)
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		if done != nil {
+		defer close(fin)
+		if prev != nil {
 			select {
-			case <-done:
+			case <-prev:
 			case <-p.ctx.Done():
 				return
 			}
 		}
 		plan := review.PlanEvent(ev, nil, nil, liveOf(ev.Key(), p.reviewsOf(pr)), nil, review.Bounds{}, true)
-		p.runDestroys(pr, ev, plan.Steps)
+		p.runDestroys(pr, ev, plan.Steps, true)
 	}()
 }
 
-// runDestroys runs destroy steps of pr and writes its comment once they
-// ended.
-func (p *Previewer) runDestroys(pr *pullRequest, ev review.Event, steps []review.Step) {
+// runDestroys runs destroy steps of pr, writes its comment once they
+// ended, and settles pr. work says that the destroys are ev's work (a
+// closing, or a sweep in a cluster), which then ends.
+func (p *Previewer) runDestroys(pr *pullRequest, ev review.Event, steps []review.Step, work bool) {
 	var wg sync.WaitGroup
 	for _, st := range steps {
 		wg.Go(func() { p.destroyReview(p.ctx, pr, ev, st) })
 	}
 	wg.Wait()
-	p.mu.Lock()
-	if p.closing[pr] && len(liveOf(ev.Key(), pr.view.ReviewStacks)) == 0 {
-		delete(p.closing, pr)
+	if p.ctx.Err() != nil {
+		return // the work runs again after the next start
 	}
-	p.mu.Unlock()
-	if f, _, ok := p.opts.Forges.For(ev.URLs); ok && p.ctx.Err() == nil {
+	if f, _, ok := p.opts.Forges.For(ev.URLs); ok && len(steps) > 0 {
 		p.mu.Lock()
 		r := review.Report{Commit: pr.view.HeadSHA, Previews: slices.Clone(pr.view.Previews), Removed: pr.view.Removed, LinkOf: p.link,
 			ReviewStacks: slices.Clone(pr.view.ReviewStacks), ReviewRefused: pr.view.ReviewRefused}
 		p.mu.Unlock()
 		p.comment(p.ctx, pr, ev, f, r)
 	}
+	p.settle(pr, ev, work)
+}
+
+// settle forgets pr once it is closed and none of its review stacks is
+// live, and deletes its record (in a cluster, its event too). Otherwise,
+// when the destroys were ev's work and no newer event took pr over, the
+// work is recorded as done and, in a cluster, the lease given up: a
+// destroy that failed is tried again as an expired one.
+func (p *Previewer) settle(pr *pullRequest, ev review.Event, work bool) {
+	p.mu.Lock()
+	key := pr.view.Key
+	gone := pr.view.Closed && p.prs[key] == pr && len(liveOf(key, pr.view.ReviewStacks)) == 0
+	if gone {
+		delete(p.prs, key)
+	}
+	work = work && !gone && pr.ev.WorkKey() == ev.WorkKey()
+	if work {
+		pr.ended = ev.WorkKey()
+	}
+	p.mu.Unlock()
+	switch {
+	case gone:
+		p.log.Info("closed pull request forgotten: its review stacks are destroyed", "pullRequest", key)
+		p.drop(key)
+	case work:
+		p.save(pr)
+		if p.opts.Shared != nil {
+			p.opts.Shared.ReleasePullRequest(key, ev.WorkKey())
+		}
+	}
 }
 
 // expireReviews destroys the review stacks whose pull request has been
 // quiet for their TTL, until Stop: it wakes at the next expiry, or when
-// a review stack changed (p.reviewWake).
+// a review stack changed (p.reviewWake). In a cluster, where the other
+// replicas change them too, it reads them again every sharedExpiryPoll.
 func (p *Previewer) expireReviews() {
 	defer p.wg.Done()
 	for {
+		next := review.NextExpiry(p.liveReviews())
+		if p.opts.Shared != nil && (next.IsZero() || time.Until(next) > sharedExpiryPoll) {
+			next = time.Now().Add(sharedExpiryPoll)
+		}
 		var timer *time.Timer
 		var fire <-chan time.Time
-		if next := review.NextExpiry(p.liveReviews()); !next.IsZero() {
+		if !next.IsZero() {
 			timer = time.NewTimer(time.Until(next))
 			fire = timer.C
 		}
@@ -263,23 +292,39 @@ func (p *Previewer) expireReviews() {
 	}
 }
 
+// sharedExpiryPoll is how often a replica of a cluster reads the review
+// stacks of every pull request for their expiry.
+const sharedExpiryPoll = 30 * time.Second
+
 // expire destroys the review stacks expired at now, those of one pull
-// request together.
+// request together. In a cluster it asks the holder of each pull request
+// with expired review stacks to (sweep).
 func (p *Previewer) expire(now time.Time) {
+	if p.opts.Shared != nil {
+		p.sweep(now)
+		return
+	}
 	for _, pr := range p.reviewHolders() {
 		p.mu.Lock()
 		ev := pr.ev
-		live := liveOf(ev.Key(), pr.view.ReviewStacks)
 		p.mu.Unlock()
-		var steps []review.Step
-		for _, l := range review.Expired(live, now) {
-			steps = append(steps, review.Step{Op: review.Destroy, Name: l.Name, PulumiStack: l.PulumiStack,
-				Template: l.Template, Why: "its pull request was quiet for " + l.TTL.String()})
-		}
-		if len(steps) > 0 {
-			p.runDestroys(pr, ev, steps)
+		if steps := p.expiredSteps(pr, now); len(steps) > 0 {
+			p.runDestroys(pr, ev, steps, false)
 		}
 	}
+}
+
+// expiredSteps are the destroys of pr's review stacks expired at now.
+func (p *Previewer) expiredSteps(pr *pullRequest, now time.Time) []review.Step {
+	p.mu.Lock()
+	live := liveOf(pr.ev.Key(), pr.view.ReviewStacks)
+	p.mu.Unlock()
+	var steps []review.Step
+	for _, l := range review.Expired(live, now) {
+		steps = append(steps, review.Step{Op: review.Destroy, Name: l.Name, PulumiStack: l.PulumiStack,
+			Template: l.Template, Why: "its pull request was quiet for " + l.TTL.String()})
+	}
+	return steps
 }
 
 // reviewHolders are the pull requests that may have live review stacks:
@@ -288,18 +333,19 @@ func (p *Previewer) expire(now time.Time) {
 func (p *Previewer) reviewHolders() []*pullRequest {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []*pullRequest
+	out := make([]*pullRequest, 0, len(p.prs))
 	for _, pr := range p.prs {
-		out = append(out, pr)
-	}
-	for pr := range p.closing {
 		out = append(out, pr)
 	}
 	return out
 }
 
-// liveReviews are the live review stacks of every holder.
+// liveReviews are the live review stacks of every pull request: in a
+// cluster, those their records tell.
 func (p *Previewer) liveReviews() []review.Live {
+	if p.opts.Shared != nil {
+		return p.sharedLive("")
+	}
 	holders := p.reviewHolders()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -377,6 +423,30 @@ func touchReviewsLocked(v *review.PullRequest, now time.Time) {
 		rs.LastActivity = now
 		rs.ExpiresAt = review.ExpiresAt(review.Live{LastActivity: now, TTL: rs.TTL})
 	}
+}
+
+// boundedLive are the live review stacks that the bounds count when pr
+// plans: pr's own as its view has them, and in a cluster those of the
+// other pull requests as their records tell.
+func (p *Previewer) boundedLive(pr *pullRequest) []review.Live {
+	if p.opts.Shared == nil {
+		return p.liveReviews()
+	}
+	p.mu.Lock()
+	key := pr.view.Key
+	out := liveOf(key, pr.view.ReviewStacks)
+	p.mu.Unlock()
+	return append(out, p.sharedLive(key)...)
+}
+
+// takeStale says whether review stack name of pr was left running by a
+// replica that died, and forgets it: the lock it left is broken once.
+func (p *Previewer) takeStale(pr *pullRequest, name string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	stale := pr.stale[name]
+	delete(pr.stale, name)
+	return stale
 }
 
 // reviewLock takes the lock of review stack name and returns its unlock.

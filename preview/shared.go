@@ -58,26 +58,103 @@ func (p *Previewer) work(w review.Work) {
 	}
 }
 
-// held starts the round of a pull request whose lease this replica
-// holds, superseding its round in progress. Taken over with its record,
-// the previews the last holder left running are marked aborted first.
+// held does the work of a pull request whose lease this replica holds:
+// a closing destroys its review stacks, a sweep its expired ones, and a
+// new head commit starts a round, superseding the round in progress.
+// Taken over with its record, the pull request is what the record says,
+// and the previews the last holder left running are marked aborted.
 func (p *Previewer) held(w review.Work) {
 	ev := w.Event
 	f, _, ok := p.opts.Forges.For(ev.URLs)
 	if !ok {
 		p.log.Warn("no forge for a pull request of the cluster", "pullRequest", w.Key)
-		p.opts.Shared.ReleasePullRequest(w.Key, ev.HeadSHA)
+		p.opts.Shared.ReleasePullRequest(w.Key, ev.WorkKey())
 		return
 	}
-	var comment int64
 	if w.Record != nil {
 		p.abortLeft(w.Key, w.Record.View.Previews)
-		comment = w.Record.Comment
 	}
 	p.mu.Lock()
-	pr := p.supersedeLocked(ev, f, comment)
-	p.mu.Unlock()
-	p.save(pr)
+	pr := p.prs[w.Key]
+	if w.Record != nil {
+		pr = p.takenLocked(w.Key, *w.Record)
+	}
+	switch {
+	case ev.Action == review.Closed:
+		p.mu.Unlock()
+		p.closed(ev)
+	case pr != nil && !pr.view.Closed && pr.ev.HeadSHA == ev.HeadSHA && review.RoundDone(pr.ended, ev.HeadSHA):
+		pr.ev = ev
+		p.mu.Unlock()
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.runDestroys(pr, ev, p.expiredSteps(pr, time.Now()), true)
+		}()
+	default:
+		pr = p.supersedeLocked(ev, f, 0)
+		p.mu.Unlock()
+		p.save(pr)
+	}
+}
+
+// takenLocked makes the pull request of key what rec, its record as the
+// lease was taken, says: the last holder wrote it. The review stacks rec
+// shows running were left so by a holder that died. p.mu is held.
+func (p *Previewer) takenLocked(key string, rec review.Record) *pullRequest {
+	pr := p.prs[key]
+	if pr == nil {
+		pr = &pullRequest{}
+		p.prs[key] = pr
+	}
+	pr.ev, pr.view, pr.comment, pr.ended = rec.Event, rec.View, rec.Comment, rec.Done
+	pr.stale = map[string]bool{}
+	for _, rs := range rec.View.ReviewStacks {
+		if rs.Result == review.Running {
+			pr.stale[rs.Name] = true
+		}
+	}
+	return pr
+}
+
+// sweep asks the holders of the pull requests with review stacks expired
+// at now to destroy them. Each asks with the latest expiry instant among
+// them, which every replica reads alike from the records: the first ask
+// counts, the others change nothing.
+func (p *Previewer) sweep(now time.Time) {
+	recs, err := p.opts.Shared.PullRequests()
+	if err != nil {
+		p.log.Warn("cannot read the review stacks of the cluster", "err", err)
+		return
+	}
+	for _, rec := range recs {
+		var at int64
+		for _, l := range review.Expired(liveOf(rec.View.Key, rec.View.ReviewStacks), now) {
+			at = max(at, review.ExpiresAt(l).Unix())
+		}
+		if at == 0 {
+			continue
+		}
+		if err := p.opts.Shared.SweepPullRequest(rec.View.Key, at); err != nil {
+			p.log.Warn("cannot ask for the destroy of expired review stacks", "pullRequest", rec.View.Key, "err", err)
+		}
+	}
+}
+
+// sharedLive are the live review stacks the records of the cluster tell,
+// but those of pull request except.
+func (p *Previewer) sharedLive(except string) []review.Live {
+	recs, err := p.opts.Shared.PullRequests()
+	if err != nil {
+		p.log.Warn("cannot read the review stacks of the cluster", "err", err)
+	}
+	var out []review.Live
+	for _, rec := range recs {
+		if rec.View.Key != except {
+			out = append(out, liveOf(rec.View.Key, rec.View.ReviewStacks)...)
+		}
+	}
+	return out
 }
 
 // abortLeft marks aborted the previews a dead holder left running.

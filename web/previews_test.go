@@ -24,7 +24,7 @@ const hostileTitle = `<script>alert("pwned")</script> & more`
 
 // prFixtures are two open pull requests: acme/infra#12 on GitHub, with a
 // succeeded, a failed, a running and a queued preview and a removed
-// stack; and a Gitea fork's #7, whose manifests do not load.
+// stack; and a Gitea fork's #7, whose manifests do not load, closed since.
 func prFixtures(now time.Time) []review.PullRequest {
 	return []review.PullRequest{
 		{Key: "github:acme/infra#12", Forge: review.GitHub, Repo: "acme/infra", Number: 12, Title: hostileTitle, Author: "octocat",
@@ -43,7 +43,7 @@ func prFixtures(now time.Time) []review.PullRequest {
 				Result: review.Succeeded, Commit: prHead12, Outputs: map[string]string{"url": `"<http://web-pr-12>"`}, ExpiresAt: now.Add(time.Hour)}},
 			ReviewRefused: []string{"Review stack `db-pr-12` not deployed: 20 review stacks exist, the maximum in all."}},
 		{Key: "gitea:acme/infra#7", Forge: review.Gitea, Repo: "acme/infra", Number: 7, Title: "Move the queue",
-			WebURL: "javascript:alert(1)", BaseBranch: "release", HeadSHA: prHead7, Fork: true, UpdatedAt: now.Add(-time.Hour),
+			WebURL: "javascript:alert(1)", BaseBranch: "release", HeadSHA: prHead7, Fork: true, UpdatedAt: now.Add(-time.Hour), Closed: true,
 			Error: "stacks.yaml:3:5: spec.stack is required"},
 	}
 }
@@ -169,6 +169,7 @@ func TestUIPreviews(t *testing.T) {
 		"Review stack `db-pr-12` not deployed: 20 review stacks exist, the maximum in all.",
 		// #7: a fork whose manifests do not load; its javascript: link is defused.
 		`<span class="tag">gitea</span>`, "acme/infra#7", `title="The head branch lives in another repository">fork</span>`,
+		`<span class="tag closed" title="Closed: listed until its review stacks are destroyed">closed</span>`,
 		`<pre class="error">stacks.yaml:3:5: spec.stack is required</pre>`, `<code class="ref">release</code>`)
 	wantLacks(t, page, "<script>alert", `href="javascript:`, `href="/stacks/cache"`, "The pull request changes no stack.")
 	wantNav(t, page, "")

@@ -213,3 +213,58 @@ func (g *forgeRig) checkReviewAPI(number int, name string) {
 	}
 	g.t.Errorf("GET /api/v1/previews does not list review stack %s of #%d: %+v", name, number, res.PullRequests)
 }
+
+// TestE2EReviewStackClosedDuringStop: the record of a closed pull request
+// outlives a stop that interrupts the destroy of its review stack. It is
+// listed as closed until the destroy, run again after the start, removed
+// the review stack's file and Pulumi stack; then it is forgotten.
+func TestE2EReviewStackClosedDuringStop(t *testing.T) {
+	toolchainBin(t)
+	g := newForgeRig(t, review.GitHub)
+	programs := g.repo("infra")
+	programs.commit(map[string]string{"app/Pulumi.yaml": reviewProgram("v1")})
+	out := t.TempDir()
+	// Each create and delete of a file takes 4s: the stop comes in the
+	// middle of the destroy.
+	g.start("stacks:\n"+templateStack("app", g.url("infra"), out, "1h")+
+		"    envRefs:\n      STACKDTEST_DELAY: {type: Literal, literal: {value: 4s}}\n", nil)
+	g.in.waitStack("app", "first deploy", 2*time.Minute, isReady)
+	dataDir := g.in.flags.dataDir
+
+	pr := &pullRequest{repo: "acme/infra", name: "infra", number: 4}
+	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": reviewProgram("v2")})
+	g.hook(pr, "opened")
+	reviewFile := filepath.Join(out, "app-pr-4.txt")
+	waitFile(t, g, reviewFile, "review v2")
+	g.waitCommentWith(pr, "✅ deployed")
+
+	g.hook(pr, "closed")
+	g.wait("the destroy running, the pull request listed as closed", func() bool {
+		p, ok := g.previewsOf()[pr.number]
+		return ok && p.Closed && len(p.ReviewStacks) == 1 &&
+			p.ReviewStacks[0].Op == review.Destroy && p.ReviewStacks[0].Result == review.Running
+	})
+	time.Sleep(2 * time.Second) // inside the 4s delete
+	before := g.in.logs
+	g.restart()
+	if !strings.Contains(before.String(), `msg="cannot destroy a review stack"`) {
+		t.Fatalf("the stop did not interrupt the destroy:\n%s", before)
+	}
+	if p, ok := g.previewsOf()[pr.number]; ok && !p.Closed {
+		t.Errorf("after the start, the closed pull request is listed as open: %+v", p)
+	}
+	waitFile(t, g, reviewFile, "")
+	g.wait("the Pulumi stack app-pr-4 removed", func() bool { return len(stackStates(dataDir, "app-pr-4")) == 0 })
+	g.wait("the closed pull request forgotten", func() bool { _, ok := g.previewsOf()[pr.number]; return !ok })
+	if !strings.Contains(g.in.logs.String(), "destroying the review stacks of a closed pull request again") {
+		t.Error("the start did not say it destroys the review stacks again")
+	}
+	if cs := g.forge.Comments(pr.repo, pr.number); len(cs) != 1 || !strings.Contains(cs[0].Body, "🗑️ destroyed") {
+		t.Errorf("comments %+v, want one saying the review stack is destroyed", cs)
+	}
+	// Forgotten for good: not listed after another start either.
+	g.restart()
+	if _, ok := g.previewsOf()[pr.number]; ok {
+		t.Error("the closed pull request is listed again after another start")
+	}
+}

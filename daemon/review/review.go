@@ -70,6 +70,30 @@ type Event struct {
 	Author string
 	Title  string
 	WebURL string
+	// Sweep, set by stackd and never by a forge, asks the holder of the
+	// pull request (in a cluster) to destroy its review stacks that
+	// expired: it is the expiry instant, in Unix seconds, that asked.
+	Sweep int64 `json:",omitempty"`
+}
+
+// WorkKey names the work ev asks for: the round of its head commit, the
+// closing of its pull request, or a sweep of its expired review stacks.
+// A record whose Done is ev's WorkKey has that work done.
+func (e Event) WorkKey() string {
+	k := e.HeadSHA
+	if e.Action == Closed {
+		k += "/closed"
+	}
+	if e.Sweep != 0 {
+		k += "/sweep-" + strconv.FormatInt(e.Sweep, 10)
+	}
+	return k
+}
+
+// RoundDone says whether done, a record's Done, means that the round of
+// head commit head ended.
+func RoundDone(done, head string) bool {
+	return head != "" && (done == head || strings.HasPrefix(done, head+"/"))
 }
 
 // Key names the pull request across pushes.

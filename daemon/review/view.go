@@ -44,6 +44,9 @@ type PullRequest struct {
 	// says, a line each, why a template's review stack was not deployed.
 	ReviewStacks  []ReviewStack `json:"reviewStacks,omitempty"`
 	ReviewRefused []string      `json:"reviewRefused,omitempty"`
+	// Closed marks a pull request that closed while review stacks of it
+	// are not destroyed yet: it is listed until they are.
+	Closed bool `json:"closed,omitempty"`
 }
 
 // ReviewStack is a review stack as the API, the UI and the comment show
@@ -119,9 +122,11 @@ type Record struct {
 	Event   Event       `json:"event"`
 	View    PullRequest `json:"view"`
 	Comment int64       `json:"comment,omitempty"`
-	// Done is the head commit whose round ended (reported, or with
-	// nothing to preview). A record whose Done is not Event.HeadSHA has a
-	// round to run again.
+	// Done is the Event.WorkKey of the work that ended: the round of a
+	// head commit (reported, or with nothing to preview), a closing, a
+	// sweep. A record whose Done is not its Event's WorkKey has work to
+	// run again. The record of a closed pull request (Event.Action
+	// Closed) is kept until its review stacks are all destroyed.
 	Done string `json:"done,omitempty"`
 }
 
@@ -138,10 +143,11 @@ type Store interface {
 }
 
 // Work tells the replica that holds a pull request's lease (cluster
-// mode) what to do with it: run the round of Event's head commit (Record
-// is the pull request's record when the lease was taken, nil for none),
-// end it because it closed (Closed), or stop acting on it because the
-// lease is lost (Lost: another replica takes it over).
+// mode) what to do with it: the work of Event (its WorkKey: a round, a
+// closing, a sweep; Record is the pull request's record when the lease
+// was taken, nil for none), forget it because its event and record are
+// gone (Closed), or stop acting on it because the lease is lost (Lost:
+// another replica takes it over).
 type Work struct {
 	Key    string
 	Event  Event
