@@ -176,6 +176,20 @@ type pullRequest struct {
 	// stale names the review stacks whose operation a replica that died
 	// left running: the next one breaks the lock it left.
 	stale map[string]bool
+	// life ends the destroys of pr's review stacks, when this replica
+	// loses pr's lease (lose): another one runs them.
+	life context.Context
+	lose context.CancelFunc
+}
+
+// lifeOf is the context of the destroys of pr's review stacks.
+func (p *Previewer) lifeOf(pr *pullRequest) context.Context {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pr.life == nil {
+		pr.life, pr.lose = context.WithCancel(p.ctx)
+	}
+	return pr.life
 }
 
 // record is what is kept of pr.

@@ -215,20 +215,21 @@ func (p *Previewer) closeReviews(pr *pullRequest, ev review.Event) {
 // ended, and settles pr. work says that the destroys are ev's work (a
 // closing, or a sweep in a cluster), which then ends.
 func (p *Previewer) runDestroys(pr *pullRequest, ev review.Event, steps []review.Step, work bool) {
+	ctx := p.lifeOf(pr)
 	var wg sync.WaitGroup
 	for _, st := range steps {
-		wg.Go(func() { p.destroyReview(p.ctx, pr, ev, st) })
+		wg.Go(func() { p.destroyReview(ctx, pr, ev, st) })
 	}
 	wg.Wait()
-	if p.ctx.Err() != nil {
-		return // the work runs again after the next start
+	if ctx.Err() != nil {
+		return // the work runs again after the next start, or on another replica
 	}
 	if f, _, ok := p.opts.Forges.For(ev.URLs); ok && len(steps) > 0 {
 		p.mu.Lock()
 		r := review.Report{Commit: pr.view.HeadSHA, Previews: slices.Clone(pr.view.Previews), Removed: pr.view.Removed, LinkOf: p.link,
 			ReviewStacks: slices.Clone(pr.view.ReviewStacks), ReviewRefused: pr.view.ReviewRefused}
 		p.mu.Unlock()
-		p.comment(p.ctx, pr, ev, f, r)
+		p.comment(ctx, pr, ev, f, r)
 	}
 	p.settle(pr, ev, work)
 }
@@ -244,6 +245,9 @@ func (p *Previewer) settle(pr *pullRequest, ev review.Event, work bool) {
 	gone := pr.view.Closed && p.prs[key] == pr && len(liveOf(key, pr.view.ReviewStacks)) == 0
 	if gone {
 		delete(p.prs, key)
+		if pr.lose != nil {
+			pr.lose() // frees it: no destroy is left
+		}
 	}
 	work = work && !gone && pr.ev.WorkKey() == ev.WorkKey()
 	if work {

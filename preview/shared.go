@@ -42,6 +42,9 @@ func (p *Previewer) work(w review.Work) {
 			if pr.cancel != nil {
 				pr.cancel(nil) // another replica takes it over: no status
 			}
+			if pr.lose != nil {
+				pr.lose()
+			}
 			delete(p.prs, w.Key)
 		}
 		p.mu.Unlock()

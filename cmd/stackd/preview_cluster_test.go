@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -174,6 +175,162 @@ func TestE2EClusterPullRequest(t *testing.T) {
 	if code, err := getJSON(survivor.url+"/api/v1/previews", &list); err != nil || code != http.StatusOK ||
 		len(list.PullRequests) != 1 || list.PullRequests[0].HeadSHA != pr.head || list.PullRequests[0].Previews[0].Result != review.Succeeded {
 		t.Errorf("GET /api/v1/previews of %s: %d %v %+v", survivor.name, code, err, list.PullRequests)
+	}
+	g.noLeaks(forgeToken)
+}
+
+// workHolder is the replica whose log says it took pr's lease for work,
+// an Event.WorkKey.
+func workHolder(e *clusterEnv, work string) *replica {
+	for _, r := range e.replicas {
+		data, _ := os.ReadFile(r.log.Name())
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, "holding pull request") && strings.Contains(line, "work="+work) {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// backendStacks lists the stacks of the Pulumi backend at url.
+func backendStacks(t *testing.T, url string) string {
+	t.Helper()
+	bin := toolchainBin(t)
+	cmd := exec.Command(filepath.Join(bin, "pulumi"), "stack", "ls", "--all", "--non-interactive")
+	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + t.TempDir(), "PULUMI_HOME=" + t.TempDir(),
+		"PULUMI_SKIP_UPDATE_CHECK=true", "PULUMI_BACKEND_URL=" + url}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("pulumi stack ls: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// TestE2EClusterReviewStacks is the acceptance of review stacks in a
+// cluster: two replicas (processes) with a real etcd, a PostgreSQL
+// backend and a fake GitHub. A pull request's review stack is deployed
+// by the replica holding the pull request, and updated on a push sent to
+// either; its closing is work of the pull request's holder, which is
+// SIGKILLed in the middle of the destroy: the other takes the closing
+// over once the lease expired and destroys it (the file is gone, the
+// Pulumi stack removed), with still one comment, and the pull request is
+// forgotten. A pull request quiet past its template's TTL has its review
+// stack destroyed by its holder, as the replicas ask (a sweep).
+func TestE2EClusterReviewStacks(t *testing.T) {
+	toolchainBin(t)
+	etcd := etcdtest.Start(t, 1)
+	e := newClusterEnv(t, etcd.Endpoints())
+	g := newForgeRig(t, review.GitHub)
+	programs := g.repo("infra")
+	programs.commit(map[string]string{"app/Pulumi.yaml": reviewProgram("v1"), "quick/Pulumi.yaml": reviewProgram("v1")})
+	out := t.TempDir()
+	// Each create and delete of app's files takes 6s: the kill comes in
+	// the middle of the destroy.
+	config := "stacks:\n" + templateStack("app", g.url("infra"), out, "1h") +
+		"    envRefs:\n      STACKDTEST_DELAY: {type: Literal, literal: {value: 6s}}\n" +
+		templateStack("quick", g.url("infra"), out, "5s")
+	if err := os.WriteFile(e.config, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	flags := forgeFlagsFor(t, g)
+	n1, n2 := e.start("node-1", flags...), e.start("node-2", flags...)
+	e.waitAll(n1, 2, "the templates deployed", 3*time.Minute, func(v daemon.StackView) bool { return isReady(v) && v.Holder != "" })
+
+	pr := &pullRequest{repo: "acme/infra", name: "infra", number: 5}
+	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": reviewProgram("v2")})
+	g.hookTo(n2, pr, "opened")
+	reviewFile := filepath.Join(out, "app-pr-5.txt")
+	if err := waitPath(reviewFile, "review v2", 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	waitForge(t, g, "the comment saying it is deployed", func() bool {
+		cs := g.forge.Comments(pr.repo, pr.number)
+		return len(cs) == 1 && strings.Contains(cs[0].Body, "| `app-pr-5` | `"+pr.head[:12]+"` | ✅ deployed |")
+	})
+	if !strings.Contains(backendStacks(t, e.backend), "app-pr-5") {
+		t.Error("the backend has no Pulumi stack app-pr-5")
+	}
+
+	// A push, sent to the other replica, updates it.
+	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": reviewProgram("v3")})
+	g.hookTo(n1, pr, "synchronize")
+	if err := waitPath(reviewFile, "review v3", 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+
+	// Closing; the replica destroying the review stack is killed.
+	g.hookTo(n1, pr, "closed")
+	closing := review.Event{HeadSHA: pr.head, Action: review.Closed}
+	var victim *replica
+	waitFor(t, "the destroy running", 2*time.Minute, func() bool {
+		var list struct{ PullRequests []review.PullRequest }
+		if code, err := getJSON(n1.url+"/api/v1/previews", &list); err != nil || code != http.StatusOK {
+			return false
+		}
+		for _, p := range list.PullRequests {
+			if p.Number == pr.number && p.Closed && len(p.ReviewStacks) == 1 &&
+				p.ReviewStacks[0].Op == review.Destroy && p.ReviewStacks[0].Result == review.Running {
+				victim = workHolder(e, closing.WorkKey())
+				return victim != nil
+			}
+		}
+		return false
+	})
+	time.Sleep(2 * time.Second) // inside the 6s delete
+	e.stop(victim, syscall.SIGKILL)
+	if _, err := os.Stat(reviewFile); err != nil {
+		t.Fatalf("the review stack's file is gone before the kill took effect: %v", err)
+	}
+	survivor := n1
+	if victim == n1 {
+		survivor = n2
+	}
+	killed := time.Now()
+	if err := waitPath(reviewFile, "", 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s destroyed the review stack %s after %s was killed", survivor.name, time.Since(killed).Round(time.Millisecond), victim.name)
+	if h := workHolder(e, closing.WorkKey()); h == nil {
+		t.Error("no replica logged holding the closing")
+	}
+	waitFor(t, "the Pulumi stack app-pr-5 removed", time.Minute, func() bool {
+		return !strings.Contains(backendStacks(t, e.backend), "app-pr-5")
+	})
+	waitForge(t, g, "the comment saying it is destroyed", func() bool {
+		cs := g.forge.Comments(pr.repo, pr.number)
+		return len(cs) == 1 && strings.Contains(cs[0].Body, "| `app-pr-5` | `"+pr.head[:12]+"` | 🗑️ destroyed |")
+	})
+	waitFor(t, "the closed pull request forgotten", time.Minute, func() bool {
+		var list struct{ PullRequests []review.PullRequest }
+		code, err := getJSON(survivor.url+"/api/v1/previews", &list)
+		return err == nil && code == http.StatusOK && len(list.PullRequests) == 0
+	})
+
+	// Both replicas again; a pull request goes quiet past quick's TTL.
+	e.start(victim.name, flags...)
+	quiet := &pullRequest{repo: "acme/infra", name: "infra", number: 6}
+	g.push(programs, quiet, map[string]string{"quick/Pulumi.yaml": reviewProgram("v2")})
+	opened := time.Now()
+	g.hookTo(survivor, quiet, "opened")
+	quietFile := filepath.Join(out, "quick-pr-6.txt")
+	if err := waitPath(quietFile, "review v2", 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitPath(quietFile, "", 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(opened); took < 5*time.Second {
+		t.Errorf("the quiet review stack was destroyed %v after the pull request's last event, before its TTL", took)
+	}
+	t.Logf("the quiet review stack was destroyed %v after its pull request's last event (TTL 5s)", time.Since(opened).Round(time.Millisecond))
+	swept := false
+	for _, r := range e.replicas {
+		data, _ := os.ReadFile(r.log.Name())
+		swept = swept || strings.Contains(string(data), "/sweep-")
+	}
+	if !swept {
+		t.Error("no replica logged holding a sweep")
 	}
 	g.noLeaks(forgeToken)
 }

@@ -157,14 +157,22 @@ func TestE2EReviewStacks(t *testing.T) {
 // empty.
 func waitFile(t *testing.T, g *forgeRig, path, content string) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
+	if err := waitPath(path, content, 3*time.Minute); err != nil {
+		t.Fatalf("%v\n%s", err, g.in.logs)
+	}
+}
+
+// waitPath waits until path holds content, or is gone when content is
+// empty, for at most timeout.
+func waitPath(path, content string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
 	for {
 		data, err := os.ReadFile(path)
 		if (content == "" && os.IsNotExist(err)) || (err == nil && string(data) == content) {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s holds %q (%v), want %q\n%s", path, data, err, content, g.in.logs)
+			return fmt.Errorf("%s holds %q (%v), want %q", path, data, err, content)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

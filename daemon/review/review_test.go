@@ -174,3 +174,40 @@ func TestCommentPolicies(t *testing.T) {
 		t.Errorf("comment denies web:\n%s", c)
 	}
 }
+
+func TestWorkKey(t *testing.T) {
+	for _, tc := range []struct {
+		ev   Event
+		want string
+		// round is whether a record with Done want says that the round
+		// of the event's head commit ended.
+		round bool
+	}{
+		{Event{HeadSHA: "abc", Action: Opened}, "abc", true},
+		{Event{HeadSHA: "abc", Action: Pushed}, "abc", true},
+		{Event{HeadSHA: "abc", Action: Closed}, "abc/closed", true},
+		{Event{HeadSHA: "abc", Sweep: 1700000000}, "abc/sweep-1700000000", true},
+		{Event{HeadSHA: "abc", Action: Closed, Sweep: 7}, "abc/closed/sweep-7", true},
+	} {
+		if got := tc.ev.WorkKey(); got != tc.want {
+			t.Errorf("%+v: WorkKey = %q, want %q", tc.ev, got, tc.want)
+		}
+		if got := RoundDone(tc.want, tc.ev.HeadSHA); got != tc.round {
+			t.Errorf("RoundDone(%q, %q) = %v", tc.want, tc.ev.HeadSHA, got)
+		}
+	}
+	for _, tc := range []struct {
+		done, head string
+		want       bool
+	}{
+		{"", "abc", false},
+		{"abc", "", false},
+		{"abcd", "abc", false},
+		{"abd/closed", "abc", false},
+		{"abc/sweep-1", "abc", true},
+	} {
+		if got := RoundDone(tc.done, tc.head); got != tc.want {
+			t.Errorf("RoundDone(%q, %q) = %v, want %v", tc.done, tc.head, got, tc.want)
+		}
+	}
+}
