@@ -1,10 +1,16 @@
 package main
 
 import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/cluster/etcdtest"
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/forge/forgetest"
@@ -88,5 +94,117 @@ func TestE2EPullRequestResync(t *testing.T) {
 	}
 	if pr := g.previewsOf()[pushed.number]; pr.HeadSHA != pushed.head {
 		t.Errorf("#%d is listed at %s, want the new head %s (was %s)", pushed.number, pr.HeadSHA, pushed.head, old)
+	}
+}
+
+// TestE2EClusterPullRequestResync: a cluster catches up with the
+// webhooks it missed too. Two replicas (processes) with a real etcd
+// preview two pull requests; the whole cluster stops, one pull request
+// is merged meanwhile, and once the replicas are back neither lists it;
+// a push to the other whose webhook is lost is previewed at the next
+// check, in the same comment.
+func TestE2EClusterPullRequestResync(t *testing.T) {
+	toolchainBin(t)
+	etcd := etcdtest.Start(t, 1)
+	e := newClusterEnv(t, etcd.Endpoints())
+	g := newForgeRig(t, review.GitHub)
+	programs := g.repo("infra")
+	programs.commit(map[string]string{"app/Pulumi.yaml": program("v1")})
+	if err := os.WriteFile(e.config, []byte(manifest("app", g.url("infra"), t.TempDir(), "hello")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	flags := append(forgeFlagsFor(t, g), "--preview-resync-interval", "2s")
+	n1, n2 := e.start("node-1", flags...), e.start("node-2", flags...)
+	e.waitAll(n1, 1, "app deployed", 3*time.Minute, func(v daemon.StackView) bool { return isReady(v) && v.Holder != "" })
+
+	merged := &pullRequest{repo: "acme/infra", name: "infra", number: 31}
+	pushed := &pullRequest{repo: "acme/infra", name: "infra", number: 32}
+	for pr, to := range map[*pullRequest]*replica{merged: n1, pushed: n2} {
+		g.push(programs, pr, map[string]string{"app/Pulumi.yaml": program(fmt.Sprintf("v%d", pr.number))})
+		g.hookTo(to, pr, "opened")
+		waitForge(t, g, fmt.Sprintf("the comment on #%d", pr.number), func() bool {
+			cs := g.forge.Comments(pr.repo, pr.number)
+			return len(cs) == 1 && strings.Contains(cs[0].Body, pr.head[:12])
+		})
+	}
+	first := g.forge.Comments(pushed.repo, pushed.number)[0]
+
+	e.stop(n1, syscall.SIGTERM)
+	e.stop(n2, syscall.SIGTERM)
+	g.forge.SetPullRequest(merged.repo, merged.number, forgetest.PullRequest{Head: merged.head, Merged: true})
+	n1, n2 = e.start("node-1", flags...), e.start("node-2", flags...)
+	listed := func(r *replica) map[int]string {
+		var list struct{ PullRequests []review.PullRequest }
+		if code, err := getJSON(r.url+"/api/v1/previews", &list); err != nil || code != http.StatusOK {
+			return nil
+		}
+		out := map[int]string{}
+		for _, pr := range list.PullRequests {
+			out[pr.Number] = pr.HeadSHA
+		}
+		return out
+	}
+	waitFor(t, "the merged pull request no longer listed", 2*time.Minute, func() bool {
+		for _, r := range []*replica{n1, n2} {
+			l := listed(r)
+			if _, still := l[merged.number]; l == nil || still || l[pushed.number] != pushed.head {
+				return false
+			}
+		}
+		return true
+	})
+
+	g.push(programs, pushed, map[string]string{"app/Pulumi.yaml": program("v33")}) // no webhook
+	waitForge(t, g, "the missed push's comment", func() bool {
+		cs := g.forge.Comments(pushed.repo, pushed.number)
+		return len(cs) == 1 && strings.Contains(cs[0].Body, pushed.head[:12])
+	})
+	if c := g.forge.Comments(pushed.repo, pushed.number)[0]; c.ID != first.ID {
+		t.Errorf("the missed push got comment %d, want the pull request's comment %d edited", c.ID, first.ID)
+	}
+	if sts := g.forge.Statuses(pushed.repo, pushed.head); len(sts) == 0 || sts[len(sts)-1].State != review.Success {
+		t.Errorf("the missed push's statuses: %+v", sts)
+	}
+	waitFor(t, "the new head listed", time.Minute, func() bool {
+		l := listed(n1)
+		return l != nil && l[pushed.number] == pushed.head
+	})
+	g.noLeaks(forgeToken)
+}
+
+// TestE2EReviewStacksResync: a pull request closed while stackd is down
+// has its review stack destroyed once stackd is back and finds it closed,
+// long before the review stack's TTL (1h).
+func TestE2EReviewStacksResync(t *testing.T) {
+	toolchainBin(t)
+	g := newForgeRig(t, review.GitHub)
+	programs := g.repo("infra")
+	programs.commit(map[string]string{"app/Pulumi.yaml": reviewProgram("v1")})
+	out := t.TempDir()
+	g.start("stacks:\n"+templateStack("app", g.url("infra"), out, "1h"), nil)
+	g.in.waitStack("app", "first deploy", 2*time.Minute, isReady)
+	dataDir := g.in.flags.dataDir
+
+	pr := &pullRequest{repo: "acme/infra", name: "infra", number: 41}
+	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": reviewProgram("v2")})
+	g.hook(pr, "opened")
+	reviewFile := filepath.Join(out, "app-pr-41.txt")
+	waitFile(t, g, reviewFile, "review v2")
+	g.waitCommentWith(pr, "✅ deployed")
+
+	flags := g.in.flags
+	g.in.stop()
+	g.forge.SetPullRequest(pr.repo, pr.number, forgetest.PullRequest{Head: pr.head, Closed: true})
+	flags.resyncInterval = time.Hour // the check at start alone
+	g.in = startDaemonWith(g.t, "", flags.dataDir, func(f *runFlags) { *f = flags })
+
+	waitFile(t, g, reviewFile, "")
+	g.wait("the Pulumi stack app-pr-41 removed", func() bool { return len(stackStates(dataDir, "app-pr-41")) == 0 })
+	g.wait("the comment saying it is destroyed", func() bool {
+		cs := g.forge.Comments(pr.repo, pr.number)
+		return len(cs) == 1 && strings.Contains(cs[0].Body, "| `app-pr-41` | `"+pr.head[:12]+"` | 🗑️ destroyed |")
+	})
+	if _, listed := g.previewsOf()[pr.number]; listed {
+		t.Errorf("#%d is still listed after its closing", pr.number)
 	}
 }
