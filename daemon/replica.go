@@ -233,14 +233,24 @@ func (d *Daemon) RemoteLog(id string) string {
 	if err != nil || u.State != UpdateRunning {
 		return ""
 	}
+	return d.HolderURL(u.Stack)
+}
+
+// HolderURL is the API URL of the replica that holds stack name, when it
+// is not this one: approvals, window overrides and previews now of the
+// stack are its to make. Empty otherwise, or when no replica holds it.
+func (d *Daemon) HolderURL(name string) string {
+	if !d.clustered {
+		return ""
+	}
 	d.mu.Lock()
-	st := d.stacks[u.Stack]
+	st := d.stacks[name]
 	here := st == nil || d.acts(st)
 	d.mu.Unlock()
 	if here {
 		return ""
 	}
-	holder := d.own.Holder(u.Stack)
+	holder := d.own.Holder(name)
 	for _, m := range d.own.Status().Members {
 		if m.Name == holder && holder != d.opts.Node {
 			return m.URL

@@ -369,6 +369,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		r = r.WithContext(withPrincipal(r.Context(), id.p))
+		if base := s.holderElsewhere(r, rt); base != "" {
+			s.forward(w, r, base, id.p, rt) // the holder audits it
+			return
+		}
 		if !rt.audited() {
 			next.ServeHTTP(w, r)
 			return
