@@ -114,9 +114,12 @@ func (p *Previewer) resyncOne(ctx context.Context, rec review.Record) {
 // state on the forge: a closed event when it is closed, merged or gone;
 // the event of its new head commit when it is open at another one;
 // nothing (false) when rec is up to date, its closing is in progress
-// already, or the forge named no head.
+// already, or the forge named no head. The event is the record's, as a
+// webhook's would be: a sweep the record's event asked for is no part of
+// it.
 func resyncEvent(rec review.Record, st review.PullRequestState) (review.Event, bool) {
 	ev := rec.Event
+	ev.Sweep = 0
 	switch {
 	case ev.Action == review.Closed:
 		return review.Event{}, false
@@ -158,7 +161,7 @@ func (p *Previewer) moved(key, head string) bool {
 // own, whose end would have replaced them (endStatus); a commit never
 // keeps a pending status.
 func (p *Previewer) endLeft(f review.Forge, rec review.Record, why string) {
-	if rec.Done == rec.Event.HeadSHA {
+	if review.RoundDone(rec.Done, rec.Event.HeadSHA) {
 		return // its round ended: its statuses are final
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, endStatusTimeout)

@@ -26,6 +26,8 @@ func TestResyncEvent(t *testing.T) {
 		return ev
 	}
 	closing := with(opened, review.Closed, head)
+	swept := opened
+	swept.Sweep = 1700000000
 	tests := []struct {
 		name  string
 		rec   review.Event
@@ -40,6 +42,9 @@ func TestResyncEvent(t *testing.T) {
 		{"closed after a push it missed too", opened, review.PullRequestState{HeadSHA: next}, closing},
 		{"merged", opened, review.PullRequestState{Merged: true, HeadSHA: head}, closing},
 		{"gone (404)", opened, review.PullRequestState{Gone: true}, closing},
+		{"swept record, closed", swept, review.PullRequestState{}, closing},
+		{"swept record, a new head", swept, review.PullRequestState{Open: true, HeadSHA: next}, with(opened, review.Pushed, next)},
+		{"swept record, up to date", swept, review.PullRequestState{Open: true, HeadSHA: head}, review.Event{}},
 		{"closing in progress, forge says closed", closing, review.PullRequestState{}, review.Event{}},
 		{"closing in progress, forge says open elsewhere", closing, review.PullRequestState{Open: true, HeadSHA: next}, review.Event{}},
 	}

@@ -204,7 +204,8 @@ func TestE2EReviewStacksResync(t *testing.T) {
 		cs := g.forge.Comments(pr.repo, pr.number)
 		return len(cs) == 1 && strings.Contains(cs[0].Body, "| `app-pr-41` | `"+pr.head[:12]+"` | 🗑️ destroyed |")
 	})
-	if _, listed := g.previewsOf()[pr.number]; listed {
-		t.Errorf("#%d is still listed after its closing", pr.number)
-	}
+	g.wait("the closed pull request no longer listed once its review stack is destroyed", func() bool {
+		_, listed := g.previewsOf()[pr.number]
+		return !listed
+	})
 }
