@@ -110,13 +110,27 @@ func (g *gitLab) PullRequestState(ctx context.Context, repo string, number int) 
 	if err != nil {
 		return review.PullRequestState{}, g.wrap(err, "get the state of %s!%d", repo, number)
 	}
-	switch mr.State {
-	case "opened", "locked", "closed", "merged":
-	default:
-		return review.PullRequestState{}, g.wrap(fmt.Errorf("unknown state %q", mr.State), "get the state of %s!%d", repo, number)
+	st, err := gitlabState(mr.State)
+	if err != nil {
+		return review.PullRequestState{}, g.wrap(err, "get the state of %s!%d", repo, number)
 	}
-	return review.PullRequestState{Open: mr.State == "opened" || mr.State == "locked", Merged: mr.State == "merged",
-		HeadSHA: mr.SHA}, nil
+	st.HeadSHA = mr.SHA
+	return st, nil
+}
+
+// gitlabState reads a merge request's state: opened, or locked while
+// GitLab merges it, is open; closed and merged are not. Any other word
+// is an error, never a closing.
+func gitlabState(state string) (review.PullRequestState, error) {
+	switch state {
+	case "opened", "locked":
+		return review.PullRequestState{Open: true}, nil
+	case "closed":
+		return review.PullRequestState{}, nil
+	case "merged":
+		return review.PullRequestState{Merged: true}, nil
+	}
+	return review.PullRequestState{}, fmt.Errorf("unknown state %q", state)
 }
 
 // gitlabStates maps review's states to GitLab's.
