@@ -286,6 +286,8 @@ type fakeRunner struct {
 	drift   []spec.DriftedResource // what drift checks find
 	// resources are what an operation that exports gives.
 	resources []Resource
+	// exportFails makes every export fail.
+	exportFails bool
 }
 
 func (r *fakeRunner) Run(ctx context.Context, op Operation) (Result, error) {
@@ -323,11 +325,14 @@ func (r *fakeRunner) Run(ctx context.Context, op Operation) (Result, error) {
 	}
 	out := map[string]json.RawMessage{"name": json.RawMessage(`"` + op.Name + `"`)}
 	res := Result{Outputs: out, Changes: map[string]int{"same": 1}}
-	if op.Export && r.resources != nil {
-		r.mu.Lock()
+	r.mu.Lock()
+	switch {
+	case op.Export && r.exportFails:
+		res.ExportFailed = true
+	case op.Export && r.resources != nil:
 		res.Resources, res.Exported = slices.Clone(r.resources), true
-		r.mu.Unlock()
 	}
+	r.mu.Unlock()
 	return res, nil
 }
 

@@ -171,9 +171,12 @@ type Result struct {
 	Plan *Plan
 	// Resources are the stack's resources exported from its state after
 	// an operation that changes or checks it (up, refresh, destroy,
-	// drift), when Exported; an export that failed leaves Exported false.
-	Resources []Resource
-	Exported  bool
+	// drift), when Exported; an export that failed leaves Exported false
+	// and sets ExportFailed (the stack's resources then show an older
+	// state).
+	Resources    []Resource
+	Exported     bool
+	ExportFailed bool
 }
 
 // Plan is a saved plan and digests of what it was made against. The

@@ -29,6 +29,9 @@ type Observer interface {
 	DriftChecked(state string)
 	// PolicyEvaluated reports the policies' verdict on a preview of stack.
 	PolicyEvaluated(stack string, v PolicyVerdict)
+	// ResourcesExportFailed reports an operation on stack after which its
+	// resources could not be exported from its state.
+	ResourcesExportFailed(stack string)
 }
 
 type nopObserver struct{}
@@ -39,6 +42,7 @@ func (nopObserver) CommitApplied(time.Duration)           {}
 func (nopObserver) ConfigReloaded(ConfigStatus)           {}
 func (nopObserver) DriftChecked(string)                   {}
 func (nopObserver) PolicyEvaluated(string, PolicyVerdict) {}
+func (nopObserver) ResourcesExportFailed(string)          {}
 
 // ConfigStatus is the outcome of the last config (re)load.
 type ConfigStatus struct {

@@ -288,6 +288,10 @@ func (d *Daemon) finish(ctx context.Context, j job, u Update, res Result, runErr
 		if res.Exported {
 			d.recordResources(u, res.Resources)
 		}
+		if res.ExportFailed {
+			d.log.Warn("the stack's resources show the state before this update: exporting them failed", "stack", u.Stack, "update", u.ID)
+			d.opts.Observer.ResourcesExportFailed(u.Stack)
+		}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

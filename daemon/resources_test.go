@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,5 +118,37 @@ func TestResourcesRecorded(t *testing.T) {
 	}
 	if _, err := h.d.StackResources("nope"); !errors.Is(err, ErrUnknownStack) {
 		t.Errorf("StackResources(nope) = %v", err)
+	}
+}
+
+// exportObserver counts failed exports.
+type exportObserver struct {
+	nopObserver
+	failed atomic.Int32
+}
+
+func (o *exportObserver) ResourcesExportFailed(string) { o.failed.Add(1) }
+
+// TestResourcesExportFailed: an up after which the export fails leaves
+// the resources of the last export, and is counted.
+func TestResourcesExportFailed(t *testing.T) {
+	obs := &exportObserver{}
+	h := newHarness(t, oneStack, func(o *Options) { o.Observer = obs })
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.runner.resources = []Resource{{URN: "urn:s", Type: "pulumi:pulumi:Stack", Name: "s"}}
+	h.start()
+	h.eventually("first deploy", func() bool { return h.ready("app") })
+	first := h.last("app").Name
+	h.runner.mu.Lock()
+	h.runner.exportFails = true
+	h.runner.mu.Unlock()
+	h.fetcher.set("https://git.example/app.git", sha2, nil)
+	h.eventually("the second up", func() bool { l := h.last("app"); return l != nil && l.Name != first && h.ready("app") })
+	if n := obs.failed.Load(); n != 1 {
+		t.Errorf("%d failed exports counted, want 1", n)
+	}
+	rs, err := h.d.StackResources("app")
+	if err != nil || rs.Update != first || len(rs.Resources) != 1 {
+		t.Errorf("StackResources = %+v, %v; want the first up's snapshot", rs, err)
 	}
 }

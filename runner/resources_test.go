@@ -32,8 +32,8 @@ func TestRunExportResources(t *testing.T) {
 	h := newHarness(t, groupProgram(t.TempDir()))
 	ws := h.workspace("x", secretOne)
 	res := h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Export: true})
-	if !res.Exported {
-		t.Fatalf("an up with Export exported nothing; log:\n%s", h.log.String())
+	if !res.Exported || res.ExportFailed {
+		t.Fatalf("an up with Export exported nothing (failed: %v); log:\n%s", res.ExportFailed, h.log.String())
 	}
 	byName := map[string]daemon.Resource{}
 	for _, r := range res.Resources {
@@ -60,7 +60,7 @@ func TestRunExportResources(t *testing.T) {
 		}
 	}
 	res = h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdatePreview, ReadOnly: true, Export: true})
-	if res.Exported || res.Resources != nil {
+	if res.Exported || res.Resources != nil || res.ExportFailed {
 		t.Errorf("a read-only preview exported %d resources", len(res.Resources))
 	}
 }

@@ -242,6 +242,7 @@ func (r *Runner) Run(ctx context.Context, op daemon.Operation) (daemon.Result, e
 	}
 	if op.Export && !op.ReadOnly {
 		res.Resources, res.Exported = r.export(ctx, w, op, err)
+		res.ExportFailed = !res.Exported
 	}
 	if err == nil && op.Type == daemon.UpdateDestroy && op.Remove {
 		w.forget()

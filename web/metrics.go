@@ -46,6 +46,7 @@ type Metrics struct {
 	audit            *prometheus.CounterVec
 	auditDropped     prometheus.Counter
 	policyViolations *prometheus.CounterVec
+	exportFailures   prometheus.Counter
 }
 
 // apiRef boxes an API for atomic.Pointer.
@@ -133,6 +134,10 @@ func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
 			Name: "stackd_policy_violations_total",
 			Help: "Policy messages on previews, by stack, policy and level (deny, warn); a policy that could not be evaluated counts as a deny of policy \"evaluation\".",
 		}, []string{"stack", "policy", "level"}),
+		exportFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "stackd_resource_export_failures_total",
+			Help: "Operations after which the stack's resources could not be exported from its state: they show an older state until the next export (the log names the stack).",
+		}),
 		auditDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "stackd_audit_dropped_total",
 			Help: "Unauthenticated refusals not written to the audit trail because they came faster than one a second after a burst of 60.",
@@ -167,7 +172,7 @@ func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
 	}
 	m.SetAPI(api)
 	reg.MustRegister(buildInfo(version), m.updates, m.updateDuration, m.polls, m.pollDuration, m.remoteCalls, m.commitApplied, m.driftChecks,
-		m.previews, m.reviewStackOps, m.previewTook, m.audit, m.auditDropped, m.policyViolations,
+		m.previews, m.reviewStackOps, m.previewTook, m.audit, m.auditDropped, m.policyViolations, m.exportFailures,
 		stateCollector{m: m},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -251,6 +256,14 @@ func (m *Metrics) PolicyEvaluated(stack string, v daemon.PolicyVerdict) {
 			m.policyViolations.WithLabelValues(stack, x.Policy, x.Level).Inc()
 		}
 	}
+}
+
+// ResourcesExportFailed counts an operation after which the stack's
+// resources could not be exported. The stack is no label: the series of
+// a stack end with it, and a counter's would not.
+func (m *Metrics) ResourcesExportFailed(string) {
+	m.events.Add(1)
+	m.exportFailures.Inc()
 }
 
 // PreviewDone counts a finished preview of a pull request by its result

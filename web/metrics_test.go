@@ -76,6 +76,7 @@ func TestMetrics(t *testing.T) {
 	m.Polled(errors.New("dial tcp: refused"), time.Second)
 	m.CommitApplied(2 * time.Minute)
 	m.ConfigReloaded(api.ConfigStatus())
+	m.ResourcesExportFailed("db")
 	m.PolicyEvaluated("app", daemon.PolicyVerdict{
 		Deny: []daemon.Violation{{Policy: "stackd.files", Level: daemon.PolicyDeny, Message: "deleting /srv/data is denied"}},
 		Warn: []daemon.Violation{{Policy: "stackd.files", Level: daemon.PolicyWarn, Message: "a"}, {Policy: "stackd.tags", Level: daemon.PolicyWarn, Message: "b"}},
@@ -88,6 +89,7 @@ func TestMetrics(t *testing.T) {
 		`version="1.2.3"} 1`,
 		"stackd_stacks 3",
 		`stackd_stack_ready{stack="app"} 1`,
+		"stackd_resource_export_failures_total 1",
 		`stackd_stack_ready{stack="db"} 0`,
 		`stackd_stack_reconciling{stack="new"} 1`,
 		`stackd_stack_stalled{stack="db"} 1`,
