@@ -34,8 +34,9 @@ func (d *Daemon) learnConfig(cfg *spec.Config) {
 }
 
 // configSecrets are the secret values of cfg: the data of its Secret
-// documents and, for each stack, its secret config, secretsRef, secret
-// envRefs, envSecrets, accessTokenSecret and Git credentials. A reference
+// documents and, for each stack, its secret config, secretsRef (its
+// review stacks' too), secret envRefs, envSecrets, accessTokenSecret and
+// Git credentials. A reference
 // that cannot be read is skipped (the stack's operation reports it);
 // another stack's output is learned when an operation reads it.
 func configSecrets(cfg *spec.Config, refs spec.RefSources) []string {
@@ -63,6 +64,11 @@ func stackSecrets(cfg *spec.Config, s *spec.Stack, refs spec.RefSources) []strin
 	}
 	for k, r := range sp.SecretsRef {
 		resolve("secretsRef."+k, r)
+	}
+	if rs := sp.ReviewStacks; rs != nil {
+		for k, r := range rs.SecretsRef {
+			resolve("reviewStacks.secretsRef."+k, r)
+		}
 	}
 	for k, r := range sp.EnvRefs {
 		if r.IsSecret(k) {

@@ -234,6 +234,11 @@ stacks:
     accessTokenSecret: pulumi
     gitAuth:
       accessToken: {type: Literal, literal: {value: git-token-1}}
+    reviewStacks:
+      enabled: true
+      config: {size: plain-2}
+      secretsRef:
+        d: {type: Literal, literal: {value: review-literal-1}}
   - {name: t, stack: dev, projectRepo: https://git.example/t.git, branch: main}
 `
 	cfg, diags, err := spec.Parse("stacks.yaml", []byte(text))
@@ -245,12 +250,12 @@ stacks:
 		StackOutput: func(string, string) (string, error) { t.Error("a stack output was read"); return "", nil }}
 	got := strings.Join(configSecrets(cfg, refs), " ")
 	for _, want := range []string{"from-doc-1", "literal-1", "from-file-1", "env-token-1", "literal-1",
-		"from-file-2", "from-file-3", "git-token-1"} {
+		"from-file-2", "from-file-3", "git-token-1", "review-literal-1"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("secrets %q lack %s", got, want)
 		}
 	}
-	for _, not := range []string{"plain-1"} {
+	for _, not := range []string{"plain-1", "plain-2"} {
 		if strings.Contains(got, not) {
 			t.Errorf("secrets %q hold the plain value %s", got, not)
 		}

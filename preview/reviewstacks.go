@@ -138,16 +138,21 @@ func (p *Previewer) reviewDone(rs review.ReviewStack) {
 const reviewRetry = time.Minute
 
 // runReview runs an operation of type typ on review stack st, with the
-// program of template tmpl at commit of ev's head ref, and returns its
-// outputs, scrubbed. breakLock breaks the Pulumi lock a replica that
-// died during an operation of st left.
+// program of template tmpl at commit of ev's head ref and the template's
+// config with the overrides of its reviewStacks, and returns its outputs,
+// scrubbed. breakLock breaks the Pulumi lock a replica that died during
+// an operation of st left.
 func (p *Previewer) runReview(ctx context.Context, ev review.Event, cfg *spec.Config, tmpl *spec.Stack, st review.Step, typ, commit string, breakLock bool) (map[string]string, error) {
 	release, err := p.opts.Daemon.AcquireSlot(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	src, ws, secrets, err := p.opts.Daemon.Resolve(ctx, cfg, tmpl)
+	rstack, err := tmpl.ForReview(st.Name, ev.Number)
+	if err != nil {
+		return nil, fmt.Errorf("the config of template %s: %w", tmpl.Name, err)
+	}
+	src, ws, secrets, err := p.opts.Daemon.Resolve(ctx, cfg, rstack)
 	if err != nil {
 		return nil, err
 	}

@@ -153,6 +153,103 @@ func TestE2EReviewStacks(t *testing.T) {
 	}
 }
 
+// overrideProgram writes config label into the file named by config
+// file, and the secret config token into a file beside it.
+const overrideProgram = `name: e2e
+runtime: yaml
+configuration:
+  dir:
+    type: String
+  file:
+    type: String
+  label:
+    type: String
+  token:
+    type: String
+resources:
+  note:
+    type: stackdtest:index:File
+    properties:
+      path: ${dir}/${file}
+      content: ${label}
+  secretNote:
+    type: stackdtest:index:File
+    properties:
+      path: ${dir}/${file}.token
+      content: ${token}
+outputs:
+  label: ${note.content}
+  token: ${token}
+`
+
+// TestE2EReviewStackOverrides: a template's review stack runs with the
+// config its reviewStacks override, placeholders expanded, and with a
+// secret of its own that stays secret, while the template keeps its own
+// config; the closing destroys the review stack with the same overrides.
+func TestE2EReviewStackOverrides(t *testing.T) {
+	toolchainBin(t)
+	const templateToken, reviewToken = "template-token-s3cret", "review-token-s3cret"
+	g := newForgeRig(t, review.GitHub)
+	programs := g.repo("infra")
+	programs.commit(map[string]string{"app/Pulumi.yaml": overrideProgram})
+	out := t.TempDir()
+	g.start(fmt.Sprintf(`stacks:
+  - name: app
+    stack: app
+    projectRepo: %s
+    branch: main
+    repoDir: app
+    config:
+      dir: %s
+      file: template.txt
+      label: template
+    secretsRef:
+      token: {type: Literal, literal: {value: %s}}
+    reviewStacks:
+      enabled: true
+      config:
+        file: ${reviewStack}.txt
+        label: review of pull request ${prNumber}, not $${prNumber}
+      secretsRef:
+        token: {type: Literal, literal: {value: %s}}
+`, g.url("infra"), out, templateToken, reviewToken), nil)
+	g.in.waitStack("app", "first deploy", 2*time.Minute, isReady)
+	templateFile := filepath.Join(out, "template.txt")
+	if got := readFile(t, templateFile); got != "template" {
+		t.Fatalf("the template's file holds %q", got)
+	}
+
+	pr := &pullRequest{repo: "acme/infra", name: "infra", number: 4}
+	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": overrideProgram + "# changed\n"})
+	g.hook(pr, "opened")
+	reviewFile := filepath.Join(out, "app-pr-4.txt")
+	waitFile(t, g, reviewFile, "review of pull request 4, not ${prNumber}")
+	if got := readFile(t, reviewFile+".token"); got != reviewToken {
+		t.Errorf("the review stack's secret file holds %q, want its own secret", got)
+	}
+	c := g.waitCommentWith(pr, "✅ deployed")
+	if !strings.Contains(c, "`token`: `\"[secret]\"`") {
+		t.Errorf("the comment does not show the review stack's secret output as [secret]:\n%s", c)
+	}
+	_, api := g.in.get("/api/v1/previews", nil)
+	for where, text := range map[string]string{"the comment": c, "the previews API": string(api), "the log": g.in.logs.String()} {
+		if strings.Contains(text, reviewToken) || strings.Contains(text, templateToken) {
+			t.Errorf("%s shows a secret in clear:\n%s", where, text)
+		}
+	}
+
+	// The closing destroys it; the template never changed.
+	g.hook(pr, "closed")
+	waitFile(t, g, reviewFile, "")
+	waitFile(t, g, reviewFile+".token", "")
+	if got := readFile(t, templateFile); got != "template" {
+		t.Errorf("the template's file holds %q, want template", got)
+	}
+	if got := readFile(t, templateFile+".token"); got != templateToken {
+		t.Errorf("the template's secret file holds %q, want its own secret", got)
+	}
+}
+
 // waitFile waits until path holds content, or is gone when content is
 // empty.
 func waitFile(t *testing.T, g *forgeRig, path, content string) {

@@ -339,6 +339,11 @@ func (d *decoder) scalarValue(n *yaml.Node, path string) (any, bool) {
 		}
 		return f, true
 	default:
+		if strings.Contains(n.Value, "${") {
+			// Where a placeholder problem is; other nested values are
+			// not recorded, which would cost dearly for large ones.
+			d.src[path] = d.pos(n)
+		}
 		return n.Value, true
 	}
 }

@@ -377,7 +377,8 @@ func (i Ignored) Set() bool { return i.node != nil }
 // ReviewStacks configures the review stacks of a template stack: one per
 // pull request that touches the stack, named "<stack>-pr-<number>" (its
 // Pulumi stack name too), with the template's program at the pull
-// request's head commit and the template's config.
+// request's head commit and the template's config, overridden by Config
+// and SecretsRef (see Stack.ForReview).
 type ReviewStacks struct {
 	Enabled bool `yaml:"enabled"`
 	// TTL is how long a review stack lives after the last activity on its
@@ -386,6 +387,15 @@ type ReviewStacks struct {
 	// Max bounds the review stacks of this template; zero for no bound
 	// of its own (the daemon's bounds still apply).
 	Max int `yaml:"max"`
+	// Config holds config values, written as the stack's config, that the
+	// review stacks take in place of the template's value of the same key
+	// (config or configRef), or in addition. Their strings may hold the
+	// placeholders ${prNumber} and ${reviewStack} (see Placeholders).
+	Config map[string]any `yaml:"config"`
+	// SecretsRef holds secret config values, written and resolved as the
+	// stack's secretsRef, that the review stacks take in place of the
+	// template's value of the same key, or in addition.
+	SecretsRef map[string]ResourceRef `yaml:"secretsRef"`
 }
 
 // DriftDetection configures drift checks: a refresh preview of the last

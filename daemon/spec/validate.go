@@ -2,6 +2,7 @@ package spec
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -655,6 +656,42 @@ func (v *validator) reviewStacks(spec *StackSpec) {
 	}
 	if rs.Enabled && spec.Preview {
 		v.errorf("reviewStacks.enabled", "a stack with preview: true changes nothing, so it cannot deploy review stacks")
+	}
+	v.reviewOverrides(spec)
+}
+
+// reviewOverrides checks reviewStacks.config and secretsRef as config and
+// secretsRef are checked, and what ForReview would refuse: a template's
+// secret made plain, an unknown placeholder.
+func (v *validator) reviewOverrides(spec *StackSpec) {
+	rs := spec.ReviewStacks
+	sample := map[string]string{PlaceholderPRNumber: "1", PlaceholderReviewStack: "review"}
+	for _, k := range sortedKeys(rs.Config) {
+		rel := joinPath("reviewStacks.config", k)
+		switch _, both := rs.SecretsRef[k]; {
+		case k == "":
+			v.keyErrorf(rel, "empty config key")
+			continue
+		case both:
+			v.keyErrorf(rel, "set the key in reviewStacks.config or in reviewStacks.secretsRef, not both")
+			continue
+		}
+		if where := secretKeyOf(spec, k); where != "" {
+			v.keyErrorf(rel, "the template's %s is a secret, which a plain value cannot override: override it under reviewStacks.secretsRef", where)
+			continue
+		}
+		var fe *FieldError
+		if _, err := ExpandPlaceholders(rs.Config[k], rel, sample); errors.As(err, &fe) {
+			v.errorf(fe.Path, "%v", fe.Err)
+		}
+	}
+	for _, k := range sortedKeys(rs.SecretsRef) {
+		rel := joinPath("reviewStacks.secretsRef", k)
+		if k == "" {
+			v.keyErrorf(rel, "empty config key")
+			continue
+		}
+		v.ref(rel, rs.SecretsRef[k], true)
 	}
 }
 

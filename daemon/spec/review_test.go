@@ -1,0 +1,218 @@
+package spec
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestExpandPlaceholders(t *testing.T) {
+	vars := map[string]string{PlaceholderPRNumber: "7", PlaceholderReviewStack: "app-pr-7"}
+	tests := []struct {
+		name    string
+		in      any
+		want    any
+		wantErr string
+	}{
+		{"no placeholder", "t3.large", "t3.large", ""},
+		{"pr number", "db-${prNumber}", "db-7", ""},
+		{"review stack", "${reviewStack}.example.com", "app-pr-7.example.com", ""},
+		{"both, twice", "${reviewStack}/${prNumber}/${prNumber}", "app-pr-7/7/7", ""},
+		{"escaped", "$${prNumber} is ${prNumber}", "${prNumber} is 7", ""},
+		{"lone dollar", "costs $5 {x}", "costs $5 {x}", ""},
+		{"not a string", int64(3), int64(3), ""},
+		{"nil", nil, nil, ""},
+		{"nested", map[string]any{"tags": []any{"pr-${prNumber}", true}, "name": "${reviewStack}"},
+			map[string]any{"tags": []any{"pr-7", true}, "name": "app-pr-7"}, ""},
+		{"unknown", "${stack}", nil, "v: unknown placeholder ${stack}: the placeholders are ${prNumber} and ${reviewStack}"},
+		{"unknown, not quoted", "${a b}", nil, "v: unknown placeholder: the placeholders are"},
+		{"empty", "${}", nil, "v: unknown placeholder: the placeholders are"},
+		{"unclosed", "x-${prNumber", nil, `v: a placeholder "${" is not closed by "}"`},
+		{"nested error path", map[string]any{"a": []any{"ok", "${nope}"}}, nil, "v.a[1]: unknown placeholder ${nope}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ExpandPlaceholders(tt.in, "v", vars)
+			if tt.wantErr != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one starting %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %#v, want %#v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestExpandPlaceholdersCopies checks that expanding leaves the value it
+// was given alone: it is the template's spec.
+func TestExpandPlaceholdersCopies(t *testing.T) {
+	in := map[string]any{"list": []any{"${prNumber}"}}
+	if _, err := ExpandPlaceholders(in, "v", map[string]string{PlaceholderPRNumber: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if in["list"].([]any)[0] != "${prNumber}" {
+		t.Fatalf("the input changed: %v", in)
+	}
+}
+
+func TestForReview(t *testing.T) {
+	lit := func(v string) ResourceRef { return ResourceRef{Type: RefLiteral, Literal: &LiteralRef{Value: v}} }
+	tests := []struct {
+		name       string
+		tmpl       StackSpec
+		wantConfig map[string]any
+		wantRefs   map[string]ConfigMapRef
+		wantSecret map[string]ResourceRef
+		wantLegacy map[string]string
+		wantErr    string
+	}{
+		{
+			name:       "no overrides",
+			tmpl:       StackSpec{Config: map[string]any{"size": "large"}, ReviewStacks: &ReviewStacks{Enabled: true}},
+			wantConfig: map[string]any{"size": "large"},
+		},
+		{
+			name: "replace, add and expand",
+			tmpl: StackSpec{Config: map[string]any{"size": "large", "region": "eu-west-1"},
+				ReviewStacks: &ReviewStacks{Config: map[string]any{"size": "small", "suffix": "-${reviewStack}", "n": int64(2)}}},
+			wantConfig: map[string]any{"size": "small", "region": "eu-west-1", "suffix": "-web-pr-12", "n": int64(2)},
+		},
+		{
+			name: "config replaces configRef",
+			tmpl: StackSpec{ConfigRef: map[string]ConfigMapRef{"size": {Name: "sizes", Key: "prod"}, "zone": {Name: "z", Key: "a"}},
+				ReviewStacks: &ReviewStacks{Config: map[string]any{"size": "small"}}},
+			wantConfig: map[string]any{"size": "small"},
+			wantRefs:   map[string]ConfigMapRef{"zone": {Name: "z", Key: "a"}},
+		},
+		{
+			name:       "no template config",
+			tmpl:       StackSpec{ReviewStacks: &ReviewStacks{Config: map[string]any{"pr": "${prNumber}"}}},
+			wantConfig: map[string]any{"pr": "12"},
+		},
+		{
+			name: "secret replaces plain and secret",
+			tmpl: StackSpec{Config: map[string]any{"token": "plain", "size": "large"}, Secrets: map[string]string{"pw": "s3cret"},
+				SecretsRef:   map[string]ResourceRef{"key": lit("template")},
+				ReviewStacks: &ReviewStacks{SecretsRef: map[string]ResourceRef{"token": lit("t"), "pw": lit("p"), "key": lit("review")}}},
+			wantConfig: map[string]any{"size": "large"},
+			wantSecret: map[string]ResourceRef{"token": lit("t"), "pw": lit("p"), "key": lit("review")},
+			wantLegacy: map[string]string{},
+		},
+		{
+			name: "a secret is not made plain",
+			tmpl: StackSpec{SecretsRef: map[string]ResourceRef{"pw": lit("s3cret")},
+				ReviewStacks: &ReviewStacks{Config: map[string]any{"pw": "plain"}}},
+			wantErr: "reviewStacks.config.pw: the template's secretsRef.pw is a secret",
+		},
+		{
+			name: "a legacy secret is not made plain",
+			tmpl: StackSpec{Secrets: map[string]string{"pw": "s3cret"},
+				ReviewStacks: &ReviewStacks{Config: map[string]any{"pw": "plain"}}},
+			wantErr: "reviewStacks.config.pw: the template's secrets.pw is a secret",
+		},
+		{
+			name:    "unknown placeholder",
+			tmpl:    StackSpec{ReviewStacks: &ReviewStacks{Config: map[string]any{"a": map[string]any{"b": "${pr}"}}}},
+			wantErr: "reviewStacks.config.a.b: unknown placeholder ${pr}",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmpl := &Stack{Name: "web", Spec: tt.tmpl, Dir: "/etc/stackd"}
+			before := ContentHash(tmpl.Spec)
+			got, err := tmpl.ForReview("web-pr-12", 12)
+			if ContentHash(tmpl.Spec) != before || tmpl.Spec.ReviewStacks == nil {
+				t.Fatalf("the template's spec changed: %+v", tmpl.Spec)
+			}
+			if tt.wantErr != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one starting %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			sp := got.Spec
+			if sp.ReviewStacks != nil {
+				t.Errorf("the review stack's spec keeps reviewStacks")
+			}
+			if got.Name != "web" || got.Dir != "/etc/stackd" {
+				t.Errorf("name %q, dir %q: want the template's, which resolve references", got.Name, got.Dir)
+			}
+			if !reflect.DeepEqual(sp.Config, tt.wantConfig) {
+				t.Errorf("config = %#v, want %#v", sp.Config, tt.wantConfig)
+			}
+			if len(sp.ConfigRef) != 0 || len(tt.wantRefs) != 0 {
+				if !reflect.DeepEqual(sp.ConfigRef, tt.wantRefs) {
+					t.Errorf("configRef = %v, want %v", sp.ConfigRef, tt.wantRefs)
+				}
+			}
+			if len(sp.SecretsRef) != 0 || len(tt.wantSecret) != 0 {
+				if !reflect.DeepEqual(sp.SecretsRef, tt.wantSecret) {
+					t.Errorf("secretsRef = %v, want %v", sp.SecretsRef, tt.wantSecret)
+				}
+			}
+			if len(sp.Secrets) != 0 || len(tt.wantLegacy) != 0 {
+				if !reflect.DeepEqual(sp.Secrets, tt.wantLegacy) {
+					t.Errorf("secrets = %v, want %v", sp.Secrets, tt.wantLegacy)
+				}
+			}
+		})
+	}
+}
+
+// TestForReviewResolves resolves a review stack's config as an operation
+// does: the overrides take the template's place, and a secret override
+// is resolved as the template's secretsRef and stays secret.
+func TestForReviewResolves(t *testing.T) {
+	cfg, _ := mustParse(t, minimalStack+`  config:
+    size: large
+    name: app
+  secretsRef:
+    token: {type: Secret, secret: {name: creds, key: template}}
+  reviewStacks:
+    enabled: true
+    config:
+      name: app-${prNumber}
+      labels: {stack: "${reviewStack}"}
+    secretsRef:
+      token: {type: Secret, secret: {name: creds, key: review}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+stringData: {template: t-s3cret, review: r-s3cret}
+`)
+	tmpl := cfg.Stack("app")
+	rs, err := tmpl.ForReview("app-pr-4", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	values, secrets, err := cfg.StackConfig(rs, RefSources{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ConfigValue{
+		{Key: "labels", Value: `{"stack":"app-pr-4"}`, JSON: true},
+		{Key: "name", Value: "app-4"},
+		{Key: "size", Value: "large"},
+		{Key: "token", Value: "r-s3cret", Secret: true},
+	}
+	if !reflect.DeepEqual(values, want) || !reflect.DeepEqual(secrets, []string{"r-s3cret"}) {
+		t.Fatalf("config %+v, secrets %q; want %+v", values, secrets, want)
+	}
+	values, _, err = cfg.StackConfig(tmpl, RefSources{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if values[0] != (ConfigValue{Key: "name", Value: "app"}) || values[2] != (ConfigValue{Key: "token", Value: "t-s3cret", Secret: true}) {
+		t.Fatalf("the template's config changed: %+v", values)
+	}
+}
