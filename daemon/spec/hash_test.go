@@ -51,7 +51,13 @@ func TestRedactedHidesURLCredentials(t *testing.T) {
 			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
 		}
 	}
-	m := Redacted(&StackSpec{Backend: "postgres://u:CANARY@h/db", SecretsProvider: "awskms://alias/x?region=CANARY", ProjectRepo: "https://git.example/x.git"})
+	lit := ResourceRef{Type: RefLiteral, Literal: &LiteralRef{Value: "CANARY"}}
+	m := Redacted(&StackSpec{Backend: "postgres://u:CANARY@h/db", SecretsProvider: "awskms://alias/x?region=CANARY", ProjectRepo: "https://git.example/x.git",
+		SecretsRef: map[string]ResourceRef{"a": lit}, Secrets: map[string]string{"b": "CANARY"},
+		ReviewStacks: &ReviewStacks{Enabled: true, Config: map[string]any{"c": "shown"}, SecretsRef: map[string]ResourceRef{"d": lit}}})
+	if fmt.Sprint(m["reviewStacks"]) != "map[config:map[c:shown] enabled:true secretsRef:map[d:map[literal:map[value:[secret]] type:Literal]]]" {
+		t.Errorf("reviewStacks = %v", m["reviewStacks"])
+	}
 	for k, v := range m {
 		if strings.Contains(fmt.Sprint(v), "CANARY") {
 			t.Errorf("%s shows the credential: %v", k, v)

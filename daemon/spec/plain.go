@@ -7,7 +7,8 @@ import (
 	"unicode"
 )
 
-// secretFields are the spec fields whose literal values may be secrets.
+// secretFields are the spec fields whose literal values may be secrets;
+// so may those of reviewStacks.secretsRef.
 var secretFields = []string{"secretsRef", "envRefs", "gitAuth"}
 
 // urlFields are the spec fields that hold URLs, whose user info and query
@@ -33,6 +34,11 @@ func Redacted(spec *StackSpec) map[string]any {
 	if s, ok := m["secrets"].(map[string]any); ok {
 		for k := range s {
 			s[k] = "[secret]"
+		}
+	}
+	if rs, ok := m["reviewStacks"].(map[string]any); ok {
+		if v, ok := rs["secretsRef"]; ok {
+			rs["secretsRef"] = redactLiterals(v)
 		}
 	}
 	return m
