@@ -19,6 +19,14 @@ import (
 // (PolicyDenied). A plan that needs approval is held (AwaitingApproval)
 // until a person approves it, and the up then applies exactly that plan
 // (`pulumi up --plan`). So the policies see every change that is applied.
+//
+// The destroy of a stack removed from the config (destroyOnFinalize) goes
+// the same way when its last spec (or the daemon's default) asks for
+// approval, or the daemon has policies: a destroy preview, the policies'
+// verdict on its deletes, the approval decision, then the destroy. A
+// destroy takes no plan file, so its plan binds the stack's state and
+// config instead: the approved destroy runs only while they are those
+// the preview saw.
 
 // Gate states.
 const (
@@ -34,6 +42,9 @@ const (
 // any of these supersedes it.
 type Gate struct {
 	State string `json:"state"`
+	// Type is the operation held: UpdateUp or UpdateDestroy (empty in
+	// gates recorded before destroys were held: an up).
+	Type string `json:"type,omitempty"`
 	// Reason says why the plan needs approval, or why it was denied.
 	Reason           string `json:"reason"`
 	Commit           string `json:"commit"`
@@ -58,6 +69,27 @@ type Gate struct {
 	By      string    `json:"by,omitempty"`
 	Decided time.Time `json:"decided,omitzero"`
 	Comment string    `json:"comment,omitempty"`
+}
+
+// Operation is the operation g holds: UpdateUp or UpdateDestroy.
+func (g *Gate) Operation() string {
+	if g.Type == "" {
+		return UpdateUp
+	}
+	return g.Type
+}
+
+// PlanName names g's plan in messages: "plan ID", "destroy plan ID" for a
+// destroy.
+func (g *Gate) PlanName() string {
+	id := ""
+	if g.Plan != nil {
+		id = g.Plan.ID
+	}
+	if g.Operation() == UpdateDestroy {
+		return "destroy plan " + id
+	}
+	return "plan " + id
 }
 
 // Clone returns a deep copy of g.
@@ -85,17 +117,20 @@ const (
 	GateHold = "hold"
 	// GateExpire: the plan is too old: discard it and hold.
 	GateExpire = "expire"
-	// GateApply: run the up constrained to the approved plan.
+	// GateApply: run the up or the destroy constrained to the approved
+	// plan.
 	GateApply = "apply"
 )
 
-// GateAction decides what a stack held by g does when Decide says run
-// (wants) or not, given what the stack would deploy now (o). A gate binds
-// the commit, the generation and the sync request it was made for; the
-// runner checks the rest (the plan file, the config and the state). It is
-// pure. wait is when time alone changes the action (an expiry).
+// GateAction decides what a stack held by g does when Decide says run g's
+// operation (wants) or not, given what the stack would deploy now (o). A
+// gate binds the generation and the sync request it was made for, and an
+// up's gate the commit too (a removed stack deploys no commit); the runner
+// checks the rest (the plan file, the config and the state). It is pure.
+// wait is when time alone changes the action (an expiry).
 func GateAction(g *Gate, o Observation, wants bool) (action string, wait time.Duration) {
-	if !wants || g.Commit != o.Commit || g.Generation != o.Generation || g.ReconcileRequest != o.ReconcileRequest {
+	if !wants || g.Generation != o.Generation || g.ReconcileRequest != o.ReconcileRequest ||
+		(g.Operation() == UpdateUp && g.Commit != o.Commit) {
 		return GateDrop, 0
 	}
 	switch g.State {
@@ -110,43 +145,81 @@ func GateAction(g *Gate, o Observation, wants bool) (action string, wait time.Du
 	return GateHold, 0
 }
 
-// approvalOf is the approval that applies to j's stack.
-func (d *Daemon) approvalOf(j job) *spec.Approval {
-	if j.stack == nil {
-		return d.opts.Approval
+// approvalOf is the approval that applies to a stack: that of its spec
+// s, or for a removed stack (s nil) that of its last spec gone, else the
+// one its record kept (ds: gone is not known after a restart); and the
+// daemon's default def where none is set. It is pure.
+func approvalOf(s, gone *spec.Stack, ds *DestroySpec, def *spec.Approval) *spec.Approval {
+	switch {
+	case s != nil:
+		return s.Spec.ApprovalOr(def)
+	case gone != nil:
+		return gone.Spec.ApprovalOr(def)
+	case ds != nil && ds.Approval != nil:
+		return ds.Approval
 	}
-	return j.stack.Spec.ApprovalOr(d.opts.Approval)
+	return def
 }
 
-// gated says whether j's up goes through change control.
+// labelsOf are the labels of a stack, as approvalOf chooses its spec.
+func labelsOf(s, gone *spec.Stack, ds *DestroySpec) map[string]string {
+	switch {
+	case s != nil:
+		return s.Labels
+	case gone != nil:
+		return gone.Labels
+	case ds != nil:
+		return ds.Labels
+	}
+	return nil
+}
+
+// ChangeControlled says whether an operation of type typ goes through
+// change control: an up of a stack in the config, or the destroy of a
+// removed one, when the daemon has policies or the approval a asks for
+// approval of anything. Refreshes, drift checks and previews change
+// nothing that policies judge. It is pure.
+func ChangeControlled(typ string, removed, policies bool, a *spec.Approval) bool {
+	switch {
+	case typ == UpdateUp && !removed, typ == UpdateDestroy && removed:
+		return policies || a.Gates()
+	}
+	return false
+}
+
+// gated says whether j's operation goes through change control.
 func (d *Daemon) gated(j job) bool {
-	return j.typ == UpdateUp && j.stack != nil && (d.opts.Policies != nil || d.approvalOf(j).Gates())
+	return ChangeControlled(j.typ, j.stack == nil, d.opts.Policies != nil, j.approval)
 }
 
-// runGated runs j's up through change control: with an approved plan,
-// the up constrained to it; otherwise a preview that saves a plan, the
-// policies' verdict and the approval decision, then the up constrained
-// to the plan unless the change is held, when it returns the Gate.
+// runGated runs j's up or destroy through change control: with an
+// approved plan, the operation constrained to it; otherwise a preview
+// that saves a plan, the policies' verdict and the approval decision,
+// then the operation constrained to the plan unless the change is held,
+// when it returns the Gate.
 func (d *Daemon) runGated(ctx context.Context, j job, commit string, op Operation) (Result, *Gate, error) {
 	if g := j.gate; g != nil {
-		if commit != g.Commit {
+		if g.Operation() == UpdateUp && commit != g.Commit {
 			return Result{}, nil, fmt.Errorf("%w: the checkout is at %s, the plan was made at %s", ErrPlanStale, commit, g.Commit)
 		}
 		op.Plan = g.Plan
 		res, err := d.opts.Runner.Run(ctx, op)
 		return res, nil, err
 	}
-	pre := op
-	pre.Type, pre.SavePlan, pre.Diff = UpdatePreview, true, true
-	fmt.Fprintf(op.Log, "previewing the change with a saved plan before applying it\n")
+	pre, what := previewOf(op)
+	if op.Type == UpdateDestroy {
+		fmt.Fprintf(op.Log, "previewing the destroy before running it; its plan binds the stack's state\n")
+	} else {
+		fmt.Fprintf(op.Log, "previewing the change with a saved plan before applying it\n")
+	}
 	res, err := d.opts.Runner.Run(ctx, pre)
 	if err != nil {
-		return res, nil, fmt.Errorf("preview before the update: %w", err)
+		return res, nil, fmt.Errorf("preview before the %s: %w", what, err)
 	}
 	if res.Plan == nil {
-		return res, nil, errors.New("preview before the update: the runner saved no plan")
+		return res, nil, fmt.Errorf("preview before the %s: the runner saved no plan", what)
 	}
-	g := &Gate{Commit: commit, Generation: j.obs.Generation, ReconcileRequest: j.obs.ReconcileRequest,
+	g := &Gate{Type: op.Type, Commit: commit, Generation: j.obs.Generation, ReconcileRequest: j.obs.ReconcileRequest,
 		Plan: res.Plan, Changes: res.Changes, Steps: res.Steps}
 	verdict := d.judge(ctx, j, commit, res.Steps)
 	for _, w := range verdict.Warn {
@@ -158,17 +231,31 @@ func (d *Daemon) runGated(ctx context.Context, j job, commit string, op Operatio
 		g.Reason = denialMessage(verdict.Deny)
 		return res, g, nil
 	}
-	a := d.approvalOf(j)
-	if need, why := NeedsApproval(a, res.Steps); need {
+	if need, why := NeedsApproval(j.approval, res.Steps); need {
 		g.State, g.Reason, g.Violations = GateAwaiting, why, verdict.Warn
 		g.Created = time.Now()
-		g.Expires = g.Created.Add(a.PlanMaxAge())
+		g.Expires = g.Created.Add(j.approval.PlanMaxAge())
 		return res, g, nil
 	}
-	fmt.Fprintf(op.Log, "applying plan %s\n", res.Plan.ID)
+	fmt.Fprintf(op.Log, "applying %s\n", g.PlanName())
 	op.Plan = res.Plan
-	up, err := d.opts.Runner.Run(ctx, op)
-	return up, nil, err
+	out, err := d.opts.Runner.Run(ctx, op)
+	return out, nil, err
+}
+
+// previewOf is the preview that comes before op under change control,
+// and what it previews: for an up, a preview with a saved plan and the
+// diff; for a destroy, a destroy preview that binds a plan (it neither
+// exports nor removes anything).
+func previewOf(op Operation) (Operation, string) {
+	pre := op
+	pre.SavePlan = true
+	if op.Type == UpdateDestroy {
+		pre.PreviewOnly, pre.Export, pre.Remove, pre.ContinueOnError = true, false, false, false
+		return pre, "destroy"
+	}
+	pre.Type, pre.Diff = UpdatePreview, true
+	return pre, "update"
 }
 
 // denialMessage lists the policies' denials.
@@ -190,7 +277,7 @@ func (d *Daemon) hold(j job, u Update, res Result, g *Gate) {
 	if g.State == GatePolicyDenied {
 		u.State, u.Message = UpdateFailed, g.Reason
 	} else {
-		u.Message = fmt.Sprintf("plan %s awaits approval: %s", g.Plan.ID, g.Reason)
+		u.Message = fmt.Sprintf("%s awaits approval: %s", g.PlanName(), g.Reason)
 	}
 	if err := d.opts.Store.PutUpdate(u); err != nil {
 		d.storeError("cannot record the update's outcome", u.Stack, err, "update", u.ID)
@@ -241,7 +328,7 @@ func (d *Daemon) checkGate(st *stackState, obs Observation, dec *Decision) (bool
 	if g == nil {
 		return false, 0
 	}
-	act, wait := GateAction(g, obs, dec.Run && dec.Type == UpdateUp && st.stack != nil)
+	act, wait := GateAction(g, obs, dec.Run && dec.Type == g.Operation())
 	switch act {
 	case GateDrop:
 		d.discardPlan(st.rec.Name, g.Plan)
@@ -253,11 +340,14 @@ func (d *Daemon) checkGate(st *stackState, obs Observation, dec *Decision) (bool
 		d.discardPlan(st.rec.Name, g.Plan)
 		g.State, g.Plan = GateExpired, nil
 		msg := fmt.Sprintf("the plan expired unapproved after %s; a new commit or a sync request makes a new one", obs.Now.Sub(g.Created).Round(time.Second))
+		if g.Operation() == UpdateDestroy {
+			msg = fmt.Sprintf("the destroy plan expired unapproved after %s; a sync request makes a new one", obs.Now.Sub(g.Created).Round(time.Second))
+		}
 		st.rec.Status.MarkStalled(ReasonPlanExpired, msg, st.rec.Generation, obs.Now)
 		d.putStack(st)
 		return true, 0
 	case GateApply:
-		dec.Reason = fmt.Sprintf("Approved by %s: plan %s", g.By, g.Plan.ID)
+		dec.Reason = fmt.Sprintf("Approved by %s: %s", g.By, g.PlanName())
 		return false, 0
 	}
 	return true, wait
@@ -319,14 +409,18 @@ func (d *Daemon) decidePlan(name, plan, who, comment string, approve bool) error
 	note := fmt.Sprintf("approved by %s at %s", who, now.UTC().Format(time.RFC3339))
 	if approve {
 		g.State = GateApproved
-		st.rec.Status.MarkReconciling(ReasonStackProcessing, fmt.Sprintf("plan %s approved by %s", g.Plan.ID, who), st.rec.Generation, now)
+		st.rec.Status.MarkReconciling(ReasonStackProcessing, fmt.Sprintf("%s approved by %s", g.PlanName(), who), st.rec.Generation, now)
 	} else {
 		d.discardPlan(name, g.Plan)
 		note = fmt.Sprintf("rejected by %s at %s", who, now.UTC().Format(time.RFC3339))
 		if comment != "" {
 			note += ": " + comment
 		}
-		st.rec.Status.MarkStalled(ReasonPlanRejected, fmt.Sprintf("plan %s %s; a new commit or a sync request makes a new plan", g.Plan.ID, note), st.rec.Generation, now)
+		again := "a new commit or a sync request makes a new plan"
+		if g.Operation() == UpdateDestroy {
+			again = "nothing is destroyed until a sync request makes a new plan; adding the stack back to the config keeps it"
+		}
+		st.rec.Status.MarkStalled(ReasonPlanRejected, fmt.Sprintf("%s %s; %s", g.PlanName(), note, again), st.rec.Generation, now)
 		g.State = GateRejected
 	}
 	d.noteOnUpdate(g.Update, note)

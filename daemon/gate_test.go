@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stackd/stackd/daemon/notify"
 	"github.com/stackd/stackd/daemon/scrub"
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // planRunner is a fakeRunner that saves plans: a preview with SavePlan
@@ -51,6 +54,12 @@ func (r *planRunner) Run(ctx context.Context, op Operation) (Result, error) {
 	return res, nil
 }
 
+func (r *planRunner) setSteps(steps ...Step) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.steps = steps
+}
+
 func (r *planRunner) DiscardPlan(name, id string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -65,11 +74,15 @@ func (r *planRunner) wasDiscarded(id string) bool {
 }
 
 // kinds lists the operations of name's ops: "preview+plan" for a preview
-// that saved a plan, "up@ID" for an up constrained to plan ID.
+// that saved a plan, "up@ID" for an up constrained to plan ID,
+// "destroy-preview+plan" for a destroy preview that bound a plan.
 func (r *planRunner) kinds(name string) string {
 	var out []string
 	for _, op := range r.opsOf(name) {
 		k := op.Type
+		if op.PreviewOnly {
+			k += "-preview"
+		}
 		switch {
 		case op.SavePlan:
 			k += "+plan"
@@ -293,4 +306,321 @@ func TestGateStalePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.eventually("applied", func() bool { l := h.last("app"); return h.ready("app") && l != nil && l.LastSuccessfulCommit == sha1 })
+}
+
+// TestChangeControlled: which operations go through change control.
+func TestChangeControlled(t *testing.T) {
+	required := &spec.Approval{Required: true}
+	for _, c := range []struct {
+		name     string
+		typ      string
+		removed  bool
+		policies bool
+		a        *spec.Approval
+		want     bool
+	}{
+		{"up, nothing asks", UpdateUp, false, false, nil, false},
+		{"up, empty approval", UpdateUp, false, false, &spec.Approval{}, false},
+		{"up, approval", UpdateUp, false, false, required, true},
+		{"up, policies", UpdateUp, false, true, nil, true},
+		{"destroy of a removed stack, nothing asks", UpdateDestroy, true, false, nil, false},
+		{"destroy of a removed stack, approval", UpdateDestroy, true, false, &spec.Approval{When: []string{"delete"}}, true},
+		{"destroy of a removed stack, policies", UpdateDestroy, true, true, nil, true},
+		{"refresh", UpdateRefresh, false, true, required, false},
+		{"drift check", UpdateDrift, false, true, required, false},
+		{"preview", UpdatePreview, false, true, required, false},
+	} {
+		if got := ChangeControlled(c.typ, c.removed, c.policies, c.a); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestApprovalOf: a removed stack's destroy takes the approval and the
+// labels of its last spec, else those its record kept (after a restart),
+// else the daemon's default approval.
+func TestApprovalOf(t *testing.T) {
+	def, own, kept := &spec.Approval{Required: true}, &spec.Approval{MaxChanges: 3}, &spec.Approval{When: []string{"delete"}}
+	withApproval := &spec.Stack{Labels: map[string]string{"env": "prod"}, Spec: spec.StackSpec{Approval: own}}
+	without := &spec.Stack{Labels: map[string]string{"env": "dev"}}
+	ds := &DestroySpec{Approval: kept, Labels: map[string]string{"env": "kept"}}
+	for _, c := range []struct {
+		name      string
+		s, gone   *spec.Stack
+		ds        *DestroySpec
+		want      *spec.Approval
+		wantLabel string
+	}{
+		{"in the config, its own", withApproval, nil, ds, own, "prod"},
+		{"in the config, the default", without, nil, ds, def, "dev"},
+		{"removed, its last spec's", nil, withApproval, ds, own, "prod"},
+		{"removed, its last spec has none: the default", nil, without, ds, def, "dev"},
+		{"removed, after a restart: the record's", nil, nil, ds, kept, "kept"},
+		{"removed, the record kept none: the default", nil, nil, &DestroySpec{}, def, ""},
+		{"removed, nothing known: the default", nil, nil, nil, def, ""},
+	} {
+		if got := approvalOf(c.s, c.gone, c.ds, def); got != c.want {
+			t.Errorf("%s: approval %+v, want %+v", c.name, got, c.want)
+		}
+		if got := labelsOf(c.s, c.gone, c.ds)["env"]; got != c.wantLabel {
+			t.Errorf("%s: label %q, want %q", c.name, got, c.wantLabel)
+		}
+	}
+	s := &spec.Stack{Labels: map[string]string{"env": "prod"}, Spec: spec.StackSpec{Stack: "dev", DestroyOnFinalize: true, Approval: own}}
+	if got := destroySpec(s, "dir"); got.Approval != own || got.Labels["env"] != "prod" {
+		t.Errorf("the record keeps %+v, want the spec's approval and labels", got)
+	}
+}
+
+// TestGateActionDestroy: a destroy's gate binds the generation and the
+// sync request, not a commit (a removed stack deploys none); it is
+// dropped when the destroy is no longer wanted (the stack is back).
+func TestGateActionDestroy(t *testing.T) {
+	now := time.Now()
+	o := Observation{Now: now, Generation: 3, ReconcileRequest: "r1"}
+	awaiting := func(mut func(*Gate)) *Gate {
+		g := &Gate{Type: UpdateDestroy, State: GateAwaiting, Commit: sha1, Generation: 3, ReconcileRequest: "r1", Expires: now.Add(time.Hour)}
+		if mut != nil {
+			mut(g)
+		}
+		return g
+	}
+	for _, c := range []struct {
+		name  string
+		g     *Gate
+		o     Observation
+		wants bool
+		want  string
+	}{
+		{"waiting", awaiting(nil), o, true, GateHold},
+		{"approved", awaiting(func(g *Gate) { g.State = GateApproved }), o, true, GateApply},
+		{"denied", awaiting(func(g *Gate) { g.State = GatePolicyDenied }), o, true, GateHold},
+		{"expired", awaiting(func(g *Gate) { g.Expires = now }), o, true, GateExpire},
+		{"the stack is back", awaiting(nil), o, false, GateDrop},
+		{"a sync request", awaiting(nil), Observation{Now: now, Generation: 3, ReconcileRequest: "r2"}, true, GateDrop},
+		{"an up's gate binds the commit", awaiting(func(g *Gate) { g.Type = UpdateUp }), o, true, GateDrop},
+		{"an older gate without a type is an up's", awaiting(func(g *Gate) { g.Type = "" }), o, true, GateDrop},
+	} {
+		if got, _ := GateAction(c.g, c.o, c.wants); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+// destroyable is oneStack with destroyOnFinalize and extra fields.
+func destroyable(extra string) string {
+	return oneStack + "    destroyOnFinalize: true\n" + extra
+}
+
+// TestGateDestroyApproval: a stack whose approval holds deletes is
+// removed from the config: its destroy is previewed (a destroy preview
+// that binds a plan, exporting and removing nothing), waits for approval
+// with the deletes, and runs constrained to that plan once approved; the
+// stack is then forgotten. A refused plan (the state moved) counts no
+// failure and asks again.
+func TestGateDestroyApproval(t *testing.T) {
+	r := newPlanRunner(Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
+	n := &recordingNotifier{}
+	h := newHarness(t, destroyable("    approval: {when: [delete]}\n    updateTemplate: {spec: {remove: true}}\n"),
+		func(o *Options) { o.Runner, o.Notifier = r, n })
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.start()
+	h.eventually("deployed", func() bool { return h.ready("app") })
+	if got := r.kinds("app"); got != "preview+plan,up@0000000000000001" {
+		t.Fatalf("operations %s, want the update within the budget applied with its plan", got)
+	}
+
+	r.setSteps(Step{Op: "delete", URN: fileURN, Type: "stackdtest:index:File", Old: map[string]any{"path": "note.txt"}})
+	r.mu.Lock()
+	r.stale = true
+	r.mu.Unlock()
+	if err := h.d.Apply(h.parse("stacks: []\n")); err != nil {
+		t.Fatal(err)
+	}
+	awaiting := func(id string) func() bool {
+		return func() bool {
+			g := h.gate("app")
+			return g != nil && g.State == GateAwaiting && g.Plan != nil && g.Plan.ID == id
+		}
+	}
+	h.eventually("the destroy awaits approval", awaiting("0000000000000002"))
+	g := h.gate("app")
+	if g.Type != UpdateDestroy || len(g.Steps) != 1 || g.Steps[0].Op != "delete" || !strings.Contains(g.Reason, "approval.when: delete") {
+		t.Fatalf("gate %+v, want the destroy's delete waiting", g)
+	}
+	if got := r.kinds("app"); got != "preview+plan,up@0000000000000001,destroy-preview+plan" {
+		t.Fatalf("operations %s, want a destroy preview and nothing destroyed", got)
+	}
+	ops := r.opsOf("app")
+	if pre := ops[len(ops)-1]; pre.Export || pre.Remove || pre.Plan != nil {
+		t.Errorf("the destroy preview %+v exports, removes or is constrained", pre)
+	}
+	v, err := h.d.Stack("app")
+	if err != nil || v.Status.Health.Status != HealthAwaitingApproval || !strings.Contains(n.kinds(), notify.ApprovalNeeded) {
+		t.Fatalf("stack %+v %v, events %s", v.Status, err, n.kinds())
+	}
+	if u, _ := h.d.Update(g.Update); u.Type != UpdatePreview || !strings.Contains(u.Message, "destroy plan 0000000000000002 awaits approval") {
+		t.Errorf("the destroy preview's update = %+v", u)
+	}
+
+	// Approved, but the state moved: refused, asked again.
+	if err := h.d.Approve("app", "0000000000000002", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("a new destroy plan", awaiting("0000000000000003"))
+	if g := h.gate("app"); !strings.Contains(g.Refused, "the saved plan no longer holds") {
+		t.Errorf("the new plan does not say why the approved one was not run: %+v", g)
+	}
+	if _, err := h.d.Stack("app"); err != nil {
+		t.Fatal("a refused destroy forgot the stack")
+	}
+
+	// Approved: destroyed with its plan, then forgotten.
+	if err := h.d.Approve("app", "digest-3", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("forgotten", func() bool { _, err := h.d.Stack("app"); return err != nil })
+	if got := r.kinds("app"); got != "preview+plan,up@0000000000000001,destroy-preview+plan,destroy@0000000000000002,destroy-preview+plan,destroy@0000000000000003" {
+		t.Fatalf("operations %s", got)
+	}
+	ops = r.opsOf("app")
+	if last := ops[len(ops)-1]; !last.Remove || last.PreviewOnly {
+		t.Errorf("the approved destroy %+v does not remove the stack", last)
+	}
+	ups := h.store.updatesOf("app")
+	i := slices.IndexFunc(ups, func(u Update) bool { return u.Type == UpdateDestroy && u.State == UpdateSucceeded })
+	if i < 0 || ups[i].Reason != "Approved by alice: destroy plan 0000000000000003" {
+		t.Errorf("history %+v, want the destroy approved by alice", ups)
+	}
+}
+
+// TestGateDestroySuperseded: a stack added back to the config while its
+// destroy waits keeps its resources: the destroy plan is discarded and
+// nothing is destroyed. A stack removed without destroyOnFinalize is
+// forgotten without a preview, approval or not.
+func TestGateDestroySuperseded(t *testing.T) {
+	r := newPlanRunner(Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
+	const other = "  - {name: other, stack: dev, projectRepo: https://git.example/o.git, branch: main, approval: {required: true}}\n"
+	cfg := destroyable("    approval: {when: [delete]}\n") + other
+	h := newHarness(t, cfg, func(o *Options) { o.Runner = r })
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.fetcher.set("https://git.example/o.git", sha1, nil)
+	h.start()
+	h.eventually("deployed", func() bool { return h.ready("app") })
+	h.eventually("other awaits approval", func() bool { g := h.gate("other"); return g != nil && g.State == GateAwaiting })
+	r.setSteps(Step{Op: "delete", URN: fileURN, Type: "stackdtest:index:File"})
+
+	if err := h.d.Apply(h.parse("stacks: []\n")); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the destroy awaits approval", func() bool {
+		g := h.gate("app")
+		return g != nil && g.State == GateAwaiting && g.Type == UpdateDestroy
+	})
+	plan := h.gate("app").Plan.ID
+	h.eventually("other forgotten", func() bool { _, err := h.d.Stack("other"); return err != nil })
+	if got := r.kinds("other"); got != "preview+plan" {
+		t.Errorf("other, removed without destroyOnFinalize, ran %s", got)
+	}
+
+	if err := h.d.Apply(h.parse(cfg)); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("back and Ready", func() bool { return h.ready("app") && h.gate("app") == nil })
+	if !r.wasDiscarded(plan) {
+		t.Error("the superseded destroy plan was not discarded")
+	}
+	time.Sleep(100 * time.Millisecond)
+	for _, op := range r.opsOf("app") {
+		if op.Type == UpdateDestroy && !op.PreviewOnly {
+			t.Fatalf("a destroy ran: %s", r.kinds("app"))
+		}
+	}
+}
+
+// recordingPolicies is denyDeletes that records what it judged.
+type recordingPolicies struct {
+	mu  sync.Mutex
+	ins []PolicyInput
+}
+
+func (p *recordingPolicies) Evaluate(ctx context.Context, in PolicyInput) (PolicyVerdict, error) {
+	p.mu.Lock()
+	p.ins = append(p.ins, in)
+	p.mu.Unlock()
+	return denyDeletes{}.Evaluate(ctx, in)
+}
+
+func (p *recordingPolicies) operations() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ops []string
+	for _, in := range p.ins {
+		ops = append(ops, in.Operation+"/"+in.Labels["env"])
+	}
+	return strings.Join(ops, ",")
+}
+
+// TestGateDestroyPolicyDenied: with policies, a removed stack's destroy
+// is previewed and judged as a destroy, with the stack's labels; a
+// denied destroy stalls the stack, still listed as being removed, with
+// PolicyDenied, and destroys nothing. A sync request judges it again.
+// Without policies or approval, the destroy runs as it is.
+func TestGateDestroyPolicyDenied(t *testing.T) {
+	r := newPlanRunner(Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
+	p := &recordingPolicies{}
+	h := newHarness(t, destroyable("    labels: {env: prod}\n"), func(o *Options) { o.Runner, o.Policies = r, p })
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.start()
+	h.eventually("deployed", func() bool { return h.ready("app") })
+
+	r.setSteps(Step{Op: "delete", URN: fileURN, Type: "stackdtest:index:File"})
+	if err := h.d.Apply(h.parse("stacks: []\n")); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("denied", func() bool { return h.stalled("app", ReasonPolicyDenied) })
+	g := h.gate("app")
+	if g.Type != UpdateDestroy || g.State != GatePolicyDenied || g.Plan != nil || !strings.Contains(g.Reason, "denied by policy: files: no deleting "+fileURN) {
+		t.Fatalf("gate %+v", g)
+	}
+	if got := p.operations(); got != "up/prod,destroy/prod" {
+		t.Errorf("judged %s, want the up, then the destroy, with the stack's labels", got)
+	}
+	if !r.wasDiscarded("0000000000000002") {
+		t.Error("the denied destroy's plan was not discarded")
+	}
+	time.Sleep(100 * time.Millisecond)
+	if got := r.kinds("app"); got != "preview+plan,up@0000000000000001,destroy-preview+plan" {
+		t.Fatalf("operations %s, want nothing destroyed", got)
+	}
+	if rec, err := h.store.Stack("app"); err != nil || !rec.Removed {
+		t.Fatalf("the denied stack is not kept as being removed: %+v %v", rec, err)
+	}
+
+	// The policy allows it now; a sync request judges it again.
+	r.setSteps(Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
+	if _, err := h.d.Sync("app"); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("destroyed", func() bool { _, err := h.d.Stack("app"); return err != nil })
+	if got := r.kinds("app"); got != "preview+plan,up@0000000000000001,destroy-preview+plan,destroy-preview+plan,destroy@0000000000000003" {
+		t.Fatalf("operations %s", got)
+	}
+
+	// No policies, no approval: the destroy as before, without a preview.
+	h2 := newHarness(t, destroyable(""), nil)
+	h2.fetcher.set("https://git.example/app.git", sha1, nil)
+	h2.start()
+	h2.eventually("deployed", func() bool { return h2.ready("app") })
+	if err := h2.d.Apply(h2.parse("stacks: []\n")); err != nil {
+		t.Fatal(err)
+	}
+	h2.eventually("destroyed", func() bool { _, err := h2.d.Stack("app"); return err != nil })
+	var kinds []string
+	for _, op := range h2.runner.opsOf("app") {
+		kinds = append(kinds, fmt.Sprintf("%s/%v/%v", op.Type, op.PreviewOnly, op.Plan != nil))
+	}
+	if got := strings.Join(kinds, ","); got != "up/false/false,destroy/false/false" {
+		t.Errorf("operations %s, want the up and the destroy alone", got)
+	}
 }

@@ -126,6 +126,11 @@ type Operation struct {
 	ReadOnly bool
 	// Diff asks a preview for the resources' property diffs.
 	Diff bool
+	// PreviewOnly makes a destroy a preview of it (`pulumi destroy
+	// --preview-only`): nothing changes, and the Result's Steps and
+	// Changes are the deletes the destroy would make. It takes neither
+	// Export nor Remove nor ContinueOnError.
+	PreviewOnly bool
 	// Export asks for the stack's resources from its state once the
 	// operation ended (Result.Resources), whether it succeeded or not.
 	Export bool
@@ -137,13 +142,18 @@ type Operation struct {
 	BreakLock bool
 	// SavePlan asks a preview to save the plan it makes in the runner's
 	// state of the stack (mode 0600): Result.Plan names it. Saving a plan
-	// discards the stack's older plans, which it supersedes.
+	// discards the stack's older plans, which it supersedes. A destroy
+	// preview (PreviewOnly) saves no file: its plan binds the stack's
+	// state and config as the preview saw them.
 	SavePlan bool
 	// Plan constrains an up to a saved plan: the runner refuses (an error
 	// that is ErrPlanStale) when the plan file, the stack's config and
 	// secrets or its state changed since the plan was made, and the
 	// engine stops at the first step the plan does not allow. The plan is
-	// discarded once the up ran, whatever its outcome.
+	// discarded once the up ran, whatever its outcome. A destroy with the
+	// plan of a destroy preview runs only while the stack's state and
+	// config are those the preview saw (`destroy` takes no plan file), and
+	// is refused the same way otherwise.
 	Plan *Plan
 	// Timeout bounds the whole operation; zero means the runner's default.
 	Timeout time.Duration
@@ -164,8 +174,9 @@ type Result struct {
 	// Drift lists, for an UpdateDrift check, the resources whose real
 	// state differs from the stack's state.
 	Drift []spec.DriftedResource
-	// Steps are, for a preview, the steps it plans that change something
-	// ("same" steps are left out), in the engine's order.
+	// Steps are, for a preview (also a destroy's, PreviewOnly), the steps
+	// it plans that change something ("same" steps are left out), in the
+	// engine's order.
 	Steps []Step
 	// Plan is the plan a preview with SavePlan saved.
 	Plan *Plan
@@ -184,7 +195,8 @@ type Result struct {
 type Plan struct {
 	// ID names the plan among the stack's plans.
 	ID string `json:"id"`
-	// Digest is the SHA-256 of the plan file.
+	// Digest is the SHA-256 of the plan file; for a destroy's plan, which
+	// has no file, a keyed digest of Config and State.
 	Digest string `json:"digest"`
 	// Config digests the stack's config, its secrets and its environment.
 	Config string `json:"config"`
@@ -193,9 +205,9 @@ type Plan struct {
 	State string `json:"state"`
 }
 
-// ErrPlanStale is returned (wrapped) by a Runner for an up constrained to
-// a plan that no longer holds: what the plan was made against changed,
-// or the engine found a step the plan does not allow.
+// ErrPlanStale is returned (wrapped) by a Runner for an up or a destroy
+// constrained to a plan that no longer holds: what the plan was made
+// against changed, or the engine found a step the plan does not allow.
 var ErrPlanStale = errors.New("the saved plan no longer holds")
 
 // PlanDiscarder is implemented by a Runner that saves plans: it deletes

@@ -35,10 +35,15 @@ type job struct {
 	pathsHash string
 	// override is the change windows' override the update runs under.
 	override *WindowOverride
-	// gate is the approved plan the up applies (nil: none); stalePlan
-	// says the runner refused it: it no longer holds.
+	// gate is the approved plan the up or the destroy is constrained to
+	// (nil: none); stalePlan says the runner refused it: it no longer
+	// holds.
 	gate      *Gate
 	stalePlan bool
+	// approval and labels are the stack's, for change control: a removed
+	// stack's come from its last spec or its record (approvalOf).
+	approval *spec.Approval
+	labels   map[string]string
 }
 
 // startOperation marks st running and runs its operation in the
@@ -49,14 +54,15 @@ func (d *Daemon) startOperation(st *stackState, dec Decision, obs Observation) {
 	ctx, cancel := context.WithCancel(d.opCtx)
 	st.cancel = cancel
 	st.live = livelog.New()
-	j := job{st: st, stack: st.stack, cfg: d.cfg, typ: dec.Type, reason: dec.Reason, obs: obs, destroy: st.rec.Destroy, newCommit: dec.NewCommit}
+	j := job{st: st, stack: st.stack, cfg: d.cfg, typ: dec.Type, reason: dec.Reason, obs: obs, destroy: st.rec.Destroy, newCommit: dec.NewCommit,
+		approval: approvalOf(st.stack, st.gone, st.rec.Destroy, d.opts.Approval), labels: labelsOf(st.stack, st.gone, st.rec.Destroy)}
 	if !st.breakLockAt.IsZero() {
 		j.breakLock, st.breakLockAt = true, time.Time{}
 	}
 	if dec.Type != UpdateDrift {
 		j.override = st.rec.WindowOverride
 	}
-	if g := st.rec.Status.Gate; g != nil && g.State == GateApproved && dec.Type == UpdateUp {
+	if g := st.rec.Status.Gate; g != nil && g.State == GateApproved && dec.Type == g.Operation() {
 		j.gate = g.Clone()
 	}
 	if st.remediate != "" && dec.Type == UpdateUp {

@@ -28,11 +28,24 @@ const (
 	PolicyWarn = "warn"
 )
 
+// Operations a PolicyInput judges.
+const (
+	// PolicyUp: an update's preview (also a pull request's, which
+	// previews an update).
+	PolicyUp = "up"
+	// PolicyDestroy: the preview of the destroy of a stack removed from
+	// the config; its steps are the deletes.
+	PolicyDestroy = "destroy"
+)
+
 // PolicyInput is what policies judge: one preview of one stack.
 type PolicyInput struct {
-	Stack  string            `json:"stack"`
-	Labels map[string]string `json:"labels,omitempty"`
-	Commit string            `json:"commit"`
+	Stack string `json:"stack"`
+	// Operation is what the preview is of: PolicyUp (the default when
+	// empty) or PolicyDestroy.
+	Operation string            `json:"operation"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	Commit    string            `json:"commit"`
 	// PullRequest and Author are set for a pull request's preview: its
 	// number and its author's login on the forge.
 	PullRequest int    `json:"pullRequest,omitempty"`
@@ -80,6 +93,9 @@ func JudgeSteps(ctx context.Context, p Policies, in PolicyInput) PolicyVerdict {
 		return PolicyVerdict{}
 	}
 	in.Labels = maps.Clone(in.Labels)
+	if in.Operation == "" {
+		in.Operation = PolicyUp
+	}
 	v, err := p.Evaluate(ctx, in)
 	if err != nil {
 		return PolicyVerdict{Deny: []Violation{{
@@ -91,15 +107,15 @@ func JudgeSteps(ctx context.Context, p Policies, in PolicyInput) PolicyVerdict {
 	return v
 }
 
-// judge evaluates the daemon's policies on a preview of j's stack and
-// tells the Observer the outcome.
+// judge evaluates the daemon's policies on a preview of j's operation (an
+// up, or a removed stack's destroy) and tells the Observer the outcome.
 func (d *Daemon) judge(ctx context.Context, j job, commit string, steps []Step) PolicyVerdict {
 	if d.opts.Policies == nil {
 		return PolicyVerdict{}
 	}
-	in := PolicyInput{Stack: j.st.rec.Name, Commit: commit, Steps: steps}
-	if j.stack != nil {
-		in.Labels = j.stack.Labels
+	in := PolicyInput{Stack: j.st.rec.Name, Operation: PolicyUp, Labels: j.labels, Commit: commit, Steps: steps}
+	if j.typ == UpdateDestroy {
+		in.Operation = PolicyDestroy
 	}
 	v := JudgeSteps(ctx, d.opts.Policies, in)
 	d.opts.Observer.PolicyEvaluated(in.Stack, v)

@@ -84,7 +84,9 @@ type StackRecord struct {
 // DestroySpec keeps what destroying a removed stack takes: its Pulumi
 // identity, the project it was last run from, and its environment
 // references except literal values (which may be secrets and are not
-// stored).
+// stored); and what change control needs to judge the destroy after a
+// restart, when the stack's last spec is no longer known: its approval
+// and its labels.
 type DestroySpec struct {
 	Stack           string                      `json:"stack"`
 	Backend         string                      `json:"backend,omitempty"`
@@ -93,6 +95,8 @@ type DestroySpec struct {
 	EnvRefs         map[string]spec.ResourceRef `json:"envRefs,omitempty"`
 	ConfigDir       string                      `json:"configDir,omitempty"`
 	Remove          bool                        `json:"remove,omitempty"`
+	Approval        *spec.Approval              `json:"approval,omitempty"`
+	Labels          map[string]string           `json:"labels,omitempty"`
 }
 
 // StackStatus mirrors PKO's StackStatus JSON field for field, plus health

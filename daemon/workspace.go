@@ -107,7 +107,7 @@ func (d *Daemon) prepareGone(ctx context.Context, j job) (*prepared, error) {
 
 func destroySpec(s *spec.Stack, dir string) *DestroySpec {
 	ds := &DestroySpec{Stack: s.Spec.Stack, Backend: s.Spec.Backend, SecretsProvider: s.Spec.SecretsProvider,
-		ProjectDir: dir, ConfigDir: s.Dir}
+		ProjectDir: dir, ConfigDir: s.Dir, Approval: s.Spec.Approval, Labels: maps.Clone(s.Labels)}
 	if t := s.Spec.UpdateTemplate; t != nil && t.Spec != nil {
 		ds.Remove = t.Spec.Remove
 	}

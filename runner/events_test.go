@@ -89,6 +89,12 @@ func TestOperationArgs(t *testing.T) {
 			t.Errorf("%s:\n got %s\nwant %s", typ, got, want)
 		}
 	}
+	op.Type, op.PreviewOnly = daemon.UpdateDestroy, true
+	args, err := operationArgs(w, op)
+	want := "destroy --preview-only --stack org/dev --config-file /c.yaml --color never --refresh --target urn:a --target-dependents --parallel 4 --message m"
+	if got := strings.Join(args, " "); err != nil || got != want {
+		t.Errorf("destroy preview:\n got %s %v\nwant %s", got, err, want)
+	}
 	op.Type = "nonsense"
 	if _, err := operationArgs(w, op); err == nil {
 		t.Error("an unknown operation was accepted")

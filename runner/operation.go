@@ -36,6 +36,9 @@ func operationArgs(w *workspace, op daemon.Operation) ([]string, error) {
 		args = []string{"refresh", "--preview-only"}
 	case daemon.UpdateDestroy:
 		args = []string{"destroy", "--yes", "--skip-preview"}
+		if op.PreviewOnly {
+			args = []string{"destroy", "--preview-only"}
+		}
 	default:
 		return nil, fmt.Errorf("stack %s: unknown operation %q", w.Name, op.Type)
 	}
@@ -71,13 +74,24 @@ func optionArgs(op daemon.Operation) []string {
 			args = append(args, "--replace", u)
 		}
 	}
-	if op.ContinueOnError && is(up, destroy) {
+	// A destroy preview neither goes on after errors nor removes.
+	if op.ContinueOnError && is(up, destroy) && !op.PreviewOnly {
 		args = append(args, "--continue-on-error")
 	}
-	if op.Remove && is(destroy) {
+	if op.Remove && destroys(op) {
 		args = append(args, "--remove")
 	}
 	return args
+}
+
+// destroys says whether op destroys: a destroy that is not a preview.
+func destroys(op daemon.Operation) bool {
+	return op.Type == daemon.UpdateDestroy && !op.PreviewOnly
+}
+
+// previewsDestroy says whether op is a destroy preview.
+func previewsDestroy(op daemon.Operation) bool {
+	return op.Type == daemon.UpdateDestroy && op.PreviewOnly
 }
 
 // operate runs op as one CLI process and reads its result from the
@@ -126,16 +140,21 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation)
 		}
 		return res, err
 	}
-	if op.SavePlan && op.Type == daemon.UpdatePreview {
+	switch {
+	case op.SavePlan && op.Type == daemon.UpdatePreview:
 		if res.Plan, err = r.savedPlan(ctx, w, planID); err != nil {
 			_ = os.Remove(w.planPath(planID))
+			return res, err
+		}
+	case op.SavePlan && previewsDestroy(op):
+		if res.Plan, err = r.destroyPlan(ctx, w, planID); err != nil {
 			return res, err
 		}
 	}
 	if op.Type == daemon.UpdateDrift {
 		res.Drift = ev.drift
 	}
-	if op.Type == daemon.UpdatePreview {
+	if op.Type == daemon.UpdatePreview || previewsDestroy(op) {
 		res.Steps = cleanSteps(ev.steps, w.redact.Replace)
 	}
 	if op.Type == daemon.UpdateUp {
@@ -154,9 +173,12 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation)
 // planArgs adds to args what op asks of plans: a preview that saves one
 // gets --save-plan and a new plan's path; an up constrained to one gets
 // --plan once the plan is checked to hold, and PULUMI_EXPERIMENTAL,
-// which `up --plan` needs, in its process's environment only. It
-// returns that environment and the plan's ID. The plan of an up is
-// deleted once the up ran (see operate).
+// which `up --plan` needs, in its process's environment only. A destroy
+// preview that saves a plan gets a new plan's ID (its plan is a binding
+// of the state, made once it ran); a destroy constrained to such a plan
+// runs as it is once the binding is checked to hold. It returns the
+// environment and the plan's ID. The plan of an up is deleted once the
+// up ran (see operate).
 func (r *Runner) planArgs(ctx context.Context, w *workspace, op daemon.Operation, args []string) ([]string, string, []string, error) {
 	switch {
 	case op.SavePlan && op.Type == daemon.UpdatePreview:
@@ -172,6 +194,17 @@ func (r *Runner) planArgs(ctx context.Context, w *workspace, op daemon.Operation
 		}
 		env := append(slices.Clone(w.env), "PULUMI_EXPERIMENTAL=true")
 		return env, op.Plan.ID, append(args, "--plan", path), nil
+	case op.SavePlan && previewsDestroy(op):
+		id, _, err := newPlan(w)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		return w.env, id, args, nil
+	case op.Plan != nil && destroys(op):
+		if err := r.checkDestroyPlan(ctx, w, *op.Plan); err != nil {
+			return nil, "", nil, err
+		}
+		return w.env, op.Plan.ID, args, nil
 	case op.Plan != nil || op.SavePlan:
 		return nil, "", nil, fmt.Errorf("stack %s: a %s takes no plan", w.Name, op.Type)
 	}

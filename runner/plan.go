@@ -86,17 +86,48 @@ func (r *Runner) checkPlan(ctx context.Context, w *workspace, p daemon.Plan) (st
 		return "", fmt.Errorf("stack %s: plan: %w", w.Name, err)
 	case digest != p.Digest:
 		return "", stalePlan(w, "the plan file changed")
-	case r.boundConfig(w) != p.Config:
-		return "", stalePlan(w, "the stack's config, secrets or environment changed")
+	}
+	return path, r.checkBound(ctx, w, p)
+}
+
+// checkBound fails, with an error that is daemon.ErrPlanStale, unless
+// w's config and state are those plan p was made against.
+func (r *Runner) checkBound(ctx context.Context, w *workspace, p daemon.Plan) error {
+	if r.boundConfig(w) != p.Config {
+		return stalePlan(w, "the stack's config, secrets or environment changed")
 	}
 	state, err := r.stateDigest(ctx, w)
 	if err != nil {
-		return "", err
+		return err
 	}
 	if state != p.State {
-		return "", stalePlan(w, "the stack's state changed")
+		return stalePlan(w, "the stack's state changed")
 	}
-	return path, nil
+	return nil
+}
+
+// destroyPlan is the plan id of a destroy preview of w: there is no plan
+// file (`pulumi destroy` takes none), so it binds the stack's state and
+// config as they are now; a destroy runs with it only while they stay
+// so. The destroy deletes what the state holds, so the same state makes
+// the same deletes.
+func (r *Runner) destroyPlan(ctx context.Context, w *workspace, id string) (*daemon.Plan, error) {
+	state, err := r.stateDigest(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	config := r.boundConfig(w)
+	return &daemon.Plan{ID: id, Digest: r.digest("destroy-plan/v1", []byte(config), []byte(state)), Config: config, State: state}, nil
+}
+
+// checkDestroyPlan fails, with an error that is daemon.ErrPlanStale,
+// unless the state and config that plan p of a destroy preview bound are
+// unchanged.
+func (r *Runner) checkDestroyPlan(ctx context.Context, w *workspace, p daemon.Plan) error {
+	if !validPlanID(p.ID) {
+		return fmt.Errorf("stack %s: invalid plan id %q", w.Name, p.ID)
+	}
+	return r.checkBound(ctx, w, p)
 }
 
 // stalePlan is the error of a plan that no longer holds because of why.

@@ -107,6 +107,77 @@ func TestRunSavedPlan(t *testing.T) {
 	h.wantNoPlan(plan)
 }
 
+// TestRunDestroyPlan previews a destroy with the real CLI: the preview
+// changes nothing, its steps are the deletes, and its plan binds the
+// state and config; the destroy with that plan runs only while they are
+// unchanged.
+func TestRunDestroyPlan(t *testing.T) {
+	h := newHarness(t, testProgram)
+	ws := h.workspace("one", secretOne)
+	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
+	preview := daemon.Operation{Workspace: ws, Type: daemon.UpdateDestroy, PreviewOnly: true, SavePlan: true,
+		Remove: true, ContinueOnError: true}
+
+	res := h.run(preview)
+	if got := h.onDisk(); got != "one" {
+		t.Fatalf("a destroy preview changed the file to %q", got)
+	}
+	p := res.Plan
+	if p == nil || !validPlanID(p.ID) || p.Digest == "" || p.Config == "" || p.State == "" {
+		t.Fatalf("the destroy preview bound no complete plan: %+v", p)
+	}
+	ops := map[string]string{}
+	for _, s := range res.Steps {
+		if s.Op != "delete" {
+			t.Errorf("step %+v, want only deletes", s)
+		}
+		ops[s.Type] = s.Op
+	}
+	if ops["stackdtest:index:File"] != "delete" || ops["pulumi:pulumi:Stack"] != "delete" {
+		t.Fatalf("steps %+v, want the File's and the stack's deletes", res.Steps)
+	}
+	for _, s := range res.Steps {
+		if s.Type == "stackdtest:index:File" && (s.Old["path"] != h.file || s.New != nil) {
+			t.Errorf("the File's delete %+v, want its old inputs", s)
+		}
+	}
+	if res.Changes["delete"] != 2 {
+		t.Errorf("changes %v, want 2 deletes", res.Changes)
+	}
+	last := h.processes()
+	if cmd := last[len(last)-2]; !strings.Contains(cmd, "destroy --preview-only ") || strings.Contains(cmd, "--remove") ||
+		strings.Contains(cmd, "--continue-on-error") {
+		t.Errorf("the destroy preview ran %q", cmd)
+	}
+
+	// The state moved after the preview (an up): refused, nothing destroyed.
+	p = h.run(daemon.Operation{Workspace: h.workspace("two", secretOne), Type: daemon.UpdateDestroy, PreviewOnly: true, SavePlan: true}).Plan
+	h.run(daemon.Operation{Workspace: h.workspace("two", secretOne), Type: daemon.UpdateUp})
+	_, err := h.try(daemon.Operation{Workspace: h.workspace("two", secretOne), Type: daemon.UpdateDestroy, Plan: p})
+	wantStale(t, err, "state")
+	if got := h.onDisk(); got != "two" {
+		t.Fatalf("a refused destroy left the file as %q", got)
+	}
+	// So is a changed config.
+	p = h.run(daemon.Operation{Workspace: h.workspace("two", secretOne), Type: daemon.UpdateDestroy, PreviewOnly: true, SavePlan: true}).Plan
+	_, err = h.try(daemon.Operation{Workspace: h.workspace("two", secretTwo), Type: daemon.UpdateDestroy, Plan: p})
+	wantStale(t, err, "config")
+	if got := h.onDisk(); got != "two" {
+		t.Fatalf("a refused destroy left the file as %q", got)
+	}
+
+	// Unchanged: the destroy runs.
+	ws = h.workspace("two", secretOne)
+	p = h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateDestroy, PreviewOnly: true, SavePlan: true}).Plan
+	res = h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateDestroy, Plan: p})
+	if got := h.onDisk(); got != "" || res.Changes["delete"] != 2 {
+		t.Fatalf("after the destroy with its plan the file holds %q, changes %v", got, res.Changes)
+	}
+	// A destroy's plan has no file: an up cannot apply it.
+	_, err = h.try(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Plan: p})
+	wantStale(t, err, "the plan file is gone")
+}
+
 // savePlan runs a preview of ws that saves its plan and checks the file.
 func (h *harness) savePlan(ws daemon.Workspace, opts ...func(*daemon.Operation)) *daemon.Plan {
 	h.t.Helper()

@@ -244,7 +244,7 @@ func (r *Runner) Run(ctx context.Context, op daemon.Operation) (daemon.Result, e
 		res.Resources, res.Exported = r.export(ctx, w, op, err)
 		res.ExportFailed = !res.Exported
 	}
-	if err == nil && op.Type == daemon.UpdateDestroy && op.Remove {
+	if err == nil && destroys(op) && op.Remove {
 		w.forget()
 	}
 	return res, err
@@ -254,7 +254,7 @@ func (r *Runner) Run(ctx context.Context, op daemon.Operation) (daemon.Result, e
 // opErr: a removed stack has none; a failed export is logged, and says
 // nothing.
 func (r *Runner) export(ctx context.Context, w *workspace, op daemon.Operation, opErr error) ([]daemon.Resource, bool) {
-	if opErr == nil && op.Type == daemon.UpdateDestroy && op.Remove {
+	if opErr == nil && destroys(op) && op.Remove {
 		return []daemon.Resource{}, true
 	}
 	rs, err := r.exportResources(ctx, w)

@@ -66,8 +66,13 @@ func decideCommand(name string, args []string, stdout io.Writer) error {
 }
 
 // printGate shows a held plan: why it waits, its summary and its steps.
+// A removed stack's destroy plan has no commit to show.
 func printGate(w io.Writer, g *daemon.Gate) {
-	fmt.Fprintf(w, "plan %s (commit %s) %s: %s\n", g.Plan.ID, shortSHA(g.Commit), g.State, g.Reason)
+	if g.Operation() == daemon.UpdateDestroy {
+		fmt.Fprintf(w, "%s %s: %s\n", g.PlanName(), g.State, g.Reason)
+	} else {
+		fmt.Fprintf(w, "%s (commit %s) %s: %s\n", g.PlanName(), shortSHA(g.Commit), g.State, g.Reason)
+	}
 	if g.Refused != "" {
 		fmt.Fprintf(w, "  the plan approved before was not applied: %s\n", g.Refused)
 	}

@@ -16,20 +16,23 @@ import (
 // operation is in When, more than MaxChanges resources changing, or a
 // change of a resource whose type matches one of Types. A plan within the
 // budget applies by itself.
+//
+// The JSON form is how a removed stack's record keeps the approval its
+// destroy needs.
 type Approval struct {
-	Required bool `yaml:"required"`
+	Required bool `yaml:"required" json:"required,omitempty"`
 	// When lists operations that always need approval: create, update,
 	// delete, replace.
-	When []string `yaml:"when"`
+	When []string `yaml:"when" json:"when,omitempty"`
 	// MaxChanges is how many resources may change without approval; zero
 	// sets no such limit.
-	MaxChanges int `yaml:"maxChanges"`
+	MaxChanges int `yaml:"maxChanges" json:"maxChanges,omitempty"`
 	// Types are resource type globs ("aws:rds/*", "*" any text) whose
 	// changes need approval.
-	Types []string `yaml:"types"`
+	Types []string `yaml:"types" json:"types,omitempty"`
 	// MaxAge is how long a plan waits for approval before it expires;
 	// zero means DefaultPlanMaxAge.
-	MaxAge Duration `yaml:"maxAge"`
+	MaxAge Duration `yaml:"maxAge" json:"maxAge,omitzero"`
 }
 
 // ApprovalOr is the approval that applies to s: its own, else def (the
