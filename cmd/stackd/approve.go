@@ -36,6 +36,7 @@ func decideCommand(name string, args []string, stdout io.Writer) error {
 	}
 	stack := fs.Arg(0)
 	path := "/api/v1/stacks/" + url.PathEscape(stack)
+	what := "plan"
 	if *plan == "" {
 		var v daemon.StackView
 		if err := c.getJSON(path, &v); err != nil {
@@ -47,6 +48,9 @@ func decideCommand(name string, args []string, stdout io.Writer) error {
 		}
 		printGate(stdout, g)
 		*plan = g.Plan.ID
+		if g.Operation() == daemon.UpdateDestroy {
+			what = "destroy plan"
+		}
 	}
 	body := map[string]string{"plan": *plan}
 	if reason != nil && *reason != "" {
@@ -61,7 +65,7 @@ func decideCommand(name string, args []string, stdout io.Writer) error {
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return fmt.Errorf("%s: decode: %w", name, err)
 	}
-	fmt.Fprintf(stdout, "plan %s of %s: %s\n", *plan, stack, strings.ToLower(out.State))
+	fmt.Fprintf(stdout, "%s %s of %s: %s\n", what, *plan, stack, strings.ToLower(out.State))
 	return nil
 }
 
