@@ -183,9 +183,11 @@ outputs:
 `
 
 // TestE2EReviewStackOverrides: a template's review stack runs with the
-// config its reviewStacks override, placeholders expanded, and with a
-// secret of its own that stays secret, while the template keeps its own
-// config; the closing destroys the review stack with the same overrides.
+// config its reviewStacks override, placeholders expanded (label written
+// with the project's namespace, which sorts before the template's
+// spelling and still wins), and with a secret of its own that stays
+// secret, while the template keeps its own config; the closing destroys
+// the review stack with the same overrides.
 func TestE2EReviewStackOverrides(t *testing.T) {
 	toolchainBin(t)
 	const templateToken, reviewToken = "template-token-s3cret", "review-token-s3cret"
@@ -209,7 +211,7 @@ func TestE2EReviewStackOverrides(t *testing.T) {
       enabled: true
       config:
         file: ${reviewStack}.txt
-        label: review of pull request ${prNumber}, not $${prNumber}
+        e2e:label: review of pull request ${prNumber}, not $${prNumber}
       secretsRef:
         token: {type: Literal, literal: {value: %s}}
 `, g.url("infra"), out, templateToken, reviewToken), nil)

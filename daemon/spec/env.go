@@ -87,18 +87,14 @@ func (c *Config) legacyEnv(s *Stack, refs RefSources) (map[string]envValue, erro
 	return out, nil
 }
 
-// StackConfig resolves config, configRef and secretsRef, in that order,
-// and returns the secret values too.
+// StackConfig resolves config, configRef, secretsRef and, for a review
+// stack, its overrides, in that order: a later value of a key replaces an
+// earlier one. It returns the secret values too.
 func (c *Config) StackConfig(s *Stack, refs RefSources) ([]ConfigValue, []string, error) {
 	sp := &s.Spec
-	var out []ConfigValue
-	var secrets []string
-	for _, k := range slices.Sorted(maps.Keys(sp.Config)) {
-		v, isJSON, err := configText(sp.Config[k])
-		if err != nil {
-			return nil, nil, fmt.Errorf("config.%s: %w", k, err)
-		}
-		out = append(out, ConfigValue{Key: k, Value: v, JSON: isJSON})
+	out, err := plainConfig("config", sp.Config)
+	if err != nil {
+		return nil, nil, err
 	}
 	for _, k := range slices.Sorted(maps.Keys(sp.ConfigRef)) {
 		r := sp.ConfigRef[k]
@@ -111,12 +107,50 @@ func (c *Config) StackConfig(s *Stack, refs RefSources) ([]ConfigValue, []string
 		}
 		out = append(out, ConfigValue{Key: k, Value: v, JSON: r.JSON})
 	}
+	var secrets []string
 	for _, k := range slices.Sorted(maps.Keys(sp.Secrets)) {
 		out = append(out, ConfigValue{Key: k, Value: sp.Secrets[k], Secret: true})
 		secrets = append(secrets, sp.Secrets[k])
 	}
-	for _, k := range slices.Sorted(maps.Keys(sp.SecretsRef)) {
-		v, err := c.ResolveRef(s, "secretsRef."+k, sp.SecretsRef[k], refs)
+	more, secrets, err := c.secretConfig(s, "secretsRef", sp.SecretsRef, refs, secrets)
+	if err != nil {
+		return nil, nil, err
+	}
+	out = append(out, more...)
+	if o := sp.overrides; o != nil {
+		more, err := plainConfig("reviewStacks.config", o.Config)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, more...)
+		if more, secrets, err = c.secretConfig(s, "reviewStacks.secretsRef", o.SecretsRef, refs, secrets); err != nil {
+			return nil, nil, err
+		}
+		out = append(out, more...)
+	}
+	return out, secrets, nil
+}
+
+// plainConfig turns the config values m of field into the runner's, in
+// key order.
+func plainConfig(field string, m map[string]any) ([]ConfigValue, error) {
+	var out []ConfigValue
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v, isJSON, err := configText(m[k])
+		if err != nil {
+			return nil, fmt.Errorf("%s.%s: %w", field, k, err)
+		}
+		out = append(out, ConfigValue{Key: k, Value: v, JSON: isJSON})
+	}
+	return out, nil
+}
+
+// secretConfig resolves the secret config references m of field, in key
+// order, and appends their values to secrets.
+func (c *Config) secretConfig(s *Stack, field string, m map[string]ResourceRef, refs RefSources, secrets []string) ([]ConfigValue, []string, error) {
+	var out []ConfigValue
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v, err := c.ResolveRef(s, field+"."+k, m[k], refs)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -237,6 +237,8 @@ func TestParseErrors(t *testing.T) {
 			`test.yaml:11:20: spec.reviewStacks.config.name: a placeholder "${" is not closed by "}"`},
 		{"reviewStacks secret made plain", minimalStack + "  secretsRef:\n    pw: {type: Literal, literal: {value: s3cret}}\n  reviewStacks:\n    config: {pw: plain}\n",
 			"test.yaml:13:14: spec.reviewStacks.config.pw: the template's secretsRef.pw is a secret, which a plain value cannot override: override it under reviewStacks.secretsRef"},
+		{"reviewStacks secret maybe made plain", minimalStack + "  secretsRef:\n    app:pw: {type: Literal, literal: {value: s3cret}}\n  reviewStacks:\n    config: {pw: plain}\n",
+			"test.yaml:13:14: spec.reviewStacks.config.pw: may be the same key as the template's secret secretsRef.app:pw (a key without a namespace is the project's)"},
 		{"reviewStacks key twice", minimalStack + "  reviewStacks:\n    config: {pw: plain}\n    secretsRef: {pw: {type: Literal, literal: {value: s3cret}}}\n",
 			"test.yaml:11:14: spec.reviewStacks.config.pw: set the key in reviewStacks.config or in reviewStacks.secretsRef, not both"},
 		{"reviewStacks secretsRef", minimalStack + "  reviewStacks:\n    secretsRef: {pw: {type: Secret, secret: {name: db}}}\n",

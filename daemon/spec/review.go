@@ -36,11 +36,12 @@ func (e *FieldError) Unwrap() error { return e.Err }
 
 // ForReview returns the stack that review stack name, of pull request
 // number, runs as: s with the config of its spec overridden by
-// reviewStacks. A key of reviewStacks.config replaces the template's
-// config or configRef value of the same key (written the same way) or
-// adds one, its strings' placeholders expanded; a key of
-// reviewStacks.secretsRef replaces the template's value of the same key,
-// plain or secret, by a secret one. A key the template holds as a secret
+// reviewStacks. The values of reviewStacks.config, their placeholders
+// expanded, and of reviewStacks.secretsRef come after all of the
+// template's (see StackConfig), so that each replaces the template's
+// value of its key however either is written ("size" is the project's
+// "web:size"); the template's value of a key written the same way is
+// left out, not even resolved. A key that the template holds as a secret
 // cannot become plain: that is an error, as is an unknown placeholder.
 // The result has no reviewStacks of its own. s is not changed: the maps
 // of the result that differ are copies.
@@ -53,45 +54,62 @@ func (s *Stack) ForReview(name string, number int) (*Stack, error) {
 		return &out, nil
 	}
 	vars := map[string]string{PlaceholderPRNumber: strconv.Itoa(number), PlaceholderReviewStack: name}
-	sp.Config, sp.ConfigRef = maps.Clone(sp.Config), maps.Clone(sp.ConfigRef)
-	sp.Secrets, sp.SecretsRef = maps.Clone(sp.Secrets), maps.Clone(sp.SecretsRef)
+	over := &ReviewStacks{Config: map[string]any{}, SecretsRef: rs.SecretsRef}
 	for _, k := range slices.Sorted(maps.Keys(rs.Config)) {
 		rel := joinPath("reviewStacks.config", k)
-		if where := secretKeyOf(sp, k); where != "" {
-			return nil, &FieldError{Path: rel, Err: fmt.Errorf("the template's %s is a secret: override it under reviewStacks.secretsRef", where)}
+		if msg := secretClash(sp, k); msg != "" {
+			return nil, &FieldError{Path: rel, Err: errors.New(msg)}
 		}
 		v, err := ExpandPlaceholders(rs.Config[k], rel, vars)
 		if err != nil {
 			return nil, err
 		}
-		if sp.Config == nil {
-			sp.Config = map[string]any{}
-		}
-		sp.Config[k] = v
-		delete(sp.ConfigRef, k)
+		over.Config[k] = v
 	}
-	for _, k := range slices.Sorted(maps.Keys(rs.SecretsRef)) {
+	sp.Config, sp.ConfigRef = maps.Clone(sp.Config), maps.Clone(sp.ConfigRef)
+	sp.Secrets, sp.SecretsRef = maps.Clone(sp.Secrets), maps.Clone(sp.SecretsRef)
+	for _, k := range slices.Concat(slices.Collect(maps.Keys(rs.Config)), slices.Collect(maps.Keys(rs.SecretsRef))) {
 		delete(sp.Config, k)
 		delete(sp.ConfigRef, k)
 		delete(sp.Secrets, k)
-		if sp.SecretsRef == nil {
-			sp.SecretsRef = map[string]ResourceRef{}
-		}
-		sp.SecretsRef[k] = rs.SecretsRef[k]
+		delete(sp.SecretsRef, k)
 	}
+	sp.overrides = over
 	return &out, nil
 }
 
-// secretKeyOf names the field of sp that holds config key k as a
-// secret, or is empty.
-func secretKeyOf(sp *StackSpec, k string) string {
-	if _, ok := sp.SecretsRef[k]; ok {
-		return joinPath("secretsRef", k)
+// secretClash says why config key k of reviewStacks.config cannot be
+// plain: the template holds it, or a key that may be the same, as a
+// secret. Empty when it can.
+func secretClash(sp *StackSpec, k string) string {
+	fields := []struct {
+		name string
+		keys []string
+	}{
+		{"secretsRef", slices.Sorted(maps.Keys(sp.SecretsRef))},
+		{"secrets", slices.Sorted(maps.Keys(sp.Secrets))},
 	}
-	if _, ok := sp.Secrets[k]; ok {
-		return joinPath("secrets", k)
+	for _, f := range fields {
+		for _, t := range f.keys {
+			switch {
+			case t == k:
+				return fmt.Sprintf("the template's %s is a secret, which a plain value cannot override: override it under reviewStacks.secretsRef", joinPath(f.name, t))
+			case mayBeSameKey(k, t):
+				return fmt.Sprintf("may be the same key as the template's secret %s (a key without a namespace is the project's), which a plain value cannot override: override it under reviewStacks.secretsRef", joinPath(f.name, t))
+			}
+		}
 	}
 	return ""
+}
+
+// mayBeSameKey says whether config keys a and b may name the same value:
+// they are written the same, or one has no namespace (it is the
+// project's) and the other the same name in some namespace, which may be
+// the project's.
+func mayBeSameKey(a, b string) bool {
+	_, aName, aNS := strings.Cut(a, ":")
+	_, bName, bNS := strings.Cut(b, ":")
+	return a == b || (!aNS && bNS && a == bName) || (aNS && !bNS && aName == b)
 }
 
 // ExpandPlaceholders returns a copy of config value v (a string, or maps

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -61,48 +62,52 @@ func TestExpandPlaceholdersCopies(t *testing.T) {
 	}
 }
 
+// TestForReview checks the config a review stack runs with, as the
+// runner gets it: the template's values, then the overrides, a later
+// value of a key replacing an earlier one.
 func TestForReview(t *testing.T) {
 	lit := func(v string) ResourceRef { return ResourceRef{Type: RefLiteral, Literal: &LiteralRef{Value: v}} }
+	plain := func(k, v string) ConfigValue { return ConfigValue{Key: k, Value: v} }
+	secret := func(k, v string) ConfigValue { return ConfigValue{Key: k, Value: v, Secret: true} }
 	tests := []struct {
-		name       string
-		tmpl       StackSpec
-		wantConfig map[string]any
-		wantRefs   map[string]ConfigMapRef
-		wantSecret map[string]ResourceRef
-		wantLegacy map[string]string
-		wantErr    string
+		name        string
+		tmpl        StackSpec
+		want        []ConfigValue
+		wantSecrets []string
+		wantErr     string
 	}{
 		{
-			name:       "no overrides",
-			tmpl:       StackSpec{Config: map[string]any{"size": "large"}, ReviewStacks: &ReviewStacks{Enabled: true}},
-			wantConfig: map[string]any{"size": "large"},
+			name: "no overrides",
+			tmpl: StackSpec{Config: map[string]any{"size": "large"}, ReviewStacks: &ReviewStacks{Enabled: true}},
+			want: []ConfigValue{plain("size", "large")},
 		},
 		{
 			name: "replace, add and expand",
 			tmpl: StackSpec{Config: map[string]any{"size": "large", "region": "eu-west-1"},
-				ReviewStacks: &ReviewStacks{Config: map[string]any{"size": "small", "suffix": "-${reviewStack}", "n": int64(2)}}},
-			wantConfig: map[string]any{"size": "small", "region": "eu-west-1", "suffix": "-web-pr-12", "n": int64(2)},
+				ReviewStacks: &ReviewStacks{Config: map[string]any{"size": "small", "suffix": "-${reviewStack}", "n": int64(2),
+					"tags": map[string]any{"pr": "${prNumber}"}}}},
+			want: []ConfigValue{plain("region", "eu-west-1"),
+				{Key: "n", Value: "2", JSON: true}, plain("size", "small"), plain("suffix", "-web-pr-12"), {Key: "tags", Value: `{"pr":"12"}`, JSON: true}},
 		},
 		{
 			name: "config replaces configRef",
-			tmpl: StackSpec{ConfigRef: map[string]ConfigMapRef{"size": {Name: "sizes", Key: "prod"}, "zone": {Name: "z", Key: "a"}},
+			tmpl: StackSpec{ConfigRef: map[string]ConfigMapRef{"size": {Name: "sizes", Key: "missing"}, "zone": {Name: "sizes", Key: "zone"}},
 				ReviewStacks: &ReviewStacks{Config: map[string]any{"size": "small"}}},
-			wantConfig: map[string]any{"size": "small"},
-			wantRefs:   map[string]ConfigMapRef{"zone": {Name: "z", Key: "a"}},
+			want: []ConfigValue{plain("zone", "a"), plain("size", "small")},
 		},
 		{
-			name:       "no template config",
-			tmpl:       StackSpec{ReviewStacks: &ReviewStacks{Config: map[string]any{"pr": "${prNumber}"}}},
-			wantConfig: map[string]any{"pr": "12"},
+			name: "another spelling comes after the template's",
+			tmpl: StackSpec{Config: map[string]any{"web:size": "large", "aws:region": "eu-west-1"},
+				ReviewStacks: &ReviewStacks{Config: map[string]any{"size": "small", "region": "us-east-1"}}},
+			want: []ConfigValue{plain("aws:region", "eu-west-1"), plain("web:size", "large"), plain("region", "us-east-1"), plain("size", "small")},
 		},
 		{
 			name: "secret replaces plain and secret",
-			tmpl: StackSpec{Config: map[string]any{"token": "plain", "size": "large"}, Secrets: map[string]string{"pw": "s3cret"},
-				SecretsRef:   map[string]ResourceRef{"key": lit("template")},
-				ReviewStacks: &ReviewStacks{SecretsRef: map[string]ResourceRef{"token": lit("t"), "pw": lit("p"), "key": lit("review")}}},
-			wantConfig: map[string]any{"size": "large"},
-			wantSecret: map[string]ResourceRef{"token": lit("t"), "pw": lit("p"), "key": lit("review")},
-			wantLegacy: map[string]string{},
+			tmpl: StackSpec{Config: map[string]any{"token": "plain", "size": "large"}, Secrets: map[string]string{"pw": "old-1"},
+				SecretsRef:   map[string]ResourceRef{"key": lit("old-2"), "web:other": lit("kept")},
+				ReviewStacks: &ReviewStacks{SecretsRef: map[string]ResourceRef{"token": lit("t"), "pw": lit("p"), "key": lit("k"), "other": lit("o")}}},
+			want:        []ConfigValue{plain("size", "large"), secret("web:other", "kept"), secret("key", "k"), secret("other", "o"), secret("pw", "p"), secret("token", "t")},
+			wantSecrets: []string{"kept", "k", "o", "p", "t"},
 		},
 		{
 			name: "a secret is not made plain",
@@ -111,10 +116,16 @@ func TestForReview(t *testing.T) {
 			wantErr: "reviewStacks.config.pw: the template's secretsRef.pw is a secret",
 		},
 		{
+			name: "nor one that may be the same",
+			tmpl: StackSpec{SecretsRef: map[string]ResourceRef{"web:pw": lit("s3cret")},
+				ReviewStacks: &ReviewStacks{Config: map[string]any{"pw": "plain"}}},
+			wantErr: "reviewStacks.config.pw: may be the same key as the template's secret secretsRef.web:pw",
+		},
+		{
 			name: "a legacy secret is not made plain",
 			tmpl: StackSpec{Secrets: map[string]string{"pw": "s3cret"},
-				ReviewStacks: &ReviewStacks{Config: map[string]any{"pw": "plain"}}},
-			wantErr: "reviewStacks.config.pw: the template's secrets.pw is a secret",
+				ReviewStacks: &ReviewStacks{Config: map[string]any{"web:pw": "plain"}}},
+			wantErr: "reviewStacks.config.web:pw: may be the same key as the template's secret secrets.pw",
 		},
 		{
 			name:    "unknown placeholder",
@@ -122,6 +133,7 @@ func TestForReview(t *testing.T) {
 			wantErr: "reviewStacks.config.a.b: unknown placeholder ${pr}",
 		},
 	}
+	cfg := &Config{ConfigMaps: map[string]map[string]string{"sizes": {"zone": "a"}}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tmpl := &Stack{Name: "web", Spec: tt.tmpl, Dir: "/etc/stackd"}
@@ -139,30 +151,18 @@ func TestForReview(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sp := got.Spec
-			if sp.ReviewStacks != nil {
+			if got.Spec.ReviewStacks != nil {
 				t.Errorf("the review stack's spec keeps reviewStacks")
 			}
 			if got.Name != "web" || got.Dir != "/etc/stackd" {
 				t.Errorf("name %q, dir %q: want the template's, which resolve references", got.Name, got.Dir)
 			}
-			if !reflect.DeepEqual(sp.Config, tt.wantConfig) {
-				t.Errorf("config = %#v, want %#v", sp.Config, tt.wantConfig)
+			values, secrets, err := cfg.StackConfig(got, RefSources{})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if len(sp.ConfigRef) != 0 || len(tt.wantRefs) != 0 {
-				if !reflect.DeepEqual(sp.ConfigRef, tt.wantRefs) {
-					t.Errorf("configRef = %v, want %v", sp.ConfigRef, tt.wantRefs)
-				}
-			}
-			if len(sp.SecretsRef) != 0 || len(tt.wantSecret) != 0 {
-				if !reflect.DeepEqual(sp.SecretsRef, tt.wantSecret) {
-					t.Errorf("secretsRef = %v, want %v", sp.SecretsRef, tt.wantSecret)
-				}
-			}
-			if len(sp.Secrets) != 0 || len(tt.wantLegacy) != 0 {
-				if !reflect.DeepEqual(sp.Secrets, tt.wantLegacy) {
-					t.Errorf("secrets = %v, want %v", sp.Secrets, tt.wantLegacy)
-				}
+			if !reflect.DeepEqual(values, tt.want) || !slices.Equal(secrets, tt.wantSecrets) {
+				t.Errorf("config %+v, secrets %q\nwant %+v, %q", values, secrets, tt.want, tt.wantSecrets)
 			}
 		})
 	}
@@ -200,9 +200,9 @@ stringData: {template: t-s3cret, review: r-s3cret}
 		t.Fatal(err)
 	}
 	want := []ConfigValue{
+		{Key: "size", Value: "large"},
 		{Key: "labels", Value: `{"stack":"app-pr-4"}`, JSON: true},
 		{Key: "name", Value: "app-4"},
-		{Key: "size", Value: "large"},
 		{Key: "token", Value: "r-s3cret", Secret: true},
 	}
 	if !reflect.DeepEqual(values, want) || !reflect.DeepEqual(secrets, []string{"r-s3cret"}) {

@@ -87,6 +87,10 @@ type StackSpec struct {
 	ServiceAccountName     Ignored `yaml:"serviceAccountName" stackd:"k8s"`
 	WorkspaceTemplate      Ignored `yaml:"workspaceTemplate" stackd:"k8s"`
 	WorkspaceReclaimPolicy Ignored `yaml:"workspaceReclaimPolicy" stackd:"k8s"`
+
+	// overrides are a review stack's config values, placeholders expanded
+	// (see Stack.ForReview); never decoded.
+	overrides *ReviewStacks
 }
 
 // ResourceRef is PKO's reference to a value, with stackd's standalone

@@ -676,8 +676,8 @@ func (v *validator) reviewOverrides(spec *StackSpec) {
 			v.keyErrorf(rel, "set the key in reviewStacks.config or in reviewStacks.secretsRef, not both")
 			continue
 		}
-		if where := secretKeyOf(spec, k); where != "" {
-			v.keyErrorf(rel, "the template's %s is a secret, which a plain value cannot override: override it under reviewStacks.secretsRef", where)
+		if msg := secretClash(spec, k); msg != "" {
+			v.keyErrorf(rel, "%s", msg)
 			continue
 		}
 		var fe *FieldError
