@@ -624,3 +624,26 @@ func TestGateDestroyPolicyDenied(t *testing.T) {
 		t.Errorf("operations %s, want the up and the destroy alone", got)
 	}
 }
+
+// TestGateDestroyNothingThere: the destroy preview of a Pulumi stack that
+// does not exist has nothing to destroy: the removed stack is forgotten,
+// and no destroy runs.
+func TestGateDestroyNothingThere(t *testing.T) {
+	r := newPlanRunner(Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
+	h := newHarness(t, destroyable("    approval: {required: true}\n"), func(o *Options) { o.Runner = r })
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.start()
+	h.eventually("awaiting approval", func() bool { g := h.gate("app"); return g != nil && g.State == GateAwaiting })
+	if err := h.d.Approve("app", "0000000000000001", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("deployed", func() bool { return h.ready("app") })
+	r.setFail("app", fmt.Errorf("stack app: %w", ErrStackNotFound))
+	if err := h.d.Apply(h.parse("stacks: []\n")); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("forgotten", func() bool { _, err := h.d.Stack("app"); return err != nil })
+	if got := r.kinds("app"); got != "preview+plan,up@0000000000000001,destroy-preview+plan" {
+		t.Fatalf("operations %s, want the destroy preview alone", got)
+	}
+}

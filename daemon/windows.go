@@ -88,16 +88,10 @@ func (d *Daemon) windowClosed(st *stackState, dec Decision, obs Observation, now
 }
 
 // windowStack is what the windows' selectors see of st: its name, and
-// the labels it has or, once removed, had.
+// the labels it has or, once removed, had (kept in its record across
+// restarts).
 func windowStack(st *stackState) window.Stack {
-	s := window.Stack{Name: st.rec.Name}
-	switch {
-	case st.stack != nil:
-		s.Labels = st.stack.Labels
-	case st.gone != nil:
-		s.Labels = st.gone.Labels
-	}
-	return s
+	return window.Stack{Name: st.rec.Name, Labels: labelsOf(st.stack, st.gone, st.rec.Destroy)}
 }
 
 // windowMessage says what waits, until when (in the time zone of the
