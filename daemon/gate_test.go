@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -370,6 +371,17 @@ func TestApprovalOf(t *testing.T) {
 	if got := destroySpec(s, "dir"); got.Approval != own || got.Labels["env"] != "prod" {
 		t.Errorf("the record keeps %+v, want the spec's approval and labels", got)
 	}
+	// The record keeps them through its JSON form.
+	rec := StackRecord{Name: "app", Destroy: &DestroySpec{Labels: map[string]string{"env": "prod"},
+		Approval: &spec.Approval{When: []string{"delete"}, MaxChanges: 2, Types: []string{"aws:rds/*"}, MaxAge: spec.Duration{Duration: time.Hour}}}}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back StackRecord
+	if err := json.Unmarshal(data, &back); err != nil || !reflect.DeepEqual(back.Destroy, rec.Destroy) {
+		t.Errorf("the record %s reads back as %+v (%v)", data, back.Destroy, err)
+	}
 }
 
 // TestGateActionDestroy: a destroy's gate binds the generation and the
@@ -645,5 +657,30 @@ func TestGateDestroyNothingThere(t *testing.T) {
 	h.eventually("forgotten", func() bool { _, err := h.d.Stack("app"); return err != nil })
 	if got := r.kinds("app"); got != "preview+plan,up@0000000000000001,destroy-preview+plan" {
 		t.Fatalf("operations %s, want the destroy preview alone", got)
+	}
+}
+
+// TestGateDestroyAfterRestart: a stack removed while stackd was down has
+// no last spec in memory; its record kept the approval, so its destroy
+// still waits for approval.
+func TestGateDestroyAfterRestart(t *testing.T) {
+	r := newPlanRunner(Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
+	h := newHarness(t, destroyable("    approval: {when: [delete]}\n"), func(o *Options) { o.Runner = r })
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.start()
+	h.eventually("deployed", func() bool { return h.ready("app") })
+	if err := h.d.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	r.setSteps(Step{Op: "delete", URN: fileURN, Type: "stackdtest:index:File"})
+	h2 := newHarness(t, "stacks: []\n", func(o *Options) { o.Store, o.Runner, o.DataDir = h.store, r, h.dir })
+	h2.start()
+	h2.eventually("the destroy awaits approval", func() bool {
+		g := h2.gate("app")
+		return g != nil && g.State == GateAwaiting && g.Type == UpdateDestroy
+	})
+	if got := r.kinds("app"); got != "preview+plan,up@0000000000000001,destroy-preview+plan" {
+		t.Fatalf("operations %s, want nothing destroyed", got)
 	}
 }
