@@ -234,7 +234,12 @@ func TestE2EReviewStackOverrides(t *testing.T) {
 		t.Errorf("the comment does not show the review stack's secret output as [secret]:\n%s", c)
 	}
 	_, api := g.in.get("/api/v1/previews", nil)
-	for where, text := range map[string]string{"the comment": c, "the previews API": string(api), "the log": g.in.logs.String()} {
+	_, template := g.in.get("/api/v1/stacks/app", nil)
+	if !strings.Contains(string(template), `"reviewStacks"`) {
+		t.Errorf("the template's spec is not shown:\n%s", template)
+	}
+	for where, text := range map[string]string{"the comment": c, "the previews API": string(api), "the template's API": string(template),
+		"the log": g.in.logs.String()} {
 		if strings.Contains(text, reviewToken) || strings.Contains(text, templateToken) {
 			t.Errorf("%s shows a secret in clear:\n%s", where, text)
 		}
