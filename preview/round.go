@@ -217,6 +217,7 @@ func (p *Previewer) comment(ctx context.Context, pr *pullRequest, ev review.Even
 	id := pr.comment
 	p.mu.Unlock()
 	r.Error, r.Previews = p.clean(r.Error), slices.Clone(r.Previews)
+	r.Destroying = p.destroying(r.Removed)
 	for i := range r.Previews {
 		r.Previews[i].Error, r.Previews[i].Diff = p.clean(r.Previews[i].Error), p.clean(r.Previews[i].Diff)
 	}
@@ -232,6 +233,32 @@ func (p *Previewer) comment(ctx context.Context, pr *pullRequest, ev review.Even
 	p.mu.Unlock()
 	p.save(pr)
 	p.log.Info("pull request previewed", "pullRequest", ev.Key(), "commit", short(ev.HeadSHA), "stacks", len(r.Previews))
+}
+
+// destroying says which of the removed stacks a merge destroys, by the
+// config in force, and what may hold each destroy back: the approval of
+// the stack or of --approval, and the policies.
+func (p *Previewer) destroying(removed []string) map[string]string {
+	cur := p.opts.Daemon.Config()
+	if cur == nil || len(removed) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for _, name := range removed {
+		s := cur.Stack(name)
+		if s == nil || !s.Spec.DestroyOnFinalize || s.Spec.Preview {
+			continue
+		}
+		var holds []string
+		if s.Spec.ApprovalOr(p.opts.Approval).Gates() {
+			holds = append(holds, "once approved")
+		}
+		if p.opts.Policies != nil {
+			holds = append(holds, "if the policies allow it")
+		}
+		out[name] = strings.Join(holds, " and ")
+	}
+	return out
 }
 
 // link is the address of pv's page in the UI.

@@ -157,3 +157,16 @@ func TestAPIApproval(t *testing.T) {
 		t.Errorf("approve on a daemon that decides no plans: %d, want 404", resp.StatusCode)
 	}
 }
+
+// TestUIApprovalDestroy: a removed stack's destroy awaiting approval is
+// titled as a destroy, says what approving does, and shows no commit.
+func TestUIApprovalDestroy(t *testing.T) {
+	api := newApprovalsAPI()
+	g := api.stacks[1].Status.Gate
+	g.Type, g.Commit = daemon.UpdateDestroy, ""
+	g.Steps = []daemon.Step{{Op: "delete", URN: "urn:pulumi:prod::db::aws:rds/instance:Instance::main", Type: "aws:rds/instance:Instance"}}
+	page := getPage(t, startUI(t, api)+"/stacks/db", http.StatusOK)
+	wantContains(t, page, "Destroy awaiting approval", "approving destroys the resources below",
+		"urn:pulumi:prod::db::aws:rds/instance:Instance::main", `action="/stacks/db/approve"`, `name="plan" value="`+fakePlan+`"`)
+	wantLacks(t, page, "Plan awaiting approval", "<dt>Commit</dt>")
+}

@@ -152,3 +152,42 @@ func BenchmarkPullRequestPreview(b *testing.B) {
 		})
 	}
 }
+
+// TestE2EPullRequestSaysDestroy: a pull request to the manifests that
+// removes a stack with destroyOnFinalize says that the merge destroys its
+// resources, once approved; one that removes a stack without it says its
+// resources stay. Neither is touched by the preview.
+func TestE2EPullRequestSaysDestroy(t *testing.T) {
+	toolchainBin(t)
+	g := newForgeRig(t, review.GitHub)
+	programs, manifests := g.repo("infra"), g.repo("manifests")
+	programs.commit(map[string]string{"app/Pulumi.yaml": program("v1")})
+	out := t.TempDir()
+	manifests.commit(map[string]string{
+		"stacks/a.yaml": manifest("a", g.url("infra"), out, "hello") + "    destroyOnFinalize: true\n    approval: {when: [delete]}\n",
+		"stacks/b.yaml": manifest("b", g.url("infra"), out, "hello"),
+	})
+	g.start("", func(f *runFlags) {
+		f.config, f.pollInterval = stringsFlag{"git+" + g.url("manifests") + "//stacks?ref=main"}, time.Hour
+	})
+	for _, name := range []string{"a", "b"} {
+		g.in.waitStack(name, "first deploy", 2*time.Minute, isReady)
+	}
+	pr := &pullRequest{repo: "acme/manifests", name: "manifests", number: 5}
+	g.push(manifests, pr, map[string]string{"stacks/a.yaml": "stacks: []\n", "stacks/b.yaml": "stacks: []\n"})
+	g.hook(pr, "opened")
+	c := g.waitComment(pr)
+	for _, want := range []string{
+		"Merging removes stack `a` from the config and **destroys its resources** (`destroyOnFinalize`) once approved.",
+		"Merging removes stack `b` from the config; its resources stay (no `destroyOnFinalize`).",
+	} {
+		if !strings.Contains(c.Body, want) {
+			t.Errorf("the comment lacks %q:\n%s", want, c.Body)
+		}
+	}
+	for _, name := range []string{"a", "b"} {
+		if got := readFile(t, filepath.Join(out, name+".txt")); got != "hello v1" {
+			t.Errorf("%s's resource holds %q after the preview", name, got)
+		}
+	}
+}

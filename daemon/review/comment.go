@@ -32,6 +32,10 @@ type Report struct {
 	// stacks and why any was not deployed.
 	ReviewStacks  []ReviewStack
 	ReviewRefused []string
+	// Destroying names the removed stacks whose resources the merge
+	// destroys (destroyOnFinalize), each with what may hold the destroy
+	// back ("" for nothing).
+	Destroying map[string]string
 }
 
 // WindowWait says that a stack's change would wait for change windows,
@@ -104,10 +108,15 @@ func (r Report) head() string {
 		}
 	}
 	for _, name := range r.Removed {
-		fmt.Fprintf(&b, "\nMerging removes stack `%s` from the config.", name)
-	}
-	if len(r.Removed) > 0 {
-		b.WriteString(" A removed stack is destroyed only with `destroyOnFinalize`.\n")
+		hold, destroys := r.Destroying[name]
+		switch {
+		case !destroys:
+			fmt.Fprintf(&b, "\nMerging removes stack `%s` from the config; its resources stay (no `destroyOnFinalize`).\n", name)
+		case hold == "":
+			fmt.Fprintf(&b, "\nMerging removes stack `%s` from the config and **destroys its resources** (`destroyOnFinalize`).\n", name)
+		default:
+			fmt.Fprintf(&b, "\nMerging removes stack `%s` from the config and **destroys its resources** (`destroyOnFinalize`) %s.\n", name, hold)
+		}
 	}
 	for _, w := range r.Waits {
 		until := " (no window opens within a year)"

@@ -70,7 +70,23 @@ func TestComment(t *testing.T) {
 		"| [`app`](http://stackd/previews/app) | 0 | 1 | 0 | 0 |  | ✅ succeeded |",
 		"| [`net` (new)](http://stackd/previews/net) | 0 | 0 | 0 | 0 |  | ❌ failed |",
 		"<details><summary>app: ✅ succeeded</summary>", "~ test:index:Thing x update",
-		"````\nerror: boom ``` here\n````", "Merging removes stack `old`",
+		"````\nerror: boom ``` here\n````", "Merging removes stack `old` from the config; its resources stay (no `destroyOnFinalize`).",
+	} {
+		if !strings.Contains(c, want) {
+			t.Errorf("comment lacks %q:\n%s", want, c)
+		}
+	}
+}
+
+// TestCommentRemovedDestroyed: a removed stack with destroyOnFinalize is
+// said to be destroyed by the merge, with what may hold the destroy.
+func TestCommentRemovedDestroyed(t *testing.T) {
+	r := Report{Removed: []string{"db", "cache", "old"}, Destroying: map[string]string{"db": "once approved", "cache": ""}}
+	c := Comment(r, 65536)
+	for _, want := range []string{
+		"Merging removes stack `db` from the config and **destroys its resources** (`destroyOnFinalize`) once approved.\n",
+		"Merging removes stack `cache` from the config and **destroys its resources** (`destroyOnFinalize`).\n",
+		"Merging removes stack `old` from the config; its resources stay (no `destroyOnFinalize`).\n",
 	} {
 		if !strings.Contains(c, want) {
 			t.Errorf("comment lacks %q:\n%s", want, c)
