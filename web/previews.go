@@ -76,6 +76,21 @@ type previewsPage struct {
 	PullRequests []review.PullRequest
 }
 
+// Open counts the pull requests listed that are still open; the others are
+// closed ones listed until their review stacks are destroyed.
+func (p previewsPage) Open() int {
+	n := 0
+	for _, pr := range p.PullRequests {
+		if !pr.Closed {
+			n++
+		}
+	}
+	return n
+}
+
+// Closing counts the closed pull requests still listed.
+func (p previewsPage) Closing() int { return len(p.PullRequests) - p.Open() }
+
 func (s *Server) uiPreviews(w http.ResponseWriter, r *http.Request) {
 	p := previewsPage{page: s.newPage(r, "Previews"), Configured: s.opts.Previews != nil,
 		PullRequests: s.readablePRs(principal(r), s.pullRequests())}

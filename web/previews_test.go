@@ -149,7 +149,7 @@ func TestPreviewsAPIReadToken(t *testing.T) {
 func TestUIPreviews(t *testing.T) {
 	page := getPage(t, startPreviews(t, newUIFakeAPI(), &fakePreviews{prs: prFixtures(time.Now())})+"/previews", http.StatusOK)
 	wantContains(t, page,
-		`<a href="/previews" aria-current="page">Previews</a>`, "2 open pull requests",
+		`<a href="/previews" aria-current="page">Previews</a>`, "1 open pull request, 1 closing",
 		// #12: forge, link, title (escaped), author, base, head.
 		`<span class="tag">github</span> <a href="https://github.com/acme/infra/pull/12" rel="noopener noreferrer">acme/infra#12</a>`,
 		`&lt;script&gt;alert(&#34;pwned&#34;)&lt;/script&gt; &amp; more`, "<strong>octocat</strong>", `<code class="ref">main</code>`,
