@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -50,11 +51,23 @@ type prWork struct {
 // PostPullRequest passes a pull-request event on: the replica that holds
 // or takes the pull request's lease runs it, a closed pull request's
 // too (it destroys its review stacks, then deletes its event and record).
+//
+// An event that repeats the one before it (the same head commit) is
+// posted with a Touch: the holder counts it as activity on the review
+// stacks, as one replica does, and starts no new round.
 func (c *Cluster) PostPullRequest(ev review.Event) error {
 	key := ev.Key()
-	ev.Sweep = 0 // stackd's own, never a forge's
+	ev.Sweep, ev.Touch = 0, 0 // stackd's own, never a forge's
 	ctx, cancel := c.ctx()
 	defer cancel()
+	resp, err := c.cli.Get(ctx, c.key("prevents/", key))
+	if err != nil {
+		return fmt.Errorf("cluster: pass pull request %s on: %w", key, err)
+	}
+	var prev review.Event
+	if len(resp.Kvs) > 0 && json.Unmarshal(resp.Kvs[0].Value, &prev) == nil && ev.Repeats(prev) {
+		ev.Touch = max(time.Now().Unix(), prev.Touch+1) // a new WorkKey each time
+	}
 	v, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("cluster: pass pull request %s on: %w", key, err)

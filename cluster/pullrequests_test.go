@@ -223,6 +223,37 @@ func TestPullRequestLease(t *testing.T) {
 		t.Errorf("%d sweeps handed over, want one: %+v %+v", sweeps, sh.received(), so.received())
 	}
 
+	// A repeat of the head commit is a touch: work of its own, each time
+	// with a later Touch; a Sweep or Touch in what came in is not kept.
+	touches := func() (ws []review.Work) {
+		for _, r := range []*prReplica{a, b} {
+			for _, w := range r.received() {
+				if w.Event.Touch != 0 {
+					ws = append(ws, w)
+				}
+			}
+		}
+		return ws
+	}
+	before := time.Now().Unix()
+	repeat := ev
+	repeat.Sweep, repeat.Touch = 5, 6
+	for i, r := range []*prReplica{so, sh} {
+		if err := r.PostPullRequest(repeat); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the touch handed over", func() bool { return len(touches()) > i })
+	}
+	ts := touches()
+	if len(ts) != 2 || ts[0].Event.Touch == ts[1].Event.Touch {
+		t.Fatalf("touches handed over: %+v, want two of their own", ts)
+	}
+	for _, w := range ts {
+		if w.Event.Touch < before || w.Event.Sweep != 0 || w.Event.HeadSHA != ev.HeadSHA || w.Event.Action != review.Pushed {
+			t.Errorf("touch %+v, want the push of %s touched at %d or later", w.Event, ev.HeadSHA, before)
+		}
+	}
+
 	// A third push; its holder dies before it is done.
 	ev.HeadSHA = strings.Repeat("3", 40)
 	if err := a.PostPullRequest(ev); err != nil {

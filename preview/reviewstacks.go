@@ -78,6 +78,8 @@ func (p *Previewer) deployReview(ctx context.Context, pr *pullRequest, ev review
 	p.putReview(pr, rs)
 	out, err := p.runReview(ctx, ev, cfg, tmpl, st, daemon.UpdateUp, ev.HeadSHA, brk)
 	rs.Result, rs.Outputs = review.Succeeded, out
+	// Events that came while it ran are activity.
+	rs.LastActivity = later(rs.LastActivity, p.reviewOf(pr, st.Name).LastActivity)
 	if err != nil {
 		rs.Result, rs.Error = review.Failed, p.clean(err.Error())
 		p.log.Warn("cannot deploy a review stack", "stack", st.Name, "pullRequest", ev.Key(), "err", rs.Error)
@@ -123,6 +125,14 @@ func (p *Previewer) destroyReview(ctx context.Context, pr *pullRequest, ev revie
 	}
 	p.putReview(pr, rs)
 	p.reviewDone(rs)
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // reviewDone counts rs's finished operation; one that its context's end
@@ -423,12 +433,15 @@ func (p *Previewer) wakeReviews() {
 	}
 }
 
-// touchReviews counts an event of pr as activity for its review stacks.
-// p.mu is held.
+// touchReviews counts an event of pr at now as activity for its review
+// stacks; activity counted later already stays. p.mu is held.
 func touchReviewsLocked(v *review.PullRequest, now time.Time) {
 	v.ReviewStacks = slices.Clone(v.ReviewStacks) // see putReview
 	for i := range v.ReviewStacks {
 		rs := &v.ReviewStacks[i]
+		if !now.After(rs.LastActivity) {
+			continue
+		}
 		rs.LastActivity = now
 		rs.ExpiresAt = review.ExpiresAt(review.Live{LastActivity: now, TTL: rs.TTL})
 	}

@@ -82,12 +82,21 @@ func (p *Previewer) held(w review.Work) {
 	if w.Record != nil {
 		pr = p.takenLocked(w.Key, *w.Record)
 	}
+	same := pr != nil && !pr.view.Closed && ev.Repeats(pr.ev)
 	switch {
 	case ev.Action == review.Closed:
 		p.mu.Unlock()
 		p.closed(ev)
-	case pr != nil && !pr.view.Closed && pr.ev.HeadSHA == ev.HeadSHA && review.RoundDone(pr.ended, ev.HeadSHA):
+	case same && !review.RoundDone(pr.ended, ev.HeadSHA) && roundRunning(pr):
+		// A touch or a sweep while the round runs: the round's end
+		// records ev's work as done.
 		pr.ev = ev
+		touchAt(&pr.view, ev.Touch)
+		p.mu.Unlock()
+		p.save(pr)
+	case same && review.RoundDone(pr.ended, ev.HeadSHA):
+		pr.ev = ev
+		touchAt(&pr.view, ev.Touch)
 		p.mu.Unlock()
 		p.wg.Add(1)
 		go func() {
@@ -98,6 +107,28 @@ func (p *Previewer) held(w review.Work) {
 		pr = p.supersedeLocked(ev, f, 0)
 		p.mu.Unlock()
 		p.save(pr)
+	}
+}
+
+// roundRunning says whether the round of pr's head commit runs here.
+// p.mu is held.
+func roundRunning(pr *pullRequest) bool {
+	if pr.done == nil {
+		return false
+	}
+	select {
+	case <-pr.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// touchAt counts touch, an Event.Touch, as activity on the review stacks
+// of v. p.mu is held.
+func touchAt(v *review.PullRequest, touch int64) {
+	if touch != 0 {
+		touchReviewsLocked(v, time.Unix(touch, 0))
 	}
 }
 

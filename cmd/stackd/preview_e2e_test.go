@@ -85,6 +85,10 @@ type pullRequest struct {
 	// author opened the pull request, actor triggers its events; zero
 	// means alice, and the author.
 	author, actor forgetest.User
+	// delivery, when nonzero, makes its events deliveries of their own
+	// (another delivery id, another title): webhooks that repeat the head
+	// commit, not replays.
+	delivery int
 }
 
 // alice is the default author of pull requests.
@@ -150,6 +154,10 @@ func prWebhook(kind review.Kind, action string, pr *pullRequest, cloneURL, web s
 	var payload map[string]any
 	headers := map[string]string{"Content-Type": "application/json"}
 	author, actor := pr.people()
+	title, id := "Change things", fmt.Sprintf("%s-%d-%s", action, pr.number, pr.head)
+	if pr.delivery != 0 {
+		title, id = fmt.Sprintf("%s (%d)", title, pr.delivery), fmt.Sprintf("%s-%d", id, pr.delivery)
+	}
 	switch kind {
 	case review.GitLab:
 		action = map[string]string{"opened": "open", "synchronize": "update", "closed": "close"}[action]
@@ -160,20 +168,20 @@ func prWebhook(kind review.Kind, action string, pr *pullRequest, cloneURL, web s
 		payload = map[string]any{"object_kind": "merge_request", "user": map[string]any{"id": actor.ID, "username": actor.Username},
 			"project": map[string]any{"id": 7, "path_with_namespace": pr.repo, "git_http_url": cloneURL, "web_url": web + "/" + pr.repo},
 			"object_attributes": map[string]any{"iid": pr.number, "action": action, "source_branch": "feature", "target_branch": "main",
-				"source_project_id": srcProject, "target_project_id": 7, "author_id": author.ID, "title": "Change things", "url": web + "/" + pr.repo + "/-/merge_requests/1",
+				"source_project_id": srcProject, "target_project_id": 7, "author_id": author.ID, "title": title, "url": web + "/" + pr.repo + "/-/merge_requests/1",
 				"last_commit": map[string]any{"id": pr.head}, "oldrev": strings.Repeat("0", 40)}}
 		headers["X-Gitlab-Event"], headers["X-Gitlab-Token"] = "Merge Request Hook", prHookSecret
-		headers["X-Gitlab-Event-UUID"] = fmt.Sprintf("%s-%d-%s", action, pr.number, pr.head)
+		headers["X-Gitlab-Event-UUID"] = id
 	default:
 		payload = map[string]any{"action": action, "number": pr.number, "repository": repository,
-			"pull_request": map[string]any{"number": pr.number, "title": "Change things", "html_url": web + "/" + pr.repo + "/pull/1",
+			"pull_request": map[string]any{"number": pr.number, "title": title, "html_url": web + "/" + pr.repo + "/pull/1",
 				"user": map[string]any{"login": author.Username}, "head": head,
 				"base": map[string]any{"ref": "main", "sha": strings.Repeat("b", 40), "repo": map[string]any{"full_name": pr.repo}}}}
 		event, sig, delivery := "X-GitHub-Event", "X-Hub-Signature-256", "X-GitHub-Delivery"
 		if kind == review.Gitea {
 			event, sig, delivery = "X-Gitea-Event", "X-Gitea-Signature", "X-Gitea-Delivery"
 		}
-		headers[event], headers[delivery] = "pull_request", fmt.Sprintf("%s-%d-%s", action, pr.number, pr.head)
+		headers[event], headers[delivery] = "pull_request", id
 		body, _ := json.Marshal(payload)
 		mac := hmac.New(sha256.New, []byte(prHookSecret))
 		mac.Write(body)

@@ -121,8 +121,20 @@ func TestE2EReviewStacks(t *testing.T) {
 	g.hook(quiet, "opened")
 	quietFile := filepath.Join(out, "quick-pr-2.txt")
 	waitFile(t, g, quietFile, "review v2")
+	// Until then, events that repeat its head commit are activity: it
+	// lives on past its TTL counted from the opening.
+	last := opened
+	for i := range 6 {
+		quiet.delivery = i + 1
+		g.hook(quiet, "synchronize")
+		last = time.Now()
+		time.Sleep(1500 * time.Millisecond)
+	}
+	if _, err := os.Stat(quietFile); err != nil {
+		t.Fatalf("the review stack was destroyed %v after the opening while its pull request was active: %v", time.Since(opened).Round(time.Millisecond), err)
+	}
 	waitFile(t, g, quietFile, "")
-	if took := time.Since(opened); took < 5*time.Second {
+	if took := time.Since(last); took < 5*time.Second {
 		t.Errorf("the quiet review stack was destroyed %v after the pull request's last event, before its TTL", took)
 	}
 	g.wait("the Pulumi stack quick-pr-2 removed", func() bool { return len(stackStates(dataDir, "quick-pr-2")) == 0 })

@@ -74,10 +74,15 @@ type Event struct {
 	// pull request (in a cluster) to destroy its review stacks that
 	// expired: it is the expiry instant, in Unix seconds, that asked.
 	Sweep int64 `json:",omitempty"`
+	// Touch, set by stackd and never by a forge, marks an event that
+	// repeats its pull request's head commit (in a cluster): activity for
+	// the review stacks at that instant, in Unix seconds, and no new round.
+	Touch int64 `json:",omitempty"`
 }
 
 // WorkKey names the work ev asks for: the round of its head commit, the
-// closing of its pull request, or a sweep of its expired review stacks.
+// closing of its pull request, a sweep of its expired review stacks, or
+// activity on its review stacks (a touch).
 // A record whose Done is ev's WorkKey has that work done.
 func (e Event) WorkKey() string {
 	k := e.HeadSHA
@@ -87,7 +92,17 @@ func (e Event) WorkKey() string {
 	if e.Sweep != 0 {
 		k += "/sweep-" + strconv.FormatInt(e.Sweep, 10)
 	}
+	if e.Touch != 0 {
+		k += "/touch-" + strconv.FormatInt(e.Touch, 10)
+	}
 	return k
+}
+
+// Repeats says whether e, a new event of its pull request, repeats prev,
+// the one before it: both open, at the same head commit. It asks for no
+// new round, and is activity all the same.
+func (e Event) Repeats(prev Event) bool {
+	return e.HeadSHA != "" && e.HeadSHA == prev.HeadSHA && e.Action != Closed && prev.Action != Closed
 }
 
 // RoundDone says whether done, a record's Done, means that the round of

@@ -204,6 +204,8 @@ func TestWorkKey(t *testing.T) {
 		{Event{HeadSHA: "abc", Action: Closed}, "abc/closed", true},
 		{Event{HeadSHA: "abc", Sweep: 1700000000}, "abc/sweep-1700000000", true},
 		{Event{HeadSHA: "abc", Action: Closed, Sweep: 7}, "abc/closed/sweep-7", true},
+		{Event{HeadSHA: "abc", Action: Pushed, Touch: 1700000001}, "abc/touch-1700000001", true},
+		{Event{HeadSHA: "abc", Sweep: 7, Touch: 8}, "abc/sweep-7/touch-8", true},
 	} {
 		if got := tc.ev.WorkKey(); got != tc.want {
 			t.Errorf("%+v: WorkKey = %q, want %q", tc.ev, got, tc.want)
