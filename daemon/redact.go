@@ -69,6 +69,11 @@ func stackSecrets(cfg *spec.Config, s *spec.Stack, refs spec.RefSources) []strin
 		for k, r := range rs.SecretsRef {
 			resolve("reviewStacks.secretsRef."+k, r)
 		}
+		for k, r := range rs.EnvRefs {
+			if r.IsSecret(k) {
+				resolve("reviewStacks.envRefs."+k, r)
+			}
+		}
 	}
 	for k, r := range sp.EnvRefs {
 		if r.IsSecret(k) {

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
@@ -50,12 +49,7 @@ func TestE2EPullRequestPreviewUngrantedSecret(t *testing.T) {
 	stack := func(greeting, more string) string {
 		return manifest("b", g.url("infra"), out, greeting) + "    secretsRef:\n      token: {type: Secret, secret: {name: app, key: token}}\n" + more
 	}
-	manifests.commit(map[string]string{"stacks/b.yaml": stack("hello", "")})
-	g.start("", func(f *runFlags) {
-		f.config, f.pollInterval = stringsFlag{"git+" + g.url("manifests") + "//stacks?ref=main"}, time.Hour
-		f.secretsDir = secrets
-	})
-	g.in.waitStack("b", "first deploy", 2*time.Minute, isReady)
+	g.startManifests(manifests, func(f *runFlags) { f.secretsDir = secrets }, map[string]string{"b": stack("hello", "")})
 
 	pr := &pullRequest{repo: "acme/manifests", name: "manifests", number: 5}
 	g.push(manifests, pr, map[string]string{"stacks/b.yaml": stack("bonjour",

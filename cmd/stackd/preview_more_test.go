@@ -27,6 +27,27 @@ func manifest(name, url, out, greeting string) string {
 `, name, name, url, filepath.Join(out, name+".txt"), greeting)
 }
 
+// startManifests commits stacks (a stack's name → its manifest) to
+// stacks/ of manifests, starts stackd on that Git config source, with
+// tweak applied to its flags, and waits for each stack's first deploy.
+func (g *forgeRig) startManifests(manifests *repo, tweak func(*runFlags), stacks map[string]string) {
+	g.t.Helper()
+	files := map[string]string{}
+	for name, m := range stacks {
+		files["stacks/"+name+".yaml"] = m
+	}
+	manifests.commit(files)
+	g.start("", func(f *runFlags) {
+		f.config, f.pollInterval = stringsFlag{"git+" + g.url("manifests") + "//stacks?ref=main"}, time.Hour
+		if tweak != nil {
+			tweak(f)
+		}
+	})
+	for name := range stacks {
+		g.in.waitStack(name, "first deploy", 2*time.Minute, isReady)
+	}
+}
+
 // TestE2EPullRequestPreviewManifests: a pull request to the manifests
 // repository (a Git config source) that changes one stack's config
 // previews only that stack, with the new value.
@@ -36,16 +57,10 @@ func TestE2EPullRequestPreviewManifests(t *testing.T) {
 	programs, manifests := g.repo("infra"), g.repo("manifests")
 	programs.commit(map[string]string{"app/Pulumi.yaml": program("v1")})
 	out := t.TempDir()
-	manifests.commit(map[string]string{
-		"stacks/a.yaml": manifest("a", g.url("infra"), out, "hello"),
-		"stacks/b.yaml": manifest("b", g.url("infra"), out, "hello"),
+	g.startManifests(manifests, nil, map[string]string{
+		"a": manifest("a", g.url("infra"), out, "hello"),
+		"b": manifest("b", g.url("infra"), out, "hello"),
 	})
-	g.start("", func(f *runFlags) {
-		f.config, f.pollInterval = stringsFlag{"git+" + g.url("manifests") + "//stacks?ref=main"}, time.Hour
-	})
-	for _, name := range []string{"a", "b"} {
-		g.in.waitStack(name, "first deploy", 2*time.Minute, isReady)
-	}
 	pr := &pullRequest{repo: "acme/manifests", name: "manifests", number: 4}
 	g.push(manifests, pr, map[string]string{"stacks/b.yaml": manifest("b", g.url("infra"), out, "bonjour")})
 	g.hook(pr, "opened")
@@ -163,16 +178,10 @@ func TestE2EPullRequestSaysDestroy(t *testing.T) {
 	programs, manifests := g.repo("infra"), g.repo("manifests")
 	programs.commit(map[string]string{"app/Pulumi.yaml": program("v1")})
 	out := t.TempDir()
-	manifests.commit(map[string]string{
-		"stacks/a.yaml": manifest("a", g.url("infra"), out, "hello") + "    destroyOnFinalize: true\n    approval: {when: [delete]}\n",
-		"stacks/b.yaml": manifest("b", g.url("infra"), out, "hello"),
+	g.startManifests(manifests, nil, map[string]string{
+		"a": manifest("a", g.url("infra"), out, "hello") + "    destroyOnFinalize: true\n    approval: {when: [delete]}\n",
+		"b": manifest("b", g.url("infra"), out, "hello"),
 	})
-	g.start("", func(f *runFlags) {
-		f.config, f.pollInterval = stringsFlag{"git+" + g.url("manifests") + "//stacks?ref=main"}, time.Hour
-	})
-	for _, name := range []string{"a", "b"} {
-		g.in.waitStack(name, "first deploy", 2*time.Minute, isReady)
-	}
 	pr := &pullRequest{repo: "acme/manifests", name: "manifests", number: 5}
 	g.push(manifests, pr, map[string]string{"stacks/a.yaml": "stacks: []\n", "stacks/b.yaml": "stacks: []\n"})
 	g.hook(pr, "opened")

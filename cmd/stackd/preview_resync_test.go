@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -37,15 +36,9 @@ func TestE2EPullRequestResync(t *testing.T) {
 		g.waitComment(pr)
 	}
 
-	again := strings.Replace(clusterProgram, "duration: ${duration}\n", "duration: ${duration}\n      trigger: again\n", 1)
-	programs.commit(map[string]string{"slow/Pulumi.yaml": again})
-	g.in.waitStack("busy", "the long update running", 2*time.Minute, func(v daemon.StackView) bool {
-		return v.Status.CurrentUpdate != nil
-	})
+	busyAgain(g, programs)
 	queued := &pullRequest{repo: "acme/infra", name: "infra", number: 23}
-	g.push(programs, queued, map[string]string{"app/Pulumi.yaml": program("v4")})
-	g.hook(queued, "opened")
-	g.wait("the queued preview's pending status", func() bool { return len(g.forge.Statuses(queued.repo, queued.head)) > 0 })
+	g.queue(programs, queued, "v4", "opened")
 
 	flags := g.in.flags
 	g.in.stop()
@@ -186,11 +179,7 @@ func TestE2EReviewStacksResync(t *testing.T) {
 	dataDir := g.in.flags.dataDir
 
 	pr := &pullRequest{repo: "acme/infra", name: "infra", number: 41}
-	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": reviewProgram("v2")})
-	g.hook(pr, "opened")
-	reviewFile := filepath.Join(out, "app-pr-41.txt")
-	waitFile(t, g, reviewFile, "review v2")
-	g.waitCommentWith(pr, "✅ deployed")
+	reviewFile := g.openReviewed(programs, pr, out)
 
 	flags := g.in.flags
 	g.in.stop()

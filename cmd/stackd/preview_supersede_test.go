@@ -39,6 +39,26 @@ func busyRig(t *testing.T, duration string) (*forgeRig, *repo) {
 	return g, programs
 }
 
+// busyAgain changes busy's program and waits until its long update runs:
+// the previews asked for meanwhile wait behind it (one worker).
+func busyAgain(g *forgeRig, programs *repo) {
+	g.t.Helper()
+	again := strings.Replace(clusterProgram, "duration: ${duration}\n", "duration: ${duration}\n      trigger: again\n", 1)
+	programs.commit(map[string]string{"slow/Pulumi.yaml": again})
+	g.in.waitStack("busy", "the long update running again", 2*time.Minute, func(v daemon.StackView) bool {
+		return v.Status.CurrentUpdate != nil
+	})
+}
+
+// queue pushes app at version to pr, sends the event action and waits for
+// the pending status of the preview it queued.
+func (g *forgeRig) queue(programs *repo, pr *pullRequest, version, action string) {
+	g.t.Helper()
+	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": program(version)})
+	g.hook(pr, action)
+	g.wait("the queued preview's pending status", func() bool { return len(g.forge.Statuses(pr.repo, pr.head)) > 0 })
+}
+
 // TestE2EPullRequestSuperseded: a push that supersedes a commit whose
 // preview is still queued (the one worker runs a long update) ends that
 // commit's status with "Superseded by <new sha>" in the forge's error
@@ -78,14 +98,8 @@ func TestE2EPullRequestSuperseded(t *testing.T) {
 	g.waitComment(pr)
 
 	// Closed while queued: the long update runs again for a new commit.
-	again := strings.Replace(clusterProgram, "duration: ${duration}\n", "duration: ${duration}\n      trigger: again\n", 1)
-	programs.commit(map[string]string{"slow/Pulumi.yaml": again})
-	g.in.waitStack("busy", "the second long update running", 2*time.Minute, func(v daemon.StackView) bool {
-		return v.Status.CurrentUpdate != nil
-	})
-	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": program("v4")})
-	g.hook(pr, "synchronize")
-	g.wait("the queued preview's pending status", func() bool { return len(g.forge.Statuses(pr.repo, pr.head)) > 0 })
+	busyAgain(g, programs)
+	g.queue(programs, pr, "v4", "synchronize")
 	g.hook(pr, "closed")
 	g.wait("the closed pull request's final status", func() bool {
 		sts := g.forge.Statuses(pr.repo, pr.head)
@@ -138,15 +152,9 @@ func TestE2EPullRequestRestart(t *testing.T) {
 	g.waitStatus(done, "stackd/app")
 	g.waitComment(done)
 
-	again := strings.Replace(clusterProgram, "duration: ${duration}\n", "duration: ${duration}\n      trigger: again\n", 1)
-	programs.commit(map[string]string{"slow/Pulumi.yaml": again})
-	g.in.waitStack("busy", "the long update running", 2*time.Minute, func(v daemon.StackView) bool {
-		return v.Status.CurrentUpdate != nil
-	})
+	busyAgain(g, programs)
 	queued := &pullRequest{repo: "acme/infra", name: "infra", number: 8}
-	g.push(programs, queued, map[string]string{"app/Pulumi.yaml": program("v3")})
-	g.hook(queued, "opened")
-	g.wait("the queued preview's pending status", func() bool { return len(g.forge.Statuses(queued.repo, queued.head)) > 0 })
+	g.queue(programs, queued, "v3", "opened")
 	g.restart()
 
 	listed := g.previewsOf()

@@ -47,6 +47,19 @@ func templateStack(name, url, out, ttl string) string {
 `, name, name, url, name, out, ttl)
 }
 
+// openReviewed opens pr with app's program at v2 and waits until its
+// review stack is deployed: the comment says so. It returns the review
+// stack's file in out.
+func (g *forgeRig) openReviewed(programs *repo, pr *pullRequest, out string) string {
+	g.t.Helper()
+	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": reviewProgram("v2")})
+	g.hook(pr, "opened")
+	file := filepath.Join(out, fmt.Sprintf("app-pr-%d.txt", pr.number))
+	waitFile(g.t, g, file, "review v2")
+	g.waitCommentWith(pr, "✅ deployed")
+	return file
+}
+
 // TestE2EReviewStacks is the acceptance of review stacks: a pull request
 // that touches a template stack gets its review stack deployed (its file
 // exists, its outputs are in the comment; one more is refused beyond the
@@ -189,13 +202,22 @@ resources:
     properties:
       path: ${dir}/${file}.token
       content: ${token}
+  envNote:
+    type: stackdtest:index:File
+    properties:
+      path: ${dir}/${file}.env
+      content:
+        fn::invoke:
+          function: stackdtest:index:getEnv
+          arguments: {name: REGION}
+          return: value
 outputs:
   label: ${note.content}
   token: ${token}
 `
 
 // TestE2EReviewStackOverrides: a template's review stack runs with the
-// config its reviewStacks override, placeholders expanded (label written
+// config and environment its reviewStacks override, placeholders expanded (label written
 // with the project's namespace, which sorts before the template's
 // spelling and still wins), and with a secret of its own that stays
 // secret, while the template keeps its own config; the closing destroys
@@ -219,6 +241,8 @@ func TestE2EReviewStackOverrides(t *testing.T) {
       label: template
     secretsRef:
       token: {type: Literal, literal: {value: %s}}
+    envRefs:
+      REGION: {type: Literal, literal: {value: template-region}}
     reviewStacks:
       enabled: true
       config:
@@ -226,6 +250,8 @@ func TestE2EReviewStackOverrides(t *testing.T) {
         e2e:label: review of pull request ${prNumber}, not $${prNumber}
       secretsRef:
         token: {type: Literal, literal: {value: %s}}
+      envRefs:
+        REGION: {type: Literal, literal: {value: review-region}}
 `, g.url("infra"), out, templateToken, reviewToken), nil)
 	g.in.waitStack("app", "first deploy", 2*time.Minute, isReady)
 	templateFile := filepath.Join(out, "template.txt")
@@ -240,6 +266,12 @@ func TestE2EReviewStackOverrides(t *testing.T) {
 	waitFile(t, g, reviewFile, "review of pull request 4, not ${prNumber}")
 	if got := readFile(t, reviewFile+".token"); got != reviewToken {
 		t.Errorf("the review stack's secret file holds %q, want its own secret", got)
+	}
+	if got := readFile(t, reviewFile+".env"); got != "review-region" {
+		t.Errorf("the review stack ran with REGION=%q, want its own", got)
+	}
+	if got := readFile(t, templateFile+".env"); got != "template-region" {
+		t.Errorf("the template ran with REGION=%q, want its own", got)
 	}
 	c := g.waitCommentWith(pr, "✅ deployed")
 	if !strings.Contains(c, "`token`: `\"[secret]\"`") {
@@ -261,6 +293,7 @@ func TestE2EReviewStackOverrides(t *testing.T) {
 	g.hook(pr, "closed")
 	waitFile(t, g, reviewFile, "")
 	waitFile(t, g, reviewFile+".token", "")
+	waitFile(t, g, reviewFile+".env", "")
 	if got := readFile(t, templateFile); got != "template" {
 		t.Errorf("the template's file holds %q, want template", got)
 	}
@@ -271,7 +304,7 @@ func TestE2EReviewStackOverrides(t *testing.T) {
 
 // waitFile waits until path holds content, or is gone when content is
 // empty.
-func waitFile(t *testing.T, g *forgeRig, path, content string) {
+func waitFile(t testing.TB, g *forgeRig, path, content string) {
 	t.Helper()
 	if err := waitPath(path, content, 3*time.Minute); err != nil {
 		t.Fatalf("%v\n%s", err, g.in.logs)
@@ -356,11 +389,7 @@ func TestE2EReviewStackClosedDuringStop(t *testing.T) {
 	dataDir := g.in.flags.dataDir
 
 	pr := &pullRequest{repo: "acme/infra", name: "infra", number: 4}
-	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": reviewProgram("v2")})
-	g.hook(pr, "opened")
-	reviewFile := filepath.Join(out, "app-pr-4.txt")
-	waitFile(t, g, reviewFile, "review v2")
-	g.waitCommentWith(pr, "✅ deployed")
+	reviewFile := g.openReviewed(programs, pr, out)
 
 	g.hook(pr, "closed")
 	g.wait("the destroy running, the pull request listed as closed", func() bool {

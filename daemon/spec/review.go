@@ -36,7 +36,8 @@ func (e *FieldError) Unwrap() error { return e.Err }
 
 // ForReview returns the stack that review stack name, of pull request
 // number, runs as: s with the config of its spec overridden by
-// reviewStacks. The values of reviewStacks.config, their placeholders
+// reviewStacks, and its envRefs by reviewStacks.envRefs (a variable of
+// the same name is replaced). The values of reviewStacks.config, their placeholders
 // expanded, and of reviewStacks.secretsRef come after all of the
 // template's (see StackConfig), so that each replaces the template's
 // value of its key however either is written ("size" is the project's
@@ -50,7 +51,17 @@ func (s *Stack) ForReview(name string, number int) (*Stack, error) {
 	sp := &out.Spec
 	rs := sp.ReviewStacks
 	sp.ReviewStacks = nil
-	if rs == nil || (len(rs.Config) == 0 && len(rs.SecretsRef) == 0) {
+	if rs == nil {
+		return &out, nil
+	}
+	if len(rs.EnvRefs) > 0 {
+		sp.EnvRefs = maps.Clone(sp.EnvRefs)
+		if sp.EnvRefs == nil {
+			sp.EnvRefs = map[string]ResourceRef{}
+		}
+		maps.Copy(sp.EnvRefs, rs.EnvRefs)
+	}
+	if len(rs.Config) == 0 && len(rs.SecretsRef) == 0 {
 		return &out, nil
 	}
 	vars := map[string]string{PlaceholderPRNumber: strconv.Itoa(number), PlaceholderReviewStack: name}

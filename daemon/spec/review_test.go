@@ -168,6 +168,50 @@ func TestForReview(t *testing.T) {
 	}
 }
 
+// TestForReviewEnv: a review stack's environment is the template's, a
+// variable of reviewStacks.envRefs replacing the template's of the same
+// name; the template keeps its own.
+func TestForReviewEnv(t *testing.T) {
+	lit := func(v string) ResourceRef { return ResourceRef{Type: RefLiteral, Literal: &LiteralRef{Value: v}} }
+	for _, tt := range []struct {
+		name string
+		tmpl StackSpec
+		want map[string]string
+	}{
+		{"replace and add", StackSpec{EnvRefs: map[string]ResourceRef{"REGION": lit("eu-west-1"), "KEEP": lit("k")},
+			ReviewStacks: &ReviewStacks{EnvRefs: map[string]ResourceRef{"REGION": lit("us-east-1"), "EXTRA": lit("e")}}},
+			map[string]string{"REGION": "us-east-1", "KEEP": "k", "EXTRA": "e"}},
+		{"the template has none", StackSpec{ReviewStacks: &ReviewStacks{EnvRefs: map[string]ResourceRef{"EXTRA": lit("e")}},
+			Config: map[string]any{"size": "large"}},
+			map[string]string{"EXTRA": "e"}},
+		{"with config overrides", StackSpec{EnvRefs: map[string]ResourceRef{"REGION": lit("eu-west-1")},
+			ReviewStacks: &ReviewStacks{EnvRefs: map[string]ResourceRef{"REGION": lit("us-east-1")}, Config: map[string]any{"size": "small"}}},
+			map[string]string{"REGION": "us-east-1"}},
+		{"none", StackSpec{EnvRefs: map[string]ResourceRef{"REGION": lit("eu-west-1")}, ReviewStacks: &ReviewStacks{Enabled: true}},
+			map[string]string{"REGION": "eu-west-1"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tmpl := &Stack{Name: "web", Spec: tt.tmpl}
+			before := ContentHash(tmpl.Spec)
+			got, err := tmpl.ForReview("web-pr-3", 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ContentHash(tmpl.Spec) != before {
+				t.Fatalf("the template's spec changed: %+v", tmpl.Spec)
+			}
+			cfg := &Config{}
+			env, _, err := cfg.StackEnv(got, RefSources{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(env, tt.want) {
+				t.Errorf("environment %v, want %v", env, tt.want)
+			}
+		})
+	}
+}
+
 // TestForReviewResolves resolves a review stack's config as an operation
 // does: the overrides take the template's place, and a secret override
 // is resolved as the template's secretsRef and stays secret.

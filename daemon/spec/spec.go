@@ -381,8 +381,8 @@ func (i Ignored) Set() bool { return i.node != nil }
 // ReviewStacks configures the review stacks of a template stack: one per
 // pull request that touches the stack, named "<stack>-pr-<number>" (its
 // Pulumi stack name too), with the template's program at the pull
-// request's head commit and the template's config, overridden by Config
-// and SecretsRef (see Stack.ForReview).
+// request's head commit and the template's config and environment,
+// overridden by Config, SecretsRef and EnvRefs (see Stack.ForReview).
 type ReviewStacks struct {
 	Enabled bool `yaml:"enabled"`
 	// TTL is how long a review stack lives after the last activity on its
@@ -400,6 +400,10 @@ type ReviewStacks struct {
 	// stack's secretsRef, that the review stacks take in place of the
 	// template's value of the same key, or in addition.
 	SecretsRef map[string]ResourceRef `yaml:"secretsRef"`
+	// EnvRefs holds environment variables, written and resolved as the
+	// stack's envRefs, that the review stacks get in place of the
+	// template's variable of the same name, or in addition.
+	EnvRefs map[string]ResourceRef `yaml:"envRefs"`
 }
 
 // DriftDetection configures drift checks: a refresh preview of the last

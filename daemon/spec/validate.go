@@ -660,8 +660,8 @@ func (v *validator) reviewStacks(spec *StackSpec) {
 	v.reviewOverrides(spec)
 }
 
-// reviewOverrides checks reviewStacks.config and secretsRef as config and
-// secretsRef are checked, and what ForReview would refuse: a template's
+// reviewOverrides checks reviewStacks.config, secretsRef and envRefs as
+// config, secretsRef and envRefs are checked, and what ForReview would refuse: a template's
 // secret made plain, an unknown placeholder.
 func (v *validator) reviewOverrides(spec *StackSpec) {
 	rs := spec.ReviewStacks
@@ -692,6 +692,13 @@ func (v *validator) reviewOverrides(spec *StackSpec) {
 			continue
 		}
 		v.ref(rel, rs.SecretsRef[k], true)
+	}
+	for _, k := range sortedKeys(rs.EnvRefs) {
+		rel := joinPath("reviewStacks.envRefs", k)
+		if !envVarName.MatchString(k) {
+			v.keyErrorf(rel, "not a valid environment variable name")
+		}
+		v.ref(rel, rs.EnvRefs[k], true)
 	}
 }
 
