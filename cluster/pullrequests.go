@@ -66,7 +66,7 @@ func (c *Cluster) PostPullRequest(ev review.Event) error {
 	}
 	var prev review.Event
 	if len(resp.Kvs) > 0 && json.Unmarshal(resp.Kvs[0].Value, &prev) == nil && ev.Repeats(prev) {
-		ev.Touch = max(time.Now().Unix(), prev.Touch+1) // a new WorkKey each time
+		ev.Touch = max(time.Now().UnixMilli(), prev.Touch+1) // a new WorkKey each time
 	}
 	v, err := json.Marshal(ev)
 	if err != nil {

@@ -235,7 +235,7 @@ func TestPullRequestLease(t *testing.T) {
 		}
 		return ws
 	}
-	before := time.Now().Unix()
+	before := time.Now().UnixMilli()
 	repeat := ev
 	repeat.Sweep, repeat.Touch = 5, 6
 	for i, r := range []*prReplica{so, sh} {

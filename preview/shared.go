@@ -128,7 +128,7 @@ func roundRunning(pr *pullRequest) bool {
 // of v. p.mu is held.
 func touchAt(v *review.PullRequest, touch int64) {
 	if touch != 0 {
-		touchReviewsLocked(v, time.Unix(touch, 0))
+		touchReviewsLocked(v, time.UnixMilli(touch))
 	}
 }
 

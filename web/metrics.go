@@ -26,6 +26,8 @@ import (
 // preview results), never commits, pull requests or error text.
 type Metrics struct {
 	api atomic.Pointer[apiRef]
+	// prs lists the pull requests (SetPullRequests); nil without previews.
+	prs atomic.Pointer[func() []review.PullRequest]
 	// events counts what the observer was told: a change of a counter.
 	events atomic.Uint64
 	// stacks are each stack's gauges as last made: a scrape makes again
@@ -173,7 +175,7 @@ func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
 	m.SetAPI(api)
 	reg.MustRegister(buildInfo(version), m.updates, m.updateDuration, m.polls, m.pollDuration, m.remoteCalls, m.commitApplied, m.driftChecks,
 		m.previews, m.reviewStackOps, m.previewTook, m.audit, m.auditDropped, m.policyViolations, m.exportFailures,
-		stateCollector{m: m},
+		stateCollector{m: m}, prCollector{m: m},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -68,7 +68,7 @@ func (c *metricsCache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // fingerprint digests what stackd's own metrics show: the observer's
 // events, every stack's version, the scheduler's, the config's and the
-// cluster's status. Equal fingerprints mean equal metrics of stackd's.
+// cluster's status, and the counts of pull requests and review stacks. Equal fingerprints mean equal metrics of stackd's.
 func (m *Metrics) fingerprint() uint64 {
 	h := fnv.New64a()
 	_ = binary.Write(h, binary.LittleEndian, m.events.Load())
@@ -88,6 +88,10 @@ func (m *Metrics) fingerprint() uint64 {
 	_ = enc.Encode(ref.ConfigStatus())
 	if cs, ok := ref.ClusterStatus(); ok {
 		_ = enc.Encode(cs)
+	}
+	if byState, reviews, ok := m.pullRequestGauges(); ok {
+		_ = enc.Encode(byState) // maps encode sorted
+		_ = enc.Encode(reviews)
 	}
 	h.Write(buf.Bytes())
 	return h.Sum64()

@@ -97,6 +97,11 @@ func TestE2EReviewStacks(t *testing.T) {
 	}
 	t.Logf("the comment:\n%s", c)
 	g.checkReviewAPI(pr.number, "app-pr-1")
+	g.wait("the review stack counted", func() bool {
+		_, m := g.in.get("/metrics", nil)
+		return strings.Contains(string(m), `stackd_review_stacks{state="deployed"} 1`+"\n") &&
+			strings.Contains(string(m), `stackd_pull_requests{state="open"} 1`+"\n")
+	})
 
 	// Beyond --review-stacks-max, a review stack is refused in the comment.
 	over := &pullRequest{repo: "acme/infra", name: "infra", number: 3}
@@ -139,8 +144,8 @@ func TestE2EReviewStacks(t *testing.T) {
 	last := opened
 	for i := range 6 {
 		quiet.delivery = i + 1
+		last = time.Now() // the activity is later
 		g.hook(quiet, "synchronize")
-		last = time.Now()
 		time.Sleep(1500 * time.Millisecond)
 	}
 	if _, err := os.Stat(quietFile); err != nil {
@@ -157,7 +162,8 @@ func TestE2EReviewStacks(t *testing.T) {
 		_, m := g.in.get("/metrics", nil)
 		return strings.Contains(string(m), `stackd_review_stack_operations_total{op="create",result="succeeded"} 1`) &&
 			strings.Contains(string(m), `stackd_review_stack_operations_total{op="update",result="succeeded"} 1`) &&
-			strings.Contains(string(m), `stackd_review_stack_operations_total{op="destroy",result="succeeded"} 2`)
+			strings.Contains(string(m), `stackd_review_stack_operations_total{op="destroy",result="succeeded"} 2`) &&
+			strings.Contains(string(m), `stackd_review_stacks{state="deployed"} 0`+"\n")
 	})
 
 	// The templates are untouched, and the review stacks are no stacks

@@ -346,6 +346,9 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 		return nil, err
 	}
 	metrics.SetAPI(d)
+	if pv != nil {
+		metrics.SetPullRequests(pv.PullRequests)
+	}
 	registerSandboxMetric(reg, f.sandboxWarn == "")
 	if err := d.Start(ctx); err != nil {
 		return nil, err

@@ -76,7 +76,8 @@ type Event struct {
 	Sweep int64 `json:",omitempty"`
 	// Touch, set by stackd and never by a forge, marks an event that
 	// repeats its pull request's head commit (in a cluster): activity for
-	// the review stacks at that instant, in Unix seconds, and no new round.
+	// the review stacks at that instant, in Unix milliseconds, and no new
+	// round.
 	Touch int64 `json:",omitempty"`
 }
 
