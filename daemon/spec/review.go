@@ -37,15 +37,15 @@ func (e *FieldError) Unwrap() error { return e.Err }
 // ForReview returns the stack that review stack name, of pull request
 // number, runs as: s with the config of its spec overridden by
 // reviewStacks, and its envRefs by reviewStacks.envRefs (a variable of
-// the same name is replaced). The values of reviewStacks.config, their placeholders
-// expanded, and of reviewStacks.secretsRef come after all of the
-// template's (see StackConfig), so that each replaces the template's
-// value of its key however either is written ("size" is the project's
-// "web:size"); the template's value of a key written the same way is
-// left out, not even resolved. A key that the template holds as a secret
-// cannot become plain: that is an error, as is an unknown placeholder.
-// The result has no reviewStacks of its own. s is not changed: the maps
-// of the result that differ are copies.
+// the same name is replaced). The values of reviewStacks.config, their
+// placeholders expanded, and of reviewStacks.secretsRef come after all
+// of the template's (see StackConfig), so that each replaces the
+// template's value of its key however either is written ("size" is the
+// project's "web:size"); the template's value of a key written the same
+// way is left out, not even resolved. A key that the template holds as a
+// secret cannot become plain: that is an error, as is an unknown
+// placeholder. The result has no reviewStacks of its own. s is not
+// changed: the maps of the result that differ are copies.
 func (s *Stack) ForReview(name string, number int) (*Stack, error) {
 	out := *s
 	sp := &out.Spec

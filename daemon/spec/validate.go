@@ -661,8 +661,8 @@ func (v *validator) reviewStacks(spec *StackSpec) {
 }
 
 // reviewOverrides checks reviewStacks.config, secretsRef and envRefs as
-// config, secretsRef and envRefs are checked, and what ForReview would refuse: a template's
-// secret made plain, an unknown placeholder.
+// config, secretsRef and envRefs are checked, and what ForReview would
+// refuse: a template's secret made plain, an unknown placeholder.
 func (v *validator) reviewOverrides(spec *StackSpec) {
 	rs := spec.ReviewStacks
 	sample := map[string]string{PlaceholderPRNumber: "1", PlaceholderReviewStack: "review"}
