@@ -1,9 +1,15 @@
 package runner
 
 import (
+	"bytes"
+	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stackd/stackd/daemon"
 )
@@ -63,6 +69,94 @@ func TestRunExportResources(t *testing.T) {
 	if res.Exported || res.Resources != nil || res.ExportFailed {
 		t.Errorf("a read-only preview exported %d resources", len(res.Resources))
 	}
+}
+
+// TestRunKilledExportsNothing: an up whose process is killed (as the
+// watchdog kills it when the daemon was frozen, and may have lost the
+// stack meanwhile) runs no other pulumi process: no export, and no
+// export failure either.
+func TestRunKilledExportsNothing(t *testing.T) {
+	h := newHarness(t, testProgram)
+	ws := h.workspace("x", secretOne)
+	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
+	h.processes()
+	ws = h.workspace("y", secretOne) // an update, which takes 20s
+	ws.Env = map[string]string{"STACKDTEST_DELAY": "20s"}
+	type outcome struct {
+		res daemon.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := h.try(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Export: true})
+		done <- outcome{res, err}
+	}()
+	var up int
+	deadline := time.Now().Add(time.Minute)
+	for up == 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		up = childProcess(t, "pulumi", "up")
+	}
+	if up == 0 {
+		t.Fatal("no pulumi up started")
+	}
+	if err := syscall.Kill(up, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	o := <-done
+	if o.err == nil {
+		t.Fatal("the killed up succeeded")
+	}
+	if o.res.Exported || o.res.ExportFailed {
+		t.Errorf("after the killed up: exported %v, export failed %v", o.res.Exported, o.res.ExportFailed)
+	}
+	for _, c := range h.processes() {
+		if strings.HasPrefix(c, "stack export") {
+			t.Errorf("pulumi %s ran after the killed up", c)
+		}
+	}
+}
+
+// childProcess is the pid of a descendant of this process whose command
+// is name with the argument arg; 0 when there is none.
+func childProcess(t *testing.T, name, arg string) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		args := strings.Split(string(cmdline), "\x00")
+		if err != nil || filepath.Base(args[0]) != name || !slices.Contains(args[1:], arg) {
+			continue
+		}
+		for p := pid; p > 1; p = parentOf(p) {
+			if p == os.Getpid() {
+				return pid
+			}
+		}
+	}
+	return 0
+}
+
+// parentOf is the parent pid of pid, 0 when it cannot be read.
+func parentOf(pid int) int {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	// pid (comm) state ppid …; comm may hold spaces.
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
 }
 
 func TestParseExport(t *testing.T) {

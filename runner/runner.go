@@ -240,7 +240,7 @@ func (r *Runner) Run(ctx context.Context, op daemon.Operation) (daemon.Result, e
 			r.log.Warn("the stack's lock stays", "stack", w.Name, "err", lockErr)
 		}
 	}
-	if op.Export && !op.ReadOnly {
+	if op.Export && !op.ReadOnly && !interrupted(ctx, err) {
 		res.Resources, res.Exported = r.export(ctx, w, op, err)
 		res.ExportFailed = !res.Exported
 	}
@@ -248,6 +248,16 @@ func (r *Runner) Run(ctx context.Context, op daemon.Operation) (daemon.Result, e
 		w.forget()
 	}
 	return res, err
+}
+
+// interrupted says whether the operation that ended with err was cut
+// short: its context ended, or its process was killed, by the watchdog
+// when this daemon was frozen past the heartbeat bound (it may have lost
+// the stack meanwhile). No pulumi process runs after such an operation:
+// a replica cut off from its stack leaves the backend to the new holder.
+func interrupted(ctx context.Context, err error) bool {
+	var e *Error
+	return ctx.Err() != nil || errors.As(err, &e) && e.ExitCode == -1
 }
 
 // export reads the resources of w's state after op, which ended with
