@@ -44,8 +44,12 @@ type Access struct {
 	// failed says whether the last reload failed, so that the next one
 	// that succeeds is reported even when the file is back as it was.
 	failed atomic.Bool
-	log    *slog.Logger
-	now    func() time.Time
+	// emailNames says that users are named by their email: NewSignIn
+	// sets it from its name claim. It decides how a user's name matches
+	// the user bindings (Policy.userRoles); without a sign-in, exactly.
+	emailNames atomic.Bool
+	log        *slog.Logger
+	now        func() time.Time
 }
 
 var _ daemon.Access = (*Access)(nil)
@@ -150,13 +154,14 @@ func (a *Access) Session(cookie string) (daemon.Principal, error) {
 // Allowed says whether p may take action on stack (nil: a daemon-wide
 // action) under the roles file in force, and when not, why. The admin
 // token may do everything; a token has the roles the file gives it; a
-// user the roles bound to their name (compared without case) and to
-// each of their groups; everybody, signed in or not, the anonymous
-// roles. A role allows its actions (admin: every action) on the stacks
-// its selector matches, and daemon-wide only when it names no stacks,
-// sources or labels.
+// user the roles bound to their name (exactly, but for the domain of an
+// email, compared without case: Policy.userRoles) and to each of their
+// groups; everybody, signed in or not, the anonymous roles. A role
+// allows its actions (admin: every action) on the stacks its selector
+// matches, and daemon-wide only when it names no stacks, sources or
+// labels.
 func (a *Access) Allowed(p daemon.Principal, action string, stack *daemon.StackRef) (bool, string) {
-	return a.policy.Load().Allowed(p, action, stack)
+	return a.policy.Load().allowed(p, a.emailNames.Load(), action, stack)
 }
 
 // RolesAllowing lists the roles that would allow action on stack, for a

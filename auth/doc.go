@@ -33,9 +33,13 @@
 // The flow cookie binds the callback to the browser that started the
 // sign-in (with the state: no login CSRF, and a state used once is
 // refused again); PKCE (S256) keeps an intercepted code useless; the
-// return path is a path of this server, never a redirect elsewhere. An
-// email is used as the name only when the provider does not say it is
-// unverified.
+// return path is a path of this server, never a redirect elsewhere. The
+// user's name is the configured name claim's value and nothing else: a
+// sign-in without it, or whose email the provider says is unverified, is
+// refused, for another claim's values are another namespace, where a
+// user may pick a name a binding gives roles to. Names match user
+// bindings as the claim means them: an email's domain without case,
+// anything else exactly.
 //
 // Out of this package's reach: TLS (the cookies must be Secure),
 // cross-site request forgery of cookie-authenticated requests (web sets

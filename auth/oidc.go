@@ -68,9 +68,9 @@ type OIDCOptions struct {
 	RedirectURL string
 	// Scopes requested; nil: DefaultScopes. "openid" is always added.
 	Scopes []string
-	// NameClaim names the user: DefaultNameClaim unless set. When the
-	// provider does not give it (or says the email is unverified), the
-	// name is preferred_username, else the subject.
+	// NameClaim names the user: DefaultNameClaim unless set. A sign-in
+	// without it (a missing or empty claim, or an email the provider says
+	// is unverified) is refused: no other claim stands in for it.
 	NameClaim string
 	// GroupsClaim holds the user's groups, a list of strings or one
 	// string: DefaultGroupsClaim unless set.
@@ -106,7 +106,9 @@ type SignIn struct {
 var _ daemon.SignIn = (*SignIn)(nil)
 
 // NewSignIn sets up sign-in through the provider o names, with a's
-// session key (Options.SessionKey, which must be set) and roles file.
+// session key (Options.SessionKey, which must be set) and roles file,
+// and has a match users' names with its bindings as o.NameClaim means
+// them (Access.Allowed).
 func NewSignIn(a *Access, o OIDCOptions) (*SignIn, error) {
 	if a.sessions == nil {
 		return nil, errors.New("sign-in needs a session key")
@@ -133,6 +135,7 @@ func NewSignIn(a *Access, o OIDCOptions) (*SignIn, error) {
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Timeout: 30 * time.Second}
 	}
+	a.emailNames.Store(o.NameClaim == "email")
 	s := &SignIn{opts: o, access: a, log: o.Log, used: map[string]time.Time{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -336,7 +339,10 @@ func (s *SignIn) finish(ctx context.Context, query url.Values, flowCookie string
 	if err != nil {
 		return anonymous, "", err
 	}
-	name := userName(claims, s.opts.NameClaim)
+	name, err := userName(claims, s.opts.NameClaim)
+	if err != nil {
+		return anonymous, "", err
+	}
 	if len(name) > maxNameLen || len(idt.Subject) > maxNameLen {
 		return anonymous, "", fmt.Errorf("the user's name or subject is longer than %d bytes", maxNameLen)
 	}
@@ -465,6 +471,10 @@ func (s *SignIn) claims(ctx context.Context, idt *oidc.IDToken, tok *oauth2.Toke
 	if err := info.Claims(&more); err != nil {
 		return nil, fmt.Errorf("userinfo claims: %w", err)
 	}
+	if _, ok := claims["email"]; !ok {
+		// An email and whether it is verified come from the same answer.
+		delete(claims, "email_verified")
+	}
 	for k, v := range more {
 		if _, ok := claims[k]; !ok {
 			claims[k] = v
@@ -473,18 +483,21 @@ func (s *SignIn) claims(ctx context.Context, idt *oidc.IDToken, tok *oauth2.Toke
 	return claims, nil
 }
 
-// userName picks the user's name from claims: the configured claim, else
-// preferred_username, else the subject. An email the provider says is
-// not verified is passed over: anyone could have typed it.
-func userName(claims map[string]any, nameClaim string) string {
-	for _, c := range []string{nameClaim, "preferred_username", "sub"} {
-		v, _ := claims[c].(string)
-		if v == "" || (c == "email" && unverified(claims["email_verified"])) {
-			continue
-		}
-		return v
+// userName is the user's name: the value of nameClaim, a non-empty
+// string, else an error that names the claim. For the email claim, an
+// email the provider says is not verified is refused: anyone could have
+// typed it. No other claim (preferred_username, the subject) stands in
+// for a missing one: its names are another namespace, where a user may
+// pick one that a binding written for nameClaim gives roles to.
+func userName(claims map[string]any, nameClaim string) (string, error) {
+	v, _ := claims[nameClaim].(string)
+	switch {
+	case strings.TrimSpace(v) == "":
+		return "", fmt.Errorf("the provider gave no %q claim (a non-empty string), which names the user", nameClaim)
+	case nameClaim == "email" && unverified(claims["email_verified"]):
+		return "", fmt.Errorf("the provider says the %q claim is not verified (email_verified: false)", nameClaim)
 	}
-	return ""
+	return v, nil
 }
 
 // unverified says whether an email_verified claim says no; some

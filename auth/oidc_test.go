@@ -60,7 +60,12 @@ func startProvider(t *testing.T) *testProvider {
 	}
 	tp := &testProvider{issuer: "http://" + ln.Addr().String()}
 	users := testUsers{"u1": {ID: "u1", Username: "alice", Password: "wonderland", FirstName: "Alice",
-		LastName: "Liddell", Email: "alice@example.com", EmailVerified: true}}
+		LastName: "Liddell", Email: "alice@example.com", EmailVerified: true},
+		// Users whose user names differ from alice's email by case alone:
+		// one without an email, one whose email is hers, unverified.
+		"u2": {ID: "u2", Username: "Alice@Example.com", Password: "mallory", FirstName: "Mallory"},
+		"u3": {ID: "u3", Username: "ALICE@EXAMPLE.COM", Password: "mallory", FirstName: "Mallory",
+			Email: "alice@example.com", EmailVerified: false}}
 	clients := map[string]*storage.Client{testClientID: storage.WebClient(testClientID, testClientSecret, testRedirectURL)}
 	st := &groupsStorage{Storage: storage.NewStorageWithClients(users, clients),
 		groups: map[string][]string{"u1": {"platform-admins", "team-a"}}}
@@ -110,7 +115,9 @@ func (u testUsers) GetUserByUsername(name string) *storage.User {
 }
 
 // groupsStorage adds a groups claim to the example storage's ID tokens
-// when the groups scope is asked for, as Dex does.
+// when the groups scope is asked for, as Dex does, and says
+// email_verified: false of an unverified email, which the example
+// storage leaves out.
 type groupsStorage struct {
 	*storage.Storage
 	groups map[string][]string // by user ID
@@ -131,7 +138,22 @@ func (s *groupsStorage) SetUserinfoFromRequest(ctx context.Context, info *zoidc.
 	if slices.Contains(scopes, "groups") {
 		info.AppendClaims("groups", s.groups[req.GetSubject()])
 	}
+	saysUnverified(info)
 	return nil
+}
+
+func (s *groupsStorage) SetUserinfoFromToken(ctx context.Context, info *zoidc.UserInfo, tokenID, subject, origin string) error {
+	if err := s.Storage.SetUserinfoFromToken(ctx, info, tokenID, subject, origin); err != nil {
+		return err
+	}
+	saysUnverified(info)
+	return nil
+}
+
+func saysUnverified(info *zoidc.UserInfo) {
+	if info.Email != "" && !info.EmailVerified {
+		info.AppendClaims("email_verified", false)
+	}
 }
 
 type groupsClient struct{ op.Client }
@@ -271,6 +293,60 @@ func TestSignInWithARealProvider(t *testing.T) {
 	}
 }
 
+// TestSignInNamesUsersByTheNameClaimOnly is the regression test of a
+// user who got another's roles: without an email, or with one the
+// provider says is unverified, the name fell back to preferred_username,
+// which matched the binding of user alice@example.com without regard to
+// case. Such a sign-in is refused, and a user name that differs from a
+// binding's by case alone gets none of its roles.
+func TestSignInNamesUsersByTheNameClaimOnly(t *testing.T) {
+	tp := startProvider(t)
+	a := newTestAccess(t, testKey(1))
+	stack := &daemon.StackRef{Name: "app"}
+	signIn := func(nameClaim, user string) (daemon.Principal, string, error) {
+		t.Helper()
+		s, err := NewSignIn(a, OIDCOptions{IssuerURL: tp.issuer, ClientID: testClientID, ClientSecret: testClientSecret,
+			RedirectURL: testRedirectURL, NameClaim: nameClaim})
+		if err != nil {
+			t.Fatal(err)
+		}
+		redirect, flow, err := s.Start("/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, session, _, err := s.Finish(context.Background(), tp.login(t, redirect, user, "mallory"), flow)
+		return p, session, err
+	}
+
+	for _, c := range []struct{ user, want string }{
+		{"Alice@Example.com", `no "email" claim`},
+		{"ALICE@EXAMPLE.COM", `"email" claim is not verified`},
+	} {
+		p, session, err := signIn("", c.user)
+		if err == nil {
+			ok, _ := a.Allowed(p, daemon.ActionSync, stack)
+			t.Errorf("%s signed in as %q, allowed to sync: %v", c.user, p.Name, ok)
+			continue
+		}
+		if !errors.Is(err, daemon.ErrUnauthenticated) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Finish error = %v, want one wrapping ErrUnauthenticated saying %q", c.user, err, c.want)
+		}
+		if session != "" || p.Kind != daemon.PrincipalAnonymous {
+			t.Errorf("%s: refused with a session or as %+v", c.user, p)
+		}
+	}
+
+	// Named by user name, Alice@Example.com is a user of her own, not
+	// the alice@example.com a binding names.
+	p, _, err := signIn("preferred_username", "Alice@Example.com")
+	if err != nil || p.Name != "Alice@Example.com" {
+		t.Fatalf("sign-in by user name: %+v, %v", p, err)
+	}
+	if ok, _ := a.Allowed(p, daemon.ActionSync, stack); ok {
+		t.Errorf("user name %q holds the roles bound to user alice@example.com", p.Name)
+	}
+}
+
 func mustQuery(t *testing.T, s string) url.Values {
 	t.Helper()
 	u, err := url.Parse(s)
@@ -291,6 +367,9 @@ type fakeIssuer struct {
 	// idToken is what the token endpoint answers; verifier is the
 	// code_verifier it was sent.
 	idToken, verifier string
+	// userinfo is what the userinfo endpoint answers; nil: the subject
+	// u1 alone.
+	userinfo map[string]any
 }
 
 func startFakeIssuer(t *testing.T) *fakeIssuer {
@@ -304,12 +383,22 @@ func startFakeIssuer(t *testing.T) *fakeIssuer {
 	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{
 			"issuer": f.URL, "authorization_endpoint": f.URL + "/authorize", "token_endpoint": f.URL + "/token",
-			"jwks_uri": f.URL + "/keys", "id_token_signing_alg_values_supported": []string{"ES256"},
+			"jwks_uri": f.URL + "/keys", "userinfo_endpoint": f.URL + "/userinfo", "id_token_signing_alg_values_supported": []string{"ES256"},
 			"response_types_supported": []string{"code"}, "subject_types_supported": []string{"public"},
 		})
 	})
 	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: key.Public(), KeyID: "k1", Algorithm: "ES256", Use: "sig"}}})
+	})
+	mux.HandleFunc("GET /userinfo", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		info := f.userinfo
+		f.mu.Unlock()
+		if info == nil {
+			info = map[string]any{"sub": "u1"}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(info)
 	})
 	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
 		r.ParseForm()
@@ -384,45 +473,68 @@ func TestFinishRefusesBadIDTokens(t *testing.T) {
 		// a sign-in, else the error must say it.
 		token func(c map[string]any) string
 		want  string
+		// userinfo is the userinfo endpoint's answer; nil: the subject.
+		userinfo map[string]any
 	}{
-		{"good", func(c map[string]any) string { return sign(t, jose.ES256, f.key, "k1", c) }, ""},
-		{"forged (another key)", func(c map[string]any) string { return sign(t, jose.ES256, otherKey, "k1", c) }, "failed to verify signature"},
+		{"good", func(c map[string]any) string { return sign(t, jose.ES256, f.key, "k1", c) }, "", nil},
+		{"forged (another key)", func(c map[string]any) string { return sign(t, jose.ES256, otherKey, "k1", c) }, "failed to verify signature", nil},
 		{"expired", func(c map[string]any) string {
 			c["iat"], c["exp"] = time.Now().Add(-2*time.Hour).Unix(), time.Now().Add(-time.Hour).Unix()
 			return sign(t, jose.ES256, f.key, "k1", c)
-		}, "token is expired"},
+		}, "token is expired", nil},
 		{"not yet valid", func(c map[string]any) string {
 			c["nbf"] = time.Now().Add(time.Hour).Unix()
 			return sign(t, jose.ES256, f.key, "k1", c)
-		}, "before the nbf"},
+		}, "before the nbf", nil},
 		{"wrong audience", func(c map[string]any) string {
 			c["aud"] = "another-client"
 			return sign(t, jose.ES256, f.key, "k1", c)
-		}, "expected audience"},
+		}, "expected audience", nil},
 		{"several audiences, not authorized for us", func(c map[string]any) string {
 			c["aud"] = []string{"another-client", testClientID}
 			return sign(t, jose.ES256, f.key, "k1", c)
-		}, "several audiences"},
+		}, "several audiences", nil},
 		{"wrong issuer", func(c map[string]any) string {
 			c["iss"] = "https://evil.example"
 			return sign(t, jose.ES256, f.key, "k1", c)
-		}, "issued by a different provider"},
-		{"alg none", func(c map[string]any) string { return unsigned(c) }, "malformed jwt"},
-		{"alg HS256", func(c map[string]any) string { return sign(t, jose.HS256, []byte(strings.Repeat("k", 32)), "k1", c) }, "malformed jwt"},
+		}, "issued by a different provider", nil},
+		{"alg none", func(c map[string]any) string { return unsigned(c) }, "malformed jwt", nil},
+		{"alg HS256", func(c map[string]any) string { return sign(t, jose.HS256, []byte(strings.Repeat("k", 32)), "k1", c) }, "malformed jwt", nil},
 		{"nonce of another sign-in", func(c map[string]any) string {
 			c["nonce"] = "another"
 			return sign(t, jose.ES256, f.key, "k1", c)
-		}, "nonce"},
+		}, "nonce", nil},
 		{"no nonce", func(c map[string]any) string {
 			delete(c, "nonce")
 			return sign(t, jose.ES256, f.key, "k1", c)
-		}, "nonce"},
+		}, "nonce", nil},
 		{"a name too long for a session", func(c map[string]any) string {
 			c["email"] = strings.Repeat("a", 300) + "@example.com"
 			return sign(t, jose.ES256, f.key, "k1", c)
-		}, "longer than 256 bytes"},
-		{"no ID token", func(map[string]any) string { return "" }, "no ID token"},
-		{"not a JWT", func(map[string]any) string { return "garbage" }, "malformed jwt"},
+		}, "longer than 256 bytes", nil},
+		{"no email (the name claim), though a user name", func(c map[string]any) string {
+			delete(c, "email")
+			c["preferred_username"] = "alice@example.com"
+			return sign(t, jose.ES256, f.key, "k1", c)
+		}, `no "email" claim`, nil},
+		{"an empty email", func(c map[string]any) string {
+			c["email"] = ""
+			return sign(t, jose.ES256, f.key, "k1", c)
+		}, `no "email" claim`, nil},
+		{"an unverified email", func(c map[string]any) string {
+			c["email_verified"] = false
+			return sign(t, jose.ES256, f.key, "k1", c)
+		}, `"email" claim is not verified`, nil},
+		{"the email from userinfo, unverified there", func(c map[string]any) string {
+			delete(c, "email") // email_verified: true stays, about no email
+			return sign(t, jose.ES256, f.key, "k1", c)
+		}, `"email" claim is not verified`, map[string]any{"sub": "u1", "email": "alice@example.com", "email_verified": false}},
+		{"the email from userinfo", func(c map[string]any) string {
+			delete(c, "email")
+			return sign(t, jose.ES256, f.key, "k1", c)
+		}, "", map[string]any{"sub": "u1", "email": "alice@example.com", "email_verified": true}},
+		{"no ID token", func(map[string]any) string { return "" }, "no ID token", nil},
+		{"not a JWT", func(map[string]any) string { return "garbage" }, "malformed jwt", nil},
 	}
 	for _, c := range cases {
 		redirect, flow, err := s.Start("/")
@@ -431,7 +543,7 @@ func TestFinishRefusesBadIDTokens(t *testing.T) {
 		}
 		q := mustQuery(t, redirect)
 		f.mu.Lock()
-		f.idToken = c.token(f.claims(q.Get("nonce")))
+		f.idToken, f.userinfo = c.token(f.claims(q.Get("nonce"))), c.userinfo
 		f.mu.Unlock()
 		p, session, _, err := s.Finish(context.Background(), url.Values{"code": {"c"}, "state": {q.Get("state")}}, flow)
 		if c.want == "" {
@@ -576,6 +688,9 @@ func TestNewSignInChecksOptions(t *testing.T) {
 	if !slices.Equal(s.opts.Scopes, DefaultScopes) || s.SessionTTL() != DefaultSessionTTL || s.opts.NameClaim != "email" || s.opts.GroupsClaim != "groups" {
 		t.Errorf("defaults: %+v", s.opts)
 	}
+	if !a.emailNames.Load() {
+		t.Error("users named by email (the default) are not matched as emails")
+	}
 	s, _ = NewSignIn(a, OIDCOptions{IssuerURL: good.IssuerURL, ClientID: "c", RedirectURL: good.RedirectURL, Scopes: []string{"email"}})
 	if !slices.Equal(s.opts.Scopes, []string{"openid", "email"}) {
 		t.Errorf("openid not added: %v", s.opts.Scopes)
@@ -587,20 +702,36 @@ func TestUserName(t *testing.T) {
 		claims map[string]any
 		claim  string
 		want   string
+		err    string // "" wants the name
 	}{
-		{map[string]any{"email": "a@x", "preferred_username": "a", "sub": "1"}, "email", "a@x"},
-		{map[string]any{"email": "a@x", "email_verified": false, "preferred_username": "a", "sub": "1"}, "email", "a"},
-		{map[string]any{"email": "a@x", "email_verified": "false", "sub": "1"}, "email", "1"},
-		{map[string]any{"email": "a@x", "email_verified": true, "sub": "1"}, "email", "a@x"},
-		{map[string]any{"preferred_username": "a", "sub": "1"}, "email", "a"},
-		{map[string]any{"sub": "1"}, "email", "1"},
-		{map[string]any{"email": 7, "sub": "1"}, "email", "1"},
-		{map[string]any{"upn": "a@corp", "email": "a@x", "sub": "1"}, "upn", "a@corp"},
-		{map[string]any{"email": "a@x", "email_verified": false, "sub": "1"}, "upn", "1"},
+		{map[string]any{"email": "a@x", "preferred_username": "a", "sub": "1"}, "email", "a@x", ""},
+		{map[string]any{"email": "a@x", "email_verified": true, "sub": "1"}, "email", "a@x", ""},
+		{map[string]any{"email": "a@x", "email_verified": "true", "sub": "1"}, "email", "a@x", ""},
+		// An unverified email is refused; no other claim stands in.
+		{map[string]any{"email": "a@x", "email_verified": false, "preferred_username": "a", "sub": "1"}, "email", "", `"email" claim is not verified`},
+		{map[string]any{"email": "a@x", "email_verified": "false", "sub": "1"}, "email", "", `"email" claim is not verified`},
+		// A missing, empty or non-string claim is refused, whatever else
+		// the provider gives.
+		{map[string]any{"preferred_username": "a", "sub": "1"}, "email", "", `no "email" claim`},
+		{map[string]any{"email": "", "preferred_username": "a", "sub": "1"}, "email", "", `no "email" claim`},
+		{map[string]any{"email": " ", "sub": "1"}, "email", "", `no "email" claim`},
+		{map[string]any{"sub": "1"}, "email", "", `no "email" claim`},
+		{map[string]any{"email": 7, "sub": "1"}, "email", "", `no "email" claim`},
+		{map[string]any{"email": "a@x", "email_verified": false, "sub": "1"}, "upn", "", `no "upn" claim`},
+		// Another claim is taken as the provider gives it: email_verified
+		// is about the email.
+		{map[string]any{"upn": "a@corp", "email": "a@x", "sub": "1"}, "upn", "a@corp", ""},
+		{map[string]any{"upn": "a@corp", "email_verified": false, "sub": "1"}, "upn", "a@corp", ""},
+		{map[string]any{"preferred_username": "Alice", "sub": "1"}, "preferred_username", "Alice", ""},
+		{map[string]any{"sub": "1"}, "sub", "1", ""},
 	}
 	for _, c := range cases {
-		if got := userName(c.claims, c.claim); got != c.want {
-			t.Errorf("userName(%v, %q) = %q, want %q", c.claims, c.claim, got, c.want)
+		got, err := userName(c.claims, c.claim)
+		if c.err == "" && (err != nil || got != c.want) {
+			t.Errorf("userName(%v, %q) = %q, %v, want %q", c.claims, c.claim, got, err, c.want)
+		}
+		if c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || got != "") {
+			t.Errorf("userName(%v, %q) = %q, %v, want an error saying %q", c.claims, c.claim, got, err, c.err)
 		}
 	}
 }

@@ -68,7 +68,7 @@ func Load(path string) (*Policy, error) {
 func Parse(file string, data []byte) (*Policy, error) {
 	p := &parser{file: file}
 	pol := &Policy{file: file, digest: sha256.Sum256(data), roles: map[string]*role{},
-		users: map[string][]string{}, groups: map[string][]string{}}
+		users: map[string][]string{}, emails: map[string][]string{}, groups: map[string][]string{}}
 	if len(data) > maxFileSize {
 		p.diags = append(p.diags, spec.Diagnostic{Pos: spec.Pos{File: file}, Msg: fmt.Sprintf("larger than %d bytes; not a roles file?", maxFileSize)})
 		return nil, &PolicyError{Diags: p.diags}
@@ -571,8 +571,9 @@ func (p *parser) bindings(n *yaml.Node, pol *Policy) {
 		pol.bindings++
 		if hasUser {
 			if name, ok := p.nonEmpty(user.value, join(path, "user")); ok {
-				key := strings.ToLower(name)
-				pol.users[key] = append(pol.users[key], roles...)
+				pol.users[name] = append(pol.users[name], roles...)
+				key := emailKey(name)
+				pol.emails[key] = append(pol.emails[key], roles...)
 			}
 		} else if name, ok := p.nonEmpty(group.value, join(path, "group")); ok {
 			pol.groups[name] = append(pol.groups[name], roles...)

@@ -31,9 +31,11 @@ type Policy struct {
 	digest [32]byte // of the file's bytes, to skip reloads that change nothing
 	tokens []*token
 	roles  map[string]*role
-	// users maps a user's name, lower-cased, to their roles; groups maps
-	// a group to its members' roles.
+	// users maps a user binding's name, as written, to its roles; emails
+	// maps the same names in emailKey form (see userRoles); groups maps a
+	// group to its members' roles.
 	users     map[string][]string
+	emails    map[string][]string
 	groups    map[string][]string
 	anonymous []string
 	bindings  int
@@ -114,9 +116,10 @@ func sourceMatch(pattern, source string) bool {
 }
 
 // rolesOf lists the roles p holds under the policy, sorted: a token's
-// roles, a user's roles and their groups' roles, and for everybody the
-// anonymous roles (signing in never takes a right away).
-func (pol *Policy) rolesOf(p daemon.Principal) []string {
+// roles, a user's roles (userRoles; byEmail says users are named by
+// their email) and their groups' roles, and for everybody the anonymous
+// roles (signing in never takes a right away).
+func (pol *Policy) rolesOf(p daemon.Principal, byEmail bool) []string {
 	var out []string
 	switch p.Kind {
 	case daemon.PrincipalAdmin:
@@ -126,7 +129,7 @@ func (pol *Policy) rolesOf(p daemon.Principal) []string {
 			out = append(out, t.roles...)
 		}
 	case daemon.PrincipalUser:
-		out = append(out, pol.users[strings.ToLower(p.Name)]...)
+		out = append(out, pol.userRoles(p.Name, byEmail)...)
 		for _, g := range p.Groups {
 			out = append(out, pol.groups[g]...)
 		}
@@ -134,6 +137,34 @@ func (pol *Policy) rolesOf(p daemon.Principal) []string {
 	out = append(out, pol.anonymous...)
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// userRoles are the roles bound to a signed-in user's name. How names
+// compare follows the claim that names users, since what tells two users
+// apart differs between namespaces. With byEmail (the email claim, which
+// the provider did not say is unverified) the domain is compared without
+// case and the part before it exactly: see emailKey. Any other claim's
+// value is compared exactly: a subject is case-sensitive in OpenID
+// Connect, and some providers let user names differ by case alone, so
+// that folding case would give one user another's roles.
+func (pol *Policy) userRoles(name string, byEmail bool) []string {
+	if byEmail {
+		return pol.emails[emailKey(name)]
+	}
+	return pol.users[name]
+}
+
+// emailKey is how an email is matched: its domain (after the last @)
+// lower-cased, since domain names are case-insensitive, and its local
+// part as it is, since RFC 5321 lets a mail server deliver Alice@ and
+// alice@ to two people, and stackd cannot know that the provider's
+// users' servers do not. A name without @ is kept as it is.
+func emailKey(email string) string {
+	at := strings.LastIndexByte(email, '@')
+	if at < 0 {
+		return email
+	}
+	return email[:at+1] + strings.ToLower(email[at+1:])
 }
 
 func (pol *Policy) token(name string) *token {
@@ -153,12 +184,20 @@ func (pol *Policy) role(name string) *role {
 }
 
 // Allowed says whether p may take action on stack (nil: a daemon-wide
-// action) under the policy, and when not, why, in words for the user.
+// action) under the policy, and when not, why, in words for the user. A
+// user's name must be a user binding's exactly, as for any name claim
+// but email; Access.Allowed matches names as its sign-in names users.
 func (pol *Policy) Allowed(p daemon.Principal, action string, stack *daemon.StackRef) (bool, string) {
+	return pol.allowed(p, false, action, stack)
+}
+
+// allowed is Allowed, with byEmail saying whether users are named by
+// their email (userRoles).
+func (pol *Policy) allowed(p daemon.Principal, byEmail bool, action string, stack *daemon.StackRef) (bool, string) {
 	if !knownAction(action) {
 		return false, fmt.Sprintf("unknown action %q", action)
 	}
-	roles := pol.rolesOf(p)
+	roles := pol.rolesOf(p, byEmail)
 	for _, name := range roles {
 		if r := pol.role(name); r != nil && r.grants(action, stack) {
 			return true, ""

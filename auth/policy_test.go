@@ -57,7 +57,7 @@ func TestAllowed(t *testing.T) {
 	ci := daemon.Principal{Kind: daemon.PrincipalToken, Name: "ci"}
 	bot := daemon.Principal{Kind: daemon.PrincipalToken, Name: "deploy-bot"}
 	revoked := daemon.Principal{Kind: daemon.PrincipalToken, Name: "gone"}
-	alice := daemon.Principal{Kind: daemon.PrincipalUser, Name: "alice@example.com"}
+	alice := daemon.Principal{Kind: daemon.PrincipalUser, Name: "Alice@Example.com"}
 	bob := daemon.Principal{Kind: daemon.PrincipalUser, Name: "bob@example.com", Groups: []string{"team-a"}}
 	root := daemon.Principal{Kind: daemon.PrincipalUser, Name: "carol@example.com", Groups: []string{"x", "platform-admins"}}
 	nobody := daemon.Principal{Kind: daemon.PrincipalUser, Name: "dave@example.com"}
@@ -83,7 +83,7 @@ func TestAllowed(t *testing.T) {
 		{"another name is outside the role", bot, daemon.ActionSync, db, false, ""},
 		{"anonymous roles apply to tokens too", bot, daemon.ActionRead, db, true, ""},
 		{"a token not in the file holds only the anonymous roles", revoked, daemon.ActionSync, db, false, ""},
-		{"user bound by name, without case", alice, daemon.ActionSync, teamA, true, ""},
+		{"user bound by name", alice, daemon.ActionSync, teamA, true, ""},
 		{"user bound by a group", bob, daemon.ActionPause, teamA, true, ""},
 		{"group role does not reach other stacks", bob, daemon.ActionPause, db, false, ""},
 		{"admin role through a group: daemon-wide", root, daemon.ActionReload, nil, true, ""},
@@ -109,6 +109,41 @@ func TestAllowed(t *testing.T) {
 		if !got && (why == "" || !strings.Contains(why, c.reason)) {
 			t.Errorf("%s: reason %q, want it to hold %q", c.name, why, c.reason)
 		}
+	}
+}
+
+// TestUserBindingNames: how a signed-in user's name matches a user
+// binding follows the name claim. An email's domain is compared without
+// case, the part before it exactly; any other claim's value exactly.
+func TestUserBindingNames(t *testing.T) {
+	pol := mustParse(t, "roles: {r: {allow: [sync]}}\nbindings:\n  - {user: alice@Example.com, roles: [r]}\n  - {user: bob, roles: [r]}\n")
+	cases := []struct {
+		name    string
+		byEmail bool
+		want    bool
+	}{
+		{"alice@Example.com", true, true},
+		{"alice@example.com", true, true},
+		{"alice@EXAMPLE.COM", true, true},
+		{"Alice@example.com", true, false},
+		{"ALICE@EXAMPLE.COM", true, false},
+		{"alice@example.co", true, false},
+		{"bob", true, true},
+		{"Bob", true, false},
+		{"alice@Example.com", false, true},
+		{"alice@example.com", false, false},
+		{"Alice@Example.com", false, false},
+		{"bob", false, true},
+		{"BOB", false, false},
+	}
+	for _, c := range cases {
+		p := daemon.Principal{Kind: daemon.PrincipalUser, Name: c.name}
+		if got, _ := pol.allowed(p, c.byEmail, daemon.ActionSync, nil); got != c.want {
+			t.Errorf("user %q (byEmail %v): allowed = %v, want %v", c.name, c.byEmail, got, c.want)
+		}
+	}
+	if got, _ := pol.Allowed(daemon.Principal{Kind: daemon.PrincipalUser, Name: "alice@example.com"}, daemon.ActionSync, nil); got {
+		t.Error("Policy.Allowed folded a name's case")
 	}
 }
 
