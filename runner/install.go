@@ -51,7 +51,7 @@ func (r *Runner) installIfChanged(ctx context.Context, w *workspace, log io.Writ
 	defer cancel()
 	lw := newLogWriter(log, w.redact)
 	fmt.Fprintf(lw.stdout, "stackd: the program's dependencies changed: pulumi install\n")
-	_, stderr, code, err := r.cmd.RunIn(ictx, r.access(w), w.ProjectDir, nil, []io.Writer{lw.stdout}, []io.Writer{lw.stderr}, w.env,
+	_, stderr, code, err := r.cmd.RunIn(ictx, r.access(w), w.ProjectDir, nil, []io.Writer{lw.stdout}, []io.Writer{lw.stderr}, r.env(w),
 		"install", "--no-plugins")
 	lw.flush()
 	if err != nil {

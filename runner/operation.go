@@ -186,29 +186,29 @@ func (r *Runner) planArgs(ctx context.Context, w *workspace, op daemon.Operation
 		if err != nil {
 			return nil, "", nil, err
 		}
-		return w.env, id, append(args, "--save-plan", path), nil
+		return r.env(w), id, append(args, "--save-plan", path), nil
 	case op.Plan != nil && op.Type == daemon.UpdateUp:
 		path, err := r.checkPlan(ctx, w, *op.Plan)
 		if err != nil {
 			return nil, "", nil, err
 		}
-		env := append(slices.Clone(w.env), "PULUMI_EXPERIMENTAL=true")
+		env := append(slices.Clone(r.env(w)), "PULUMI_EXPERIMENTAL=true")
 		return env, op.Plan.ID, append(args, "--plan", path), nil
 	case op.SavePlan && previewsDestroy(op):
 		id, _, err := newPlan(w)
 		if err != nil {
 			return nil, "", nil, err
 		}
-		return w.env, id, args, nil
+		return r.env(w), id, args, nil
 	case op.Plan != nil && destroys(op):
 		if err := r.checkDestroyPlan(ctx, w, *op.Plan); err != nil {
 			return nil, "", nil, err
 		}
-		return w.env, op.Plan.ID, args, nil
+		return r.env(w), op.Plan.ID, args, nil
 	case op.Plan != nil || op.SavePlan:
 		return nil, "", nil, fmt.Errorf("stack %s: a %s takes no plan", w.Name, op.Type)
 	}
-	return w.env, "", args, nil
+	return r.env(w), "", args, nil
 }
 
 // cleanSteps applies clean to the steps' inputs: a program may pass what

@@ -331,7 +331,7 @@ func (r *Runner) pulumi(ctx context.Context, w *workspace, c call, args ...strin
 		dir = w.ProjectDir
 	}
 	start := time.Now()
-	stdout, stderr, code, err := r.cmd.RunIn(ctx, r.access(w), dir, c.stdin, nil, nil, w.env, args...)
+	stdout, stderr, code, err := r.cmd.RunIn(ctx, r.access(w), dir, c.stdin, nil, nil, r.env(w), args...)
 	r.log.Debug("pulumi command", "stack", w.Name, "command", strings.Join(args[:min(2, len(args))], " "), "code", code, "duration", time.Since(start))
 	if err == nil {
 		return stdout, nil

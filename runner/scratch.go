@@ -47,12 +47,18 @@ func (r *Runner) scratch(ctx context.Context, w *workspace) (func(), error) {
 }
 
 // stackExists says whether w's stack exists on its backend: the marker
-// says so when the runner created or found it before.
+// says so when the runner created or found it before; on the data dir's
+// own backend its checkpoint does. Only another backend is asked, as
+// `stack ls` on a file backend that holds nothing yet would initialise
+// it, which a read-only operation may not.
 func (r *Runner) stackExists(ctx context.Context, w *workspace) (bool, error) {
 	if m := w.readMarker(); m.Identity == r.identity(w) {
 		if _, err := os.Stat(w.configFile); err == nil {
 			return true, nil
 		}
+	}
+	if w.backend == r.localBackend() {
+		return r.inLocalBackend(w), nil
 	}
 	err := r.checkStack(ctx, w)
 	if errors.Is(err, daemon.ErrStackNotFound) {
@@ -79,7 +85,6 @@ func (r *Runner) scratchBackend(w *workspace, dir string) error {
 	if w.SecretsProvider == "" || isPassphrase(w.SecretsProvider) {
 		w.SecretsProvider = ""
 	}
-	w.env = r.workspaceEnv(w)
 	w.redact = r.redactor(w)
 	return nil
 }

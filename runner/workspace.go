@@ -38,8 +38,7 @@ type workspace struct {
 	readOnly   bool
 	project    string   // the project's name, from Pulumi.yaml
 	stackFile  string   // Pulumi.<last element of Stack>.yaml
-	configFile string   // dir/stackFile, passed as --config-file
-	env        []string // the environment added to its processes
+	configFile string // dir/stackFile, passed as --config-file
 	redact     *redactor
 	// passphraseFile is the passphrase of its secrets, when the
 	// passphrase provider encrypts them; ownPassphrase says it is the
@@ -84,7 +83,6 @@ func (r *Runner) workspace(ws daemon.Workspace) (*workspace, error) {
 	if err := r.choosePassphrase(w); err != nil {
 		return nil, fmt.Errorf("stack %s: passphrase: %w", ws.Name, err)
 	}
-	w.env = r.workspaceEnv(w)
 	w.redact = r.redactor(w)
 	return w, nil
 }
@@ -158,9 +156,13 @@ func envList(env map[string]string) []string {
 	return list
 }
 
-// workspaceEnv is the environment of w's processes: the stack's own
-// variables, then what the runner needs, which they cannot override.
-func (r *Runner) workspaceEnv(w *workspace) []string {
+// env is the environment added to w's processes: the stack's own
+// variables, then what the runner needs, which they cannot override. It
+// is derived from w at each use, so that it always names w's directories
+// (HOME, TMPDIR, PULUMI_HOME), whose every path access opens to the
+// sandbox: a read-only operation moves w into a scratch copy (see
+// scratch), and its processes must not be left with the stack's own.
+func (r *Runner) env(w *workspace) []string {
 	env := []string{"PULUMI_HOME=" + w.pulumiHomeDir(), "TMPDIR=" + w.tmpDir()}
 	if !slices.ContainsFunc(r.opts.Env, func(kv string) bool { return strings.HasPrefix(kv, "HOME=") }) {
 		env = append(env, "HOME="+w.homeDir())

@@ -1,0 +1,142 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/sandbox"
+)
+
+// newSandboxedHarness is a harness whose runner confines every process
+// tree with the real Landlock sandbox, opening to programs nothing but
+// the directory of the File resource (the --sandbox-rw of `make run`):
+// neither the data dir nor any parent of it. The test binary serves as
+// the sandbox's wrapper, as stackd does.
+func newSandboxedHarness(t *testing.T) *harness {
+	t.Helper()
+	bin := toolchainBin(t)
+	if sandbox.ABI() < 1 {
+		t.Fatal("the kernel does not enforce Landlock; the sandbox tests need it")
+	}
+	h := &harness{t: t, dataDir: t.TempDir(), project: t.TempDir(), bin: bin}
+	out := filepath.Join(t.TempDir(), "out")
+	if err := os.Mkdir(out, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h.file = filepath.Join(out, "note.txt")
+	if strings.HasPrefix(h.dataDir+"/", out+"/") || strings.HasPrefix(out+"/", h.dataDir+"/") {
+		t.Fatalf("the data dir %s and the granted %s overlap", h.dataDir, out)
+	}
+	confiner, err := sandbox.New(sandbox.Options{ReadWrite: []string{out}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.writeProgram(testProgram)
+	h.r, err = New(context.Background(), Options{
+		Bin:     bin,
+		DataDir: h.dataDir,
+		Env:     []string{"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true"},
+		Sandbox: confiner,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestSandboxedOperations runs every kind of operation the daemon runs,
+// under the default sandbox, on a program whose provider has its schema
+// cached in PULUMI_HOME: each kind must find every path of its
+// environment (HOME, TMPDIR, PULUMI_HOME) open to it, whichever
+// directory it runs in. A read-only preview (a pull request's, Preview
+// now, stackd diff) runs in a scratch copy of the stack's state; it once
+// kept the stack's own PULUMI_HOME, which the sandbox does not open to
+// the copy, and failed writing the provider's schema.
+func TestSandboxedOperations(t *testing.T) {
+	h := newSandboxedHarness(t)
+	ws := func(content string) daemon.Workspace { return h.workspace(content, "secret-token-1") }
+	previewSteps := func(name string, res daemon.Result) {
+		t.Helper()
+		for _, s := range res.Steps {
+			if strings.HasSuffix(s.URN, "::note") && s.Op == "update" {
+				return
+			}
+		}
+		t.Errorf("%s: no update of the File among the steps %+v", name, res.Steps)
+	}
+
+	h.run(daemon.Operation{Workspace: ws("one"), Type: daemon.UpdateUp, Export: true})
+	if got := h.onDisk(); got != "one" {
+		t.Fatalf("after up the File holds %q, want one", got)
+	}
+	steps := []struct {
+		name string
+		op   daemon.Operation
+		// check looks at the result; nil checks nothing more than that
+		// the operation succeeded.
+		check func(string, daemon.Result)
+	}{
+		{"preview", daemon.Operation{Workspace: ws("two"), Type: daemon.UpdatePreview}, previewSteps},
+		{"read-only preview (pull request, Preview now, stackd diff)",
+			daemon.Operation{Workspace: ws("two"), Type: daemon.UpdatePreview, ReadOnly: true, Diff: true}, previewSteps},
+		{"saved-plan preview (approval)", daemon.Operation{Workspace: ws("two"), Type: daemon.UpdatePreview, SavePlan: true},
+			func(name string, res daemon.Result) {
+				previewSteps(name, res)
+				if res.Plan == nil {
+					t.Errorf("%s: no plan saved", name)
+				}
+			}},
+		{"drift check", daemon.Operation{Workspace: ws("one"), Type: daemon.UpdateDrift}, nil},
+		{"refresh", daemon.Operation{Workspace: ws("one"), Type: daemon.UpdateRefresh}, nil},
+		{"destroy preview (destroy approval)", daemon.Operation{Workspace: ws("one"), Type: daemon.UpdateDestroy, PreviewOnly: true, SavePlan: true},
+			func(name string, res daemon.Result) {
+				if res.Plan == nil || len(res.Steps) == 0 {
+					t.Errorf("%s: plan %v, steps %+v; want a plan and the deletes", name, res.Plan, res.Steps)
+				}
+			}},
+	}
+	for _, s := range steps {
+		res, err := h.try(s.op)
+		if err != nil {
+			t.Errorf("%s: %v\nlog:\n%s", s.name, err, h.log.String())
+			continue
+		}
+		if s.check != nil {
+			s.check(s.name, res)
+		}
+	}
+	if got := h.onDisk(); got != "one" {
+		t.Errorf("the previews changed the File: %q", got)
+	}
+
+	plan := h.run(daemon.Operation{Workspace: ws("three"), Type: daemon.UpdatePreview, SavePlan: true}).Plan
+	h.run(daemon.Operation{Workspace: ws("three"), Type: daemon.UpdateUp, Plan: plan})
+	if got := h.onDisk(); got != "three" {
+		t.Errorf("the up of a saved plan left %q, want three", got)
+	}
+	h.run(daemon.Operation{Workspace: ws("three"), Type: daemon.UpdateDestroy, Remove: true})
+	if got := h.onDisk(); got != "" {
+		t.Errorf("the destroy left the File: %q", got)
+	}
+}
+
+// TestSandboxedReadOnlyPreviewOfNewStack previews a stack that does not
+// exist yet (a pull request that adds it, a review stack's first plan)
+// under the default sandbox: it runs on the scratch copy's own backend.
+func TestSandboxedReadOnlyPreviewOfNewStack(t *testing.T) {
+	h := newSandboxedHarness(t)
+	res, err := h.try(daemon.Operation{Workspace: h.workspace("new", "secret-token-1"), Type: daemon.UpdatePreview, ReadOnly: true, Diff: true})
+	if err != nil {
+		t.Fatalf("read-only preview: %v\nlog:\n%s", err, h.log.String())
+	}
+	if res.Changes["create"] == 0 {
+		t.Errorf("the preview of a new stack creates nothing: %v", res.Changes)
+	}
+	if h.onDisk() != "" {
+		t.Error("a preview created the File")
+	}
+}
