@@ -36,8 +36,8 @@ type workspace struct {
 	// readOnly marks a read-only operation's copy (see scratch): its
 	// processes may read the stack's state, not write it.
 	readOnly   bool
-	project    string   // the project's name, from Pulumi.yaml
-	stackFile  string   // Pulumi.<last element of Stack>.yaml
+	project    string // the project's name, from Pulumi.yaml
+	stackFile  string // Pulumi.<last element of Stack>.yaml
 	configFile string // dir/stackFile, passed as --config-file
 	redact     *redactor
 	// passphraseFile is the passphrase of its secrets, when the
