@@ -9,8 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -34,7 +32,7 @@ func (r *Runner) applyConfig(ctx context.Context, w *workspace) error {
 		return nil
 	}
 	m := w.readMarker()
-	repo, err := os.ReadFile(filepath.Join(w.ProjectDir, w.stackFile))
+	repo, err := readProjectFile(w.WorkDir, w.ProjectDir, w.stackFile)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("stack %s: read %s: %w", w.Name, w.stackFile, err)
 	}
@@ -83,7 +81,7 @@ func (r *Runner) secretDigests(values []configValue) map[string]string {
 // secret values that the marker says are unchanged: they need no `config
 // set`.
 func (r *Runner) reusableSecrets(w *workspace, m marker, values []configValue) map[string]*yaml.Node {
-	data, err := os.ReadFile(w.configFile)
+	data, err := readRegular(w.configFile)
 	if err != nil {
 		return nil
 	}
@@ -324,10 +322,24 @@ func encodeYAML(doc *yaml.Node) ([]byte, error) {
 // fileHeader is the secrets provider header of the stack config file at
 // path as key and value nodes; nil when it has none or cannot be read.
 func fileHeader(path string) []*yaml.Node {
-	data, err := os.ReadFile(path)
+	data, err := readRegular(path)
 	if err != nil {
 		return nil
 	}
+	return header(data)
+}
+
+// projectHeader is fileHeader of the repository's stack config file.
+func projectHeader(w *workspace) []*yaml.Node {
+	data, err := readProjectFile(w.WorkDir, w.ProjectDir, w.stackFile)
+	if err != nil {
+		return nil
+	}
+	return header(data)
+}
+
+// header is the secrets provider header of a stack config file's data.
+func header(data []byte) []*yaml.Node {
 	doc, err := parseMapping(data)
 	if err != nil {
 		return nil
@@ -344,8 +356,8 @@ func fileHeader(path string) []*yaml.Node {
 // setHeader makes header the secrets provider header of the config file
 // at path, keeping the rest; a missing file is created.
 func setHeader(path string, header []*yaml.Node) error {
-	data, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	data, err := readRegular(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, errForeign) {
 		return err
 	}
 	doc, err := parseMapping(data)

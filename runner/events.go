@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -84,7 +85,7 @@ type events struct {
 // was killed) yields what it holds; a missing log yields nothing.
 func readEvents(path string) (events, error) {
 	var ev events
-	f, err := os.Open(path)
+	f, err := openRegular(filepath.Dir(path), filepath.Base(path))
 	if errors.Is(err, os.ErrNotExist) {
 		return ev, nil
 	}

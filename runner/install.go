@@ -35,12 +35,12 @@ var dependencyFiles = []string{
 // operation, which fetches missing ones into the shared PULUMI_HOME. The
 // output goes to log; a failure is the operation's, with that output.
 func (r *Runner) installIfChanged(ctx context.Context, w *workspace, log io.Writer) error {
-	sum, found, err := dependencyDigest(w.ProjectDir)
+	sum, found, err := dependencyDigest(w.WorkDir, w.ProjectDir)
 	if err != nil || !found {
 		return err
 	}
 	sumFile := filepath.Join(w.dir, "install.sum")
-	if prev, err := os.ReadFile(sumFile); err == nil && string(prev) == sum {
+	if prev, err := readRegular(sumFile); err == nil && string(prev) == sum {
 		return nil
 	}
 	timeout := r.opts.InstallTimeout
@@ -72,11 +72,11 @@ func (r *Runner) installIfChanged(ctx context.Context, w *workspace, log io.Writ
 
 // dependencyDigest hashes Pulumi.yaml and the dependency files of dir;
 // found is false when dir has no dependency file.
-func dependencyDigest(dir string) (string, bool, error) {
+func dependencyDigest(workDir, dir string) (string, bool, error) {
 	h := sha256.New()
 	found := false
 	for _, name := range append([]string{"Pulumi.yaml", "Pulumi.yml"}, dependencyFiles...) {
-		data, err := os.ReadFile(filepath.Join(dir, name))
+		data, err := readProjectFile(workDir, dir, name)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}

@@ -93,7 +93,7 @@ func (w *workspace) locks() ([]lockInfo, error) {
 	}
 	var locks []lockInfo
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
+		data, err := readRegular(p)
 		if errors.Is(err, os.ErrNotExist) { // released meanwhile
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -55,13 +56,9 @@ func newPlan(w *workspace) (id, path string, err error) {
 // savedPlan describes the plan id that a preview saved: the file's
 // digest and what it was made against. The file is made mode 0600.
 func (r *Runner) savedPlan(ctx context.Context, w *workspace, id string) (*daemon.Plan, error) {
-	path := w.planPath(id)
-	if err := os.Chmod(path, 0o600); err != nil {
-		return nil, fmt.Errorf("stack %s: the preview saved no plan: %w", w.Name, err)
-	}
-	digest, err := fileDigest(path)
+	digest, err := ownPlanDigest(w, id)
 	if err != nil {
-		return nil, fmt.Errorf("stack %s: plan: %w", w.Name, err)
+		return nil, fmt.Errorf("stack %s: the preview saved no plan: %w", w.Name, err)
 	}
 	state, err := r.stateDigest(ctx, w)
 	if err != nil {
@@ -78,7 +75,7 @@ func (r *Runner) checkPlan(ctx context.Context, w *workspace, p daemon.Plan) (st
 		return "", fmt.Errorf("stack %s: invalid plan id %q", w.Name, p.ID)
 	}
 	path := w.planPath(p.ID)
-	digest, err := fileDigest(path)
+	digest, err := planDigest(w, p.ID)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return "", stalePlan(w, "the plan file is gone")
@@ -177,14 +174,33 @@ func (r *Runner) stateDigest(ctx context.Context, w *workspace) (string, error) 
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// fileDigest is the hex SHA-256 of the file at path.
-func fileDigest(path string) (string, error) {
-	data, err := os.ReadFile(path)
+// planDigest is the hex SHA-256 of w's plan id: the plans directory is
+// the program's to replace, w's state directory is not.
+func planDigest(w *workspace, id string) (string, error) {
+	data, err := readIn(w.dir, filepath.Join(filepath.Base(w.planDir()), id+".json"))
 	if err != nil {
 		return "", err
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// ownPlanDigest makes w's plan id mode 0600, through the file it opened
+// (never a link), and digests it.
+func ownPlanDigest(w *workspace, id string) (string, error) {
+	f, err := openRegular(w.dir, filepath.Join(filepath.Base(w.planDir()), id+".json"))
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if err := f.Chmod(0o600); err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // DiscardPlan deletes the plan id of the stack name; one that is gone is

@@ -29,18 +29,17 @@ import (
 // Instead the providers on the CLI's PATH are installed into the shared
 // cache once, at start, under the version they report (installAmbient).
 
-// mirrorPlugins makes own, the plugin directory of a stack, show every
-// plugin of shared: a directory per plugin, of links to the shared
-// plugin's entries. Mirrors of plugins that left shared are removed;
-// what the stack downloaded itself is kept.
-func mirrorPlugins(shared, own string) error {
-	if fi, err := os.Lstat(own); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		// A data dir of a version that linked the whole cache.
-		if err := os.Remove(own); err != nil {
-			return err
-		}
-	}
-	if err := os.MkdirAll(own, 0o700); err != nil {
+// mirrorPlugins makes own, the plugin directory of a stack (a path
+// relative to ws, the stack's state directory, which the stack's
+// programs may write), show every plugin of shared: a directory per
+// plugin, of links to the shared plugin's entries. Mirrors of plugins
+// that left shared are removed; what the stack downloaded itself is
+// kept. Every change goes through ws, and a link the runner did not make
+// is removed, never followed: a program that put a link to the shared
+// cache (or anywhere) in place of a mirror must not have the daemon
+// write there.
+func mirrorPlugins(shared string, ws *os.Root, own string) error {
+	if err := rootRealDir(ws, own); err != nil {
 		return err
 	}
 	plugins, err := sharedPlugins(shared)
@@ -48,11 +47,30 @@ func mirrorPlugins(shared, own string) error {
 		return err
 	}
 	for _, name := range plugins {
-		if err := mirrorPlugin(filepath.Join(shared, name), filepath.Join(own, name)); err != nil {
+		if err := mirrorPlugin(filepath.Join(shared, name), ws, filepath.Join(own, name)); err != nil {
 			return fmt.Errorf("plugin %s: %w", name, err)
 		}
 	}
-	return pruneMirrors(shared, own, plugins)
+	return pruneMirrors(shared, ws, own, plugins)
+}
+
+// rootRealDir makes dir (relative to ws) a directory, removing a link or
+// a file a program left there (a data dir of an older version linked
+// the whole cache there too).
+func rootRealDir(ws *os.Root, dir string) error {
+	fi, err := ws.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return nil
+	default:
+		if err := ws.Remove(dir); err != nil {
+			return err
+		}
+	}
+	return ws.Mkdir(dir, 0o700)
 }
 
 // sharedPlugins lists the installed plugins of dir: directories with no
@@ -78,17 +96,18 @@ func sharedPlugins(dir string) ([]string, error) {
 	return names, nil
 }
 
-// mirrorPlugin makes dst a directory of links to src's entries.
-func mirrorPlugin(src, dst string) error {
+// mirrorPlugin makes dst (relative to ws) a directory of links to src's
+// entries.
+func mirrorPlugin(src string, ws *os.Root, dst string) error {
 	entries, err := os.ReadDir(src)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dst, 0o700); err != nil {
+	if err := rootRealDir(ws, dst); err != nil {
 		return err
 	}
 	for _, e := range entries {
-		if err := ensureLink(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+		if err := ensureLink(filepath.Join(src, e.Name()), ws, filepath.Join(dst, e.Name())); err != nil {
 			return err
 		}
 	}
@@ -97,8 +116,8 @@ func mirrorPlugin(src, dst string) error {
 
 // pruneMirrors removes the mirrors in own of plugins that are no longer
 // in shared: directories whose entries are all links into shared.
-func pruneMirrors(shared, own string, plugins []string) error {
-	entries, err := os.ReadDir(own)
+func pruneMirrors(shared string, ws *os.Root, own string, plugins []string) error {
+	entries, err := readDirIn(ws, own)
 	if err != nil {
 		return err
 	}
@@ -107,8 +126,8 @@ func pruneMirrors(shared, own string, plugins []string) error {
 			continue
 		}
 		dir := filepath.Join(own, e.Name())
-		if isMirror(dir, filepath.Join(shared, e.Name())) {
-			if err := os.RemoveAll(dir); err != nil {
+		if isMirror(ws, dir, filepath.Join(shared, e.Name())) {
+			if err := ws.RemoveAll(dir); err != nil {
 				return err
 			}
 		}
@@ -116,14 +135,24 @@ func pruneMirrors(shared, own string, plugins []string) error {
 	return nil
 }
 
-// isMirror says whether dir holds only links into src.
-func isMirror(dir, src string) bool {
-	entries, err := os.ReadDir(dir)
+// readDirIn lists dir, relative to ws.
+func readDirIn(ws *os.Root, dir string) ([]fs.DirEntry, error) {
+	f, err := ws.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
+// isMirror says whether dir (relative to ws) holds only links into src.
+func isMirror(ws *os.Root, dir, src string) bool {
+	entries, err := readDirIn(ws, dir)
 	if err != nil || len(entries) == 0 {
 		return false
 	}
 	for _, e := range entries {
-		target, err := os.Readlink(filepath.Join(dir, e.Name()))
+		target, err := ws.Readlink(filepath.Join(dir, e.Name()))
 		if err != nil || target != filepath.Join(src, e.Name()) {
 			return false
 		}
@@ -131,16 +160,16 @@ func isMirror(dir, src string) bool {
 	return true
 }
 
-// ensureLink makes link a symbolic link to target, replacing whatever
-// else is there.
-func ensureLink(target, link string) error {
-	if got, err := os.Readlink(link); err == nil && got == target {
+// ensureLink makes link (relative to ws) a symbolic link to target,
+// replacing whatever else is there.
+func ensureLink(target string, ws *os.Root, link string) error {
+	if got, err := ws.Readlink(link); err == nil && got == target {
 		return nil
 	}
-	if err := os.RemoveAll(link); err != nil {
+	if err := ws.RemoveAll(link); err != nil {
 		return err
 	}
-	return os.Symlink(target, link)
+	return ws.Symlink(target, link)
 }
 
 // ambientProviders lists the resource plugins found on path (a PATH

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 )
 
@@ -49,7 +50,12 @@ func TestMirrorPlugins(t *testing.T) {
 	if err := os.Symlink(shared, own); err != nil {
 		t.Fatal(err)
 	}
-	if err := mirrorPlugins(shared, own); err != nil {
+	ws, err := os.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if err := mirrorPlugins(shared, ws, "own"); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := dirNames(t, own), []string{"resource-a-v1.0.0", "resource-b-v2.0.0"}; !slices.Equal(got, want) {
@@ -67,11 +73,94 @@ func TestMirrorPlugins(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(shared, "resource-b-v2.0.0")); err != nil {
 		t.Fatal(err)
 	}
-	if err := mirrorPlugins(shared, own); err != nil {
+	if err := mirrorPlugins(shared, ws, "own"); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := dirNames(t, own), []string{"resource-a-v1.0.0", "resource-d-v4.0.0"}; !slices.Equal(got, want) {
 		t.Fatalf("after a change: %v, want %v", got, want)
+	}
+}
+
+// TestMirrorPluginsFollowsNoLink: a program replaced its mirror of a
+// plugin with a link to the shared plugin's directory, and the mirror's
+// directory with a link elsewhere; mirroring again removes the links,
+// and neither the shared plugin nor the link's target is touched.
+func TestMirrorPluginsFollowsNoLink(t *testing.T) {
+	root := t.TempDir()
+	shared, own := filepath.Join(root, "shared"), filepath.Join(root, "own")
+	binary := filepath.Join(shared, "resource-a-v1.0.0", "pulumi-resource-a")
+	mkfile(t, binary, "the provider", 0o755)
+	elsewhere := filepath.Join(t.TempDir(), "elsewhere")
+	mkfile(t, filepath.Join(elsewhere, "keep"), "keep", 0o600)
+	ws, err := os.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if err := mirrorPlugins(shared, ws, "own"); err != nil {
+		t.Fatal(err)
+	}
+	mirror := filepath.Join(own, "resource-a-v1.0.0")
+	if err := os.RemoveAll(mirror); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Dir(binary), mirror); err != nil {
+		t.Fatal(err)
+	}
+	if err := mirrorPlugins(shared, ws, "own"); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFileString(t, binary); got != "the provider" {
+		t.Fatalf("the shared plugin now holds %q", got)
+	}
+	if fi, err := os.Lstat(binary); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("the shared plugin is no longer a regular file: %v %v", fi, err)
+	}
+	if fi, err := os.Lstat(mirror); err != nil || !fi.IsDir() {
+		t.Fatalf("the mirror is not a directory again: %v %v", fi, err)
+	}
+
+	if err := os.RemoveAll(own); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, own); err != nil {
+		t.Fatal(err)
+	}
+	if err := mirrorPlugins(shared, ws, "own"); err != nil {
+		t.Fatal(err)
+	}
+	if got := dirNames(t, elsewhere); !slices.Equal(got, []string{"keep"}) {
+		t.Errorf("the mirroring wrote through a link: %s holds %v", elsewhere, got)
+	}
+	if got := readFileString(t, filepath.Join(elsewhere, "keep")); got != "keep" {
+		t.Errorf("the link's target changed: %q", got)
+	}
+}
+
+// TestReadRegularRefuses: the runner's reads in a directory a program
+// may write take regular files only, through no link leading out.
+func TestReadRegularRefuses(t *testing.T) {
+	dir, outside := t.TempDir(), filepath.Join(t.TempDir(), "secret")
+	mkfile(t, outside, "secret", 0o600)
+	mkfile(t, filepath.Join(dir, "own"), "own", 0o600)
+	for name, make := range map[string]func(string) error{
+		"link-out":  func(p string) error { return os.Symlink(outside, p) },
+		"link-up":   func(p string) error { return os.Symlink("../"+filepath.Base(filepath.Dir(outside))+"/secret", p) },
+		"fifo":      func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"directory": func(p string) error { return os.Mkdir(p, 0o700) },
+	} {
+		if err := make(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+		if data, err := readRegular(filepath.Join(dir, name)); err == nil {
+			t.Errorf("%s: read %q, want an error", name, data)
+		}
+	}
+	if err := os.Symlink("own", filepath.Join(dir, "link-in")); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := readRegular(filepath.Join(dir, "link-in")); err != nil || string(data) != "own" {
+		t.Errorf("a link inside the directory: %q, %v", data, err)
 	}
 }
 

@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -110,7 +112,7 @@ func checkProjectPlugins(workDir, projectDir string) error {
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(path)
+	data, err := readProjectFile(workDir, projectDir, filepath.Base(path))
 	if err != nil {
 		return fmt.Errorf("read project: %w", err)
 	}
@@ -165,4 +167,15 @@ func checkProjectPlugin(workDir, projectDir, name, path string) error {
 		return fmt.Errorf("%s: path %q: pulumi-resource-%s is not an executable file", name, path, name)
 	}
 	return nil
+}
+
+// fileDigest is the hex SHA-256 of the file at path, of the daemon's
+// own directories.
+func fileDigest(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
 }

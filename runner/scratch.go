@@ -106,7 +106,10 @@ func copyFiles(src, dst string) error {
 		if !e.Type().IsRegular() || e.Name() == "events.json" {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		data, err := readRegular(filepath.Join(src, e.Name()))
+		if errors.Is(err, errForeign) {
+			continue
+		}
 		if err != nil {
 			return err
 		}

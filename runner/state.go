@@ -154,13 +154,24 @@ func (w *workspace) pulumiHomeDir() string { return filepath.Join(w.dir, "pulumi
 
 // mkdirs creates w's state directory with the stack's own HOME, TMPDIR
 // and PULUMI_HOME, whose plugins mirror the shared cache (see plugins.go).
+// Its programs may write it: a link or a file one left in place of a
+// directory is replaced, never followed.
 func (r *Runner) mkdirs(w *workspace) error {
-	for _, dir := range []string{w.dir, w.homeDir(), w.tmpDir(), w.pulumiHomeDir()} {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(w.dir, 0o700); err != nil {
+		return fmt.Errorf("stack %s: workspace: %w", w.Name, err)
+	}
+	ws, err := os.OpenRoot(w.dir)
+	if err != nil {
+		return fmt.Errorf("stack %s: workspace: %w", w.Name, err)
+	}
+	defer ws.Close()
+	for _, dir := range []string{w.homeDir(), w.tmpDir(), w.pulumiHomeDir()} {
+		if err := rootRealDir(ws, filepath.Base(dir)); err != nil {
 			return fmt.Errorf("stack %s: workspace: %w", w.Name, err)
 		}
 	}
-	if err := mirrorPlugins(r.pluginDir(), filepath.Join(w.pulumiHomeDir(), "plugins")); err != nil {
+	own := filepath.Join(filepath.Base(w.pulumiHomeDir()), "plugins")
+	if err := mirrorPlugins(r.pluginDir(), ws, own); err != nil {
 		return fmt.Errorf("stack %s: plugins: %w", w.Name, err)
 	}
 	return nil

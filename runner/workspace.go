@@ -66,7 +66,7 @@ func (r *Runner) workspace(ws daemon.Workspace) (*workspace, error) {
 	if len(ws.Environments) > 0 && !isCloudBackend(w.backend) {
 		return nil, fmt.Errorf("spec.environment needs a Pulumi Cloud backend; this stack's backend is %s", redactURL(w.backend))
 	}
-	project, main, err := readProject(ws.ProjectDir)
+	project, main, err := readProject(ws.WorkDir, ws.ProjectDir)
 	if err != nil {
 		return nil, fmt.Errorf("stack %s: %w", ws.Name, err)
 	}
@@ -247,19 +247,14 @@ func redactURL(backend string) string {
 	return u.String()
 }
 
-// projectName reads the project's name from Pulumi.yaml (or Pulumi.yml).
-func projectName(dir string) (string, error) {
-	name, _, err := readProject(dir)
-	return name, err
-}
-
-// readProject reads the name and the main entry point of dir's project.
-func readProject(dir string) (name, main string, err error) {
-	path, err := projectFile(dir)
+// readProject reads the name and the main entry point of the project in
+// projectDir, of the checkout workDir (see readProjectFile).
+func readProject(workDir, projectDir string) (name, main string, err error) {
+	path, err := projectFile(projectDir)
 	if err != nil {
 		return "", "", err
 	}
-	data, err := os.ReadFile(path)
+	data, err := readProjectFile(workDir, projectDir, filepath.Base(path))
 	if err != nil {
 		return "", "", fmt.Errorf("read project: %w", err)
 	}
@@ -326,7 +321,7 @@ func (w *workspace) markerFile() string { return filepath.Join(w.dir, "stack.jso
 // readMarker returns the zero marker when there is none or it is damaged.
 func (w *workspace) readMarker() marker {
 	var m marker
-	if data, err := os.ReadFile(w.markerFile()); err == nil {
+	if data, err := readRegular(w.markerFile()); err == nil {
 		_ = json.Unmarshal(data, &m)
 	}
 	return m
@@ -389,7 +384,7 @@ func (r *Runner) ensureStack(ctx context.Context, w *workspace) error {
 		header = fileHeader(w.configFile)
 	}
 	if header == nil {
-		header = fileHeader(filepath.Join(w.ProjectDir, w.stackFile))
+		header = projectHeader(w)
 	}
 	if err := setHeader(w.configFile, header); err != nil {
 		return fmt.Errorf("stack %s: write config file: %w", w.Name, err)
@@ -440,15 +435,15 @@ func copyProjectFiles(w *workspace, dir string) error {
 	if err != nil {
 		return err
 	}
-	for _, src := range []string{project, filepath.Join(w.ProjectDir, w.stackFile)} {
-		data, err := os.ReadFile(src)
-		if errors.Is(err, fs.ErrNotExist) && src != project {
+	for _, name := range []string{filepath.Base(project), w.stackFile} {
+		data, err := readProjectFile(w.WorkDir, w.ProjectDir, name)
+		if errors.Is(err, fs.ErrNotExist) && name == w.stackFile {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(src)), data, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			return err
 		}
 	}
