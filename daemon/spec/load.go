@@ -78,6 +78,10 @@ type Stack struct {
 	// read only allowed names (RefSources.EnvAllow).
 	Root string
 
+	// hostPaths are the rules of its input on the paths of the host it
+	// may name (Input.HostPaths).
+	hostPaths *HostPaths
+
 	src  map[string]Pos // positions of values in the defining document
 	keys map[string]Pos // positions of mapping keys in it
 	base string         // path of the spec: "spec" or "stacks[N]"
@@ -158,13 +162,16 @@ type Input struct {
 	// file that grows meanwhile is not read past the limit. A single
 	// file is bounded by MaxConfigFileSize as well.
 	MaxBytes int64
+	// HostPaths says which paths of the host its stacks may name as a
+	// file backend or a local repository; validation refuses the others.
+	HostPaths HostPaths
 }
 
 // LoadInputs reads the inputs and validates them as one config.
 func LoadInputs(inputs []Input) (*Config, Diagnostics, error) {
 	l := newLoader()
 	for _, in := range inputs {
-		l.source, l.root = in.Source, in.Root
+		l.source, l.root, l.hostPaths = in.Source, in.Root, &in.HostPaths
 		l.addInput(in)
 	}
 	return l.finish()
@@ -176,6 +183,8 @@ type loader struct {
 	files  int
 	source string // of the stacks being read
 	root   string // of the input being read; see Input.Root
+	// hostPaths are the input's Input.HostPaths.
+	hostPaths *HostPaths
 	// nodes counts the YAML nodes decoded so far, against maxNodes.
 	nodes int
 }
@@ -746,6 +755,7 @@ func (l *loader) addStack(d *decoder, dir, name string, meta stackMeta, spec Sta
 		Dir:         dir,
 		Source:      l.source,
 		Root:        l.root,
+		hostPaths:   l.hostPaths,
 		src:         d.src,
 		keys:        d.keys,
 		base:        base,

@@ -180,6 +180,8 @@ func (v *validator) stack(s *Stack) {
 	v.annotations(s)
 	if spec.Backend != "" && !strings.Contains(spec.Backend, "://") {
 		v.errorf("backend", "backend must be a URL such as file:///var/lib/state, s3://bucket or https://api.pulumi.com")
+	} else if spec.Backend != "" {
+		v.hostBackend("backend", spec.Backend)
 	}
 	v.driftDetection(spec.DriftDetection)
 	v.approval(spec.Approval)
@@ -244,7 +246,37 @@ func (v *validator) gitSource(spec *StackSpec) {
 			v.errorf(fmt.Sprintf("paths[%d]", i), "%v", err)
 		}
 	}
+	v.localRepo(spec)
 	v.gitAuth(spec)
+}
+
+// hostBackend refuses a backend URL that names a path of the host the
+// stack's config may not name (HostPaths.CheckBackend).
+func (v *validator) hostBackend(rel, backend string) {
+	if err := v.s.hosts().CheckBackend(backend, v.s.Root != ""); err != nil {
+		v.errorf(rel, "%v", err)
+	}
+}
+
+// backendEnv checks an environment variable that names the backend, when
+// its value is written in the config; other references are checked when
+// the stack runs, once read.
+func (v *validator) backendEnv(rel, name string, r ResourceRef) {
+	if name == BackendURLEnv && r.Type == RefLiteral && r.Literal != nil {
+		v.hostBackend(rel+".literal.value", r.Literal.Value)
+	}
+}
+
+// localRepo refuses a projectRepo that is a local repository the stack's
+// config may not name (HostPaths.CheckRepo).
+func (v *validator) localRepo(spec *StackSpec) {
+	dir, err := RepoPath(spec.ProjectRepo, v.s.Dir)
+	if err == nil && dir != "" {
+		err = v.s.hosts().CheckRepo(dir, v.s.Root != "")
+	}
+	if err != nil {
+		v.errorf("projectRepo", "%v", err)
+	}
 }
 
 func (v *validator) programSource(spec *StackSpec) {
@@ -370,6 +402,7 @@ func (v *validator) configAndEnv(spec *StackSpec) {
 			v.keyErrorf(rel, "not a valid environment variable name")
 		}
 		v.ref(rel, spec.EnvRefs[k], true)
+		v.backendEnv(rel, k, spec.EnvRefs[k])
 	}
 	for i, name := range spec.Envs {
 		v.refName(indexPath("envs", i), name)
@@ -699,6 +732,7 @@ func (v *validator) reviewOverrides(spec *StackSpec) {
 			v.keyErrorf(rel, "not a valid environment variable name")
 		}
 		v.ref(rel, rs.EnvRefs[k], true)
+		v.backendEnv(rel, k, rs.EnvRefs[k])
 	}
 }
 
