@@ -294,7 +294,7 @@ func (d *Daemon) inputsLocked() ([]spec.Input, []RevisionSource, error) {
 	var revs []RevisionSource
 	for _, s := range d.sources {
 		if s.Git == nil {
-			inputs = append(inputs, spec.Input{Source: s.name, Path: s.Path, MaxBytes: s.MaxBytes})
+			inputs = append(inputs, spec.Input{Source: s.name, Path: s.Path, MaxBytes: s.MaxBytes, HostPaths: d.opts.HostPaths})
 			revs = append(revs, RevisionSource{Source: s.name})
 			continue
 		}
@@ -310,7 +310,7 @@ func (d *Daemon) inputsLocked() ([]spec.Input, []RevisionSource, error) {
 			return nil, nil, fmt.Errorf("config source %s: %s", s.name, why)
 		}
 		inputs = append(inputs, spec.Input{Source: s.name, Path: dir, Shown: s.shown(), EmptyOK: true,
-			Root: filepath.Join(d.sourceDir(s), commit[:12]), MaxBytes: s.MaxBytes})
+			Root: filepath.Join(d.sourceDir(s), commit[:12]), MaxBytes: s.MaxBytes, HostPaths: d.opts.HostPaths})
 		revs = append(revs, RevisionSource{Source: s.name, Commit: commit})
 	}
 	return inputs, revs, nil

@@ -68,6 +68,10 @@ type Options struct {
 	DataDir string
 	// Refs says where Secret, ConfigMap and Env references are read.
 	Refs spec.RefSources
+	// HostPaths says which paths of the host a stack may name as a file
+	// backend or a local repository: every config is validated with it,
+	// and each stack checked again, its references read, before it runs.
+	HostPaths spec.HostPaths
 	// MaxConcurrent bounds the operations running at once
 	// (DefaultMaxConcurrent).
 	MaxConcurrent int

@@ -33,7 +33,7 @@ func (d *Daemon) Resolve(ctx context.Context, cfg *spec.Config, s *spec.Stack) (
 	var src GitSource
 	if s.Spec.ProgramRef == nil {
 		var err error
-		if src, err = stackGitSource(cfg, s, refs); err != nil {
+		if src, err = d.stackGitSource(cfg, s, refs); err != nil {
 			return GitSource{}, Workspace{}, nil, err
 		}
 		if a := src.Auth; a != nil {
@@ -41,7 +41,19 @@ func (d *Daemon) Resolve(ctx context.Context, cfg *spec.Config, s *spec.Stack) (
 		}
 	}
 	ws, more, err := stackWorkspace(cfg, s, "", refs)
+	if err == nil {
+		err = d.opts.HostPaths.CheckStackBackend(s, ws.Backend, ws.Env)
+	}
 	return src, ws, append(secrets, more...), err
+}
+
+// StackBackend is the backend stack s of cfg names, with d's reference
+// sources (see spec.Config.StackBackend); another stack's output is not
+// read for it.
+func (d *Daemon) StackBackend(cfg *spec.Config, s *spec.Stack) (string, error) {
+	refs := d.opts.Refs
+	refs.StackOutput = nil
+	return cfg.StackBackend(s, refs)
 }
 
 // AcquireSlot waits until work outside the reconcile loop may start: fewer

@@ -43,6 +43,9 @@ func (d *Daemon) prepare(ctx context.Context, j job) (*prepared, error) {
 		return nil, err
 	}
 	ws, secrets, err := stackWorkspace(j.cfg, j.stack, dir, refs)
+	if err == nil {
+		err = d.opts.HostPaths.CheckStackBackend(j.stack, ws.Backend, ws.Env)
+	}
 	if err != nil {
 		return nil, &prepareError{ReasonSpecInvalid, err}
 	}
@@ -73,6 +76,12 @@ func (d *Daemon) prepareRemoved(ctx context.Context, j job) (*prepared, error) {
 	cfg := &spec.Config{}
 	var outSecrets []string
 	env, secrets, err := cfg.StackEnv(s, d.refSources(context.Background(), j, &outSecrets))
+	if err == nil {
+		// The record does not say whether the stack's config came from
+		// Git, which was checked when it was applied; the daemon's own
+		// paths stay out of reach whatever the record holds.
+		err = d.opts.HostPaths.CheckStackBackend(s, ds.Backend, env)
+	}
 	if err != nil {
 		return nil, &prepareError{ReasonSpecInvalid, err}
 	}
@@ -90,7 +99,7 @@ func (d *Daemon) prepareGone(ctx context.Context, j job) (*prepared, error) {
 	j.stack, j.cfg, j.obs.Commit = g.stack, j.st.goneCfg, d.commitOf(g)
 	d.mu.Unlock()
 	if j.obs.Commit == "" && tracksBranch(g) {
-		src, err := stackGitSource(j.cfg, j.stack, d.opts.Refs)
+		src, err := d.stackGitSource(j.cfg, j.stack, d.opts.Refs)
 		if err == nil {
 			j.obs.Commit, err = d.opts.Fetcher.Resolve(ctx, src)
 		}
@@ -138,7 +147,7 @@ func (d *Daemon) projectDir(ctx context.Context, j job, refs spec.RefSources, p 
 		}
 		return out, nil
 	}
-	src, err := stackGitSource(j.cfg, j.stack, refs)
+	src, err := d.stackGitSource(j.cfg, j.stack, refs)
 	if err != nil {
 		return "", &prepareError{ReasonSpecInvalid, err}
 	}
@@ -240,6 +249,9 @@ func (d *Daemon) outputsOf(ctx context.Context, name string, cfg *spec.Config) (
 	noOutputs := d.opts.Refs
 	noOutputs.StackOutput = nil
 	env, _, err := cfg.StackEnv(s, noOutputs)
+	if err == nil {
+		err = d.opts.HostPaths.CheckStackBackend(s, s.Spec.Backend, env)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -291,8 +303,18 @@ func stackWorkspace(c *spec.Config, s *spec.Stack, dir string, refs spec.RefSour
 
 // stackGitSource builds s's Git source with resolved credentials. A local
 // path as projectRepo is taken relative to the config file's directory.
-func stackGitSource(c *spec.Config, s *spec.Stack, refs spec.RefSources) (GitSource, error) {
+// A local repository that s's config may not name is refused, again when
+// the stack runs: a symbolic link may have changed since the config was
+// validated.
+func (d *Daemon) stackGitSource(c *spec.Config, s *spec.Stack, refs spec.RefSources) (GitSource, error) {
 	src := GitSource{URL: s.Spec.ProjectRepo, Ref: s.Spec.Branch, RepoDir: s.Spec.RepoPath(), Shallow: s.Spec.Shallow}
+	dir, err := spec.RepoPath(src.URL, s.Dir)
+	if err == nil && dir != "" {
+		err = d.opts.HostPaths.CheckRepo(dir, s.Root != "")
+	}
+	if err != nil {
+		return GitSource{}, &spec.FieldError{Path: "projectRepo", Err: err}
+	}
 	if spec.IsLocalPath(src.URL) {
 		p := src.URL
 		if !filepath.IsAbs(p) {
@@ -310,5 +332,5 @@ func stackGitSource(c *spec.Config, s *spec.Stack, refs spec.RefSources) (GitSou
 
 // gitSource is Config.gitSource with d's reference sources.
 func (d *Daemon) gitSource(s *spec.Stack) (GitSource, error) {
-	return stackGitSource(d.cfg, s, d.opts.Refs)
+	return d.stackGitSource(d.cfg, s, d.opts.Refs)
 }
