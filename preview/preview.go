@@ -29,6 +29,9 @@ type Daemon interface {
 	Config() *spec.Config
 	ConfigInputs() ([]spec.Input, error)
 	Resolve(ctx context.Context, cfg *spec.Config, s *spec.Stack) (daemon.GitSource, daemon.Workspace, []string, error)
+	// StackBackend is the backend stack s of cfg names, resolved (see
+	// spec.Config.StackBackend).
+	StackBackend(cfg *spec.Config, s *spec.Stack) (string, error)
 	AcquireSlot(ctx context.Context) (release func(), err error)
 	// Redactor scrubs every secret the daemon knows.
 	Redactor() *scrub.Redactor

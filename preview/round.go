@@ -29,6 +29,8 @@ type target struct {
 	// in force does not grant the stack: the target's stack reads
 	// nothing for them.
 	unresolved []string
+	// refused says why the target is not previewed (movedState).
+	refused error
 }
 
 // round previews the stacks ev's head commit changes and reports on f.
@@ -142,8 +144,13 @@ func (p *Previewer) targets(ctx context.Context, ev review.Event, files []string
 	for _, c := range proposals {
 		for _, s := range c.changed {
 			head := len(review.Affected(&spec.Config{Stacks: []*spec.Stack{s}}, ev, files)) > 0
-			unresolved := ungranted(cur, cur.Stack(s.Name), c.cfg, s)
-			add(target{stack: withhold(s, unresolved), cfg: c.cfg, head: head, new: c.added[s.Name], unresolved: unresolved})
+			base := cur.Stack(s.Name)
+			unresolved := ungranted(cur, base, c.cfg, s)
+			t := target{stack: withhold(s, unresolved), cfg: c.cfg, head: head, new: c.added[s.Name], unresolved: unresolved}
+			if base != nil {
+				t.refused = p.movedState(cur, base, c.cfg, t.stack)
+			}
+			add(t)
 		}
 	}
 	out := make([]target, 0, len(order))

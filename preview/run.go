@@ -87,6 +87,9 @@ type resolved struct {
 func (p *Previewer) resolve(ctx context.Context, t target) resolved {
 	var r resolved
 	r.src, r.ws, r.secrets, r.err = p.opts.Daemon.Resolve(ctx, t.cfg, t.stack)
+	if r.err == nil {
+		r.err = t.refused
+	}
 	return r
 }
 
@@ -138,8 +141,16 @@ func (p *Previewer) run(ctx context.Context, ev review.Event, t target, r resolv
 		return nil, daemon.Result{}, err
 	}
 	ws.WorkDir = dir
+	if t.new {
+		if err := ownBackend(&ws, dir); err != nil {
+			return nil, daemon.Result{}, err
+		}
+	}
 	var buf bytes.Buffer
 	w := red.Writer(&limitWriter{w: &buf, n: maxLog})
+	if t.new {
+		fmt.Fprintln(w, "stackd: a stack the pull request adds is previewed on an empty backend of its own, whatever backend its manifest names")
+	}
 	if len(t.unresolved) > 0 {
 		fmt.Fprintf(w, "stackd: not resolved in a preview, as the config in force does not grant them to this stack (a placeholder stands in): %s\n",
 			strings.Join(t.unresolved, ", "))
