@@ -64,8 +64,12 @@ spec:
 // directory at main.
 func (g *gitops) start() {
 	src := "git+file://" + g.manifests.dir + "//environments?ref=main"
-	g.in = startDaemonWith(g.t, "", "", func(f *runFlags) { f.config = stringsFlag{src} })
+	g.in = startDaemonWith(g.t, "", "", func(f *runFlags) { f.config, f.repoRoots = stringsFlag{src}, g.repoRoot() })
 }
+
+// repoRoot is the --repo-root that lets the manifests, a config from Git,
+// name the programs repository, a local one.
+func (g *gitops) repoRoot() stringsFlag { return stringsFlag{filepath.Dir(g.programs.dir)} }
 
 // config reads GET /api/v1/config.
 func (g *gitops) config() daemon.ConfigStatus {
@@ -265,7 +269,7 @@ func TestE2EGitOpsWebhook(t *testing.T) {
 	}
 	src := "git+file://" + g.manifests.dir + "//environments?ref=main"
 	g.in = startDaemonWith(t, "", "", func(f *runFlags) {
-		f.config, f.pollInterval, f.webhookFile = stringsFlag{src}, 10*time.Minute, hookFile
+		f.config, f.pollInterval, f.webhookFile, f.repoRoots = stringsFlag{src}, 10*time.Minute, hookFile, g.repoRoot()
 	})
 	g.in.waitStack("app", "first deploy", time.Minute, g.deployedAt("app", v1))
 

@@ -38,12 +38,13 @@ func defineMaxConfig(fs *flag.FlagSet, v *byteSize) {
 	fs.Var(v, "max-config-bytes", "`size` the files of one config source may have together (e.g. 16MiB; 0: no limit)")
 }
 
-// localInputs are the local sources of srcs as the loader reads them.
-func localInputs(srcs []spec.Source) []spec.Input {
+// localInputs are the local sources of srcs as the loader reads them,
+// with the rules hosts on the paths of the host they may name.
+func localInputs(srcs []spec.Source, hosts spec.HostPaths) []spec.Input {
 	var out []spec.Input
 	for _, s := range srcs {
 		if s.Git == nil {
-			out = append(out, spec.Input{Source: s.Path, Path: s.Path, MaxBytes: s.MaxBytes})
+			out = append(out, spec.Input{Source: s.Path, Path: s.Path, MaxBytes: s.MaxBytes, HostPaths: hosts})
 		}
 	}
 	return out

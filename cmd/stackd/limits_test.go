@@ -118,12 +118,12 @@ func TestValidateMaxConfigBytes(t *testing.T) {
 func TestCheckLocalConfigLimit(t *testing.T) {
 	src := spec.Source{Path: "../../testdata/config/good/pko-basic.yaml", MaxBytes: 100}
 	var log bytes.Buffer
-	err := checkLocalConfig([]spec.Source{src}, slog.New(slog.NewTextHandler(&log, nil)))
+	err := checkLocalConfig([]spec.Source{src}, spec.HostPaths{}, slog.New(slog.NewTextHandler(&log, nil)))
 	if err == nil || !strings.Contains(log.String(), "more than --max-config-bytes 100 bytes") {
 		t.Fatalf("err = %v, log:\n%s", err, log.String())
 	}
 	src.MaxBytes = 0 // the default
-	if err := checkLocalConfig([]spec.Source{src}, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
+	if err := checkLocalConfig([]spec.Source{src}, spec.HostPaths{}, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -40,6 +40,7 @@ type runFlags struct {
 	tlsFlags
 	auditFlags
 	policyFlags
+	hostPathFlags
 	dataDir   string
 	listen    string
 	pulumiBin string
@@ -105,6 +106,7 @@ func (f *runFlags) define(fs *flag.FlagSet) {
 	f.tlsFlags.define(fs)
 	f.auditFlags.define(fs)
 	f.policyFlags.define(fs)
+	f.hostPathFlags.define(fs)
 	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir, "directory for state, checkouts and the default backend")
 	fs.StringVar(&f.listen, "listen", web.DefaultAddr, "HTTP listen address")
 	fs.StringVar(&f.pulumiBin, "pulumi-bin", "", "directory holding the pulumi CLI (default: beside stackd, else on PATH)")
@@ -271,17 +273,21 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	if err != nil {
 		return nil, err
 	}
-	if err := checkLocalConfig(srcs, log); err != nil {
+	dataDir, err := filepath.Abs(f.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	hosts, err := f.hostPaths(srcs, dataDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkLocalConfig(srcs, hosts, log); err != nil {
 		return nil, err
 	}
 	if err := f.clusterFlags.check(f.backend, f.secretsPassphraseFile); err != nil {
 		return nil, err
 	}
 	https, err := f.tlsFlags.load(f.advertise, f.sandboxFlags.grants, log)
-	if err != nil {
-		return nil, err
-	}
-	dataDir, err := filepath.Abs(f.dataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +343,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 		}
 	}()
 	pol := pols.policies
-	d, run, fetcher, err := newDaemon(ctx, f, srcs, auth, dataDir, st, own, metrics, asNotifier(wh), red, log, pol)
+	d, run, fetcher, err := newDaemon(ctx, f, srcs, auth, dataDir, hosts, st, own, metrics, asNotifier(wh), red, log, pol)
 	if err != nil {
 		return nil, err
 	}
@@ -489,7 +495,7 @@ func closeNotifier(wh *notify.Webhook, grace time.Duration) {
 	_ = wh.Close(ctx)
 }
 
-func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemon.GitAuth, dataDir string, st daemon.Store,
+func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemon.GitAuth, dataDir string, hosts spec.HostPaths, st daemon.Store,
 	own daemon.Ownership, obs daemon.Observer, notifier daemon.Notifier, red *scrub.Redactor, log *slog.Logger, pol daemon.Policies,
 ) (*daemon.Daemon, daemon.Runner, daemon.Fetcher, error) {
 	bin, err := pulumiBin(f.pulumiBin)
@@ -522,6 +528,7 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemo
 		Store: st, Runner: run, Logger: log.With("component", "daemon"), DataDir: dataDir,
 		Fetcher:       fetcher,
 		Refs:          spec.RefSources{SecretsDir: f.secretsDir, ConfigMapsDir: f.configMapsDir, EnvAllow: f.envRefAllow},
+		HostPaths:     hosts,
 		MaxConcurrent: f.maxConcurrent, MinResync: f.minResync, MaxFailures: f.maxFailures,
 		BackoffBase: f.retryBackoff, OpTimeout: f.opTimeout,
 		Sources: srcs, SourceAuth: auth, SourcePoll: f.pollInterval, Observer: obs, WatchConfig: f.watchConfig, AllowMassRemoval: f.massRemoval,
@@ -531,16 +538,17 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemo
 	return d, run, fetcher, err
 }
 
-// checkLocalConfig validates a config made of local files only, logging
-// each problem, so that a broken config stops the start with its
-// file:line:column list. A config with Git sources is checked by the
-// daemon, which starts anyway and waits for a valid commit.
-func checkLocalConfig(srcs []spec.Source, log *slog.Logger) error {
+// checkLocalConfig validates a config made of local files only, with the
+// rules hosts on the paths it may name, logging each problem, so that a
+// broken config stops the start with its file:line:column list. A config
+// with Git sources is checked by the daemon, which starts anyway and
+// waits for a valid commit.
+func checkLocalConfig(srcs []spec.Source, hosts spec.HostPaths, log *slog.Logger) error {
 	paths := localPaths(srcs)
 	if len(paths) < len(srcs) {
 		return nil
 	}
-	_, diags, err := spec.LoadInputs(localInputs(srcs))
+	_, diags, err := spec.LoadInputs(localInputs(srcs, hosts))
 	if err != nil {
 		for _, d := range diags {
 			log.Error("config", "problem", d.String())

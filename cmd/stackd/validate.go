@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/stackd/stackd/daemon/spec"
@@ -19,7 +20,13 @@ func validate(args []string, stdout io.Writer) error {
 	policyDir := fs.String("policy", "", "also check the Rego policies of this `directory`")
 	var maxConfig byteSize
 	defineMaxConfig(fs, &maxConfig)
-	if err := parseFlags(fs, "validate [--quiet] [--max-config-bytes SIZE] [--policy DIR] PATH...", args, stdout); err != nil {
+	// The daemon's paths, which no config may name as a backend: the
+	// same flags (and STACKD_* variables) as stackd run's.
+	var daemonPaths runFlags
+	fs.StringVar(&daemonPaths.dataDir, "data-dir", defaultDataDir, "the daemon's data dir, which no backend may lie in or above")
+	fs.StringVar(&daemonPaths.secretsDir, "secrets-dir", "", "the daemon's --secrets-dir, which no backend may lie in or above")
+	fs.StringVar(&daemonPaths.configMapsDir, "configmaps-dir", "", "the daemon's --configmaps-dir, which no backend may lie in or above")
+	if err := parseFlags(fs, "validate [--quiet] [--max-config-bytes SIZE] [--policy DIR] [--data-dir DIR] PATH...", args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 && *policyDir == "" {
@@ -39,7 +46,15 @@ func validate(args []string, stdout io.Writer) error {
 	for _, p := range fs.Args() {
 		srcs = append(srcs, spec.Source{Path: p, MaxBytes: maxConfig.limit()})
 	}
-	cfg, diags, err := spec.LoadInputs(localInputs(srcs))
+	dataDir, err := filepath.Abs(daemonPaths.dataDir)
+	if err != nil {
+		return err
+	}
+	hosts, err := daemonPaths.hostPaths(srcs, dataDir)
+	if err != nil {
+		return err
+	}
+	cfg, diags, err := spec.LoadInputs(localInputs(srcs, hosts))
 	for _, d := range diags {
 		if !d.Note || !*quiet {
 			fmt.Fprintln(stdout, d)
