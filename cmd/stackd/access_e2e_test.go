@@ -90,7 +90,7 @@ func (in *instance) audit(query string) []daemon.AuditEntry {
 func TestE2ERolesAndAudit(t *testing.T) {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	out := filepath.Join(t.TempDir(), "note.txt")
+	out := filepath.Join(outDir(t), "note.txt")
 	authFile := filepath.Join(t.TempDir(), "roles.yaml")
 	if err := os.WriteFile(authFile, []byte(rolesFile(true)), 0o600); err != nil {
 		t.Fatal(err)

@@ -174,7 +174,7 @@ func TestE2EAPITokenByDefault(t *testing.T) {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	dataDir := t.TempDir()
-	config := "stacks:\n" + stackYAML("app", r, pathConfig(filepath.Join(t.TempDir(), "note.txt")))
+	config := "stacks:\n" + stackYAML("app", r, pathConfig(filepath.Join(outDir(t), "note.txt")))
 	in := startDaemon(t, config, dataDir)
 	path := filepath.Join(dataDir, apiTokenFile)
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
@@ -259,7 +259,7 @@ func syncAsOtherUser(t *testing.T, in *instance, path string) (int, string) {
 func TestE2EAPINoToken(t *testing.T) {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	in := startDaemonWith(t, "stacks:\n"+stackYAML("app", r, pathConfig(filepath.Join(t.TempDir(), "note.txt"))), "",
+	in := startDaemonWith(t, "stacks:\n"+stackYAML("app", r, pathConfig(filepath.Join(outDir(t), "note.txt"))), "",
 		func(f *runFlags) { f.noToken = true })
 	if _, err := os.Stat(filepath.Join(in.flags.dataDir, apiTokenFile)); !os.IsNotExist(err) {
 		t.Fatalf("a token file with --api-no-token: %v", err)

@@ -75,7 +75,7 @@ func plansLeft(t *testing.T, dataDir, name string) []string {
 func TestE2EApprovalRequired(t *testing.T) {
 	r := newRepo(t)
 	first := r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	out := filepath.Join(t.TempDir(), "note.txt")
+	out := filepath.Join(outDir(t), "note.txt")
 	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+"    approval: {required: true}\n"), "")
 
 	// Even the first deploy waits.
@@ -208,7 +208,7 @@ func TestE2EApprovalRequired(t *testing.T) {
 func TestE2EApprovalPlanNoLongerHolds(t *testing.T) {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	out := filepath.Join(t.TempDir(), "note.txt")
+	out := filepath.Join(outDir(t), "note.txt")
 	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+"    refresh: true\n    approval: {required: true}\n"), "")
 	in.waitStack("app", "the first plan", 2*time.Minute, awaitingAt(""))
 	in.approveAndWait("app")
@@ -262,7 +262,7 @@ func TestE2EPullRequestSaysApprovalWaits(t *testing.T) {
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")
 	v1 := programs.commit(map[string]string{"app/Pulumi.yaml": program("v1")})
-	out := t.TempDir()
+	out := outDir(t)
 	g.start(g.previewStack("app", g.url("infra"), out), func(f *runFlags) { f.approval = "{when: [update]}" })
 	v := g.in.waitStack("app", "first deploy", 2*time.Minute, func(v daemon.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate != nil && v.Status.LastUpdate.LastSuccessfulCommit == v1

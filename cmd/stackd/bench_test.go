@@ -36,7 +36,7 @@ func benchCycle(b *testing.B, change bool) {
 	bare := bareUp(b, bin, change)
 	r := newRepo(b)
 	r.commit(map[string]string{"Pulumi.yaml": program("v0")})
-	out := filepath.Join(b.TempDir(), "note.txt")
+	out := filepath.Join(outDir(b), "note.txt")
 	in := startDaemon(b, "stacks:\n"+stackYAML("app", r, pathConfig(out)), "")
 	in.waitStackFast("app", isReady)
 

@@ -39,13 +39,13 @@ func freeAddr(t testing.TB) string {
 }
 
 // startProcess runs the stackd binary; its output goes to log. Its
-// programs may write in the test's temporary directories, as those of
-// the daemons started in-process (startDaemonWith).
+// programs may write in the test's out dir, as those of the daemons
+// started in-process (startDaemonWith).
 func startProcess(t testing.TB, exe, bin, config, dataDir, addr string, log *os.File, extra ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(exe, append([]string{"run", "--config", config, "--data-dir", dataDir, "--listen", addr,
 		"--pulumi-bin", bin, "--min-resync-interval", "1s", "--retry-backoff", "300ms",
-		"--sandbox-rw", filepath.Dir(t.TempDir())}, extra...)...)
+		"--sandbox-rw", outDir(t)}, extra...)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=true")
 	if err := cmd.Start(); err != nil {
@@ -203,7 +203,7 @@ func newSlowStack(t *testing.T, delay string) *slowStack {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	dir := t.TempDir()
-	s := &slowStack{out: filepath.Join(dir, "note.txt"), dataDir: filepath.Join(dir, "data"),
+	s := &slowStack{out: filepath.Join(outDir(t), "note.txt"), dataDir: filepath.Join(dir, "data"),
 		config: filepath.Join(dir, "stackd.yaml"), addr: freeAddr(t)}
 	spec := "stacks:\n" + stackYAML("app", r, pathConfig(s.out)+
 		"    envRefs:\n      STACKDTEST_DELAY: {type: Literal, literal: {value: "+delay+"}}\n")

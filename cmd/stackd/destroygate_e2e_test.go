@@ -34,7 +34,7 @@ func deletesFile(g *daemon.Gate, path string) bool {
 func TestE2EApprovalHoldsDestroy(t *testing.T) {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	out := filepath.Join(t.TempDir(), "note.txt")
+	out := filepath.Join(outDir(t), "note.txt")
 	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+"    destroyOnFinalize: true\n    approval: {required: true}\n"), "")
 	in.waitStack("app", "the first plan", 2*time.Minute, awaitingAt(""))
 	in.approveAndWait("app")
@@ -97,7 +97,7 @@ func TestE2EApprovalHoldsDestroy(t *testing.T) {
 func TestE2EPolicyDeniesDestroy(t *testing.T) {
 	r := newRepo(t)
 	first := r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	out := filepath.Join(t.TempDir(), "note.txt")
+	out := filepath.Join(outDir(t), "note.txt")
 	config := "stacks:\n" + stackYAML("app", r, pathConfig(out)+"    destroyOnFinalize: true\n")
 	in := startDaemonWith(t, config, "", func(f *runFlags) { f.policy = policyDir(t) })
 	in.waitStack("app", "first deploy", 2*time.Minute, func(v daemon.StackView) bool {

@@ -33,7 +33,7 @@ func TestE2EDrift(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRepo(t)
 			r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-			out := filepath.Join(t.TempDir(), "note.txt")
+			out := filepath.Join(outDir(t), "note.txt")
 			receiver, events := notifyReceiver(t)
 			in := startDaemonWith(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+
 				"    driftDetection:\n      interval: 1s\n"+tc.extra), "", func(f *runFlags) {
@@ -114,7 +114,7 @@ func TestE2EDriftCheckFailed(t *testing.T) {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	dir := t.TempDir()
-	out := filepath.Join(dir, "note.txt")
+	out := filepath.Join(outDir(t), "note.txt")
 	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+"    driftDetection:\n      interval: 1s\n"), filepath.Join(dir, "data"))
 	in.waitStack("app", "in sync", time.Minute, driftState(spec.DriftInSync))
 	// The stack's state disappears from its backend: checks fail.
@@ -161,7 +161,7 @@ func waitEvent(t *testing.T, events <-chan notify.Event, kind string) notify.Eve
 func TestE2ESyncHealsDrift(t *testing.T) {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	out := filepath.Join(t.TempDir(), "note.txt")
+	out := filepath.Join(outDir(t), "note.txt")
 	receiver, events := notifyReceiver(t)
 	in := startDaemonWith(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+"    driftDetection:\n      interval: 5s\n"), "",
 		func(f *runFlags) { _ = f.notifyURLs.Set(receiver.URL) })

@@ -119,6 +119,34 @@ outputs:
 `
 }
 
+// outDirs are the tests' out dirs (see outDir).
+var outDirs = struct {
+	sync.Mutex
+	m map[testing.TB]string
+}{m: map[testing.TB]string{}}
+
+// outDir is the directory of t where its programs write their files (the
+// test provider's File resources): the one path its daemons grant the
+// sandbox (--sandbox-rw), made on the first call. It is a directory of
+// its own: neither in nor above a data dir or secrets dir of the test,
+// which no test may grant.
+func outDir(t testing.TB) string {
+	t.Helper()
+	outDirs.Lock()
+	defer outDirs.Unlock()
+	if d, ok := outDirs.m[t]; ok {
+		return d
+	}
+	d := t.TempDir()
+	outDirs.m[t] = d
+	t.Cleanup(func() {
+		outDirs.Lock()
+		defer outDirs.Unlock()
+		delete(outDirs.m, t)
+	})
+	return d
+}
+
 // instance is a daemon started in-process on a loopback port.
 type instance struct {
 	t       testing.TB
@@ -173,9 +201,10 @@ func startDaemonWith(t testing.TB, config, dataDir string, tweak func(*runFlags)
 		secretsDir:    filepath.Join(dataDir, "..", "secrets"),
 		maxConcurrent: 2, maxFailures: 3, minResync: time.Second, retryBackoff: 300 * time.Millisecond,
 		opTimeout: 2 * time.Minute, gitTimeout: 10 * time.Second, shutdownGrace: 30 * time.Second,
-		// Programs write their test-provider files in the test's
-		// directories; the sandbox tests narrow this.
-		sandboxFlags: sandboxFlags{sandboxRW: stringsFlag{filepath.Dir(t.TempDir())}}}
+		// Programs write their test-provider files in the test's out
+		// dir, the one path granted: never the data dir, the secrets
+		// dir or a parent of them, which the daemon refuses.
+		sandboxFlags: sandboxFlags{sandboxRW: stringsFlag{outDir(t)}}}
 	if tweak != nil {
 		tweak(&in.flags)
 	}

@@ -21,7 +21,7 @@ func pathConfig(path string) string {
 func TestE2ECommitConfigAndSync(t *testing.T) {
 	r := newRepo(t)
 	first := r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	out := filepath.Join(t.TempDir(), "note.txt")
+	out := filepath.Join(outDir(t), "note.txt")
 	config := "stacks:\n" + stackYAML("app", r, pathConfig(out))
 	in := startDaemon(t, config, "")
 
@@ -71,7 +71,7 @@ func TestE2ECommitConfigAndSync(t *testing.T) {
 func TestE2EPreviewChangesNothing(t *testing.T) {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	out := filepath.Join(t.TempDir(), "note.txt")
+	out := filepath.Join(outDir(t), "note.txt")
 	in := startDaemon(t, "stacks:\n"+stackYAML("pre", r, pathConfig(out)+"    preview: true\n"), "")
 	v := in.waitStack("pre", "the preview", time.Minute, isReady)
 	if v.Status.LastUpdate.Type != daemon.UpdatePreview || v.Status.LastUpdate.State != daemon.UpdateSucceeded {
@@ -89,7 +89,7 @@ func TestE2EPreviewChangesNothing(t *testing.T) {
 func TestE2EBrokenCommitStallsThenRecovers(t *testing.T) {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	out := filepath.Join(t.TempDir(), "note.txt")
+	out := filepath.Join(outDir(t), "note.txt")
 	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)), "")
 	in.waitStack("app", "first deploy", time.Minute, isReady)
 
@@ -161,7 +161,7 @@ resources:
       path: ${path}
       content: b sees ${fromA}
 `})
-	dir := t.TempDir()
+	dir := outDir(t)
 	config := "stacks:\n" +
 		stackYAML("b", rb, pathConfig(filepath.Join(dir, "b.txt"))+
 			"    prerequisites:\n      - name: a\n"+
@@ -182,7 +182,7 @@ func TestE2ERemoval(t *testing.T) {
 	rk, rg := newRepo(t), newRepo(t)
 	rk.commit(map[string]string{"Pulumi.yaml": program("k")})
 	rg.commit(map[string]string{"Pulumi.yaml": program("g")})
-	dir := t.TempDir()
+	dir := outDir(t)
 	keep, gone := filepath.Join(dir, "keep.txt"), filepath.Join(dir, "gone.txt")
 	in := startDaemon(t, "stacks:\n"+stackYAML("keep", rk, pathConfig(keep))+
 		stackYAML("gone", rg, pathConfig(gone)+"    destroyOnFinalize: true\n"), "")
@@ -219,7 +219,7 @@ func TestE2ERemoval(t *testing.T) {
 func TestE2EUnreachableRepoAndMissingSecret(t *testing.T) {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	out := filepath.Join(t.TempDir(), "note.txt")
+	out := filepath.Join(outDir(t), "note.txt")
 	missing := filepath.Join(t.TempDir(), "later")
 	config := "stacks:\n" + strings.Replace(stackYAML("app", r, pathConfig(out)+
 		"    secretsRef:\n      token: {type: Secret, secret: {name: api, key: token}}\n"), "file://"+r.dir, "file://"+missing, 1)
@@ -280,7 +280,7 @@ func TestE2EStopDrainsThenInterrupts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRepo(t)
 			r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-			out := filepath.Join(t.TempDir(), "note.txt")
+			out := filepath.Join(outDir(t), "note.txt")
 			in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+
 				"    envRefs:\n      STACKDTEST_DELAY: {type: Literal, literal: {value: "+tc.delay+"}}\n"), "")
 			in.waitStack("app", "the update to start", time.Minute, func(v daemon.StackView) bool {
@@ -323,7 +323,7 @@ func TestE2EStopDrainsThenInterrupts(t *testing.T) {
 func TestE2EClientCommands(t *testing.T) {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	out := filepath.Join(t.TempDir(), "note.txt")
+	out := filepath.Join(outDir(t), "note.txt")
 	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)), "")
 	in.waitStack("app", "first deploy", time.Minute, isReady)
 	cli := func(args ...string) string {

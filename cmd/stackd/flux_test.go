@@ -99,7 +99,7 @@ func TestE2EDestroyNeverDeployed(t *testing.T) {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	dir := t.TempDir()
-	backend, note := "file://"+filepath.Join(dir, "state"), filepath.Join(dir, "note.txt")
+	backend, note := "file://"+filepath.Join(dir, "state"), filepath.Join(outDir(t), "note.txt")
 	if err := os.MkdirAll(filepath.Join(dir, "state"), 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ type gitops struct {
 }
 
 func newGitops(t *testing.T) *gitops {
-	g := &gitops{t: t, programs: newRepo(t), manifests: newRepo(t), out: t.TempDir()}
+	g := &gitops{t: t, programs: newRepo(t), manifests: newRepo(t), out: outDir(t)}
 	return g
 }
 

@@ -16,7 +16,7 @@ import (
 func TestE2ECheckoutOverLimit(t *testing.T) {
 	r := newRepo(t)
 	first := r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	out := filepath.Join(t.TempDir(), "note.txt")
+	out := filepath.Join(outDir(t), "note.txt")
 	in := startDaemonWith(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)), "", func(f *runFlags) {
 		f.maxFile = 1 << 20
 	})

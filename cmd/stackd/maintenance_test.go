@@ -18,7 +18,7 @@ import (
 func TestE2EBackupAndPause(t *testing.T) {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	out := filepath.Join(t.TempDir(), "note.txt")
+	out := filepath.Join(outDir(t), "note.txt")
 	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+
 		"    envRefs:\n      STACKDTEST_DELAY: {type: Literal, literal: {value: 2s}}\n"), "")
 	in.waitStack("app", "deployed", time.Minute, isReady)

@@ -66,7 +66,7 @@ func TestE2EPolicyDeniesDelete(t *testing.T) {
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")
 	v1 := programs.commit(map[string]string{"app/Pulumi.yaml": program("v1")})
-	out := t.TempDir()
+	out := outDir(t)
 	file := filepath.Join(out, "app.txt")
 	policies := policyDir(t)
 	g.start(manifest("app", g.url("infra"), out, "hello"), func(f *runFlags) { f.policy, f.watchConfig = policies, true })

@@ -20,7 +20,7 @@ func TestE2EPullRequestPreviewGitLabAuthor(t *testing.T) {
 	g := newForgeRig(t, review.GitLab)
 	programs := g.repo("infra")
 	programs.commit(map[string]string{"app/Pulumi.yaml": program("v1")})
-	out := t.TempDir()
+	out := outDir(t)
 	g.start(g.previewStack("app", g.url("infra"), out), func(f *runFlags) { f.authors = stringsFlag{alice.Username} })
 	g.in.waitStack("app", "first deploy", 2*time.Minute, isReady)
 	mallory := forgetest.User{ID: 51, Username: "mallory"}

@@ -79,7 +79,7 @@ func TestE2EClusterPullRequest(t *testing.T) {
 	programs.commit(map[string]string{"app/Pulumi.yaml": program("v1")})
 	// Each diff of the stack's file takes 10s: a preview lasts long
 	// enough to be interrupted.
-	config := manifest("app", g.url("infra"), t.TempDir(), "hello") +
+	config := manifest("app", g.url("infra"), outDir(t), "hello") +
 		"    envRefs:\n      STACKDTEST_DIFF_DELAY: {type: Literal, literal: {value: 10s}}\n"
 	if err := os.WriteFile(e.config, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
@@ -224,7 +224,7 @@ func TestE2EClusterReviewStacks(t *testing.T) {
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")
 	programs.commit(map[string]string{"app/Pulumi.yaml": reviewProgram("v1"), "quick/Pulumi.yaml": reviewProgram("v1")})
-	out := t.TempDir()
+	out := outDir(t)
 	// Each create and delete of app's files takes 6s: the kill comes in
 	// the middle of the destroy.
 	config := "stacks:\n" + templateStack("app", g.url("infra"), out, "1h") +

@@ -275,7 +275,7 @@ func TestE2EPullRequestPreviewGitHub(t *testing.T) {
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")
 	v1 := programs.commit(map[string]string{"app/Pulumi.yaml": program("v1"), "docs/README.md": "docs\n"})
-	out := t.TempDir()
+	out := outDir(t)
 	g.start(g.previewStack("app", g.url("infra"), out), nil)
 	before := g.in.waitStack("app", "first deploy", 2*time.Minute, func(v daemon.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate != nil && v.Status.LastUpdate.LastSuccessfulCommit == v1

@@ -45,7 +45,7 @@ func TestE2EPullRequestPreviewUngrantedSecret(t *testing.T) {
           arguments: {name: SHOWN}
           return: value
 `})
-	out := t.TempDir()
+	out := outDir(t)
 	stack := func(greeting, more string) string {
 		return manifest("b", g.url("infra"), out, greeting) + "    secretsRef:\n      token: {type: Secret, secret: {name: app, key: token}}\n" + more
 	}

@@ -56,7 +56,7 @@ func TestE2EPullRequestPreviewManifests(t *testing.T) {
 	g := newForgeRig(t, review.GitHub)
 	programs, manifests := g.repo("infra"), g.repo("manifests")
 	programs.commit(map[string]string{"app/Pulumi.yaml": program("v1")})
-	out := t.TempDir()
+	out := outDir(t)
 	g.startManifests(manifests, nil, map[string]string{
 		"a": manifest("a", g.url("infra"), out, "hello"),
 		"b": manifest("b", g.url("infra"), out, "hello"),
@@ -93,7 +93,7 @@ func TestE2EPullRequestPreviewForges(t *testing.T) {
 			g := newForgeRig(t, kind)
 			programs := g.repo("infra")
 			programs.commit(map[string]string{"app/Pulumi.yaml": program("v1")})
-			out := t.TempDir()
+			out := outDir(t)
 			g.start(g.previewStack("app", g.url("infra"), out), nil)
 			g.in.waitStack("app", "first deploy", 2*time.Minute, isReady)
 			pr := &pullRequest{repo: "acme/infra", name: "infra", number: 7}
@@ -141,7 +141,7 @@ func BenchmarkPullRequestPreview(b *testing.B) {
 			g := newForgeRig(b, review.GitHub)
 			programs := g.repo("infra")
 			programs.commit(map[string]string{"app/Pulumi.yaml": program("v1")})
-			out := b.TempDir()
+			out := outDir(b)
 			config := "stacks:\n"
 			for i := range n {
 				config += strings.TrimPrefix(g.previewStack(fmt.Sprintf("s%02d", i), g.url("infra"), out), "stacks:\n")
@@ -177,7 +177,7 @@ func TestE2EPullRequestSaysDestroy(t *testing.T) {
 	g := newForgeRig(t, review.GitHub)
 	programs, manifests := g.repo("infra"), g.repo("manifests")
 	programs.commit(map[string]string{"app/Pulumi.yaml": program("v1")})
-	out := t.TempDir()
+	out := outDir(t)
 	g.startManifests(manifests, nil, map[string]string{
 		"a": manifest("a", g.url("infra"), out, "hello") + "    destroyOnFinalize: true\n    approval: {when: [delete]}\n",
 		"b": manifest("b", g.url("infra"), out, "hello"),

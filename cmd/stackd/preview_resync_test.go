@@ -103,7 +103,7 @@ func TestE2EClusterPullRequestResync(t *testing.T) {
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")
 	programs.commit(map[string]string{"app/Pulumi.yaml": program("v1")})
-	if err := os.WriteFile(e.config, []byte(manifest("app", g.url("infra"), t.TempDir(), "hello")), 0o600); err != nil {
+	if err := os.WriteFile(e.config, []byte(manifest("app", g.url("infra"), outDir(t), "hello")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	flags := append(forgeFlagsFor(t, g), "--preview-resync-interval", "2s")
@@ -173,7 +173,7 @@ func TestE2EReviewStacksResync(t *testing.T) {
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")
 	programs.commit(map[string]string{"app/Pulumi.yaml": reviewProgram("v1")})
-	out := t.TempDir()
+	out := outDir(t)
 	g.start("stacks:\n"+templateStack("app", g.url("infra"), out, "1h"), nil)
 	g.in.waitStack("app", "first deploy", 2*time.Minute, isReady)
 	dataDir := g.in.flags.dataDir

@@ -33,7 +33,7 @@ func busyRig(t *testing.T, duration string) (*forgeRig, *repo) {
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")
 	programs.commit(map[string]string{"app/Pulumi.yaml": program("v1"), "slow/Pulumi.yaml": clusterProgram})
-	g.start(manifest("app", g.url("infra"), t.TempDir(), "hello")+busyStack(g.url("infra"), "app", duration), func(f *runFlags) {
+	g.start(manifest("app", g.url("infra"), outDir(t), "hello")+busyStack(g.url("infra"), "app", duration), func(f *runFlags) {
 		f.maxConcurrent = 1
 	})
 	return g, programs

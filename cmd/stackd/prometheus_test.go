@@ -36,7 +36,7 @@ func TestE2EPrometheusScrapesDaemon(t *testing.T) {
 	promtool, prometheus := tool(t, "promtool"), tool(t, "prometheus")
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(filepath.Join(t.TempDir(), "note.txt"))), "")
+	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(filepath.Join(outDir(t), "note.txt"))), "")
 	in.waitStack("app", "deployed", time.Minute, isReady)
 
 	code, body := in.get("/metrics", nil)

@@ -18,7 +18,7 @@ import (
 func TestE2EReloadAllowRemoval(t *testing.T) {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	out := filepath.Join(t.TempDir(), "note.txt")
+	out := filepath.Join(outDir(t), "note.txt")
 	in := startDaemon(t, "stacks:\n"+stackYAML("only", r, pathConfig(out)+"    destroyOnFinalize: true\n"), "")
 	in.waitStack("only", "deployed", time.Minute, isReady)
 	cli := func(args ...string) (int, string) {
@@ -63,7 +63,7 @@ func TestE2ESourceDroppedKeepsStacks(t *testing.T) {
 	ra.commit(map[string]string{"Pulumi.yaml": program("a")})
 	rb.commit(map[string]string{"Pulumi.yaml": program("b")})
 	dir := t.TempDir()
-	outA, outB := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
+	outA, outB := filepath.Join(outDir(t), "a.txt"), filepath.Join(outDir(t), "b.txt")
 	cfgB := filepath.Join(dir, "b.yaml")
 	if err := os.WriteFile(cfgB, []byte("stacks:\n"+stackYAML("b", rb, pathConfig(outB)+"    destroyOnFinalize: true\n")), 0o600); err != nil {
 		t.Fatal(err)

@@ -73,7 +73,7 @@ func TestE2EReviewStacks(t *testing.T) {
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")
 	programs.commit(map[string]string{"app/Pulumi.yaml": reviewProgram("v1"), "quick/Pulumi.yaml": reviewProgram("v1")})
-	out := t.TempDir()
+	out := outDir(t)
 	g.start("stacks:\n"+templateStack("app", g.url("infra"), out, "1h")+templateStack("quick", g.url("infra"), out, "5s"),
 		func(f *runFlags) { f.reviewMax = 1 })
 	for _, name := range []string{"app", "quick"} {
@@ -234,7 +234,7 @@ func TestE2EReviewStackOverrides(t *testing.T) {
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")
 	programs.commit(map[string]string{"app/Pulumi.yaml": overrideProgram})
-	out := t.TempDir()
+	out := outDir(t)
 	g.start(fmt.Sprintf(`stacks:
   - name: app
     stack: app
@@ -387,7 +387,7 @@ func TestE2EReviewStackClosedDuringStop(t *testing.T) {
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")
 	programs.commit(map[string]string{"app/Pulumi.yaml": reviewProgram("v1")})
-	out := t.TempDir()
+	out := outDir(t)
 	// Each create and delete of a file takes 4s: the stop comes in the
 	// middle of the destroy.
 	g.start("stacks:\n"+templateStack("app", g.url("infra"), out, "1h")+

@@ -102,7 +102,7 @@ func TestE2ESecretsStaySecret(t *testing.T) {
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	r.git("config", "http.receivepack", "true")
 	url := gitHTTP(t, filepath.Dir(r.dir), gitToken) + "/repo"
-	out := filepath.Join(t.TempDir(), "note.txt")
+	out := filepath.Join(outDir(t), "note.txt")
 	watcher := watchCmdlines()
 
 	dataDir := filepath.Join(t.TempDir(), "data")

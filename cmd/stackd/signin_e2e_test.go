@@ -267,7 +267,7 @@ func startSSODaemon(t *testing.T, roles string) (*instance, *testOP) {
 			t.Fatal(err)
 		}
 	}
-	config := "stacks:\n" + stackYAML("app", r, pathConfig(filepath.Join(t.TempDir(), "note.txt")))
+	config := "stacks:\n" + stackYAML("app", r, pathConfig(filepath.Join(outDir(t), "note.txt")))
 	in := startDaemonWith(t, config, "", func(f *runFlags) {
 		f.listen, f.readToken, f.authFile = addr, true, authFile
 		f.oidcIssuer, f.oidcClientID, f.oidcClientSecretFile, f.oidcRedirectURL = tp.issuer, "stackd", secretFile, redirect

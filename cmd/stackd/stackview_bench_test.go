@@ -34,7 +34,7 @@ func bigProgram() string {
 func BenchmarkStackView500(b *testing.B) {
 	r := newRepo(b)
 	r.commit(map[string]string{"Pulumi.yaml": bigProgram()})
-	in := startDaemon(b, "stacks:\n"+stackYAML("app", r, "    config:\n      dir: "+b.TempDir()+"\n"), "")
+	in := startDaemon(b, "stacks:\n"+stackYAML("app", r, "    config:\n      dir: "+outDir(b)+"\n"), "")
 	in.waitStack("app", "500 resources deployed", 10*time.Minute, isReady)
 	var rs daemon.Resources
 	if code, body := in.get("/api/v1/stacks/app/resources", &rs); code != http.StatusOK || len(rs.Resources) != 500 {

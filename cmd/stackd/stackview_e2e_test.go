@@ -50,7 +50,7 @@ func TestE2EResources(t *testing.T) {
 	chromium := tool(t, "chromium")
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": groupProgram("v1")})
-	dir := t.TempDir()
+	dir := outDir(t)
 	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, "    config:\n      dir: "+dir+"\n"+
 		"    driftDetection:\n      interval: 1s\n"), "")
 	v := in.waitStack("app", "in sync", 2*time.Minute, driftState(spec.DriftInSync))
@@ -124,7 +124,7 @@ func TestE2EResources(t *testing.T) {
 func TestE2EPreviewNowWhilePaused(t *testing.T) {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	out := filepath.Join(t.TempDir(), "note.txt")
+	out := filepath.Join(outDir(t), "note.txt")
 	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)), "")
 	in.waitStack("app", "deployed", time.Minute, isReady)
 	if code, stdout, stderr := stackd(t, in.clientArgs("pause")...); code != exitOK {

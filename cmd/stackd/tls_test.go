@@ -109,7 +109,7 @@ func TestTLSKeyProgramsMayRead(t *testing.T) {
 func TestE2ETLS(t *testing.T) {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	out := filepath.Join(t.TempDir(), "note.txt")
+	out := filepath.Join(outDir(t), "note.txt")
 	ca := tlstest.NewCA(t, "stackd test CA")
 	caFile := ca.File(t)
 	mount := t.TempDir()

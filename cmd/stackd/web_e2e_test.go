@@ -43,7 +43,7 @@ func (in *instance) post(path string, body []byte, headers map[string]string) in
 func TestE2ETokenAndWebhook(t *testing.T) {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	out := filepath.Join(t.TempDir(), "note.txt")
+	out := filepath.Join(outDir(t), "note.txt")
 	secrets := t.TempDir()
 	tokenFile, hookFile := filepath.Join(secrets, "token"), filepath.Join(secrets, "hook")
 	const token, hookSecret = "api-token-e2e", "hook-secret-e2e"

@@ -43,7 +43,7 @@ func waitsForWindow(v daemon.StackView) bool {
 func TestE2EChangeWindows(t *testing.T) {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	out := filepath.Join(t.TempDir(), "note.txt")
+	out := filepath.Join(outDir(t), "note.txt")
 	authFile := filepath.Join(t.TempDir(), "roles.yaml")
 	if err := os.WriteFile(authFile, []byte(windowRoles()), 0o600); err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func TestE2EPullRequestPreviewSaysWindowsWait(t *testing.T) {
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")
 	programs.commit(map[string]string{"app/Pulumi.yaml": program("v1")})
-	out := t.TempDir()
+	out := outDir(t)
 	config := manifest("app", g.url("infra"), out, "hello")
 	g.start(config, nil)
 	g.in.waitStack("app", "first deploy", 2*time.Minute, isReady)
