@@ -53,7 +53,8 @@ fmt: ## format the code
 # stackd installs the example's provider (bin/pulumi-resource-stackdtest,
 # on PATH) into the data dir's plugin cache when it starts. Its resources
 # are files in example-out, which the sandbox lets programs write
-# (--sandbox-rw).
+# (--sandbox-rw): a directory of its own in the data dir, which stackd
+# allows, unlike the data dir itself or its own entries (docs/security.md).
 run: build toolchain ## run the daemon on the example config, state in .data/
 	tools/example.sh $(CURDIR)/.data/example-repo
 	mkdir -p $(DATA_DIR)/example-out

@@ -277,6 +277,9 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	if err != nil {
 		return nil, err
 	}
+	if err := f.checkSandboxGrants(dataDir); err != nil {
+		return nil, err
+	}
 	hosts, err := f.hostPaths(srcs, dataDir)
 	if err != nil {
 		return nil, err

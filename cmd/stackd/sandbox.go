@@ -25,8 +25,8 @@ type sandboxFlags struct {
 
 func (f *sandboxFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&f.sandbox, "sandbox", sandbox.ModeLandlock, "confine every pulumi process: landlock or off")
-	fs.Var(&f.sandboxRO, "sandbox-ro", "`PATH` every program may read besides its own files and the system's (repeatable)")
-	fs.Var(&f.sandboxRW, "sandbox-rw", "`PATH` every program may read and write besides its own files (repeatable)")
+	fs.Var(&f.sandboxRO, "sandbox-ro", "`PATH` every program may read besides its own files and the system's (repeatable; never the data dir, the secrets dir, the token file's directory or above)")
+	fs.Var(&f.sandboxRW, "sandbox-rw", "`PATH` every program may read and write besides its own files (repeatable; never the data dir, the secrets dir, the token file's directory or above)")
 	fs.BoolVar(&f.requireSB, "require-sandbox", false, "refuse to start where the kernel cannot enforce the sandbox")
 	fs.Var(&f.connectTCP, "sandbox-connect-tcp", "TCP `PORT` programs may connect to; when given, no other (repeatable; Landlock ABI 4)")
 }
@@ -51,7 +51,9 @@ func newSandbox(f *sandboxFlags, log *slog.Logger) (runner.Confiner, error) {
 		}
 		ports = append(ports, uint16(n))
 	}
-	l, err := sandbox.New(sandbox.Options{ReadOnly: f.sandboxRO, ReadWrite: f.sandboxRW, ConnectTCP: ports})
+	// The paths as checkSandboxGrants saw them at start: a link changed
+	// since does not move them.
+	l, err := sandbox.New(sandbox.Options{ReadOnly: resolvePaths(f.sandboxRO), ReadWrite: resolvePaths(f.sandboxRW), ConnectTCP: ports})
 	switch {
 	case errors.Is(err, sandbox.ErrUnsupported) && !f.requireSB:
 		f.sandboxWarn = "the sandbox is off: " + err.Error() + "; programs can read every file the stackd user can"
