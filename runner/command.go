@@ -60,6 +60,26 @@ type CommandOptions struct {
 	// lease, before another replica takes its stacks over.
 	Watchdog  Watchdog
 	Heartbeat time.Duration
+	// Reaper, when set, ends every process a CLI process starts when
+	// that process ends (see Reaper).
+	Reaper Reaper
+}
+
+// Reaper ends every process a command starts with the command: the
+// sandbox package's Reaper, whose wrapper runs the CLI as its child, is a
+// child subreaper and kills whatever is left once the CLI exits. A
+// wrapper killed from outside (the kill of its process group past the
+// timeout) leaves its orphans to this process, which kills them when
+// orphans come here (see orphansComeHere and killOrphans).
+type Reaper interface {
+	// Reap rewrites cmd, not started yet, so that whatever cmd starts
+	// ends when cmd's process exits. The caller calls ended once cmd
+	// ended or failed to start; it says whether everything cmd started
+	// is known to have ended (else orphans may be left).
+	Reap(cmd *exec.Cmd) (ended func() (clean bool), err error)
+	// Killed counts n processes this process killed itself, orphans
+	// left by a wrapper that was killed.
+	Killed(n int)
 }
 
 // Watchdog kills the process group of a command whose heartbeat stops
@@ -88,17 +108,15 @@ type Access struct {
 
 // Command runs the pulumi CLI for the Automation API in a sandbox; it
 // implements auto.PulumiCommand. Each process gets an allowlisted
-// environment instead of the daemon's, leads its own process group, and is
-// interrupted (so that the engine can release its lock) and then killed as
-// a group when its context ends. Command is safe for concurrent use.
+// environment instead of the daemon's, leads its own session and process
+// group, and is interrupted (so that the engine can release its lock) and
+// then killed as a group when its context ends; with a Reaper, nothing it
+// started outlives it. Command is safe for concurrent use.
 type Command struct {
 	path    string
 	version semver.Version
 	env     []string
 	opts    CommandOptions
-	// live are the CLI processes started and not waited for yet: the
-	// orphan reaper must never take them.
-	live liveSet
 }
 
 var _ auto.PulumiCommand = (*Command)(nil)
@@ -205,12 +223,23 @@ func (c *Command) RunIn(ctx context.Context, access Access, workdir string, stdi
 			return "", "", -2, fmt.Errorf("sandbox: %w", err)
 		}
 	}
+	ended := func() bool { return false } // orphans may be left
+	if c.opts.Reaper != nil {
+		var err error
+		if ended, err = c.opts.Reaper.Reap(cmd); err != nil {
+			return "", "", -2, fmt.Errorf("reaper: %w", err)
+		}
+	}
 	hb, err := c.watch(cmd)
 	if err != nil {
+		ended()
 		return "", "", -2, err
 	}
 
 	err = c.runGroup(ctx, cmd, hb)
+	if !ended() {
+		c.endOrphans()
+	}
 	code := -2 // the Automation API's "unknown"
 	var exitErr *exec.ExitError
 	switch {
@@ -276,12 +305,12 @@ func (h *heartbeat) stop() {
 // the CLI exits, whatever it left in its group (a plugin that ignored its
 // parent's exit) is killed.
 func (c *Command) runGroup(ctx context.Context, cmd *exec.Cmd, hb *heartbeat) error {
-	err := c.live.start(cmd)
+	err := liveCLIs.start(cmd)
 	hb.started(err == nil)
 	if err != nil {
 		return err
 	}
-	defer c.live.done(cmd.Process.Pid)
+	defer liveCLIs.done(cmd.Process.Pid)
 	pgid := cmd.Process.Pid
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -305,36 +334,10 @@ func (c *Command) runGroup(ctx context.Context, cmd *exec.Cmd, hb *heartbeat) er
 	close(done)
 	wg.Wait()
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	c.reapGroup(pgid)
 	if ctxErr := ctx.Err(); ctxErr != nil && err != nil {
 		err = fmt.Errorf("%w (%w)", ctxErr, err)
 	}
 	return err
-}
-
-// reapGroup waits for what is left of process group pgid once its leader
-// ended: the plugins pulumi leaves behind. They are this process's
-// children only when orphans come here (PID 1 in a container without an
-// init, or a subreaper), where nothing else would reap them; otherwise
-// there is nothing to wait for. It gives up after a second. Each wait holds the live set's lock,
-// as the orphan reaper's do (reapEnded).
-func (c *Command) reapGroup(pgid int) {
-	deadline := time.Now().Add(time.Second)
-	for {
-		var ws syscall.WaitStatus
-		c.live.mu.Lock()
-		pid, err := syscall.Wait4(-pgid, &ws, syscall.WNOHANG, nil)
-		c.live.mu.Unlock()
-		switch {
-		case err != nil: // ECHILD: none left that are this process's
-			return
-		case pid == 0: // one still ends
-			if time.Now().After(deadline) {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
 }
 
 // headBuffer keeps the first limit bytes written and counts the rest.

@@ -7,10 +7,13 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/stackd/stackd/sandbox"
 )
 
 // reaperChildEnv makes TestReapOrphans run its scenario: in a child
@@ -19,9 +22,11 @@ import (
 const reaperChildEnv = "STACKD_TEST_REAPER_CHILD"
 
 // TestReapOrphans: a process to which orphans are reparented (here a
-// child subreaper, as PID 1 is) reaps an ended orphan whatever its name,
-// and takes neither a live CLI nor a child of its own process group
-// (go-git's git-upload-pack), whose Wait still gets their exit status.
+// child subreaper, as stackd run and PID 1 are) kills and reaps an orphan
+// whatever its name, session or group, and counts it; it takes neither a
+// live CLI nor a child of its own process group (go-git's
+// git-upload-pack), running or ended, whose Wait still gets their exit
+// status.
 func TestReapOrphans(t *testing.T) {
 	if os.Getenv(reaperChildEnv) == "1" {
 		reapScenario(t)
@@ -42,55 +47,87 @@ func reapScenario(t *testing.T) {
 	if !orphansComeHere() {
 		t.Fatal("a subreaper does not count as receiving orphans")
 	}
-	reapPeriod = 20 * time.Millisecond
-	c := &Command{}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go c.reapOrphans(ctx)
-
-	// An orphan not named pulumi-*: a shell in a group of its own, as a
-	// CLI is, starts a sleep and exits; the sleep comes here.
-	sh := exec.Command("sh", "-c", "sleep 1 & echo $!")
-	sh.SysProcAttr = procAttr()
-	out, err := sh.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	orphan, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil {
-		t.Fatalf("orphan pid %q: %v", out, err)
-	}
-	if st, ok := statOf(orphan); !ok || st.ppid != os.Getpid() {
-		t.Fatalf("the orphan %d was not reparented here: %+v", orphan, st)
-	}
+	var r sandbox.Reaper
+	c := &Command{opts: CommandOptions{Reaper: &r}}
 
 	// A live CLI, and a child of this process's own group that its
-	// starter waits for (as go-git waits for git-upload-pack); both end.
-	cli := exec.Command("sh", "-c", "exit 3")
+	// starter waits for (as go-git waits for git-upload-pack), both
+	// running until their stdin closes.
+	cli := exec.Command("sh", "-c", "read x; exit 3")
 	cli.SysProcAttr = procAttr()
-	if err := c.live.start(cli); err != nil {
+	cliIn, err := cli.StdinPipe()
+	if err != nil {
 		t.Fatal(err)
 	}
-	own := exec.Command("sh", "-c", "exit 4")
+	if err := liveCLIs.start(cli); err != nil {
+		t.Fatal(err)
+	}
+	own := exec.Command("sh", "-c", "read x; exit 4")
+	ownIn, err := own.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := own.Start(); err != nil {
 		t.Fatal(err)
 	}
+
+	orphan := startOrphan(t)
+	c.endOrphans()
+	if _, ok := statOf(orphan); ok {
+		t.Errorf("the orphan %d is still there", orphan)
+	}
+	if got := r.Total(); got != 1 {
+		t.Errorf("%d killed counted, want 1", got)
+	}
+	for _, pid := range []int{cli.Process.Pid, own.Process.Pid} {
+		if st, ok := statOf(pid); !ok || st.state == "Z" {
+			t.Errorf("process %d was killed: %+v", pid, st)
+		}
+	}
+
+	// Ended, they are left to their starters too.
+	cliIn.Close()
+	ownIn.Close()
 	for _, pid := range []int{cli.Process.Pid, own.Process.Pid} {
 		waitFor(t, "process "+strconv.Itoa(pid)+" ended", func() bool { st, ok := statOf(pid); return ok && st.state == "Z" })
 	}
-	time.Sleep(10 * reapPeriod) // the reaper passes over them
+	c.endOrphans()
 	for want, cmd := range map[int]*exec.Cmd{3: cli, 4: own} {
 		var exit *exec.ExitError
 		if err := cmd.Wait(); !errors.As(err, &exit) || exit.ExitCode() != want {
 			t.Errorf("%s: Wait = %v, want exit status %d (the reaper took it?)", cmd, err, want)
 		}
 	}
-	c.live.done(cli.Process.Pid)
+	liveCLIs.done(cli.Process.Pid)
 
-	waitFor(t, "the orphan reaped", func() bool { _, ok := statOf(orphan); return !ok })
-	if left := endedOrphans(os.Getpid(), -1); len(left) > 0 {
-		t.Errorf("zombies left: %v", left)
+	// The reaper's rounds take an orphan that comes later.
+	reapPeriod = 20 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go c.reapOrphans(ctx)
+	orphan = startOrphan(t)
+	waitFor(t, "the orphan killed and counted", func() bool { _, ok := statOf(orphan); return !ok && r.Total() == 2 })
+}
+
+// startOrphan has a shell in a session of its own, as a CLI is, start a
+// sleep in another session and exit; the sleep comes here as an orphan.
+func startOrphan(t *testing.T) int {
+	t.Helper()
+	sh := exec.Command("sh", "-c", "setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!")
+	sh.SysProcAttr = procAttr()
+	out, err := sh.Output()
+	if err != nil {
+		t.Fatal(err)
 	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("orphan pid %q: %v", out, err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	if st, ok := statOf(pid); !ok || st.ppid != os.Getpid() {
+		t.Fatalf("the orphan %d was not reparented here: %+v", pid, st)
+	}
+	return pid
 }
 
 // statOf reads /proc/<pid>/stat; false once the process is gone.

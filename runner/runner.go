@@ -59,6 +59,8 @@ type Options struct {
 	// daemon stops for Heartbeat (see CommandOptions).
 	Watchdog  Watchdog
 	Heartbeat time.Duration
+	// Reaper ends whatever a pulumi process tree leaves running (see CommandOptions).
+	Reaper Reaper
 	// Secrets, when set, is told the passphrases and the secret values of
 	// the daemon-wide environment as the runner reads them, so that the
 	// daemon scrubs them from every stack's output, not only from the
@@ -126,6 +128,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		Sandbox:     opts.Sandbox,
 		Watchdog:    opts.Watchdog,
 		Heartbeat:   opts.Heartbeat,
+		Reaper:      opts.Reaper,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("runner: %w", err)

@@ -8,13 +8,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// procAttr puts the pulumi CLI in a process group of its own (so that it
-// is interrupted and killed as a whole), and has Linux kill it when
-// stackd dies: a replica killed during an update must not leave a CLI
-// running that another replica's update would overlap once the lock is
-// broken.
+// procAttr puts the pulumi CLI in a session and process group of its own
+// (so that it is interrupted and killed as a whole), and has Linux kill it
+// when stackd dies: a replica killed during an update must not leave a
+// CLI running that another replica's update would overlap once the lock
+// is broken. A session of its own also keeps every process of its tree
+// out of stackd's process group, which a process may join only from the
+// same session, and which the orphan reaper spares; and it has no
+// controlling terminal to reach.
 func procAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 }
 
 // orphansComeHere reports whether orphaned processes are reparented to

@@ -3,19 +3,24 @@
 // committed to a tracked repository reaches its own stack's files and the
 // system's, and nothing else of the host: not the daemon's state, not
 // another stack's checkout, state or passphrase, not the daemon's secrets,
-// not the daemon's /proc entries.
+// not the daemon's /proc entries. And it ends them: nothing a program
+// starts outlives its operation.
 //
-// Landlock confines the calling thread and everything it later starts, so
-// it is applied in a small wrapper: the daemon starts its own binary with
+// Both are done by a small wrapper: the daemon starts its own binary with
 // the wrapper's name as argv[0]; this package's initializer sees that
-// name, confines the process and execs the real command in its place
-// (same pid, same process group). The daemon itself stays unconfined, and a
-// caller's exec.Cmd is only rewritten (Confine), so process groups,
-// signals and pipes work as before.
+// name, confines the process (Landlock confines the calling thread and
+// everything it later starts) and runs the real command as its child, in
+// its process group. The wrapper is a child subreaper: whatever the
+// command's tree leaves behind (a plugin, a double fork, a setsid'd
+// daemon) comes to it, and once the command exits it kills all of it
+// before it exits the same way (see Reaper). The daemon itself stays
+// unconfined, and a caller's exec.Cmd is only rewritten (Confine, Reap,
+// Watch), so process groups, signals and pipes work as before.
 //
 // Landlock needs Linux 5.13 or later; the rules here use ABI 7 at most and
 // degrade to what the kernel has. The network is not restricted unless
-// Options.ConnectTCP asks for it.
+// Options.ConnectTCP asks for it. The wrapper's reaping needs no Landlock
+// and runs with the sandbox off too.
 package sandbox
 
 import (
@@ -27,6 +32,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
+	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -40,21 +47,23 @@ const (
 )
 
 // wrapperName is argv[0] of a wrapper process; envPolicy carries its
-// Landlock policy and envWatchdog its watchdog. The wrapper acts only when
-// its name and one of them are there.
+// Landlock policy, envWatchdog its watchdog and envReap the descriptor it
+// reports its kills on. The wrapper acts only when its name and one of
+// them are there.
 const (
 	wrapperName = "stackd-sandbox"
 	envPolicy   = "STACKD_SANDBOX_POLICY"
 	envWatchdog = "STACKD_SANDBOX_WATCHDOG"
+	envReap     = "STACKD_SANDBOX_REAP"
 )
 
 // exitWrapper is the wrapper's exit code when it cannot confine itself or
-// exec the command: it never runs a command unconfined.
+// start the command: it never runs a command unconfined.
 const exitWrapper = 126
 
 // init turns this process into the wrapper when it was started as one
-// (see Confine), and never returns then. It runs as a package
-// initializer, so that the wrapper confines itself and execs before the
+// (see Confine, Reap, Watch), and never returns then. It runs as a
+// package initializer, so that the wrapper starts the command before the
 // initializers of the binary's heavier packages (templates, schemas, RPC
 // registries) cost every pulumi process milliseconds: any binary that
 // imports this package serves as its own wrapper.
@@ -62,14 +71,17 @@ func init() {
 	if filepath.Base(os.Args[0]) != wrapperName {
 		return
 	}
-	policy, confine := os.LookupEnv(envPolicy)
-	watch, watched := os.LookupEnv(envWatchdog)
-	if !confine && !watched {
+	env := map[string]string{}
+	for _, k := range []string{envPolicy, envWatchdog, envReap} {
+		if v, ok := os.LookupEnv(k); ok {
+			env[k] = v
+			os.Unsetenv(k) // not the command's
+		}
+	}
+	if len(env) == 0 {
 		return
 	}
-	os.Unsetenv(envPolicy)
-	os.Unsetenv(envWatchdog)
-	code, err := wrap(policy, confine, watch, watched, os.Args[1:])
+	code, err := wrap(env, os.Args[1:])
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "stackd sandbox: %v\n", err)
 	}
@@ -188,34 +200,41 @@ func throughWrapper(cmd *exec.Cmd, env string) {
 	cmd.Err = nil // exec.Command's lookup of the original name no longer matters
 }
 
-// wrap confines this process by the JSON policy when confine is set, then
-// runs args: in its place (exec), or, when watched, as its child under
-// the watchdog (see Watch). It returns the exit code the wrapper ends
-// with when it does not exec.
-func wrap(policy string, confine bool, watch string, watched bool, args []string) (int, error) {
+// wrap confines this process by the JSON policy of env[envPolicy] when
+// there is one, then runs args as its child (see supervise), under the
+// watchdog of env[envWatchdog] and reporting its kills on the descriptor
+// env[envReap] when they are there. It returns the exit code the
+// wrapper ends with.
+func wrap(env map[string]string, args []string) (int, error) {
 	if len(args) == 0 {
 		return exitWrapper, errors.New("no command")
 	}
-	var wd watchdog
-	if watched {
+	var wd *watchdog
+	if s, ok := env[envWatchdog]; ok {
 		var err error
-		if wd, err = parseWatchdog(watch); err != nil {
+		if wd, err = parseWatchdog(s); err != nil {
 			return exitWrapper, err
 		}
+		syscall.CloseOnExec(wd.fd) // not the command's
 	}
-	// Capabilities are per thread: drop them on the thread that execs
-	// (or starts the child).
+	var report *os.File
+	if s, ok := env[envReap]; ok {
+		fd, err := strconv.Atoi(s)
+		if err != nil || fd < 3 {
+			return exitWrapper, fmt.Errorf("bad report descriptor %q", s)
+		}
+		syscall.CloseOnExec(fd)
+		report = os.NewFile(uintptr(fd), "report")
+	}
+	// Capabilities are per thread: drop them on the thread that starts
+	// the child, and keep it.
 	runtime.LockOSThread()
-	if confine {
+	if policy, ok := env[envPolicy]; ok {
 		if err := confineSelf(policy); err != nil {
 			return exitWrapper, err
 		}
 	}
-	if watched {
-		return wd.supervise(args)
-	}
-	err := execve(args[0], args, os.Environ())
-	return exitWrapper, fmt.Errorf("exec %s: %w", args[0], err)
+	return supervise(args, wd, report)
 }
 
 // confineSelf drops this thread's capabilities and applies the JSON

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -51,9 +50,6 @@ func systemRules() []landlock.Rule {
 		landlock.RWFiles(systemRWFiles...).IgnoreIfMissing(),
 	}
 }
-
-// execve replaces this process with path.
-func execve(path string, args, env []string) error { return syscall.Exec(path, args, env) }
 
 // dropCapabilities empties the bounding, ambient, inheritable, permitted
 // and effective capability sets of the calling thread, so that a command

@@ -1,15 +1,12 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -18,9 +15,10 @@ import (
 // SIGSTOP, or a VM paused, keeps its lease no longer, and another
 // replica takes its stacks over; its pulumi processes must not go on
 // writing beside the new holder's. The daemon writes a byte on a pipe
-// every little while (Heartbeat); the wrapper runs the command as its
-// child and kills the whole process group, itself included, when no byte
-// came for the bound, or when the pipe closes (the daemon is gone).
+// every little while (Heartbeat); the wrapper, which runs the command as
+// its child, kills every process of the operation (see supervise), then
+// its process group and itself, when no byte came for the bound, or when
+// the pipe closes (the daemon is gone).
 
 // Watchdog is the daemon's side of the watchdog.
 type Watchdog struct{}
@@ -66,49 +64,21 @@ type watchdog struct {
 }
 
 // parseWatchdog reads "<fd>:<bound in nanoseconds>".
-func parseWatchdog(s string) (watchdog, error) {
+func parseWatchdog(s string) (*watchdog, error) {
 	a, b, ok := strings.Cut(s, ":")
 	fd, err1 := strconv.Atoi(a)
 	ns, err2 := strconv.ParseInt(b, 10, 64)
 	if !ok || err1 != nil || err2 != nil || fd < 3 || ns <= 0 {
-		return watchdog{}, fmt.Errorf("bad watchdog setting %q", s)
+		return nil, fmt.Errorf("bad watchdog setting %q", s)
 	}
-	return watchdog{fd: fd, bound: time.Duration(ns)}, nil
+	return &watchdog{fd: fd, bound: time.Duration(ns)}, nil
 }
 
-// supervise runs args as a child in this process's group and returns its
-// exit code; when the heartbeat stops for the bound or its pipe closes,
-// it kills the group instead (and so itself). A child killed by a signal
-// is mirrored: the wrapper ends by the same signal.
-func (wd watchdog) supervise(args []string) (int, error) {
+// stopped starts reading the heartbeat and returns the reason to kill
+// the operation's processes once the heartbeat stopped for the bound or
+// its pipe closed (the daemon is frozen or gone).
+func (wd *watchdog) stopped() <-chan string {
 	beats := os.NewFile(uintptr(wd.fd), "heartbeat")
-	syscall.CloseOnExec(wd.fd)
-	// Interrupts reach the whole group, the child among them: the
-	// wrapper waits for the child to end rather than dying first. A
-	// handled signal, unlike an ignored one, is reset for the child.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	// The child dies with the wrapper; the thread that starts it is
-	// locked (wrap), as Pdeathsig fires when that thread ends.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return exitWrapper, fmt.Errorf("start %s: %w", args[0], err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	why := wd.watch(beats, exited)
-	if why == "" {
-		return exitCode(cmd.ProcessState)
-	}
-	fmt.Fprintf(os.Stderr, "stackd sandbox: %s; killing the operation's processes\n", why)
-	_ = syscall.Kill(0, syscall.SIGKILL) // the whole group, this process too
-	select {}
-}
-
-// watch waits for the child to exit (""), or for the heartbeat to stop
-// or its pipe to close (the reason to kill the group).
-func (wd watchdog) watch(beats *os.File, exited <-chan error) string {
 	beat, gone := make(chan struct{}, 1), make(chan struct{})
 	go func() {
 		buf := make([]byte, 64)
@@ -123,32 +93,22 @@ func (wd watchdog) watch(beats *os.File, exited <-chan error) string {
 			}
 		}
 	}()
-	timer := time.NewTimer(wd.bound)
-	defer timer.Stop()
-	for {
-		select {
-		case <-exited:
-			return ""
-		case <-beat:
-			timer.Reset(wd.bound)
-		case <-gone:
-			return "stackd closed the heartbeat pipe (it ended)"
-		case <-timer.C:
-			return fmt.Sprintf("no heartbeat from stackd for %s (stopped or frozen)", wd.bound)
+	why := make(chan string, 1)
+	go func() {
+		timer := time.NewTimer(wd.bound)
+		defer timer.Stop()
+		for {
+			select {
+			case <-beat:
+				timer.Reset(wd.bound)
+			case <-gone:
+				why <- "stackd closed the heartbeat pipe (it ended)"
+				return
+			case <-timer.C:
+				why <- fmt.Sprintf("no heartbeat from stackd for %s (stopped or frozen)", wd.bound)
+				return
+			}
 		}
-	}
-}
-
-// exitCode is the code the wrapper ends with for a child that ended as
-// ps says: its exit code, or, when a signal killed it, by that signal.
-func exitCode(ps *os.ProcessState) (int, error) {
-	ws, ok := ps.Sys().(syscall.WaitStatus)
-	if !ok || !ws.Signaled() {
-		return ps.ExitCode(), nil
-	}
-	sig := ws.Signal()
-	signal.Reset(sig)
-	_ = syscall.Kill(os.Getpid(), sig)
-	time.Sleep(100 * time.Millisecond) // the signal is on its way
-	return 128 + int(sig), errors.New("child killed by " + sig.String())
+	}()
+	return why
 }
