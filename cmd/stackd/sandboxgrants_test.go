@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +117,17 @@ func TestE2ESandboxGrantOfDataDir(t *testing.T) {
 		t.Fatalf("with the grant, the program read %q, want the victim's API token", got)
 	}
 	thief.stop()
+	// What the daemon made in its data dir is among the entries no grant
+	// may reach: a new one must be added to dataDirEntries.
+	entries, err := os.ReadDir(thief.flags.dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !slices.Contains(dataDirEntries, e.Name()) {
+			t.Errorf("the data dir holds %s, which dataDirEntries lacks", e.Name())
+		}
+	}
 
 	// The same grant by the victim itself, and by a daemon whose data dir
 	// is not made yet.
