@@ -188,6 +188,7 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 // serve runs the daemon until ctx ends, then stops it.
 func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	sd := newNotifier()
+	adoptOrphans(log)
 	a, err := start(ctx, f, log)
 	if err != nil {
 		return err
@@ -358,7 +359,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	if pv != nil {
 		metrics.SetPullRequests(pv.PullRequests)
 	}
-	registerSandboxMetric(reg, f.sandboxWarn == "")
+	registerSandboxMetric(reg, f.sandboxWarn == "", f.reaper)
 	if err := d.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -516,7 +517,7 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemo
 	run, err := runner.New(ctx, runner.Options{Bin: bin, DataDir: dataDir, DefaultBackend: f.backend,
 		PassphraseFile: f.secretsPassphraseFile, Timeout: f.opTimeout, Logger: log.With("component", "runner"),
 		PassEnv: f.passEnv, Env: env, InstallTimeout: f.installTimeout, Sandbox: sb,
-		Watchdog: sandbox.Watchdog{}, Heartbeat: f.heartbeat(),
+		Watchdog: sandbox.Watchdog{}, Heartbeat: f.heartbeat(), Reaper: f.reaper,
 		Secrets: func(v ...string) { red.Add(v...) }})
 	if err != nil {
 		return nil, nil, nil, err

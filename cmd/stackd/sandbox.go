@@ -21,6 +21,9 @@ type sandboxFlags struct {
 	requireSB   bool
 	connectTCP  stringsFlag
 	sandboxWarn string // set by newSandbox: why programs run unconfined
+	// reaper, made by newSandbox, ends and counts what each pulumi
+	// process tree leaves running, with the sandbox on or off.
+	reaper *sandbox.Reaper
 }
 
 func (f *sandboxFlags) define(fs *flag.FlagSet) {
@@ -35,6 +38,7 @@ func (f *sandboxFlags) define(fs *flag.FlagSet) {
 // unconfined, which f.sandboxWarn then explains. Without Landlock in the
 // kernel the daemon starts with that warning, unless --require-sandbox.
 func newSandbox(f *sandboxFlags, log *slog.Logger) (runner.Confiner, error) {
+	f.reaper = &sandbox.Reaper{}
 	switch f.sandbox {
 	case sandbox.ModeOff:
 		f.sandboxWarn = "--sandbox=off: programs run unconfined and can read every file the stackd user can, the daemon's secrets and other stacks' state among them"
@@ -69,8 +73,9 @@ func newSandbox(f *sandboxFlags, log *slog.Logger) (runner.Confiner, error) {
 	return l, nil
 }
 
-// registerSandboxMetric exports whether programs run confined.
-func registerSandboxMetric(reg *prometheus.Registry, enforced bool) {
+// registerSandboxMetric exports whether programs run confined, and how
+// many processes reaper killed because they outlived their operation.
+func registerSandboxMetric(reg *prometheus.Registry, enforced bool, reaper *sandbox.Reaper) {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "stackd_sandbox_enforced",
 		Help: "1 when every pulumi process runs confined by the sandbox (Landlock), 0 when programs run unconfined.",
@@ -79,6 +84,21 @@ func registerSandboxMetric(reg *prometheus.Registry, enforced bool) {
 		g.Set(1)
 	}
 	reg.MustRegister(g)
+	if reaper != nil {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "stackd_leftover_processes_killed_total",
+			Help: "Processes a program left running that stackd killed when their operation ended (a process group counts once).",
+		}, func() float64 { return float64(reaper.Total()) }))
+	}
+}
+
+// adoptOrphans makes stackd run a child subreaper (see
+// sandbox.AdoptOrphans): what a program leaves running when its wrapper
+// was killed past the operation timeout comes to stackd and ends.
+func adoptOrphans(log *slog.Logger) {
+	if err := sandbox.AdoptOrphans(); err != nil {
+		log.Warn("processes a killed operation leaves running may outlive it", "err", err)
+	}
 }
 
 // nonEmpty is s as a list: none when s is empty.

@@ -47,7 +47,9 @@ type benchStack struct {
 }
 
 // newBenchStack makes a runner with sb (nil: unconfined) and deploys a
-// stack whose File resource lives in its checkout.
+// stack whose File resource lives in its checkout. Both run each pulumi
+// under the wrapper's reaping, as stackd run does with the sandbox on or
+// off.
 func newBenchStack(b *testing.B, bin string, sb runner.Confiner) *benchStack {
 	b.Helper()
 	work := b.TempDir()
@@ -60,7 +62,7 @@ func newBenchStack(b *testing.B, bin string, sb runner.Confiner) *benchStack {
 	if err := os.WriteFile(filepath.Join(project, "Pulumi.yaml"), []byte(program), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	r, err := runner.New(context.Background(), runner.Options{Bin: bin, DataDir: b.TempDir(), Sandbox: sb,
+	r, err := runner.New(context.Background(), runner.Options{Bin: bin, DataDir: b.TempDir(), Sandbox: sb, Reaper: &sandbox.Reaper{},
 		Env: []string{"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true"}})
 	if err != nil {
 		b.Fatal(err)
