@@ -40,6 +40,9 @@ type CommandOptions struct {
 	// Bin is the directory holding the pulumi CLI; it is also put first on
 	// the children's PATH, so language hosts and plugins there are found.
 	Bin string
+	// Engine, when set, is the directory of the CLI to run in Bin's place
+	// (see engine.go).
+	Engine string
 	// Env is added to the inherited allowlist for every process: the
 	// daemon-wide settings (PULUMI_HOME, PULUMI_SKIP_UPDATE_CHECK, …).
 	Env []string
@@ -98,12 +101,21 @@ type Watchdog interface {
 // Landlock).
 type Confiner interface {
 	Confine(cmd *exec.Cmd, readOnly, readWrite []string) error
+	// Nest makes the plugins cmd starts through the wrapper run in a
+	// domain nested in cmd's: they may read readOnly and read and write
+	// readWrite of what cmd may, and get env in place of the same
+	// variables of cmd's environment. Their wrapper execs the file that
+	// the link .<name>.real beside their path leads to.
+	Nest(cmd *exec.Cmd, readOnly, readWrite, env []string) error
 }
 
 // Access is what a confined process tree may reach of the file system
 // besides the system's libraries and the CLI's directory.
 type Access struct {
 	ReadOnly, ReadWrite []string
+	// Program, when set, confines further the plugins the command starts
+	// through the wrapper (see engine.go).
+	Program *ProgramAccess
 }
 
 // Command runs the pulumi CLI for the Automation API in a sandbox; it
@@ -133,7 +145,7 @@ func NewCommand(ctx context.Context, opts CommandOptions) (*Command, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pulumi directory: %w", err)
 	}
-	c := &Command{path: filepath.Join(bin, "pulumi"), opts: opts}
+	c := &Command{path: filepath.Join(cmpOr(opts.Engine, bin), "pulumi"), opts: opts}
 	c.env = c.baseEnv(os.Environ())
 	out, _, _, err := c.Run(ctx, "", nil, nil, nil, nil, "version")
 	if err != nil {
@@ -219,7 +231,7 @@ func (c *Command) RunIn(ctx context.Context, access Access, workdir string, stdi
 	cmd.Stderr = io.MultiWriter(append(additionalErrorOutput, stderr)...)
 	cmd.SysProcAttr = procAttr()
 	if c.opts.Sandbox != nil {
-		if err := c.opts.Sandbox.Confine(cmd, access.ReadOnly, access.ReadWrite); err != nil {
+		if err := c.confine(cmd, access); err != nil {
 			return "", "", -2, fmt.Errorf("sandbox: %w", err)
 		}
 	}
@@ -252,6 +264,17 @@ func (c *Command) RunIn(ctx context.Context, access Access, workdir string, stdi
 		err = fmt.Errorf("pulumi printed more than %d bytes on stdout", c.opts.OutputLimit)
 	}
 	return stdout.String(), stderr.String(), code, err
+}
+
+// confine confines cmd, and the plugins it starts, to access.
+func (c *Command) confine(cmd *exec.Cmd, access Access) error {
+	if err := c.opts.Sandbox.Confine(cmd, access.ReadOnly, access.ReadWrite); err != nil {
+		return err
+	}
+	if p := access.Program; p != nil {
+		return c.opts.Sandbox.Nest(cmd, p.ReadOnly, p.ReadWrite, p.Env)
+	}
+	return nil
 }
 
 // heartbeat is the daemon's end of a watched command's heartbeat pipe.

@@ -3,6 +3,7 @@ package runner
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,7 +13,8 @@ import (
 // withProviderWrapper makes h's project declare the test provider at
 // ./prov (Pulumi.yaml plugins.providers), a shell script committed with
 // the program that runs script, then the real provider: code of the
-// committer's, run by the engine in every operation.
+// committer's, run by the engine in every operation, beside it, as the
+// operator allowed (--allow-project-plugins).
 func withProviderWrapper(t *testing.T, h *harness, script string) {
 	t.Helper()
 	real := filepath.Join(toolchainBin(t), "pulumi-resource-stackdtest")
@@ -25,6 +27,7 @@ func withProviderWrapper(t *testing.T, h *harness, script string) {
 		t.Fatal(err)
 	}
 	h.writeProgram(testProgram + "plugins:\n  providers:\n    - name: stackdtest\n      path: ./prov\n")
+	h.r.opts.ProjectPlugins = true
 }
 
 // TestHostileLinksInWorkspace: a program leaves links in its stack's
@@ -76,5 +79,71 @@ rm -rf "$mirror" && ln -s "$data/pulumi-home/plugins/resource-stackdtest-v0.1.0"
 	}
 	if err != nil {
 		t.Errorf("the stack's next operation failed on the links its program left: %v", err)
+	}
+}
+
+// attackProgram is testProgram with commands run in every preview and
+// update, as committed code of the program runs (stackdtest:index:run,
+// as pulumi-command's local:run): they try to forge what the engine
+// reports and to reach what is the engine's, and record in report what
+// they managed ("forged …", "wrote …", "read …"), then "done".
+func attackProgram(report string) string {
+	script := `ws=$(dirname "$PULUMI_HOME"); [ "$(basename "$ws")" = program ] && ws=$(dirname "$ws")
+data=$(dirname "$(dirname "$ws")")
+for f in "$ws/events.json" "$ws/Pulumi.dev.yaml" "$ws/stack.json"; do
+  if [ -e "$f" ] && mv "$f" "$f.moved" 2>/dev/null && : > "$f" 2>/dev/null; then echo "forged $f"; fi
+done
+for d in "$ws/plans" "$data"/backends/*/.pulumi; do
+  if [ -d "$d" ] && touch "$d/forged" 2>/dev/null; then echo "wrote $d"; fi
+done
+for p in "$data"/passphrases/* "$data/passphrase" "$data/digest.key"; do
+  if [ -f "$p" ] && cat "$p" >/dev/null 2>&1; then echo "read $p"; fi
+done
+echo done`
+	return strings.Replace(testProgram, "resources:\n", `variables:
+  attack:
+    fn::invoke:
+      function: stackdtest:index:run
+      arguments:
+        command: |
+`+indent("{\n"+script+"\n} >> '"+report+"'", "          ")+`
+      return: output
+resources:
+`, 1)
+}
+
+// indent prefixes every line of s with prefix.
+func indent(s, prefix string) string {
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix) + "\n"
+}
+
+// TestHostileProgramForgesNothing: committed code of the program, run in
+// a preview that saves a plan (what approval and policies judge), tries
+// to forge the engine's report (the review moved the event log aside and
+// left an empty one: the change was judged to change nothing and applied
+// unapproved), to write the stack's config, marker, plans and state, and
+// to read the passphrases. Under the default sandbox none of it may
+// succeed, and the preview still reports the change.
+func TestHostileProgramForgesNothing(t *testing.T) {
+	h := newSandboxedHarness(t)
+	report := filepath.Join(filepath.Dir(h.file), "attack.log")
+	h.writeProgram(attackProgram(report))
+	h.run(daemon.Operation{Workspace: h.workspace("one", "secret-token-1"), Type: daemon.UpdateUp})
+	if err := os.Remove(report); err != nil {
+		t.Fatalf("the program's commands ran not: %v\n%s", err, h.log.String())
+	}
+
+	res := h.run(daemon.Operation{Workspace: h.workspace("two", "secret-token-1"), Type: daemon.UpdatePreview, SavePlan: true})
+	got := readFileString(t, report)
+	if !strings.Contains(got, "done") {
+		t.Fatalf("the program's commands did not finish: %q", got)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(got), "\n") {
+		if line != "done" {
+			t.Errorf("the program %s", line)
+		}
+	}
+	if !slices.ContainsFunc(res.Steps, func(s daemon.Step) bool { return strings.HasSuffix(s.URN, "::note") && s.Op == "update" }) {
+		t.Errorf("the preview reports no update of the File: steps %+v, changes %v", res.Steps, res.Changes)
 	}
 }

@@ -6,21 +6,20 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 )
 
-// A stack's processes see the plugins of the shared cache, which they
-// may not write (one stack must not plant a binary another runs), in a
-// plugin directory of their own, which they may: there the language host
-// caches provider schemas (beside the plugin's directory, and it fails
-// when it cannot), and a plugin the program needs and the cache lacks is
-// downloaded for that stack alone.
+// A stack's engine finds its plugins in a plugin directory of the
+// stack's (in its PULUMI_HOME), which the runner alone writes: there
+// each plugin is a real directory (pulumi lists only those) of links to
+// the real plugin's files, in the shared cache (which no stack may write:
+// one stack must not plant a binary another runs) or in the stack's own
+// downloads (plugins the cache lacks, installed for that stack alone).
+// The engine caches provider schemas beside them.
 //
-// Pulumi lists only real directories as plugins, so a shared plugin is
-// mirrored as a directory of the stack's whose entries are symbolic
-// links to the shared plugin's: writing through one is writing the shared
-// file, which the sandbox denies.
+// Confined, the plugin's executable is a link to the runner's wrapper,
+// and a hidden link beside it, .<name>.real, to the real one: the wrapper
+// enters the program's domain and execs that (see engine.go).
 //
 // Every pulumi process runs with PULUMI_IGNORE_AMBIENT_PLUGINS: pulumi
 // would otherwise take a provider it finds on PATH (an "ambient" plugin,
@@ -29,53 +28,92 @@ import (
 // Instead the providers on the CLI's PATH are installed into the shared
 // cache once, at start, under the version they report (installAmbient).
 
-// mirrorPlugins makes own, the plugin directory of a stack (a path
-// relative to ws, the stack's state directory, which the stack's
-// programs may write), show every plugin of shared: a directory per
-// plugin, of links to the shared plugin's entries. Mirrors of plugins
-// that left shared are removed; what the stack downloaded itself is
-// kept. Every change goes through ws, and a link the runner did not make
-// is removed, never followed: a program that put a link to the shared
-// cache (or anywhere) in place of a mirror must not have the daemon
-// write there.
-func mirrorPlugins(shared string, ws *os.Root, own string) error {
-	if err := rootRealDir(ws, own); err != nil {
+// mirror is what mirrorPlugins needs to know.
+type mirror struct {
+	// shared and downloads are the directories of the real plugins: the
+	// shared cache, and the stack's own downloads (which may be missing).
+	shared, downloads string
+	// ws is the stack's state directory, and own its plugin directory in
+	// it (relative to ws): every change goes through ws.
+	ws  *os.Root
+	own string
+	// wrapper is the runner's plugin wrapper, empty when programs run
+	// unconfined.
+	wrapper string
+}
+
+// mirrorPlugins makes m.own show every plugin of m.shared and
+// m.downloads (the shared one when both have it), and nothing else: a
+// directory a data dir of an older version left there with files of its
+// own (a plugin the engine downloaded itself) is moved to the downloads;
+// a link or a file the runner did not make is removed, never followed.
+func mirrorPlugins(m mirror) error {
+	if err := rootRealDir(m.ws, m.own); err != nil {
 		return err
 	}
-	plugins, err := sharedPlugins(shared)
-	if err != nil {
+	if err := m.moveDownloads(); err != nil {
 		return err
 	}
-	for _, name := range plugins {
-		if err := mirrorPlugin(filepath.Join(shared, name), ws, filepath.Join(own, name)); err != nil {
+	from := map[string]string{}
+	for _, dir := range []string{m.downloads, m.shared} {
+		plugins, err := installedPlugins(dir)
+		if err != nil {
+			return err
+		}
+		for _, name := range plugins {
+			from[name] = dir
+		}
+	}
+	for name, dir := range from {
+		if err := m.mirrorPlugin(filepath.Join(dir, name), filepath.Join(m.own, name)); err != nil {
 			return fmt.Errorf("plugin %s: %w", name, err)
 		}
 	}
-	return pruneMirrors(shared, ws, own, plugins)
-}
-
-// rootRealDir makes dir (relative to ws) a directory, removing a link or
-// a file a program left there (a data dir of an older version linked
-// the whole cache there too).
-func rootRealDir(ws *os.Root, dir string) error {
-	fi, err := ws.Lstat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
+	entries, err := readDirIn(m.ws, m.own)
+	if err != nil {
 		return err
-	case fi.IsDir():
-		return nil
-	default:
-		if err := ws.Remove(dir); err != nil {
-			return err
+	}
+	for _, e := range entries {
+		if _, ok := from[e.Name()]; !ok {
+			if err := m.ws.RemoveAll(filepath.Join(m.own, e.Name())); err != nil {
+				return err
+			}
 		}
 	}
-	return ws.Mkdir(dir, 0o700)
+	return nil
 }
 
-// sharedPlugins lists the installed plugins of dir: directories with no
-// ".partial" marker (an install in progress).
-func sharedPlugins(dir string) ([]string, error) {
+// moveDownloads moves the plugins an older version let the engine
+// download into the stack's plugin directory (directories holding
+// anything but links) to its downloads.
+func (m mirror) moveDownloads() error {
+	entries, err := readDirIn(m.ws, m.own)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		dir := filepath.Join(m.own, e.Name())
+		if !e.IsDir() || onlyLinks(m.ws, dir) {
+			continue
+		}
+		rel, err := filepath.Rel(filepath.Dir(m.ws.Name()), m.downloads)
+		if err != nil || !strings.HasPrefix(rel, filepath.Base(m.ws.Name())+string(filepath.Separator)) {
+			return fmt.Errorf("the downloads %s are not in the stack's directory", m.downloads)
+		}
+		target := filepath.Join(strings.TrimPrefix(rel, filepath.Base(m.ws.Name())+string(filepath.Separator)), e.Name())
+		if err := m.ws.MkdirAll(filepath.Dir(target), 0o700); err != nil {
+			return err
+		}
+		if err := m.ws.Rename(dir, target); err != nil {
+			return fmt.Errorf("move the downloaded plugin %s: %w", e.Name(), err)
+		}
+	}
+	return nil
+}
+
+// installedPlugins lists the installed plugins of dir: directories with
+// no ".partial" marker (an install in progress). A missing dir has none.
+func installedPlugins(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -96,43 +134,57 @@ func sharedPlugins(dir string) ([]string, error) {
 	return names, nil
 }
 
-// mirrorPlugin makes dst (relative to ws) a directory of links to src's
-// entries.
-func mirrorPlugin(src string, ws *os.Root, dst string) error {
+// mirrorPlugin makes dst (relative to m.ws) a directory of links to
+// src's entries, its executable through the wrapper when there is one;
+// links to entries src no longer has are removed.
+func (m mirror) mirrorPlugin(src, dst string) error {
 	entries, err := os.ReadDir(src)
 	if err != nil {
 		return err
 	}
-	if err := rootRealDir(ws, dst); err != nil {
+	if err := rootRealDir(m.ws, dst); err != nil {
 		return err
 	}
+	want := map[string]string{}
 	for _, e := range entries {
-		if err := ensureLink(filepath.Join(src, e.Name()), ws, filepath.Join(dst, e.Name())); err != nil {
+		name, target := e.Name(), filepath.Join(src, e.Name())
+		if m.wrapper != "" && isPluginExecutable(target) {
+			want[name], want[realLink(name)] = m.wrapper, target
+			continue
+		}
+		want[name] = target
+	}
+	for name, target := range want {
+		if err := ensureLink(target, m.ws, filepath.Join(dst, name)); err != nil {
 			return err
 		}
 	}
-	return nil
-}
-
-// pruneMirrors removes the mirrors in own of plugins that are no longer
-// in shared: directories whose entries are all links into shared.
-func pruneMirrors(shared string, ws *os.Root, own string, plugins []string) error {
-	entries, err := readDirIn(ws, own)
+	have, err := readDirIn(m.ws, dst)
 	if err != nil {
 		return err
 	}
-	for _, e := range entries {
-		if !e.IsDir() || slices.Contains(plugins, e.Name()) {
-			continue
-		}
-		dir := filepath.Join(own, e.Name())
-		if isMirror(ws, dir, filepath.Join(shared, e.Name())) {
-			if err := ws.RemoveAll(dir); err != nil {
+	for _, e := range have {
+		if _, ok := want[e.Name()]; !ok {
+			if err := m.ws.RemoveAll(filepath.Join(dst, e.Name())); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// realLink is the name of the link, beside a plugin's wrapper name, to
+// the real executable the wrapper runs. The sandbox's wrapper reads it.
+func realLink(name string) string { return "." + name + ".real" }
+
+// isPluginExecutable says whether path is a plugin's executable: a
+// regular, executable file named pulumi-<kind>-<name>.
+func isPluginExecutable(path string) bool {
+	if !strings.HasPrefix(filepath.Base(path), "pulumi-") {
+		return false
+	}
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 // readDirIn lists dir, relative to ws.
@@ -145,15 +197,15 @@ func readDirIn(ws *os.Root, dir string) ([]fs.DirEntry, error) {
 	return f.ReadDir(-1)
 }
 
-// isMirror says whether dir (relative to ws) holds only links into src.
-func isMirror(ws *os.Root, dir, src string) bool {
+// onlyLinks says whether dir (relative to ws) holds links only: a
+// mirror.
+func onlyLinks(ws *os.Root, dir string) bool {
 	entries, err := readDirIn(ws, dir)
-	if err != nil || len(entries) == 0 {
+	if err != nil {
 		return false
 	}
 	for _, e := range entries {
-		target, err := ws.Readlink(filepath.Join(dir, e.Name()))
-		if err != nil || target != filepath.Join(src, e.Name()) {
+		if e.Type()&fs.ModeSymlink == 0 {
 			return false
 		}
 	}

@@ -32,21 +32,22 @@ func dirNames(t *testing.T, dir string) []string {
 }
 
 // TestMirrorPlugins: a stack's plugin directory shows the shared plugins
-// as real directories of links (pulumi lists only directories), skips
-// installs in progress, keeps what the stack downloaded itself, and drops
-// mirrors of plugins gone from the cache.
+// and its own downloads as real directories of links (pulumi lists only
+// directories), skips installs in progress, moves a plugin an older
+// version let the engine download there to the downloads, and drops
+// mirrors of plugins gone; confined, a plugin's executable leads to the
+// wrapper, and a hidden link beside it to the real one.
 func TestMirrorPlugins(t *testing.T) {
 	root := t.TempDir()
-	shared, own := filepath.Join(root, "shared"), filepath.Join(root, "own")
+	shared, own, downloads := filepath.Join(root, "shared"), filepath.Join(root, "own"), filepath.Join(root, "downloads", "plugins")
 	mkfile(t, filepath.Join(shared, "resource-a-v1.0.0", "pulumi-resource-a"), "a", 0o755)
+	mkfile(t, filepath.Join(shared, "resource-a-v1.0.0", "README.md"), "read me", 0o644)
 	mkfile(t, filepath.Join(shared, "resource-a-v1.0.0.lock"), "", 0o600)
 	mkfile(t, filepath.Join(shared, "resource-b-v2.0.0", "pulumi-resource-b"), "b", 0o755)
 	mkfile(t, filepath.Join(shared, "resource-c-v3.0.0", "pulumi-resource-c"), "c", 0o755)
 	mkfile(t, filepath.Join(shared, "resource-c-v3.0.0.partial"), "", 0o600)
+	mkfile(t, filepath.Join(downloads, "resource-d-v4.0.0", "pulumi-resource-d"), "d", 0o755)
 	// A data dir of an older version linked the whole cache.
-	if err := os.MkdirAll(filepath.Dir(own), 0o700); err != nil {
-		t.Fatal(err)
-	}
 	if err := os.Symlink(shared, own); err != nil {
 		t.Fatal(err)
 	}
@@ -55,29 +56,49 @@ func TestMirrorPlugins(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	if err := mirrorPlugins(shared, ws, "own"); err != nil {
+	wrapper := filepath.Join(root, "stackd")
+	m := mirror{shared: shared, downloads: downloads, ws: ws, own: "own", wrapper: wrapper}
+	if err := mirrorPlugins(m); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := dirNames(t, own), []string{"resource-a-v1.0.0", "resource-b-v2.0.0"}; !slices.Equal(got, want) {
+	if got, want := dirNames(t, own), []string{"resource-a-v1.0.0", "resource-b-v2.0.0", "resource-d-v4.0.0"}; !slices.Equal(got, want) {
 		t.Fatalf("mirrored %v, want %v", got, want)
 	}
-	fi, err := os.Lstat(filepath.Join(own, "resource-a-v1.0.0"))
-	if err != nil || !fi.IsDir() {
+	a := filepath.Join(own, "resource-a-v1.0.0")
+	if fi, err := os.Lstat(a); err != nil || !fi.IsDir() {
 		t.Fatalf("the mirror of a plugin is no directory: %v %v", fi, err)
 	}
-	if got := readFileString(t, filepath.Join(own, "resource-a-v1.0.0", "pulumi-resource-a")); got != "a" {
-		t.Errorf("through the mirror: %q", got)
+	for link, want := range map[string]string{
+		"pulumi-resource-a":       wrapper,
+		".pulumi-resource-a.real": filepath.Join(shared, "resource-a-v1.0.0", "pulumi-resource-a"),
+		"README.md":               filepath.Join(shared, "resource-a-v1.0.0", "README.md"),
+	} {
+		if got, err := os.Readlink(filepath.Join(a, link)); err != nil || got != want {
+			t.Errorf("%s leads to %q (%v), want %q", link, got, err, want)
+		}
 	}
-	// The stack downloads a plugin of its own; b leaves the cache.
-	mkfile(t, filepath.Join(own, "resource-d-v4.0.0", "pulumi-resource-d"), "d", 0o755)
+
+	// An older version let the engine download e into the stack's
+	// plugin directory; b leaves the cache.
+	mkfile(t, filepath.Join(own, "resource-e-v5.0.0", "pulumi-resource-e"), "e", 0o755)
 	if err := os.RemoveAll(filepath.Join(shared, "resource-b-v2.0.0")); err != nil {
 		t.Fatal(err)
 	}
-	if err := mirrorPlugins(shared, ws, "own"); err != nil {
+	m.wrapper = ""
+	if err := mirrorPlugins(m); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := dirNames(t, own), []string{"resource-a-v1.0.0", "resource-d-v4.0.0"}; !slices.Equal(got, want) {
+	if got, want := dirNames(t, own), []string{"resource-a-v1.0.0", "resource-d-v4.0.0", "resource-e-v5.0.0"}; !slices.Equal(got, want) {
 		t.Fatalf("after a change: %v, want %v", got, want)
+	}
+	if got := readFileString(t, filepath.Join(downloads, "resource-e-v5.0.0", "pulumi-resource-e")); got != "e" {
+		t.Errorf("the download was not moved: %q", got)
+	}
+	if got := readFileString(t, filepath.Join(own, "resource-e-v5.0.0", "pulumi-resource-e")); got != "e" {
+		t.Errorf("unconfined, through the mirror: %q", got)
+	}
+	if _, err := os.Lstat(filepath.Join(a, ".pulumi-resource-a.real")); err == nil {
+		t.Error("unconfined, the mirror keeps the wrapper's link")
 	}
 }
 
@@ -97,17 +118,18 @@ func TestMirrorPluginsFollowsNoLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	if err := mirrorPlugins(shared, ws, "own"); err != nil {
+	m := mirror{shared: shared, downloads: filepath.Join(root, "downloads"), ws: ws, own: "own"}
+	if err := mirrorPlugins(m); err != nil {
 		t.Fatal(err)
 	}
-	mirror := filepath.Join(own, "resource-a-v1.0.0")
-	if err := os.RemoveAll(mirror); err != nil {
+	mirrorDir := filepath.Join(own, "resource-a-v1.0.0")
+	if err := os.RemoveAll(mirrorDir); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(filepath.Dir(binary), mirror); err != nil {
+	if err := os.Symlink(filepath.Dir(binary), mirrorDir); err != nil {
 		t.Fatal(err)
 	}
-	if err := mirrorPlugins(shared, ws, "own"); err != nil {
+	if err := mirrorPlugins(m); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFileString(t, binary); got != "the provider" {
@@ -116,7 +138,7 @@ func TestMirrorPluginsFollowsNoLink(t *testing.T) {
 	if fi, err := os.Lstat(binary); err != nil || !fi.Mode().IsRegular() {
 		t.Fatalf("the shared plugin is no longer a regular file: %v %v", fi, err)
 	}
-	if fi, err := os.Lstat(mirror); err != nil || !fi.IsDir() {
+	if fi, err := os.Lstat(mirrorDir); err != nil || !fi.IsDir() {
 		t.Fatalf("the mirror is not a directory again: %v %v", fi, err)
 	}
 
@@ -126,7 +148,7 @@ func TestMirrorPluginsFollowsNoLink(t *testing.T) {
 	if err := os.Symlink(elsewhere, own); err != nil {
 		t.Fatal(err)
 	}
-	if err := mirrorPlugins(shared, ws, "own"); err != nil {
+	if err := mirrorPlugins(m); err != nil {
 		t.Fatal(err)
 	}
 	if got := dirNames(t, elsewhere); !slices.Equal(got, []string{"keep"}) {

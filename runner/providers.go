@@ -100,14 +100,19 @@ func sameContent(a, b string) (bool, error) {
 	return sa == sb, nil
 }
 
-// checkProjectPlugins checks the providers a project declares in its
-// Pulumi.yaml under plugins.providers. pulumi runs each from its path, a
-// directory that must hold an executable pulumi-resource-<name>, inside
-// the checkout (the sandbox lets a program reach nothing else of the
-// host). A declaration that cannot work is an error naming the file, the
-// line and column, and the field, before any process runs, instead of
-// pulumi's error in the middle of the operation.
-func checkProjectPlugins(workDir, projectDir string) error {
+// checkProjectPlugins checks the plugins a project declares in its
+// Pulumi.yaml (plugins.providers, languages, analyzers). The engine runs
+// each from its path in the checkout, itself, where the runner cannot put
+// the wrapper that confines plugins to the program's domain (see
+// engine.go): such a plugin would run beside the engine, able to forge
+// what approval and policies judge. So a declaration is refused unless
+// allowed (Options.ProjectPlugins, which trusts every committer as much as
+// the operator). An allowed provider must hold an executable
+// pulumi-resource-<name> inside the checkout. A declaration that cannot
+// work is an error naming the file, the line and column, and the field,
+// before any process runs, instead of pulumi's error in the middle of the
+// operation.
+func checkProjectPlugins(workDir, projectDir string, allowed bool) error {
 	path, err := projectFile(projectDir)
 	if err != nil {
 		return err
@@ -119,10 +124,24 @@ func checkProjectPlugins(workDir, projectDir string) error {
 	var p struct {
 		Plugins struct {
 			Providers []yaml.Node `yaml:"providers"`
+			Languages []yaml.Node `yaml:"languages"`
+			Analyzers []yaml.Node `yaml:"analyzers"`
 		} `yaml:"plugins"`
 	}
 	if err := yaml.Unmarshal(data, &p); err != nil {
 		return fmt.Errorf("%s: plugins: %w", filepath.Base(path), err)
+	}
+	if !allowed {
+		for _, kind := range []struct {
+			name  string
+			nodes []yaml.Node
+		}{{"providers", p.Plugins.Providers}, {"languages", p.Plugins.Languages}, {"analyzers", p.Plugins.Analyzers}} {
+			if nodes := kind.nodes; len(nodes) > 0 {
+				return fmt.Errorf("%s:%d:%d: plugins.%s[0]: a plugin committed with the program would run beside the engine, outside the program's sandbox; "+
+					"stackd runs plugins from its plugin cache (a provider on the daemon's PATH is installed there) unless --allow-project-plugins trusts every committer",
+					filepath.Base(path), nodes[0].Line, nodes[0].Column, kind.name)
+			}
+		}
 	}
 	for i, n := range p.Plugins.Providers {
 		var pl struct {

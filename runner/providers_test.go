@@ -61,6 +61,7 @@ func TestProjectPluginFromPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.writeProgram(testProgram + "plugins:\n  providers:\n    - name: stackdtest\n      path: ./providers\n")
+	h.r.opts.ProjectPlugins = true
 	h.run(daemon.Operation{Type: daemon.UpdateUp, Workspace: h.workspace("declared", "tok")})
 	if got := h.onDisk(); got != "declared" {
 		t.Fatalf("file = %q", got)
@@ -72,6 +73,7 @@ func TestProjectPluginFromPath(t *testing.T) {
 // line and column and the plugin.
 func TestProjectPluginMissing(t *testing.T) {
 	h := newHarness(t, testProgram+"plugins:\n  providers:\n    - name: stackdtest\n      path: ./providers\n")
+	h.r.opts.ProjectPlugins = true
 	before := len(h.allCalls())
 	_, err := h.try(daemon.Operation{Type: daemon.UpdateUp, Workspace: h.workspace("x", "tok")})
 	want := `stack test: Pulumi.yaml:23:7: plugins.providers[0]: stackdtest: path "./providers" holds no pulumi-resource-stackdtest`
@@ -80,6 +82,28 @@ func TestProjectPluginMissing(t *testing.T) {
 	}
 	if len(h.allCalls()) != before {
 		t.Errorf("pulumi ran: %s", h.allCalls()[before:])
+	}
+}
+
+// TestProjectPluginRefused: unless the operator allows them, a plugin a
+// project declares is refused before pulumi runs, naming Pulumi.yaml's
+// line and column and the field: the engine would run it beside itself,
+// out of the program's domain.
+func TestProjectPluginRefused(t *testing.T) {
+	for kind, decl := range map[string]string{
+		"providers": "plugins:\n  providers:\n    - name: stackdtest\n      path: ./providers\n",
+		"languages": "plugins:\n  languages:\n    - name: yaml\n      path: ./lang\n",
+	} {
+		h := newHarness(t, testProgram+decl)
+		before := len(h.allCalls())
+		_, err := h.try(daemon.Operation{Type: daemon.UpdateUp, Workspace: h.workspace("x", "tok")})
+		want := "stack test: Pulumi.yaml:23:7: plugins." + kind + "[0]: a plugin committed with the program would run beside the engine"
+		if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "--allow-project-plugins") {
+			t.Errorf("%s: err = %v, want %s…", kind, err, want)
+		}
+		if len(h.allCalls()) != before {
+			t.Errorf("%s: pulumi ran: %s", kind, h.allCalls()[before:])
+		}
 	}
 }
 

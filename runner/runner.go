@@ -61,6 +61,10 @@ type Options struct {
 	Heartbeat time.Duration
 	// Reaper ends whatever a pulumi process tree leaves running (see CommandOptions).
 	Reaper Reaper
+	// ProjectPlugins lets projects declare plugins of their own in
+	// Pulumi.yaml (--allow-project-plugins): the engine runs them from
+	// the checkout, unconfined by the program's domain (see engine.go).
+	ProjectPlugins bool
 	// Secrets, when set, is told the passphrases and the secret values of
 	// the daemon-wide environment as the runner reads them, so that the
 	// daemon scrubs them from every stack's output, not only from the
@@ -83,6 +87,9 @@ type Runner struct {
 	// ownPassphrases gives stacks of the data dir's backend a passphrase
 	// each (no PassphraseFile was given).
 	ownPassphrases bool
+	// wrapper is the plugin wrapper (this binary) when programs run
+	// confined, empty otherwise (see engine.go).
+	wrapper string
 	// secretDaemonEnv are the values of the daemon-wide environment
 	// (PassEnv, Env) whose names say secret: hidden in logs and outputs.
 	secretDaemonEnv []string
@@ -119,8 +126,15 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	if r.hostname, err = os.Hostname(); err != nil {
 		return nil, fmt.Errorf("runner: hostname: %w", err)
 	}
+	var engine string
+	if opts.Sandbox != nil {
+		if engine, err = r.prepareEngine(); err != nil {
+			return nil, fmt.Errorf("runner: %w", err)
+		}
+	}
 	r.cmd, err = NewCommand(ctx, CommandOptions{
 		Bin:         opts.Bin,
+		Engine:      engine,
 		PassEnv:     opts.PassEnv,
 		Env:         r.daemonEnv(),
 		KillDelay:   opts.KillDelay,
@@ -188,6 +202,8 @@ func (r *Runner) daemonEnv() []string {
 		"PULUMI_HOME=" + filepath.Join(r.opts.DataDir, "pulumi-home"),
 		"PULUMI_SKIP_UPDATE_CHECK=true",
 		"PULUMI_IGNORE_AMBIENT_PLUGINS=true", // see plugins.go
+		// The engine would run what it downloaded (see engine.go).
+		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true",
 		"TMPDIR=" + filepath.Join(r.opts.DataDir, "tmp"),
 	}
 	env = append(env, r.opts.Env...)
@@ -234,7 +250,7 @@ func (r *Runner) Run(ctx context.Context, op daemon.Operation) (daemon.Result, e
 	if err := r.applyConfig(ctx, w); err != nil {
 		return daemon.Result{}, err
 	}
-	res, err := r.operate(ctx, w, op)
+	res, err := r.operateAcquiring(ctx, w, op)
 	if isLockError(err) {
 		broken, lockErr := r.breakStaleLock(ctx, w)
 		if broken {

@@ -85,3 +85,22 @@ func readProjectFile(workDir, projectDir, name string) ([]byte, error) {
 	}
 	return readIn(workDir, filepath.Join(rel, name))
 }
+
+// rootRealDir makes dir (relative to ws) a directory, removing a link or
+// a file a program left there (a data dir of an older version linked
+// the whole plugin cache there too).
+func rootRealDir(ws *os.Root, dir string) error {
+	fi, err := ws.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return nil
+	default:
+		if err := ws.Remove(dir); err != nil {
+			return err
+		}
+	}
+	return ws.Mkdir(dir, 0o700)
+}

@@ -121,15 +121,29 @@ func copyIfMissing(src, dst string) error {
 	return writeFileAtomic(dst, data, 0o600)
 }
 
-// access is what w's processes may reach in the sandbox: the program's
-// work dir, the runner's state directory of the stack (its config file,
-// HOME, TMPDIR and PULUMI_HOME), the stack's own state when it is on a
-// file backend (read-only for a read-only operation), its passphrase,
-// and the shared plugin cache, read-only.
+// access is what w's processes may reach in the sandbox. The engine
+// reaches the program's work dir, the runner's state directory of the
+// stack (its config file, event log, plans, HOME, TMPDIR and
+// PULUMI_HOME), the stack's own state when it is on a file backend
+// (read-only for a read-only operation), its passphrase, and the shared
+// plugin cache and the CLI's directory, read-only. The plugins it starts,
+// and so the program, reach the work dir, the program's own HOME and
+// TMPDIR, and the plugins, read-only: nothing the daemon or the engine
+// decides on (see engine.go).
 func (r *Runner) access(w *workspace) Access {
+	work := cmpOr(w.WorkDir, w.ProjectDir)
 	a := Access{
-		ReadOnly:  []string{r.pluginDir()},
-		ReadWrite: []string{cmpOr(w.WorkDir, w.ProjectDir), w.dir},
+		ReadOnly:  []string{r.pluginDir(), r.bin()},
+		ReadWrite: []string{work, w.dir},
+		Program: &ProgramAccess{
+			ReadOnly:  []string{r.pluginDir(), r.bin(), w.downloadDir()},
+			ReadWrite: []string{work, w.programDir()},
+			Env:       []string{"HOME=" + w.programHome(), "TMPDIR=" + w.programTmp(), "PULUMI_HOME=" + w.programPulumiHome()},
+		},
+	}
+	if r.wrapper != "" {
+		a.ReadOnly = append(a.ReadOnly, r.wrapper)
+		a.Program.ReadOnly = append(a.Program.ReadOnly, r.wrapper)
 	}
 	if dir, ok := fileBackendDir(w.state); ok {
 		if w.readOnly {
@@ -147,10 +161,21 @@ func (r *Runner) access(w *workspace) Access {
 // pluginDir is the plugin cache every stack shares.
 func (r *Runner) pluginDir() string { return filepath.Join(r.opts.DataDir, "pulumi-home", "plugins") }
 
-// Per-stack directories in the runner's state directory of a stack.
+// Per-stack directories in the runner's state directory of a stack: the
+// engine's HOME, TMPDIR and PULUMI_HOME, the plugins downloaded for the
+// stack (the PULUMI_HOME of their installs), and the program's own HOME
+// and TMPDIR.
 func (w *workspace) homeDir() string       { return filepath.Join(w.dir, "home") }
 func (w *workspace) tmpDir() string        { return filepath.Join(w.dir, "tmp") }
 func (w *workspace) pulumiHomeDir() string { return filepath.Join(w.dir, "pulumi-home") }
+func (w *workspace) downloadHome() string  { return filepath.Join(w.dir, "downloads") }
+func (w *workspace) downloadDir() string   { return filepath.Join(w.downloadHome(), "plugins") }
+func (w *workspace) programDir() string    { return filepath.Join(w.dir, "program") }
+func (w *workspace) programHome() string   { return filepath.Join(w.programDir(), "home") }
+func (w *workspace) programTmp() string    { return filepath.Join(w.programDir(), "tmp") }
+func (w *workspace) programPulumiHome() string {
+	return filepath.Join(w.programDir(), "pulumi-home")
+}
 
 // mkdirs creates w's state directory with the stack's own HOME, TMPDIR
 // and PULUMI_HOME, whose plugins mirror the shared cache (see plugins.go).
@@ -165,14 +190,20 @@ func (r *Runner) mkdirs(w *workspace) error {
 		return fmt.Errorf("stack %s: workspace: %w", w.Name, err)
 	}
 	defer ws.Close()
-	for _, dir := range []string{w.homeDir(), w.tmpDir(), w.pulumiHomeDir()} {
-		if err := rootRealDir(ws, filepath.Base(dir)); err != nil {
+	for _, dir := range []string{w.homeDir(), w.tmpDir(), w.pulumiHomeDir(), w.programDir(), w.programHome(), w.programTmp(), w.programPulumiHome()} {
+		rel, _ := filepath.Rel(w.dir, dir)
+		if err := rootRealDir(ws, rel); err != nil {
 			return fmt.Errorf("stack %s: workspace: %w", w.Name, err)
 		}
 	}
-	own := filepath.Join(filepath.Base(w.pulumiHomeDir()), "plugins")
-	if err := mirrorPlugins(r.pluginDir(), ws, own); err != nil {
-		return fmt.Errorf("stack %s: plugins: %w", w.Name, err)
+	// The engine's plugins, and the program's: its language host caches
+	// the providers' schemas beside the plugins it finds.
+	for _, home := range []string{w.pulumiHomeDir(), w.programPulumiHome()} {
+		rel, _ := filepath.Rel(w.dir, home)
+		m := mirror{shared: r.pluginDir(), downloads: w.downloadDir(), ws: ws, own: filepath.Join(rel, "plugins"), wrapper: r.wrapper}
+		if err := mirrorPlugins(m); err != nil {
+			return fmt.Errorf("stack %s: plugins: %w", w.Name, err)
+		}
 	}
 	return nil
 }

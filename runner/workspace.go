@@ -73,7 +73,7 @@ func (r *Runner) workspace(ws daemon.Workspace) (*workspace, error) {
 	if err := checkMain(cmpOr(ws.WorkDir, ws.ProjectDir), ws.ProjectDir, main); err != nil {
 		return nil, fmt.Errorf("stack %s: %w", ws.Name, err)
 	}
-	if err := checkProjectPlugins(cmpOr(ws.WorkDir, ws.ProjectDir), ws.ProjectDir); err != nil {
+	if err := checkProjectPlugins(cmpOr(ws.WorkDir, ws.ProjectDir), ws.ProjectDir, r.opts.ProjectPlugins); err != nil {
 		return nil, fmt.Errorf("stack %s: %w", ws.Name, err)
 	}
 	w.project = project

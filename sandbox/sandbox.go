@@ -68,6 +68,11 @@ const exitWrapper = 126
 // registries) cost every pulumi process milliseconds: any binary that
 // imports this package serves as its own wrapper.
 func init() {
+	if policy, ok := startedAsPlugin(); ok {
+		err := wrapPlugin(policy)
+		fmt.Fprintf(os.Stderr, "stackd sandbox: %v\n", err)
+		os.Exit(exitWrapper)
+	}
 	if filepath.Base(os.Args[0]) != wrapperName {
 		return
 	}

@@ -516,7 +516,7 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemo
 	}
 	run, err := runner.New(ctx, runner.Options{Bin: bin, DataDir: dataDir, DefaultBackend: f.backend,
 		PassphraseFile: f.secretsPassphraseFile, Timeout: f.opTimeout, Logger: log.With("component", "runner"),
-		PassEnv: f.passEnv, Env: env, InstallTimeout: f.installTimeout, Sandbox: sb,
+		PassEnv: f.passEnv, Env: env, InstallTimeout: f.installTimeout, Sandbox: sb, ProjectPlugins: f.projectPlugins,
 		Watchdog: sandbox.Watchdog{}, Heartbeat: f.heartbeat(), Reaper: f.reaper,
 		Secrets: func(v ...string) { red.Add(v...) }})
 	if err != nil {

@@ -24,6 +24,9 @@ type sandboxFlags struct {
 	// reaper, made by newSandbox, ends and counts what each pulumi
 	// process tree leaves running, with the sandbox on or off.
 	reaper *sandbox.Reaper
+	// projectPlugins lets projects declare plugins in Pulumi.yaml, which
+	// the engine runs beside itself, out of the program's domain.
+	projectPlugins bool
 }
 
 func (f *sandboxFlags) define(fs *flag.FlagSet) {
@@ -31,6 +34,7 @@ func (f *sandboxFlags) define(fs *flag.FlagSet) {
 	fs.Var(&f.sandboxRO, "sandbox-ro", "`PATH` every program may read besides its own files and the system's (repeatable; never the data dir, the secrets dir, the token file's directory or above)")
 	fs.Var(&f.sandboxRW, "sandbox-rw", "`PATH` every program may read and write besides its own files (repeatable; never the data dir, the secrets dir, the token file's directory or above)")
 	fs.BoolVar(&f.requireSB, "require-sandbox", false, "refuse to start where the kernel cannot enforce the sandbox")
+	fs.BoolVar(&f.projectPlugins, "allow-project-plugins", false, "run plugins a project declares in its Pulumi.yaml (plugins:): they run beside the engine, where they could forge what approval and policies judge; only for repositories whose every committer you trust")
 	fs.Var(&f.connectTCP, "sandbox-connect-tcp", "TCP `PORT` programs may connect to; when given, no other (repeatable; Landlock ABI 4)")
 }
 

@@ -9,7 +9,10 @@
 //
 // It also serves the function stackdtest:index:getEnv, which returns an
 // environment variable of the provider process, so that a program can show
-// what its stack's envRefs resolved to.
+// what its stack's envRefs resolved to, and stackdtest:index:run, which runs
+// a shell command in the provider process and returns its output, as
+// pulumi-command's local:run does: the committed code of a program, run in
+// every preview, for the tests of the program's sandbox.
 //
 // Two environment variables change its behaviour, for tests and the example:
 //
@@ -31,6 +34,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -57,7 +61,7 @@ func main() {
 func provider() p.Provider {
 	return infer.Provider(infer.Options{
 		Resources: []infer.InferredResource{infer.Resource(&File{}), infer.Resource(&Sleep{})},
-		Functions: []infer.InferredFunction{infer.Function(&GetEnv{})},
+		Functions: []infer.InferredFunction{infer.Function(&GetEnv{}), infer.Function(&Run{})},
 	})
 }
 
@@ -301,4 +305,32 @@ func (g *GetEnv) Annotate(a infer.Annotator) {
 // Invoke reads the variable.
 func (*GetEnv) Invoke(ctx context.Context, req infer.FunctionRequest[GetEnvArgs]) (infer.FunctionResponse[GetEnvResult], error) {
 	return infer.FunctionResponse[GetEnvResult]{Output: GetEnvResult{Value: os.Getenv(req.Input.Name)}}, nil
+}
+
+// Run is the function stackdtest:index:run.
+type Run struct{}
+
+// RunArgs is the command, run with sh -c.
+type RunArgs struct {
+	Command string `pulumi:"command"`
+}
+
+// RunResult is what the command printed on stdout and stderr.
+type RunResult struct {
+	Output string `pulumi:"output"`
+}
+
+// Annotate gives the function its token.
+func (r *Run) Annotate(a infer.Annotator) {
+	a.Describe(&r, "Runs a shell command in the provider process and returns its output.")
+	a.SetToken("index", "run")
+}
+
+// Invoke runs the command; a command that fails fails the call.
+func (*Run) Invoke(ctx context.Context, req infer.FunctionRequest[RunArgs]) (infer.FunctionResponse[RunResult], error) {
+	out, err := exec.CommandContext(ctx, "sh", "-c", req.Input.Command).CombinedOutput()
+	if err != nil {
+		return infer.FunctionResponse[RunResult]{}, fmt.Errorf("%s: %w: %s", req.Input.Command, err, out)
+	}
+	return infer.FunctionResponse[RunResult]{Output: RunResult{Output: string(out)}}, nil
 }
