@@ -81,6 +81,9 @@ type Workspace struct {
 	WorkDir string
 	// Backend is spec.backend; empty means the runner's default backend.
 	Backend string
+	// Project is spec.project: the Pulumi project the program must name,
+	// empty for any (see the runner's checkProject).
+	Project string
 	// SecretsProvider is used when the stack is created; empty means the
 	// backend's default (passphrase on the default backend).
 	SecretsProvider string

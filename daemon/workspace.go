@@ -280,7 +280,7 @@ func (d *Daemon) existingProjectDir(s *spec.Stack) (string, error) {
 // returns the values to scrub from logs.
 func stackWorkspace(c *spec.Config, s *spec.Stack, dir string, refs spec.RefSources) (Workspace, []string, error) {
 	spec := &s.Spec
-	ws := Workspace{Name: s.Name, Stack: spec.Stack, ProjectDir: dir, Backend: spec.Backend,
+	ws := Workspace{Name: s.Name, Stack: spec.Stack, ProjectDir: dir, Backend: spec.Backend, Project: spec.Project,
 		SecretsProvider: spec.SecretsProvider, UseLocalStackOnly: spec.UseLocalStackOnly,
 		Environments: spec.Environment}
 	env, secrets, err := c.StackEnv(s, refs)

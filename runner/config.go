@@ -46,7 +46,7 @@ func (r *Runner) applyConfig(ctx context.Context, w *workspace) error {
 	}
 	reuse := r.reusableSecrets(w, m, values)
 	// The file is stale until every step below succeeded.
-	if err := w.writeMarker(marker{Backend: m.Backend, Stack: m.Stack, Identity: m.Identity}); err != nil {
+	if err := w.writeMarker(marker{Backend: m.Backend, Stack: m.Stack, Project: m.Project, Identity: m.Identity}); err != nil {
 		return err
 	}
 	data, err := buildStackFile(fileHeader(w.configFile), repo, w.project, values, reuse)

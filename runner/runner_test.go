@@ -353,11 +353,13 @@ func TestRunUseLocalStackOnly(t *testing.T) {
 	ws.UseLocalStackOnly = false
 	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
 	ws.UseLocalStackOnly = true
-	ws.Name = "other" // no marker: the stack is looked for
 	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
-	ws.UseLocalStackOnly = false
-	ws.Name = "third" // no marker: stack init finds the stack
-	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
+	// Another stackd stack of the same Pulumi stack and project keeps
+	// its state apart on the data dir's backend: it finds none.
+	ws.Name = "other"
+	if _, err := h.try(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp}); !errors.Is(err, daemon.ErrStackNotFound) {
+		t.Fatalf("another stackd stack: %v, want a missing stack", err)
+	}
 }
 
 // TestRunTimeout: an operation past its timeout is interrupted and says

@@ -9,10 +9,13 @@ import (
 )
 
 // A stack on the data dir's own backend keeps its Pulumi state in a file
-// backend of its own, <DataDir>/backends/<identity>, rather than in the
+// backend of its own, <DataDir>/backends/<name>, rather than in the
 // shared <DataDir>/backend: the sandbox then grants a program its own
-// stack's state and nothing of another's. The backend URL the stack is
-// known by (in its identity, marker and messages) stays the shared one.
+// stack's state and nothing of another's. It is keyed by the stackd
+// stack's name, unique by construction, never by what the program
+// chooses: a program that names another stack's project gets a state of
+// its own all the same. The backend URL the stack is known by (in its
+// identity, marker and messages) stays the shared one.
 
 // stateDirs are the directories of a file backend that hold a stack's
 // files, each under <project>/<stack> (locks under <org>/<project>).
@@ -21,7 +24,38 @@ var stateDirs = []string{"history", "backups", "locks"}
 // ownStateDir is the file backend of w's own state, on the data dir's
 // backend.
 func (r *Runner) ownStateDir(w *workspace) string {
-	return filepath.Join(r.opts.DataDir, "backends", r.identity(w))
+	return filepath.Join(r.opts.DataDir, "backends", w.Name)
+}
+
+// ownPassphrase is the file of w's own passphrase, on the data dir's
+// backend.
+func (r *Runner) ownPassphrase(w *workspace) string {
+	return filepath.Join(r.passphrasesDir(), w.Name)
+}
+
+// keyByName moves w's state and passphrase from where a data dir of an
+// earlier version kept them, under the digest of the stack's identity
+// (its backend, Pulumi stack and project: a name the program chooses),
+// to where they are kept now, under the stack's name. Only a stack whose
+// marker says it used that identity moves them: another stack whose
+// program names the same project never gets them.
+func (r *Runner) keyByName(w *workspace) error {
+	if w.backend != r.localBackend() || w.readMarker().Identity != r.identity(w) {
+		return nil
+	}
+	id := r.identity(w)
+	for _, m := range [][2]string{
+		{filepath.Join(r.opts.DataDir, "backends", id), r.ownStateDir(w)},
+		{filepath.Join(r.passphrasesDir(), id), r.ownPassphrase(w)},
+	} {
+		if _, err := os.Lstat(m[1]); err == nil {
+			continue
+		}
+		if err := os.Rename(m[0], m[1]); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("stack %s: key its state by its name: %w", w.Name, err)
+		}
+	}
+	return nil
 }
 
 // stateURL is the backend URL w's processes use: its own file backend

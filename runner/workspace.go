@@ -48,7 +48,8 @@ type workspace struct {
 }
 
 // workspace validates ws and derives the runner's view of it. It creates
-// nothing.
+// nothing, but moves the state of a data dir of an earlier version (see
+// keyByName).
 func (r *Runner) workspace(ws daemon.Workspace) (*workspace, error) {
 	if err := validateNames(ws); err != nil {
 		return nil, err
@@ -80,6 +81,12 @@ func (r *Runner) workspace(ws daemon.Workspace) (*workspace, error) {
 	w.state = r.stateURL(w)
 	w.stackFile = "Pulumi." + stackBase(ws.Stack) + ".yaml"
 	w.configFile = filepath.Join(w.dir, w.stackFile)
+	if err := r.checkProject(w); err != nil {
+		return nil, err
+	}
+	if err := r.keyByName(w); err != nil {
+		return nil, err
+	}
 	if err := r.choosePassphrase(w); err != nil {
 		return nil, fmt.Errorf("stack %s: passphrase: %w", ws.Name, err)
 	}
@@ -178,15 +185,15 @@ func (r *Runner) env(w *workspace) []string {
 
 // choosePassphrase picks w's passphrase file. A Pulumi stack created on
 // the data dir's own backend gets a passphrase of its own, kept under the
-// digest of its identity (so that renaming the stackd stack keeps it), so
-// that a passphrase that leaks opens one stack's secrets only; a stack
-// that exists already with the shared passphrase keeps that one.
+// stackd stack's name, so that a passphrase that leaks opens one stack's
+// secrets only; a stack that exists already with the shared passphrase
+// keeps that one.
 func (r *Runner) choosePassphrase(w *workspace) error {
 	w.passphraseFile = r.opts.PassphraseFile
 	if !r.ownPassphrases || w.backend != r.localBackend() || w.SecretsProvider != "" {
 		return nil
 	}
-	own := filepath.Join(r.opts.DataDir, "passphrases", r.identity(w))
+	own := r.ownPassphrase(w)
 	if _, err := os.Stat(own); err != nil {
 		if r.inLocalBackend(w) {
 			return nil // created with the shared passphrase
@@ -301,11 +308,38 @@ func projectFile(dir string) (string, error) {
 	return "", fmt.Errorf("no Pulumi.yaml in the project directory %s", dir)
 }
 
+// checkProject refuses a program that names a Pulumi project other than
+// the one the stack's config names, or, with none named, other than the
+// one the stack has used so far: the program's committers choose its
+// project's name, and another project is another Pulumi stack, on a
+// shared backend maybe another team's. A person confirms a change by
+// naming the new project in the config (spec.project).
+func (r *Runner) checkProject(w *workspace) error {
+	if w.Project != "" {
+		if w.Project != w.project {
+			return fmt.Errorf("stack %s: the program names the project %q (Pulumi.yaml name:), and the stack's config says project %q", w.Name, w.project, w.Project)
+		}
+		return nil
+	}
+	m := w.readMarker()
+	if m.Identity == "" || m.Identity == r.identity(w) || m.Backend != redactURL(w.backend) || m.Stack != w.Stack {
+		return nil
+	}
+	was := ""
+	if m.Project != "" {
+		was = fmt.Sprintf(" from %q", m.Project)
+	}
+	return fmt.Errorf("stack %s: the program's project changed%s to %q (Pulumi.yaml name:), which is another Pulumi stack; "+
+		"nothing runs until a person confirms it with project: %s in the stack's config", w.Name, was, w.project, w.project)
+}
+
 // marker records, in w's state directory, that the stack exists and
 // which config its config file holds. It holds digests, no value.
 type marker struct {
 	Backend string `json:"backend"` // without userinfo
 	Stack   string `json:"stack"`
+	// Project is the project's name, for messages.
+	Project string `json:"project,omitempty"`
 	// Identity is a digest of the backend, the stack and the project.
 	Identity string `json:"identity"`
 	// Config is the digest of the config last applied; empty while the
@@ -389,7 +423,7 @@ func (r *Runner) ensureStack(ctx context.Context, w *workspace) error {
 	if err := setHeader(w.configFile, header); err != nil {
 		return fmt.Errorf("stack %s: write config file: %w", w.Name, err)
 	}
-	return w.writeMarker(marker{Backend: redactURL(w.backend), Stack: w.Stack, Identity: id})
+	return w.writeMarker(marker{Backend: redactURL(w.backend), Stack: w.Stack, Project: w.project, Identity: id})
 }
 
 // createStack runs `stack init` in a scratch copy of the project's

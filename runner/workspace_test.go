@@ -40,10 +40,6 @@ func TestWorkspaceEnv(t *testing.T) {
 		Env: map[string]string{"TOKEN": "abc", "PULUMI_DEBUG_COMMANDS": "false"}}
 	env := childEnv(t, r, ws)
 	data := r.opts.DataDir
-	w, err := r.workspace(ws)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Each stack has its own PULUMI_HOME, TMPDIR and, on the data dir's
 	// backend, its own file backend: the sandbox grants it those alone.
 	for k, want := range map[string]string{
@@ -52,7 +48,7 @@ func TestWorkspaceEnv(t *testing.T) {
 		"HOME":                     filepath.Join(data, "workspaces", "s", "home"),
 		"PULUMI_SKIP_UPDATE_CHECK": "true",
 		"PULUMI_DEBUG_COMMANDS":    "true",
-		"PULUMI_BACKEND_URL":       "file://" + filepath.Join(data, "backends", r.identity(w)),
+		"PULUMI_BACKEND_URL":       "file://" + filepath.Join(data, "backends", "s"),
 		"TOKEN":                    "abc",
 		"DAEMON_WIDE":              "1",
 	} {

@@ -394,3 +394,31 @@ func TestLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestSamePulumiStack: two stacks that the config says operate on one
+// Pulumi stack (the same backend, project and stack) are refused, naming
+// both; other projects, backends or stacks, or a project left to the
+// program, are not.
+func TestSamePulumiStack(t *testing.T) {
+	stack := func(name, pulumiStack, extra string) string {
+		return "  - name: " + name + "\n    stack: " + pulumiStack + "\n    projectRepo: https://example.com/" + name +
+			".git\n    branch: main\n    backend: s3://bucket\n" + extra
+	}
+	for _, tt := range []struct {
+		name, src, want string
+	}{
+		{"qualified and pinned", stack("a", "org/web/prod", "") + stack("b", "prod", "    project: web\n"),
+			`test.yaml:8:12: stacks[1].stack: stack "b" is the same Pulumi stack as stack "a" (defined at test.yaml:2:11)`},
+		{"both pinned", stack("a", "prod", "    project: web\n") + stack("b", "prod", "    project: web\n"),
+			`test.yaml:9:12: stacks[1].stack: stack "b" is the same Pulumi stack as stack "a" (defined at test.yaml:2:11)`},
+		{"other projects", stack("a", "prod", "    project: web\n") + stack("b", "prod", "    project: api\n"), ""},
+		{"project left to the program", stack("a", "prod", "") + stack("b", "prod", ""), ""},
+		{"other backends", stack("a", "org/web/prod", "") + strings.Replace(stack("b", "org/web/prod", ""), "s3://bucket", "s3://other", 1), ""},
+	} {
+		_, diags, _ := Parse("test.yaml", []byte("stacks:\n"+tt.src))
+		got := list(diags)
+		if tt.want == "" && got != "" || tt.want != "" && !strings.Contains(got, tt.want) {
+			t.Errorf("%s: diagnostics %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

@@ -69,6 +69,12 @@ type StackSpec struct {
 	// number of directories). Default: repoDir's files, and for a
 	// project at the root, every file.
 	Paths []string `yaml:"paths"`
+	// Project, when set, is the Pulumi project the stack's program must
+	// name (Pulumi.yaml name:); a program that names another is refused.
+	// It is how a person confirms that a stack's project changes: the
+	// program's own name is its committers' to choose, and a new project
+	// is another Pulumi stack. stackd's own field, not PKO's.
+	Project string `yaml:"project"`
 	// Approval makes the stack's updates wait for a person's approval of
 	// the plan a preview saved: every update that changes something, or
 	// those beyond a change budget (see Approval). Nil takes the

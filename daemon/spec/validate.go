@@ -124,6 +124,7 @@ func parentPath(p string) string {
 
 func (v *validator) validate() {
 	seen := map[string]*Stack{}
+	pulumiStacks := map[string]*Stack{}
 	for _, s := range v.cfg.Stacks {
 		v.s = s
 		if first, dup := seen[s.Name]; dup {
@@ -132,6 +133,13 @@ func (v *validator) validate() {
 			continue
 		}
 		seen[s.Name] = s
+		if key := pulumiStackKey(&s.Spec); key != "" {
+			if first, dup := pulumiStacks[key]; dup {
+				v.errorf("stack", "stack %q is the same Pulumi stack as stack %q (defined at %s): the same backend, project and stack; two stacks would operate on one state",
+					s.Name, first.Name, first.Pos)
+			}
+			pulumiStacks[key] = s
+		}
 		v.stack(s)
 	}
 	v.cycles()
@@ -153,6 +161,26 @@ func (v *validator) program(p *Program) {
 			v.errorf(joinPath("configuration", name), "configuration value needs a type or a default")
 		}
 	}
+}
+
+// pulumiStackKey names the Pulumi stack s operates on when the config
+// says it all: a backend of its own and the project (a stack named
+// org/project/stack, or spec.project); empty otherwise, as the program
+// then names the project, and on the default backend every stack keeps
+// its state apart.
+func pulumiStackKey(s *StackSpec) string {
+	if s.Backend == "" {
+		return ""
+	}
+	parts := strings.Split(s.Stack, "/")
+	project := s.Project
+	if len(parts) == 3 {
+		project = parts[1]
+	}
+	if project == "" {
+		return ""
+	}
+	return s.Backend + "\x00" + project + "\x00" + parts[len(parts)-1]
 }
 
 // nameField is the path of a stack's name, for duplicate reports.

@@ -1,0 +1,93 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stackd/stackd/daemon"
+)
+
+// TestStateKeyedByStackName: a stack whose program names another stack's
+// project, with the same Pulumi stack name (prod repeats across teams),
+// gets a state and a passphrase of its own: its up must not see, let
+// alone delete, the other stack's resources. They were keyed by the
+// backend, the Pulumi stack and the project, which the program chooses.
+func TestStateKeyedByStackName(t *testing.T) {
+	h := newSandboxedHarness(t)
+	h.run(daemon.Operation{Workspace: h.workspace("victim's", "secret-token-1"), Type: daemon.UpdateUp})
+
+	evil := t.TempDir()
+	mine := filepath.Join(filepath.Dir(h.file), "evil.txt")
+	program := strings.ReplaceAll(testProgram, "note", "mine")
+	if err := os.WriteFile(filepath.Join(evil, "Pulumi.yaml"), []byte(program), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ws := h.workspace("evil", "secret-token-2")
+	ws.Name, ws.ProjectDir, ws.Config[0].Value = "evil", evil, mine
+	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
+	if got := h.onDisk(); got != "victim's" {
+		t.Fatalf("the other stack's up changed the victim's File: %q", got)
+	}
+	for _, dir := range []string{"backends", "passphrases"} {
+		if got := dirNames(t, filepath.Join(h.dataDir, dir)); strings.Join(got, " ") != "evil test" {
+			t.Errorf("%s holds %v, want one each, by the stacks' names", dir, got)
+		}
+	}
+}
+
+// TestProjectChangeNeedsConfirmation: a program that renames its project
+// (another Pulumi stack: on a shared backend maybe another team's) is
+// refused until the stack's config names the new project; a program
+// that names another project than the config's is refused.
+func TestProjectChangeNeedsConfirmation(t *testing.T) {
+	h := newSandboxedHarness(t)
+	h.run(daemon.Operation{Workspace: h.workspace("one", "secret-token-1"), Type: daemon.UpdateUp})
+	h.writeProgram(strings.Replace(testProgram, "name: runnertest", "name: renamed", 1))
+	_, err := h.try(daemon.Operation{Workspace: h.workspace("two", "secret-token-1"), Type: daemon.UpdateUp})
+	want := `stack test: the program's project changed from "runnertest" to "renamed" (Pulumi.yaml name:)`
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "project: renamed") {
+		t.Fatalf("err = %v, want %s…", err, want)
+	}
+	ws := h.workspace("two", "secret-token-1")
+	ws.Config[1].Key, ws.Project = "renamed:content", "other"
+	if _, err := h.try(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp}); err == nil ||
+		!strings.Contains(err.Error(), `the program names the project "renamed" (Pulumi.yaml name:), and the stack's config says project "other"`) {
+		t.Fatalf("a program naming another project than the config's: %v", err)
+	}
+	if got := h.onDisk(); got != "one" {
+		t.Fatalf("a refused program changed the File: %q", got)
+	}
+	ws.Project = "renamed"
+	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
+	ws.Project = ""
+	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdatePreview})
+}
+
+// TestStateKeyMigration: a data dir of an earlier version kept a stack's
+// state and passphrase under the digest of its identity; the stack whose
+// marker says so takes them under its name, and goes on with them.
+func TestStateKeyMigration(t *testing.T) {
+	h := newSandboxedHarness(t)
+	h.run(daemon.Operation{Workspace: h.workspace("one", "secret-token-1"), Type: daemon.UpdateUp})
+	w, err := h.r.workspace(h.workspace("one", "secret-token-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := h.r.identity(w)
+	for _, dir := range []string{"backends", "passphrases"} {
+		if err := os.Rename(filepath.Join(h.dataDir, dir, "test"), filepath.Join(h.dataDir, dir, id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := h.run(daemon.Operation{Workspace: h.workspace("two", "secret-token-1"), Type: daemon.UpdateUp})
+	if res.Changes["update"] != 1 || h.onDisk() != "two" {
+		t.Errorf("after the move: changes %v, File %q; want the File updated in place", res.Changes, h.onDisk())
+	}
+	for _, dir := range []string{"backends", "passphrases"} {
+		if got := dirNames(t, filepath.Join(h.dataDir, dir)); strings.Join(got, " ") != "test" {
+			t.Errorf("%s holds %v, want the stack's name only", dir, got)
+		}
+	}
+}
