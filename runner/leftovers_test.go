@@ -64,9 +64,9 @@ func gone(pid int) bool {
 }
 
 // TestLeftoversEndWithOperation is the attack through a real operation:
-// the project declares its own provider (Pulumi.yaml plugins.providers),
-// a script that starts a process in a session of its own, out of reach
-// of every process-group kill, before it execs the real provider. Once
+// the program runs a command (stackdtest:index:run, as pulumi-command's
+// local:run) that starts a process in a session of its own, out of reach
+// of every process-group kill. Once
 // the operation returned, every such process is gone, not even a zombie,
 // and counted; with the sandbox on or off.
 func TestLeftoversEndWithOperation(t *testing.T) {
@@ -85,11 +85,18 @@ func TestLeftoversEndWithOperation(t *testing.T) {
 		if err := os.Mkdir(pids, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		mkfile(t, filepath.Join(project, "prov", "pulumi-resource-stackdtest"), "#!/bin/sh\n"+
-			escapeScript(`"`+pids+`/$$"`)+
-			"exec '"+filepath.Join(bin, "pulumi-resource-stackdtest")+"' \"$@\"\n", 0o755)
-		mkfile(t, filepath.Join(project, "Pulumi.yaml"), fileProgram(filepath.Join(project, "note.txt"), "hello")+
-			"plugins:\n  providers:\n    - name: stackdtest\n      path: ./prov\n", 0o600)
+		// Pulumi YAML reads $$ as $.
+		program := strings.Replace(fileProgram(filepath.Join(project, "note.txt"), "hello"), "outputs:\n", `variables:
+  escaped:
+    fn::invoke:
+      function: stackdtest:index:run
+      arguments:
+        command: |
+`+indent(strings.ReplaceAll(escapeScript(`"`+pids+`/$$"`), "$$", "$$$$")+"echo started", "          ")+`      return: output
+outputs:
+  escaped: ${escaped}
+`, 1)
+		mkfile(t, filepath.Join(project, "Pulumi.yaml"), program, 0o600)
 		var reaper sandbox.Reaper
 		r, err := New(context.Background(), Options{Bin: bin, DataDir: t.TempDir(), Sandbox: sb, Reaper: &reaper,
 			Env: []string{"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true"}})
@@ -104,7 +111,7 @@ func TestLeftoversEndWithOperation(t *testing.T) {
 		}
 		left := pidsIn(t, pids)
 		if len(left) == 0 {
-			t.Fatalf("confined=%v: the declared provider never ran:\n%s", confined, log.String())
+			t.Fatalf("confined=%v: the program's command never ran:\n%s", confined, log.String())
 		}
 		for _, pid := range left {
 			if !gone(pid) {

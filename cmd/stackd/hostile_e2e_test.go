@@ -38,9 +38,8 @@ outputs:
 func TestE2EHostileProgramCannotSkipApproval(t *testing.T) {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	out := filepath.Join(t.TempDir(), "note.txt")
-	in := startDaemonWith(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+"    approval: {required: true}\n"), "",
-		func(f *runFlags) { f.sandboxRW = stringsFlag{filepath.Dir(out)} })
+	out := filepath.Join(outDir(t), "note.txt")
+	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+"    approval: {required: true}\n"), "")
 	in.waitStack("app", "the first plan", 2*time.Minute, awaitingAt(""))
 	in.approveAndWait("app")
 
@@ -66,10 +65,8 @@ func TestE2EHostileProgramCannotSkipApproval(t *testing.T) {
 func TestE2EHostileProgramCannotSkipPolicy(t *testing.T) {
 	r := newRepo(t)
 	v1 := r.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	out := filepath.Join(t.TempDir(), "note.txt")
-	in := startDaemonWith(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)), "", func(f *runFlags) {
-		f.policy, f.sandboxRW = policyDir(t), stringsFlag{filepath.Dir(out)}
-	})
+	out := filepath.Join(outDir(t), "note.txt")
+	in := startDaemonWith(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)), "", func(f *runFlags) { f.policy = policyDir(t) })
 	in.waitStack("app", "first deploy", 2*time.Minute, func(v daemon.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate.LastSuccessfulCommit == v1
 	})

@@ -18,7 +18,7 @@ import (
 var dataDirEntries = []string{
 	store.FileName, apiTokenFile, auth.SessionKeyFile, "digest.key", "passphrase",
 	"backend", "backends", "passphrases", "workspaces", "pulumi-home", "tmp", "home",
-	"stacks", "config", "policy", "previews", "reviews", "preview-now",
+	"stacks", "config", "policy", "previews", "reviews", "preview-now", "engine",
 }
 
 // ownPaths are the daemon's paths that no program may reach through a
