@@ -76,6 +76,12 @@ func TestAcquirePlugin(t *testing.T) {
 	if got, err := os.Readlink(exe); err != nil || got != h.r.wrapper {
 		t.Errorf("the engine starts the download as %q (%v), want the wrapper %s", got, err, h.r.wrapper)
 	}
+	// A pull request's preview runs in a copy of the stack's state, and
+	// uses the stack's downloads as they are.
+	res := h.run(daemon.Operation{Workspace: h.workspace("previewed", "secret-token-1"), Type: daemon.UpdatePreview, ReadOnly: true})
+	if res.Changes["update"] != 1 || served != 1 {
+		t.Errorf("the read-only preview: changes %v, downloads %d; want an update, and no download", res.Changes, served)
+	}
 }
 
 // pluginTarball is a plugin's .tar.gz, as a plugin server serves it,

@@ -30,9 +30,12 @@ import (
 
 // mirror is what mirrorPlugins needs to know.
 type mirror struct {
-	// shared and downloads are the directories of the real plugins: the
-	// shared cache, and the stack's own downloads (which may be missing).
-	shared, downloads string
+	// shared are directories of real plugins the stack may not write: the
+	// shared cache, and, for a read-only operation's copy, the stack's
+	// downloads. downloads are the stack's (or the copy's) own downloads.
+	// Any may be missing; a plugin in several comes from the first.
+	shared    []string
+	downloads string
 	// ws is the stack's state directory, and own its plugin directory in
 	// it (relative to ws): every change goes through ws.
 	ws  *os.Root
@@ -55,7 +58,11 @@ func mirrorPlugins(m mirror) error {
 		return err
 	}
 	from := map[string]string{}
-	for _, dir := range []string{m.downloads, m.shared} {
+	dirs := []string{m.downloads}
+	for i := len(m.shared) - 1; i >= 0; i-- {
+		dirs = append(dirs, m.shared[i])
+	}
+	for _, dir := range dirs { // the later wins
 		plugins, err := installedPlugins(dir)
 		if err != nil {
 			return err

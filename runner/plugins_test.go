@@ -57,7 +57,7 @@ func TestMirrorPlugins(t *testing.T) {
 	}
 	defer ws.Close()
 	wrapper := filepath.Join(root, "stackd")
-	m := mirror{shared: shared, downloads: downloads, ws: ws, own: "own", wrapper: wrapper}
+	m := mirror{shared: []string{shared}, downloads: downloads, ws: ws, own: "own", wrapper: wrapper}
 	if err := mirrorPlugins(m); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestMirrorPluginsFollowsNoLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	m := mirror{shared: shared, downloads: filepath.Join(root, "downloads"), ws: ws, own: "own"}
+	m := mirror{shared: []string{shared}, downloads: filepath.Join(root, "downloads"), ws: ws, own: "own"}
 	if err := mirrorPlugins(m); err != nil {
 		t.Fatal(err)
 	}

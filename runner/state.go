@@ -167,10 +167,10 @@ func copyIfMissing(src, dst string) error {
 func (r *Runner) access(w *workspace) Access {
 	work := cmpOr(w.WorkDir, w.ProjectDir)
 	a := Access{
-		ReadOnly:  []string{r.pluginDir(), r.bin()},
+		ReadOnly:  []string{r.pluginDir(), r.bin(), w.stackDownloads},
 		ReadWrite: []string{work, w.dir},
 		Program: &ProgramAccess{
-			ReadOnly:  []string{r.pluginDir(), r.bin(), w.downloadDir()},
+			ReadOnly:  []string{r.pluginDir(), r.bin(), w.downloadDir(), w.stackDownloads},
 			ReadWrite: []string{work, w.programDir()},
 			Env:       []string{"HOME=" + w.programHome(), "TMPDIR=" + w.programTmp(), "PULUMI_HOME=" + w.programPulumiHome()},
 		},
@@ -234,7 +234,7 @@ func (r *Runner) mkdirs(w *workspace) error {
 	// the providers' schemas beside the plugins it finds.
 	for _, home := range []string{w.pulumiHomeDir(), w.programPulumiHome()} {
 		rel, _ := filepath.Rel(w.dir, home)
-		m := mirror{shared: r.pluginDir(), downloads: w.downloadDir(), ws: ws, own: filepath.Join(rel, "plugins"), wrapper: r.wrapper}
+		m := mirror{shared: []string{r.pluginDir(), w.stackDownloads}, downloads: w.downloadDir(), ws: ws, own: filepath.Join(rel, "plugins"), wrapper: r.wrapper}
 		if err := mirrorPlugins(m); err != nil {
 			return fmt.Errorf("stack %s: plugins: %w", w.Name, err)
 		}

@@ -45,6 +45,10 @@ type workspace struct {
 	// stack's own.
 	passphraseFile string
 	ownPassphrase  bool
+	// stackDownloads are the plugins downloaded for the stack: in dir's
+	// downloads, or, for a read-only operation's copy, in the stack's
+	// own, which the copy uses read-only.
+	stackDownloads string
 }
 
 // workspace validates ws and derives the runner's view of it. It creates
@@ -91,6 +95,7 @@ func (r *Runner) workspace(ws daemon.Workspace) (*workspace, error) {
 		return nil, fmt.Errorf("stack %s: passphrase: %w", ws.Name, err)
 	}
 	w.redact = r.redactor(w)
+	w.stackDownloads = w.downloadDir()
 	return w, nil
 }
 
