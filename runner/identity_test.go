@@ -91,3 +91,28 @@ func TestStateKeyMigration(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimedPulumiStack: on a backend other than the data dir's, the
+// first stack to run on a Pulumi stack claims it; another stackd stack
+// whose program names the same project and stack is refused, naming the
+// first, until the first is removed with its Pulumi stack.
+func TestClaimedPulumiStack(t *testing.T) {
+	h := newSandboxedHarness(t)
+	backend := "file://" + t.TempDir()
+	first := h.workspace("first", "secret-token-1")
+	first.Backend = backend
+	h.run(daemon.Operation{Workspace: first, Type: daemon.UpdateUp})
+
+	second := first
+	second.Name = "second"
+	_, err := h.try(daemon.Operation{Workspace: second, Type: daemon.UpdateUp})
+	want := "stack second: the Pulumi stack dev of project runnertest on " + backend + " is stack test's, which ran on it first"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("err = %v, want %s…", err, want)
+	}
+	h.run(daemon.Operation{Workspace: first, Type: daemon.UpdateDestroy, Remove: true})
+	h.run(daemon.Operation{Workspace: second, Type: daemon.UpdateUp})
+	if got := h.onDisk(); got != "first" {
+		t.Errorf("the File holds %q", got)
+	}
+}

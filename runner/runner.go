@@ -265,6 +265,7 @@ func (r *Runner) Run(ctx context.Context, op daemon.Operation) (daemon.Result, e
 	}
 	if err == nil && destroys(op) && op.Remove {
 		w.forget()
+		r.unclaim(w)
 	}
 	return res, err
 }
