@@ -26,8 +26,8 @@ func (r *Runner) claimsDir() string { return filepath.Join(r.opts.DataDir, "clai
 // dir's backend (where each stack keeps its state apart) or another
 // stack claimed it.
 func (r *Runner) claim(w *workspace) error {
-	if w.backend == r.localBackend() {
-		return nil
+	if w.backend == r.localBackend() || w.copy && !w.readOnly {
+		return nil // a read-only operation's copy on a backend of its own
 	}
 	if err := os.MkdirAll(r.claimsDir(), 0o700); err != nil {
 		return fmt.Errorf("stack %s: claim its Pulumi stack: %w", w.Name, err)

@@ -26,7 +26,7 @@ func (r *Runner) scratch(ctx context.Context, w *workspace) (func(), error) {
 		done()
 		return nil, fmt.Errorf("stack %s: copy the stack's state: %w", w.Name, err)
 	}
-	w.dir, w.configFile, w.readOnly = dir, filepath.Join(dir, w.stackFile), true
+	w.dir, w.configFile, w.readOnly, w.copy = dir, filepath.Join(dir, w.stackFile), true, true
 	if err := r.mkdirs(w); err != nil {
 		done()
 		return nil, err

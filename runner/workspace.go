@@ -34,8 +34,10 @@ type workspace struct {
 	// own file backend for a stack of the data dir's (see stateURL).
 	state string
 	// readOnly marks a read-only operation's copy (see scratch): its
-	// processes may read the stack's state, not write it.
+	// processes may read the stack's state, not write it. copy marks the
+	// copy, also once it has a backend of its own.
 	readOnly   bool
+	copy       bool
 	project    string // the project's name, from Pulumi.yaml
 	stackFile  string // Pulumi.<last element of Stack>.yaml
 	configFile string // dir/stackFile, passed as --config-file
