@@ -212,6 +212,7 @@ func (d *Daemon) runGated(ctx context.Context, j job, commit string, op Operatio
 	} else {
 		fmt.Fprintf(op.Log, "previewing the change with a saved plan before applying it\n")
 	}
+	pre.Judged = d.opts.Policies != nil
 	res, err := d.opts.Runner.Run(ctx, pre)
 	if err != nil {
 		return res, nil, fmt.Errorf("preview before the %s: %w", what, err)
@@ -221,7 +222,7 @@ func (d *Daemon) runGated(ctx context.Context, j job, commit string, op Operatio
 	}
 	g := &Gate{Type: op.Type, Commit: commit, Generation: j.obs.Generation, ReconcileRequest: j.obs.ReconcileRequest,
 		Plan: res.Plan, Changes: res.Changes, Steps: res.Steps}
-	verdict := d.judge(ctx, j, commit, res.Steps)
+	verdict := d.judge(ctx, j, commit, res)
 	for _, w := range verdict.Warn {
 		fmt.Fprintf(op.Log, "policy warning (%s): %s\n", w.Policy, w.Message)
 	}

@@ -21,7 +21,11 @@ import (
 // returns a new plan and steps; it records the plans discarded.
 type planRunner struct {
 	*fakeRunner
-	steps     []Step
+	steps []Step
+	// judged and revealed are a judged preview's PolicySteps and
+	// PolicySecrets; nil: the preview makes none.
+	judged    []Step
+	revealed  []string
 	saved     int
 	discarded []string
 	// stale makes the next up constrained to a plan refuse it.
@@ -52,6 +56,9 @@ func (r *planRunner) Run(ctx context.Context, op Operation) (Result, error) {
 	r.saved++
 	res.Plan = &Plan{ID: fmt.Sprintf("%016x", r.saved), Digest: fmt.Sprintf("digest-%d", r.saved)}
 	res.Steps, res.Changes = slices.Clone(r.steps), map[string]int{"update": len(r.steps)}
+	if op.Judged && r.judged != nil {
+		res.PolicySteps, res.PolicySecrets = slices.Clone(r.judged), slices.Clone(r.revealed)
+	}
 	return res, nil
 }
 
@@ -169,6 +176,60 @@ func TestGatePolicyDenied(t *testing.T) {
 	}
 	if h.gate("app") != nil {
 		t.Errorf("gate left after the apply: %+v", h.gate("app"))
+	}
+}
+
+// absolutePaths denies, and warns of, a File written to an absolute
+// path, naming the path.
+type absolutePaths struct{}
+
+func (absolutePaths) Evaluate(_ context.Context, in PolicyInput) (PolicyVerdict, error) {
+	var v PolicyVerdict
+	for _, s := range in.Steps {
+		if p, _ := s.New["path"].(string); strings.HasPrefix(p, "/") {
+			v.Deny = append(v.Deny, Violation{Policy: "paths", Level: PolicyDeny, Message: "absolute path " + p})
+			v.Warn = append(v.Warn, Violation{Policy: "paths", Level: PolicyWarn, Message: "writes " + p})
+		}
+	}
+	return v, nil
+}
+
+// TestGatePolicySeesSecrets: the policies judge a preview's steps with
+// their secret values in clear (PolicySteps), so a secret path is denied
+// as a plain one is; what is recorded and shown of it (the gate's steps
+// and messages, the update and its log, the notification) holds
+// "[secret]" in its place, never the path, which the daemon knew of
+// from nowhere else.
+func TestGatePolicySeesSecrets(t *testing.T) {
+	const path = "/srv/hidden-4711/key"
+	r := newPlanRunner(Step{Op: "create", URN: fileURN, Type: "stackdtest:index:File", New: map[string]any{"path": "[secret]"}})
+	r.judged = []Step{{Op: "create", URN: fileURN, Type: "stackdtest:index:File", New: map[string]any{"path": path}}}
+	r.revealed = []string{path}
+	n := &recordingNotifier{}
+	h := newHarness(t, oneStack, func(o *Options) { o.Runner, o.Policies, o.Notifier = r, absolutePaths{}, n })
+	h.fetcher.set("https://git.example/app.git", sha1, nil)
+	h.start()
+	h.eventually("denied", func() bool { return h.stalled("app", ReasonPolicyDenied) })
+	if ops := r.opsOf("app"); len(ops) != 1 || !ops[0].Judged {
+		t.Fatalf("operations %+v, want one judged preview", ops)
+	}
+	g := h.gate("app")
+	if g.State != GatePolicyDenied || len(g.Violations) != 2 || g.Violations[0].Message != "absolute path [secret]" ||
+		g.Steps[0].New["path"] != "[secret]" || !strings.Contains(g.Reason, "paths: absolute path [secret]") {
+		t.Fatalf("gate %+v, want the denial with the path masked", g)
+	}
+	rec, err := h.store.Stack("app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := h.d.Update(g.Update)
+	log, _ := h.store.Log(g.Update)
+	recorded, _ := json.Marshal([]any{rec, u, n.events, Result{PolicySteps: r.judged, PolicySecrets: r.revealed}})
+	if strings.Contains(string(recorded)+string(log), "hidden-4711") {
+		t.Errorf("the secret path is recorded or shown:\n%s\n%s", recorded, log)
+	}
+	if !strings.Contains(string(log), "policy warning (paths): writes [secret]") {
+		t.Errorf("the log lacks the warning, scrubbed:\n%s", log)
 	}
 }
 

@@ -149,6 +149,9 @@ type Operation struct {
 	// preview (PreviewOnly) saves no file: its plan binds the stack's
 	// state and config as the preview saw them.
 	SavePlan bool
+	// Judged says that policies judge the preview's steps: the runner
+	// then also returns them as policies see them (Result.PolicySteps).
+	Judged bool
 	// Plan constrains an up to a saved plan: the runner refuses (an error
 	// that is ErrPlanStale) when the plan file, the stack's config and
 	// secrets or its state changed since the plan was made, and the
@@ -181,6 +184,18 @@ type Result struct {
 	// it plans that change something ("same" steps are left out), in the
 	// engine's order.
 	Steps []Step
+	// PolicySteps are, for a preview that is Judged, its steps as
+	// policies judge them: the values of secret inputs in clear where
+	// Steps show "[secret]", and nothing scrubbed. A secret hides a value
+	// from people, not from the rules. They live in memory only, for
+	// Policies.Evaluate: never stored, served, logged or sent (hence
+	// json:"-"); a verdict's messages, which may quote them, are scrubbed
+	// of PolicySecrets before anything shows them.
+	PolicySteps []Step `json:"-"`
+	// PolicySecrets are the texts of the secret values PolicySteps show
+	// in clear (their strings and numbers), to scrub from what policies
+	// say. In memory only, as PolicySteps.
+	PolicySecrets []string `json:"-"`
 	// Plan is the plan a preview with SavePlan saved.
 	Plan *Plan
 	// Resources are the stack's resources exported from its state after

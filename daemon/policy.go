@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 )
 
 // Step is one resource operation that a preview plans.
@@ -75,6 +76,28 @@ type PolicyVerdict struct {
 // Denied says whether the change must not be applied.
 func (v PolicyVerdict) Denied() bool { return len(v.Deny) > 0 }
 
+// Scrubbed returns v with every message cleaned by clean, in new slices:
+// a message may quote a secret value that the policies saw in clear.
+func (v PolicyVerdict) Scrubbed(clean func(string) string) PolicyVerdict {
+	scrub := func(vs []Violation) []Violation {
+		out := slices.Clone(vs)
+		for i := range out {
+			out[i].Message = clean(out[i].Message)
+		}
+		return out
+	}
+	return PolicyVerdict{Deny: scrub(v.Deny), Warn: scrub(v.Warn)}
+}
+
+// JudgedSteps are the steps of r that policies judge: PolicySteps, secret
+// values in clear, when the runner made them; else Steps.
+func (r Result) JudgedSteps() []Step {
+	if r.PolicySteps != nil {
+		return r.PolicySteps
+	}
+	return r.Steps
+}
+
 // Policies judges previews; the policy package implements it. Evaluate
 // must be safe for concurrent use. An error means the policies could not
 // be evaluated: the caller treats it as a denial (fail closed).
@@ -107,17 +130,20 @@ func JudgeSteps(ctx context.Context, p Policies, in PolicyInput) PolicyVerdict {
 	return v
 }
 
-// judge evaluates the daemon's policies on a preview of j's operation (an
-// up, or a removed stack's destroy) and tells the Observer the outcome.
-func (d *Daemon) judge(ctx context.Context, j job, commit string, steps []Step) PolicyVerdict {
+// judge evaluates the daemon's policies on res, a preview of j's
+// operation (an up, or a removed stack's destroy), and tells the Observer
+// the outcome. The policies judge the real values of secrets; the verdict
+// returned is scrubbed of them and of every secret the daemon knows, as
+// it is logged, stored and shown.
+func (d *Daemon) judge(ctx context.Context, j job, commit string, res Result) PolicyVerdict {
 	if d.opts.Policies == nil {
 		return PolicyVerdict{}
 	}
-	in := PolicyInput{Stack: j.st.rec.Name, Operation: PolicyUp, Labels: j.labels, Commit: commit, Steps: steps}
+	in := PolicyInput{Stack: j.st.rec.Name, Operation: PolicyUp, Labels: j.labels, Commit: commit, Steps: res.JudgedSteps()}
 	if j.typ == UpdateDestroy {
 		in.Operation = PolicyDestroy
 	}
-	v := JudgeSteps(ctx, d.opts.Policies, in)
+	v := JudgeSteps(ctx, d.opts.Policies, in).Scrubbed(d.red.With(res.PolicySecrets...).Clean)
 	d.opts.Observer.PolicyEvaluated(in.Stack, v)
 	return v
 }
