@@ -8,5 +8,7 @@
 // and a keyed digest of the config the file holds. An operation on an
 // existing stack with unchanged config is one CLI process: its change
 // summary and outputs are read from the engine's event log (--event-log)
-// rather than from follow-up commands.
+// rather than from follow-up commands. A preview whose steps policies
+// judge, and whose steps hold secrets, runs up to two more, which read
+// their values in clear into memory for the policies (see reveal.go).
 package runner

@@ -61,6 +61,7 @@ type stepMetadata struct {
 }
 
 type stepState struct {
+	ID     string                     `json:"id"`
 	Inputs map[string]json.RawMessage `json:"inputs"`
 }
 
@@ -77,8 +78,11 @@ type events struct {
 	// drift lists the resources a refresh would change.
 	drift []spec.DriftedResource
 	// steps are the steps that change something, as the engine announced
-	// them (resource pre-events), inputs' secrets masked.
+	// them (resource pre-events), inputs' secrets masked; raw are the same
+	// steps as the log holds them, secret values marked (their plaintext
+	// is not in the log), from which revealSteps makes the policies' view.
 	steps []daemon.Step
+	raw   []stepMetadata
 }
 
 // readEvents reads the event log at path. A log cut short (the process
@@ -150,7 +154,7 @@ func (ev *events) addStep(md stepMetadata) error {
 			return fmt.Errorf("read the new inputs of %s: %w", md.URN, err)
 		}
 	}
-	ev.steps = append(ev.steps, st)
+	ev.steps, ev.raw = append(ev.steps, st), append(ev.raw, md)
 	return nil
 }
 
@@ -161,6 +165,16 @@ const unknownValue = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 // maskInputs decodes a resource's inputs with secrets as "[secret]" and
 // values unknown before the update as "[unknown]". Nil inputs stay nil.
 func maskInputs(raw map[string]json.RawMessage) (map[string]any, error) {
+	in, err := decodeInputs(raw)
+	for k, v := range in {
+		in[k] = unknown(mask(v))
+	}
+	return in, err
+}
+
+// decodeInputs decodes a resource's inputs as the log holds them, secret
+// values marked. Nil inputs stay nil.
+func decodeInputs(raw map[string]json.RawMessage) (map[string]any, error) {
 	if raw == nil {
 		return nil, nil
 	}
@@ -170,7 +184,7 @@ func maskInputs(raw map[string]json.RawMessage) (map[string]any, error) {
 		if err := decodeJSON(bytes.NewReader(v), &x); err != nil {
 			return nil, fmt.Errorf("input %s: %w", k, err)
 		}
-		out[k] = unknown(mask(x))
+		out[k] = x
 	}
 	return out, nil
 }

@@ -113,8 +113,17 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation)
 	if op.Plan != nil {
 		defer os.Remove(w.planPath(planID))
 	}
-
+	viewPlan, saveArgs := policyPlan(w, op, planID)
 	log := newLogWriter(op.Log, w.redact)
+	if saveArgs != nil {
+		path := filepath.Join(w.dir, viewPlan)
+		_ = os.Remove(path)
+		defer os.Remove(path)
+		args = append(args, saveArgs...)
+		// The CLI tells how to apply the plan it saved; nothing applies
+		// this one.
+		log.omit = path
+	}
 	start := time.Now()
 	stdout, stderr, code, runErr := r.cmd.RunIn(ctx, r.access(w), w.ProjectDir, nil,
 		[]io.Writer{log.stdout}, []io.Writer{log.stderr}, env, args...)
@@ -139,6 +148,15 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation)
 			err = planViolated(err)
 		}
 		return res, err
+	}
+	if op.Judged && (op.Type == daemon.UpdatePreview || previewsDestroy(op)) {
+		// Before the plan is described: the view reads it.
+		if res.PolicySteps, res.PolicySecrets, err = r.policySteps(ctx, w, ev.raw, viewPlan); err != nil {
+			if planID != "" {
+				_ = os.Remove(w.planPath(planID))
+			}
+			return res, err
+		}
 	}
 	switch {
 	case op.SavePlan && op.Type == daemon.UpdatePreview:

@@ -117,6 +117,8 @@ type logWriter struct {
 	redact *redactor
 	stdout *lineWriter
 	stderr *lineWriter
+	// omit, when set, drops the lines that hold it.
+	omit string
 }
 
 // lineWriter is one stream of a logWriter.
@@ -156,8 +158,17 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// emit writes text redacted. Called with mu held.
+// emit writes text, whole lines, redacted. Called with mu held.
 func (l *logWriter) emit(text []byte) {
+	if l.omit != "" && bytes.Contains(text, []byte(l.omit)) {
+		var kept []byte
+		for line := range bytes.Lines(text) {
+			if !bytes.Contains(line, []byte(l.omit)) {
+				kept = append(kept, line...)
+			}
+		}
+		text = kept
+	}
 	_, _ = io.WriteString(l.w, l.redact.Replace(string(text)))
 }
 

@@ -35,6 +35,23 @@ func TestLogWriterLongLineKeepsSecretsWhole(t *testing.T) {
 	}
 }
 
+// TestLogWriterOmit: the lines that name the omitted text are dropped,
+// however the writes fall; the others pass.
+func TestLogWriterOmit(t *testing.T) {
+	var out strings.Builder
+	lw := newLogWriter(&out, newRedactor(nil))
+	lw.omit = "/data/judged-plan.json"
+	text := "Resources:\n    + 1 to create\n\nUpdate plan written to '/data/judged-plan.json'\n" +
+		"Run `pulumi up --plan='/data/judged-plan.json'` to constrain the update\nend"
+	for i := 0; i < len(text); i += 5 {
+		_, _ = lw.stdout.Write([]byte(text[i:min(i+5, len(text))]))
+	}
+	lw.flush()
+	if got, want := out.String(), "Resources:\n    + 1 to create\n\nend"; got != want {
+		t.Errorf("log %q, want %q", got, want)
+	}
+}
+
 // TestSecretsTold: the runner tells Options.Secrets the shared
 // passphrase and the secret daemon-wide environment at start, a stack's
 // own passphrase when it is made, and the own passphrases found at the
