@@ -59,7 +59,7 @@ func (p *Previewer) preview(ctx context.Context, pr *pullRequest, ev review.Even
 		u.Message = pv.Error
 	default:
 		pv.Result = review.Succeeded
-		pv.Denied, pv.Warnings = p.judge(ctx, ev, t, commit, out.Steps, red)
+		pv.Denied, pv.Warnings = p.judge(ctx, ev, t, commit, out, red)
 		if wait, why := daemon.NeedsApproval(t.stack.Spec.ApprovalOr(p.opts.Approval), out.Steps); wait {
 			pv.Approval = why
 		}
@@ -158,7 +158,7 @@ func (p *Previewer) run(ctx context.Context, ev review.Event, t target, r resolv
 	s := &t.stack.Spec
 	op := daemon.Operation{Workspace: ws, Type: daemon.UpdatePreview, ReadOnly: true, Diff: true, Log: w,
 		Refresh: s.Refresh, Targets: s.Targets, TargetDependents: s.TargetDependents, Timeout: p.opts.Timeout,
-		Message: fmt.Sprintf("stackd: preview of pull request #%d", ev.Number)}
+		Message: fmt.Sprintf("stackd: preview of pull request #%d", ev.Number), Judged: p.opts.Policies != nil}
 	res, runErr := p.opts.Runner.Run(ctx, op)
 	w.Close()
 	return buf.Bytes(), res, runErr
@@ -179,21 +179,23 @@ func (p *Previewer) program(ctx context.Context, ev review.Event, t target, src 
 	return p.opts.Fetcher.Checkout(ctx, src, commit, filepath.Join(dir, "src"))
 }
 
-// judge evaluates the policies on a preview's steps, failing closed, and
-// returns their messages scrubbed by red.
-func (p *Previewer) judge(ctx context.Context, ev review.Event, t target, commit string, steps []daemon.Step, red *scrub.Redactor) (deny, warn []review.Violation) {
+// judge evaluates the policies on a preview's steps, secret values in
+// clear, failing closed, and returns their messages scrubbed by red and
+// of those values.
+func (p *Previewer) judge(ctx context.Context, ev review.Event, t target, commit string, res daemon.Result, red *scrub.Redactor) (deny, warn []review.Violation) {
 	if p.opts.Policies == nil {
 		return nil, nil
 	}
 	v := daemon.JudgeSteps(ctx, p.opts.Policies, daemon.PolicyInput{Stack: t.stack.Name, Labels: t.stack.Labels,
-		Commit: commit, PullRequest: ev.Number, Author: ev.Author, Steps: steps})
+		Commit: commit, PullRequest: ev.Number, Author: ev.Author, Steps: res.JudgedSteps()})
+	v = v.Scrubbed(red.With(res.PolicySecrets...).Clean)
 	if p.opts.Observer != nil {
 		p.opts.Observer.PolicyEvaluated(t.stack.Name, v)
 	}
 	shown := func(vs []daemon.Violation) []review.Violation {
 		var out []review.Violation
 		for _, x := range vs {
-			out = append(out, review.Violation{Policy: x.Policy, Message: red.Clean(x.Message)})
+			out = append(out, review.Violation{Policy: x.Policy, Message: x.Message})
 		}
 		return out
 	}
