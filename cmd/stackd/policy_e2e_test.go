@@ -160,3 +160,110 @@ func TestE2EPolicyDeniesDelete(t *testing.T) {
 		t.Error("/metrics lacks stackd_policy_last_reload_successful 0")
 	}
 }
+
+// absolutePathsPolicy denies a File written to an absolute path, and
+// names the path in its message.
+const absolutePathsPolicy = `package stackd.paths
+
+deny contains msg if {
+	some step in input.steps
+	step.type == "stackdtest:index:File"
+	startswith(step.new.path, "/")
+	msg := sprintf("%s writes to the absolute path %s", [step.urn, step.new.path])
+}
+`
+
+// secretFileProgram writes a File at path, which it calls a secret.
+func secretFileProgram(path string) string {
+	return `name: e2e
+runtime: yaml
+configuration:
+  path:
+    type: String
+  greeting:
+    type: String
+    default: hello
+resources:
+  hidden:
+    type: stackdtest:index:File
+    properties:
+      path:
+        fn::secret: ` + path + `
+      content: ${greeting}
+`
+}
+
+// TestE2EPolicySeesSecrets is the regression test of a policy blinded by
+// fn::secret: a rule that denies writing a File to an absolute path
+// denies it as well when the program calls the path a secret, in a pull
+// request's preview and at the gate once merged, and the File is not
+// written. What shows the denial (the forge's status and comment, the
+// gate, the stack's status, page and updates, `stackd status`, the
+// preview's log and the daemon's own log) shows "[secret]" where the
+// path was, never the path.
+func TestE2EPolicySeesSecrets(t *testing.T) {
+	toolchainBin(t)
+	g := newForgeRig(t, review.GitHub)
+	programs := g.repo("infra")
+	v1 := programs.commit(map[string]string{"app/Pulumi.yaml": noFileProgram})
+	out := t.TempDir()
+	hidden := filepath.Join(out, "hidden-4711.txt")
+	policies := t.TempDir()
+	if err := os.WriteFile(filepath.Join(policies, "paths.rego"), []byte(absolutePathsPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.start(manifest("app", g.url("infra"), out, "hello"), func(f *runFlags) { f.policy = policies })
+	in := g.in
+	in.waitStack("app", "first deploy", 2*time.Minute, func(v daemon.StackView) bool {
+		return isReady(v) && v.Status.LastUpdate != nil && v.Status.LastUpdate.LastSuccessfulCommit == v1
+	})
+	const urn = "urn:pulumi:app::e2e::stackdtest:index:File::hidden"
+	denial := urn + " writes to the absolute path [secret]"
+
+	// The pull request that adds the File.
+	pr := &pullRequest{repo: "acme/infra", name: "infra", number: 5}
+	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": secretFileProgram(hidden)})
+	g.hook(pr, "opened")
+	if st := g.waitStatus(pr, "stackd/app"); st.State != review.Failure || !strings.Contains(st.Description, "Denied by policy: ") {
+		t.Errorf("status %+v, want a failure saying the policy denies the change", st)
+	}
+	if c := g.waitComment(pr); !strings.Contains(c.Body, "- `stackd.paths`: "+denial+"\n") {
+		t.Errorf("the comment lacks the denial %q:\n%s", denial, c.Body)
+	}
+
+	// Merged: the commit is not applied.
+	merged := programs.commit(map[string]string{"app/Pulumi.yaml": secretFileProgram(hidden)})
+	v := in.waitStack("app", "the denial", 2*time.Minute, func(v daemon.StackView) bool {
+		return stalledFor(daemon.ReasonPolicyDenied)(v) && v.Status.Gate != nil && v.Status.Gate.Commit == merged
+	})
+	g2 := v.Status.Gate
+	if g2.State != daemon.GatePolicyDenied || len(g2.Violations) != 1 || g2.Violations[0].Message != denial {
+		t.Errorf("gate %+v, want the policy's denial", g2)
+	}
+	for _, s := range g2.Steps {
+		if s.URN == urn && s.New["path"] != "[secret]" {
+			t.Errorf("the gate's step %+v shows the path", s)
+		}
+	}
+	if _, err := os.Stat(hidden); !os.IsNotExist(err) {
+		t.Fatalf("a denied commit wrote the File: %v", err)
+	}
+	var status bytes.Buffer
+	if err := statusCommand(in.clientArgs("app"), &status); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(status.String(), "PolicyDenied: denied by policy: stackd.paths: "+urn) {
+		t.Errorf("stackd status app does not show the denial:\n%s", status.String())
+	}
+	_, view := in.get("/api/v1/stacks/app", nil)
+	_, updates := in.get("/api/v1/stacks/app/updates", nil)
+	_, log := in.get("/api/v1/updates/"+g2.Update+"/log", nil)
+	shown := map[string]string{"the stack's view": string(view), "its updates": string(updates), "the preview's log": string(log),
+		"its page": in.page("/stacks/app"), "stackd status": status.String(), "the daemon's log": in.logs.String()}
+	for what, text := range shown {
+		if strings.Contains(text, "hidden-4711") {
+			t.Errorf("%s shows the secret path:\n%s", what, text)
+		}
+	}
+	g.noLeaks("hidden-4711")
+}
