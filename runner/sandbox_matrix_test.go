@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -138,5 +139,35 @@ func TestSandboxedReadOnlyPreviewOfNewStack(t *testing.T) {
 	}
 	if h.onDisk() != "" {
 		t.Error("a preview created the File")
+	}
+}
+
+// TestSandboxedPolicySteps reveals secret inputs for the policies under
+// the default sandbox, in each kind of judged preview: the state's export
+// and the decryption of the plan run in the stack's engine domain, and
+// so does a read-only preview's, in its scratch copy.
+func TestSandboxedPolicySteps(t *testing.T) {
+	h := newSandboxedHarness(t)
+	h.writeProgram(secretPathProgram(h.file))
+	h.run(daemon.Operation{Workspace: tokenOnly(h, secretOne), Type: daemon.UpdateUp})
+	ws := tokenOnly(h, secretTwo)
+	for name, op := range map[string]daemon.Operation{
+		"saved-plan preview": {Workspace: ws, Type: daemon.UpdatePreview, SavePlan: true, Judged: true},
+		"read-only preview":  {Workspace: ws, Type: daemon.UpdatePreview, ReadOnly: true, Diff: true, Judged: true},
+		"destroy preview":    {Workspace: ws, Type: daemon.UpdateDestroy, PreviewOnly: true, SavePlan: true, Judged: true},
+	} {
+		res, err := h.try(op)
+		if err != nil {
+			t.Errorf("%s: %v\nlog:\n%s", name, err, h.log.String())
+			continue
+		}
+		want := secretTwo // the new content, from the plan
+		if op.Type == daemon.UpdateDestroy {
+			want = secretOne // the old content, from the state
+		}
+		i := slices.IndexFunc(res.PolicySteps, func(s daemon.Step) bool { return strings.HasSuffix(s.URN, "::key") })
+		if i < 0 || res.PolicySteps[i].Old["path"] != h.file || !slices.Contains(res.PolicySecrets, want) {
+			t.Errorf("%s: judged steps %+v, secrets %q; want the path and %s in clear", name, res.PolicySteps, res.PolicySecrets, want)
+		}
 	}
 }
