@@ -61,6 +61,7 @@ type stepMetadata struct {
 }
 
 type stepState struct {
+	URN    string                     `json:"urn"`
 	ID     string                     `json:"id"`
 	Inputs map[string]json.RawMessage `json:"inputs"`
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -160,7 +161,8 @@ func (rv *revealer) step(md stepMetadata) (daemon.Step, error) {
 		if err != nil {
 			return st, fmt.Errorf("old inputs: %w", err)
 		}
-		base = rv.state[resourceKey{md.URN, md.Old.ID}]
+		// The old resource's own URN: an alias renames it in the step.
+		base = rv.state[resourceKey{cmp.Or(md.Old.URN, md.URN), md.Old.ID}]
 		for k, v := range old {
 			if !hasSecret(v) {
 				continue

@@ -44,7 +44,7 @@ func tokenOnly(h *harness, token string) daemon.Workspace {
 // the state) and new (from the plan, decrypted), for a create, an update
 // under a saved plan (which still applies), a destroy preview and a
 // read-only replace; no plaintext is left in a file of the runner's and
-// none is in the log.
+// none is in the log. An alias renames nothing of what is revealed.
 func TestRunPolicySteps(t *testing.T) {
 	h := newHarness(t, "")
 	h.writeProgram(secretPathProgram(h.file))
@@ -129,6 +129,15 @@ func TestRunPolicySteps(t *testing.T) {
 			t.Errorf("shown steps hold %q: %s", s, data)
 		}
 	}
+	// A rename (an alias) that changes the content: the old inputs are
+	// the state's of the old URN.
+	h.writeProgram(strings.Replace(secretPathProgram(h.file), "  key:\n", "  renamed:\n    options:\n      aliases:\n        - "+
+		"urn:pulumi:dev::runnertest::stackdtest:index:File::key\n", 1))
+	res = h.run(daemon.Operation{Workspace: tokenOnly(h, secretOne), Type: daemon.UpdatePreview, Judged: true})
+	if len(res.PolicySteps) != 1 || res.PolicySteps[0].Old["path"] != h.file || res.PolicySteps[0].New["content"] != secretOne {
+		t.Errorf("judged rename %+v, want the old path %s and the new content", res.PolicySteps, h.file)
+	}
+
 	calls := h.allCalls()
 	if strings.Contains(calls, secretOne) || strings.Contains(calls, secretTwo) || strings.Contains(calls, "--show-secrets --diff") {
 		t.Errorf("a secret or --show-secrets reached a preview's argv:\n%s", calls)
@@ -185,7 +194,7 @@ func decoded(t *testing.T, s string) map[string]any {
 func TestRevealStep(t *testing.T) {
 	const old = `{"tags":{"a":` + blinded + `,"b":"plain"},"list":[1,` + blinded + `],"same":` + blinded + `}`
 	md := stepMetadata{Op: "update", URN: "u", Type: "t:index:T",
-		Old: &stepState{ID: "id1", Inputs: rawInputs(t, old)},
+		Old: &stepState{URN: "u", ID: "id1", Inputs: rawInputs(t, old)},
 		New: &stepState{ID: "id1", Inputs: rawInputs(t, `{"tags":{"a":`+blinded+`,"b":"plain"},"list":[1,`+blinded+`],"same":`+blinded+
 			`,"obj":`+blinded+`,"later":"`+unknownValue+`"}`)}}
 	rv := revealer{
