@@ -227,8 +227,12 @@ func TestE2EPolicySeesSecrets(t *testing.T) {
 	if st := g.waitStatus(pr, "stackd/app"); st.State != review.Failure || !strings.Contains(st.Description, "Denied by policy: ") {
 		t.Errorf("status %+v, want a failure saying the policy denies the change", st)
 	}
-	if c := g.waitComment(pr); !strings.Contains(c.Body, "- `stackd.paths`: "+denial+"\n") {
+	c := g.waitComment(pr)
+	if !strings.Contains(c.Body, "- `stackd.paths`: "+denial+"\n") {
 		t.Errorf("the comment lacks the denial %q:\n%s", denial, c.Body)
+	}
+	if strings.Contains(c.Body, "--plan") || strings.Contains(c.Body, "hidden-4711") {
+		t.Errorf("the comment's diff names the plan saved for the policies, or the path:\n%s", c.Body)
 	}
 
 	// Merged: the commit is not applied.
