@@ -81,7 +81,7 @@ type events struct {
 	// steps are the steps that change something, as the engine announced
 	// them (resource pre-events), inputs' secrets masked; raw are the same
 	// steps as the log holds them, secret values marked (their plaintext
-	// is not in the log), from which revealSteps makes the policies' view.
+	// is not in the log), from which policySteps makes the policies' view.
 	steps []daemon.Step
 	raw   []stepMetadata
 }
