@@ -44,47 +44,37 @@ import (
 // wrappers of the plugins bundled with it.
 func (r *Runner) engineDir() string { return filepath.Join(r.opts.DataDir, "engine") }
 
-// prepareEngine fills engineDir from bin: pulumi as a hard link to
-// bin's (or a copy, when bin is on another file system or a link is
-// not allowed), and, for every other executable pulumi-* of bin, a link
-// to wrapper with a link to the real one beside it (see realLink).
+// prepareEngine fills dir from bin: pulumi as a hard link to bin's (or
+// a copy, when bin is on another file system or a link is not allowed),
+// and, for every other executable pulumi-* of bin, a link to wrapper
+// with a link to the real one beside it (see realLink). Whatever else
+// dir holds is removed.
 func prepareEngine(bin, dir, wrapper string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	entries, err := os.ReadDir(bin)
+	plugins, err := bundled(bin)
 	if err != nil {
 		return err
 	}
-	want := map[string]bool{}
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasPrefix(name, "pulumi") || strings.HasPrefix(name, ".") {
-			continue
+	if err := sameFile(filepath.Join(bin, "pulumi"), filepath.Join(dir, "pulumi")); err != nil {
+		return fmt.Errorf("pulumi: %w", err)
+	}
+	want := map[string]bool{"pulumi": true}
+	for _, name := range plugins {
+		want[name], want[realLink(name)] = true, true
+		if err := replaceLink(wrapper, filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
-		src := filepath.Join(bin, name)
-		fi, err := os.Stat(src)
-		if err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
-			continue
-		}
-		want[name] = true
-		if name == "pulumi" {
-			err = sameFile(src, filepath.Join(dir, name))
-		} else {
-			want[realLink(name)] = true
-			err = ensureWrapperLink(wrapper, filepath.Join(dir, name))
-			if err == nil {
-				err = ensureWrapperLink(src, filepath.Join(dir, realLink(name)))
-			}
-		}
-		if err != nil {
+		if err := replaceLink(filepath.Join(bin, name), filepath.Join(dir, realLink(name))); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	if !want["pulumi"] {
-		return fmt.Errorf("no pulumi executable in %s", bin)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
 	}
-	for _, e := range must(os.ReadDir(dir)) {
+	for _, e := range entries {
 		if !want[e.Name()] {
 			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
 				return err
@@ -94,16 +84,33 @@ func prepareEngine(bin, dir, wrapper string) error {
 	return nil
 }
 
-// must is entries, or none on an error.
-func must(entries []fs.DirEntry, err error) []fs.DirEntry {
-	if err != nil {
-		return nil
+// bundled lists the executables pulumi-* of bin, the CLI's directory:
+// the plugins bundled with it. bin must hold pulumi.
+func bundled(bin string) ([]string, error) {
+	if !isExecutable(filepath.Join(bin, "pulumi")) {
+		return nil, fmt.Errorf("no pulumi executable in %s", bin)
 	}
-	return entries
+	entries, err := os.ReadDir(bin)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "pulumi-") && isExecutable(filepath.Join(bin, e.Name())) {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
 }
 
-// ensureWrapperLink makes link a symbolic link to target.
-func ensureWrapperLink(target, link string) error {
+// isExecutable says whether path is a regular executable file.
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// replaceLink makes link a symbolic link to target, through a rename.
+func replaceLink(target, link string) error {
 	if got, err := os.Readlink(link); err == nil && got == target {
 		return nil
 	}

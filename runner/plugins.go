@@ -187,11 +187,7 @@ func realLink(name string) string { return "." + name + ".real" }
 // isPluginExecutable says whether path is a plugin's executable: a
 // regular, executable file named pulumi-<kind>-<name>.
 func isPluginExecutable(path string) bool {
-	if !strings.HasPrefix(filepath.Base(path), "pulumi-") {
-		return false
-	}
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+	return strings.HasPrefix(filepath.Base(path), "pulumi-") && isExecutable(path)
 }
 
 // readDirIn lists dir, relative to ws.
