@@ -46,7 +46,7 @@ type mirror struct {
 }
 
 // mirrorPlugins makes m.own show every plugin of m.shared and
-// m.downloads (the shared one when both have it), and nothing else: a
+// m.downloads (the shared one when both have it), and no other plugin: a
 // directory a data dir of an older version left there with files of its
 // own (a plugin the engine downloaded itself) is moved to the downloads;
 // a link or a file the runner did not make is removed, never followed.
@@ -81,7 +81,10 @@ func mirrorPlugins(m mirror) error {
 		return err
 	}
 	for _, e := range entries {
-		if _, ok := from[e.Name()]; !ok {
+		// Files are the schemas the engine and the language host cache
+		// there: kept, or every operation would start each provider
+		// once more to ask for its schema.
+		if _, ok := from[e.Name()]; !ok && !e.Type().IsRegular() {
 			if err := m.ws.RemoveAll(filepath.Join(m.own, e.Name())); err != nil {
 				return err
 			}
