@@ -210,9 +210,10 @@ func TestE2ESecretsStaySecret(t *testing.T) {
 }
 
 // TestE2EOutputsScrubbed: outputs are scrubbed like logs. A program that
-// copies a Literal envRef, a secret-named Env value or the backend's
+// copies a Literal envRef, a secret-named Env value or its stack's own
 // passphrase into plain outputs finds them masked in the API, the UI,
-// stackd.db and the daemon's log.
+// stackd.db and the daemon's log. No program reads a passphrase in the
+// sandbox: this one runs with --sandbox=off, where it can.
 func TestE2EOutputsScrubbed(t *testing.T) {
 	const literal, fromEnv = "lit-CANARY-51c2", "env-CANARY-0b7e"
 	t.Setenv("STACKD_TEST_CANARY", fromEnv)
@@ -241,15 +242,27 @@ outputs:
     fn::readFile: ${passphraseFile}
 `})
 	dataDir := filepath.Join(t.TempDir(), "data")
-	config := "stacks:\n" + stackYAML("app", r, `    config:
-      passphraseFile: `+filepath.Join(dataDir, "passphrase")+`
+	config := func(passphraseFile string) string {
+		return "stacks:\n" + stackYAML("app", r, `    config:
+      passphraseFile: `+passphraseFile+`
     envRefs:
       LIT: {type: Literal, literal: {value: `+literal+`}}
       API_TOKEN: {type: Env, env: {name: STACKD_TEST_CANARY}}
 `)
-	in := startDaemon(t, config, dataDir)
-	v := in.waitStack("app", "deployed", time.Minute, isReady)
-	passphrase, err := os.ReadFile(filepath.Join(dataDir, "passphrase"))
+	}
+	// The stack's passphrase is made on its first update; the second
+	// copies it.
+	in := startDaemonWith(t, config("/dev/null"), dataDir, func(f *runFlags) { f.sandbox, f.sandboxRW = "off", nil })
+	first := in.waitStack("app", "deployed", time.Minute, isReady).Status.LastUpdate.Name
+	own, _ := filepath.Glob(filepath.Join(dataDir, "passphrases", "*"))
+	if len(own) != 1 {
+		t.Fatalf("the stack's own passphrase: %v, want one", own)
+	}
+	in.reload(config(own[0]))
+	v := in.waitStack("app", "deployed again", time.Minute, func(v daemon.StackView) bool {
+		return isReady(v) && v.Status.LastUpdate.Name != first
+	})
+	passphrase, err := os.ReadFile(own[0])
 	if err != nil || len(bytes.TrimSpace(passphrase)) < 8 {
 		t.Fatalf("passphrase: %q %v", passphrase, err)
 	}
