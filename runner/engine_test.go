@@ -62,3 +62,26 @@ func TestSameFileCopies(t *testing.T) {
 		t.Errorf("the copy: %v %v", di, err)
 	}
 }
+
+// TestProgramEnv: the program gets its own HOME, TMPDIR and PULUMI_HOME
+// in place of the engine's, but for each one the operator (--env-file)
+// or the stack (envRefs) sets.
+func TestProgramEnv(t *testing.T) {
+	w := &workspace{dir: "/d/workspaces/s"}
+	for _, tt := range []struct {
+		opts, stack []string
+		want        []string
+	}{
+		{nil, nil, []string{"HOME=/d/workspaces/s/program/home", "TMPDIR=/d/workspaces/s/program/tmp", "PULUMI_HOME=/d/workspaces/s/program/pulumi-home"}},
+		{[]string{"HOME=/srv/home"}, []string{"TMPDIR"}, []string{"PULUMI_HOME=/d/workspaces/s/program/pulumi-home"}},
+	} {
+		r := &Runner{opts: Options{Env: tt.opts}}
+		w.Env = map[string]string{}
+		for _, k := range tt.stack {
+			w.Env[k] = "/mine"
+		}
+		if got := r.programEnv(w); !slices.Equal(got, tt.want) {
+			t.Errorf("%v %v: %v, want %v", tt.opts, tt.stack, got, tt.want)
+		}
+	}
+}

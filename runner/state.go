@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 )
 
 // A stack on the data dir's own backend keeps its Pulumi state in a file
@@ -172,7 +174,7 @@ func (r *Runner) access(w *workspace) Access {
 		Program: &ProgramAccess{
 			ReadOnly:  []string{r.pluginDir(), r.bin(), w.downloadDir(), w.stackDownloads},
 			ReadWrite: []string{work, w.programDir()},
-			Env:       []string{"HOME=" + w.programHome(), "TMPDIR=" + w.programTmp(), "PULUMI_HOME=" + w.programPulumiHome()},
+			Env:       r.programEnv(w),
 		},
 	}
 	if r.wrapper != "" {
@@ -190,6 +192,21 @@ func (r *Runner) access(w *workspace) Access {
 		a.ReadOnly = append(a.ReadOnly, w.passphraseFile)
 	}
 	return a
+}
+
+// programEnv is what the program's environment holds in place of the
+// engine's: its own HOME, TMPDIR and PULUMI_HOME, each unless the
+// operator (--env-file) or the stack (envRefs) set it.
+func (r *Runner) programEnv(w *workspace) []string {
+	var env []string
+	for _, kv := range [][2]string{{"HOME", w.programHome()}, {"TMPDIR", w.programTmp()}, {"PULUMI_HOME", w.programPulumiHome()}} {
+		_, own := w.Env[kv[0]]
+		if own || slices.ContainsFunc(r.opts.Env, func(e string) bool { return strings.HasPrefix(e, kv[0]+"=") }) {
+			continue
+		}
+		env = append(env, kv[0]+"="+kv[1])
+	}
+	return env
 }
 
 // pluginDir is the plugin cache every stack shares.

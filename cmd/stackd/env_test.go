@@ -12,7 +12,7 @@ import (
 
 // TestE2EProgramEnvironment: what a program's environment holds. A
 // --pass-env glob passes the daemon's matching variables and no others;
-// --env-file sets values for every stack; HOME is in the data dir. In the
+// --env-file sets values for every stack; HOME is the program's own, in the data dir. In the
 // update log, plain values stay readable and secret-named ones are
 // hidden.
 func TestE2EProgramEnvironment(t *testing.T) {
@@ -40,7 +40,7 @@ func TestE2EProgramEnvironment(t *testing.T) {
 	v := in.waitStack("app", "deployed", time.Minute, isReady)
 	for name, want := range map[string]string{
 		"passed": "passed-value", "other": "", "file": "file-value",
-		"home": filepath.Join(dataDir, "workspaces", "app", "home"), "region": "eu-west-9", "token": "[redacted]",
+		"home": filepath.Join(dataDir, "workspaces", "app", "program", "home"), "region": "eu-west-9", "token": "[redacted]",
 	} {
 		if got := output(v, name); got != want {
 			t.Errorf("output %s = %q, want %q", name, got, want)

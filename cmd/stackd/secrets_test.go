@@ -188,7 +188,9 @@ func TestE2ESecretsStaySecret(t *testing.T) {
 			if d.IsDir() && secret == secretEnv && (d.Name() == "backend" || d.Name() == "backends") {
 				return filepath.SkipDir
 			}
-			if d.IsDir() {
+			// Links lead out of the data dir: to the toolchain, and to the
+			// plugin wrapper, which is this test's binary.
+			if d.IsDir() || d.Type()&fs.ModeSymlink != 0 {
 				return nil
 			}
 			if data, err := os.ReadFile(p); err == nil && bytes.Contains(data, []byte(secret)) {
