@@ -11,4 +11,10 @@
 // rather than from follow-up commands. A preview whose steps policies
 // judge, and whose steps hold secrets, runs up to two more, which read
 // their values in clear into memory for the policies (see reveal.go).
+//
+// Confined, the CLI (the engine) and the plugins it starts (the program)
+// run in two Landlock domains, the program's nested in the engine's, so
+// that nothing a program writes decides anything (see engine.go); the
+// runner's own reads in the directories a program may write follow no
+// link out of them (see safefs.go).
 package runner

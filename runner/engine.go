@@ -38,7 +38,7 @@ import (
 //     refused (see checkProjectPlugins).
 //   - The engine downloads no plugin: it would run what it downloaded.
 //     A missing plugin is installed into the stack's downloads by a
-//     process of its own, and mirrored (see acquire).
+//     process of its own, and mirrored (see acquire.go).
 
 // engineDir is the directory of the CLI the engine runs, beside the
 // wrappers of the plugins bundled with it.
@@ -180,7 +180,7 @@ type ProgramAccess struct {
 	Env []string
 }
 
-// prepareEngine fills the engine directory (see engine.go) and learns
+// prepareEngine fills the engine directory (see above) and learns
 // the wrapper: this binary, which the sandbox package makes one. It
 // returns the directory.
 func (r *Runner) prepareEngine() (string, error) {
