@@ -14,17 +14,7 @@ import (
 // manifest is a compact-list manifest of one stack of the programs
 // repository at url, greeting with greeting.
 func manifest(name, url, out, greeting string) string {
-	return fmt.Sprintf(`stacks:
-  - name: %s
-    stack: %s
-    projectRepo: %s
-    branch: main
-    repoDir: app
-    resyncFrequencySeconds: 1
-    config:
-      path: %s
-      greeting: %s
-`, name, name, url, filepath.Join(out, name+".txt"), greeting)
+	return stateStack(name, name, url, out, greeting, "")
 }
 
 // startManifests commits stacks (a stack's name → its manifest) to
