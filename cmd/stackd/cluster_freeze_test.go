@@ -29,6 +29,12 @@ func TestE2EClusterFreeze(t *testing.T) {
 	src.commit(map[string]string{"Pulumi.yaml": clusterProgram})
 	e.writeConfig(src, 1, map[string]string{"c00": "10s"})
 	a, b := e.start("node-1"), e.start("node-2")
+	// A replica serves once it has started, its providers installed into
+	// its plugin cache, which runs pulumi: that must not count as the
+	// other replica's processes beside the holder's update.
+	for _, r := range []*replica{a, b} {
+		waitFor(t, r.name+" serving", 2*time.Minute, func() bool { return len(r.stacks()) > 0 })
+	}
 
 	var holder *replica
 	waitFor(t, "an update of c00 running", 2*time.Minute, func() bool {
