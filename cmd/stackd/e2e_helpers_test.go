@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -400,4 +402,77 @@ func output(v daemon.StackView, name string) string {
 func stackYAML(name string, r *repo, extra string) string {
 	return fmt.Sprintf("  - name: %s\n    stack: %s\n    projectRepo: %s\n    branch: main\n    resyncFrequencySeconds: 1\n%s",
 		name, name, "file://"+r.dir, extra)
+}
+
+// gates are the test provider's gates (STACKDTEST_HOLD): a directory in
+// t's out dir (which the sandbox opens to programs) where a test holds a
+// File's create, update or delete open for as long as it needs, rather
+// than hoping to catch it while it runs. The gate of an operation is
+// named "<op>-<base name of the File's path>", as "delete-app-pr-5.txt".
+type gates struct {
+	t   testing.TB
+	dir string
+}
+
+// newGates makes t's gates directory. Every gate left closed is opened
+// when the test ends, so that no operation waits past it.
+func newGates(t testing.TB) *gates {
+	t.Helper()
+	g := &gates{t: t, dir: filepath.Join(outDir(t), "gates")}
+	if err := os.MkdirAll(g.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		closed, _ := filepath.Glob(filepath.Join(g.dir, "*"))
+		for _, f := range closed {
+			if !strings.HasSuffix(f, ".held") {
+				_ = os.Remove(f)
+			}
+		}
+	})
+	return g
+}
+
+// envRef is the envRefs entry that gives a stack's program these gates,
+// indented for a stack of the list form.
+func (g *gates) envRef() string {
+	return "      STACKDTEST_HOLD: {type: Literal, literal: {value: " + g.dir + "}}\n"
+}
+
+// close closes the gate of op on file: the next such operation waits
+// there until open.
+func (g *gates) close(op, file string) {
+	g.t.Helper()
+	if err := os.WriteFile(filepath.Join(g.dir, op+"-"+file), nil, 0o644); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+// open opens the gate of op on file: an operation waiting there goes on.
+func (g *gates) open(op, file string) {
+	g.t.Helper()
+	if err := os.Remove(filepath.Join(g.dir, op+"-"+file)); err != nil && !os.IsNotExist(err) {
+		g.t.Fatal(err)
+	}
+}
+
+// waitHeld waits until an operation op on file waits at its closed gate,
+// and returns the pid of the provider holding it, which stays held until
+// the gate opens. A pid in not (the pids of holders already seen: say, a
+// provider killed while it waited) does not count.
+func (g *gates) waitHeld(op, file string, timeout time.Duration, not ...int) int {
+	g.t.Helper()
+	held := filepath.Join(g.dir, op+"-"+file+".held")
+	deadline := time.Now().Add(timeout)
+	for {
+		if data, err := os.ReadFile(held); err == nil {
+			if pid, err := strconv.Atoi(string(data)); err == nil && !slices.Contains(not, pid) {
+				return pid
+			}
+		}
+		if time.Now().After(deadline) {
+			g.t.Fatalf("timed out waiting for the %s of %s to wait at its gate", op, file)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -23,6 +23,8 @@
 //	STACKDTEST_DIFF_DELAY  a Go duration to sleep in each diff of a File
 //	                  (a preview diffs, as an update does), so that a test
 //	                  can interrupt a preview
+//	STACKDTEST_HOLD   a directory of gates, so that a test holds an operation
+//	                  open for as long as it needs (see hold)
 //
 // The CLI finds the binary on PATH (an "ambient" plugin); tools/toolchain.sh
 // builds it into bin/.
@@ -114,7 +116,7 @@ func (*File) Create(ctx context.Context, req infer.CreateRequest[FileArgs]) (inf
 	if req.DryRun {
 		return infer.CreateResponse[FileState]{ID: abs, Output: state}, nil
 	}
-	if err := delay(ctx); err != nil {
+	if err := step(ctx, "create", abs); err != nil {
 		return infer.CreateResponse[FileState]{}, err
 	}
 	if err := write(abs, req.Inputs.Content); err != nil {
@@ -148,6 +150,9 @@ func (*File) Read(ctx context.Context, req infer.ReadRequest[FileArgs, FileState
 // replacement. The old file is deleted before the new one is written, so a
 // new path naming the same file ("a.txt" → "./a.txt") does not lose it.
 func (*File) Diff(ctx context.Context, req infer.DiffRequest[FileArgs, FileState]) (infer.DiffResponse, error) {
+	if err := hold(ctx, "diff", req.ID); err != nil {
+		return infer.DiffResponse{}, err
+	}
 	if err := delayBy(ctx, "STACKDTEST_DIFF_DELAY"); err != nil {
 		return infer.DiffResponse{}, err
 	}
@@ -169,7 +174,7 @@ func (*File) Diff(ctx context.Context, req infer.DiffRequest[FileArgs, FileState
 // replacement).
 func (*File) Update(ctx context.Context, req infer.UpdateRequest[FileArgs, FileState]) (infer.UpdateResponse[FileState], error) {
 	if !req.DryRun {
-		if err := delay(ctx); err != nil {
+		if err := step(ctx, "update", req.ID); err != nil {
 			return infer.UpdateResponse[FileState]{}, err
 		}
 		if err := write(req.ID, req.Inputs.Content); err != nil {
@@ -181,7 +186,7 @@ func (*File) Update(ctx context.Context, req infer.UpdateRequest[FileArgs, FileS
 
 // Delete removes the file; a file that is already gone is fine.
 func (*File) Delete(ctx context.Context, req infer.DeleteRequest[FileState]) (infer.DeleteResponse, error) {
-	if err := delay(ctx); err != nil {
+	if err := step(ctx, "delete", req.ID); err != nil {
 		return infer.DeleteResponse{}, err
 	}
 	if err := os.Remove(req.ID); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -208,8 +213,55 @@ func absPath(path string) (string, error) {
 	return filepath.Abs(path)
 }
 
-// delay sleeps for STACKDTEST_DELAY, or until ctx ends.
-func delay(ctx context.Context) error { return delayBy(ctx, "STACKDTEST_DELAY") }
+// step is what comes before the create, update or delete (op) of the
+// File at abs: the wait at its gate, if the test closed it, then the
+// STACKDTEST_DELAY.
+func step(ctx context.Context, op, abs string) error {
+	if err := hold(ctx, op, abs); err != nil {
+		return err
+	}
+	return delayBy(ctx, "STACKDTEST_DELAY")
+}
+
+// hold waits at the gate of the operation op on the File at abs (or the
+// Sleep whose gate is abs) while the gate is closed: while the file
+// STACKDTEST_HOLD/<op>-<base of abs> exists ("update-app.txt"). The
+// operations are create, update, delete and diff (a File's diff, which
+// previews make too). Waiting, it writes <gate>.held, so that the
+// test knows the operation is under way and stays so until it removes
+// the gate (the release). It returns at once when STACKDTEST_HOLD is
+// unset or the gate open, and with ctx's error when ctx ends first.
+//
+// A test thus acts in the middle of an operation at a point it knows,
+// however loaded the machine: it closes the gate, waits for .held, acts,
+// and releases.
+func hold(ctx context.Context, op, abs string) error {
+	dir := os.Getenv("STACKDTEST_HOLD")
+	if dir == "" {
+		return nil
+	}
+	gate := filepath.Join(dir, op+"-"+filepath.Base(abs))
+	if _, err := os.Stat(gate); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	held := gate + ".held"
+	if err := os.WriteFile(held, []byte(fmt.Sprint(os.Getpid())), 0o644); err != nil {
+		return fmt.Errorf("STACKDTEST_HOLD: %w", err)
+	}
+	defer os.Remove(held)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := os.Stat(gate); errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
 
 // delayBy sleeps for the duration the environment variable name gives
 // (none when unset), or until ctx ends.
@@ -236,6 +288,9 @@ type SleepArgs struct {
 	Duration string `pulumi:"duration"`
 	// Trigger is free text: changing it makes an update.
 	Trigger string `pulumi:"trigger,optional"`
+	// Gate names the gates of its create and update ("create-<gate>",
+	// see hold); none when empty.
+	Gate string `pulumi:"gate,optional"`
 }
 
 // Annotate describes the resource in the schema and gives it its token.
@@ -247,7 +302,7 @@ func (s *Sleep) Annotate(a infer.Annotator) {
 // Create waits, then reports the inputs as the state.
 func (*Sleep) Create(ctx context.Context, req infer.CreateRequest[SleepArgs]) (infer.CreateResponse[SleepArgs], error) {
 	if !req.DryRun {
-		if err := sleep(ctx, req.Inputs.Duration); err != nil {
+		if err := sleepAt(ctx, "create", req.Inputs); err != nil {
 			return infer.CreateResponse[SleepArgs]{}, err
 		}
 	}
@@ -257,18 +312,24 @@ func (*Sleep) Create(ctx context.Context, req infer.CreateRequest[SleepArgs]) (i
 // Update waits again.
 func (*Sleep) Update(ctx context.Context, req infer.UpdateRequest[SleepArgs, SleepArgs]) (infer.UpdateResponse[SleepArgs], error) {
 	if !req.DryRun {
-		if err := sleep(ctx, req.Inputs.Duration); err != nil {
+		if err := sleepAt(ctx, "update", req.Inputs); err != nil {
 			return infer.UpdateResponse[SleepArgs]{}, err
 		}
 	}
 	return infer.UpdateResponse[SleepArgs]{Output: req.Inputs}, nil
 }
 
-// sleep waits for the Go duration d, or until ctx ends.
-func sleep(ctx context.Context, d string) error {
-	v, err := time.ParseDuration(d)
+// sleepAt waits at the gate of op on args.Gate, if any, then for
+// args.Duration, or until ctx ends.
+func sleepAt(ctx context.Context, op string, args SleepArgs) error {
+	v, err := time.ParseDuration(args.Duration)
 	if err != nil {
 		return fmt.Errorf("duration: %w", err)
+	}
+	if args.Gate != "" {
+		if err := hold(ctx, op, args.Gate); err != nil {
+			return err
+		}
 	}
 	return wait(ctx, v)
 }
