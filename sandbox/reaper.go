@@ -126,6 +126,10 @@ func supervise(args []string, wd *watchdog, report *os.File) (int, error) {
 	// without releasing its lock). A handled signal, unlike an ignored
 	// one, is reset for the child.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	gone, err := onParentDeath()
+	if err != nil {
+		return exitWrapper, err
+	}
 	// Asked for before the child starts, so that no exit is missed.
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, syscall.SIGCHLD)
@@ -160,13 +164,48 @@ func supervise(args []string, wd *watchdog, report *os.File) (int, error) {
 			tell(report, endLeftovers(0), path)
 			return exitStatus(ws)
 		case why := <-stop:
-			fmt.Fprintf(os.Stderr, "stackd sandbox: %s; killing the operation's processes\n", why)
-			_ = syscall.Kill(child, syscall.SIGKILL) // not reaped yet: the pid is still the child's
-			tell(report, endLeftovers(child), path)
-			_ = syscall.Kill(0, syscall.SIGKILL) // the group, this process too
-			select {}
+			kill(child, why, report, path)
+		case <-gone:
+			kill(child, "stackd ended without ending the operation", report, path)
 		}
 	}
+}
+
+// kill ends the operation because of why: the child and whatever it
+// left, then this process's group, this process too. It never returns.
+func kill(child int, why string, report *os.File, path string) {
+	fmt.Fprintf(os.Stderr, "stackd sandbox: %s; killing the operation's processes\n", why)
+	_ = syscall.Kill(child, syscall.SIGKILL) // not reaped yet: the pid is still the child's
+	tell(report, endLeftovers(child), path)
+	_ = syscall.Kill(0, syscall.SIGKILL) // the group, this process too
+	select {}
+}
+
+// parentDeath is the signal the kernel sends the wrapper when the daemon
+// that started it dies (PR_SET_PDEATHSIG).
+const parentDeath = syscall.SIGUSR1
+
+// onParentDeath has the kernel signal this process when the daemon that
+// started it dies, and returns the channel where that signal arrives.
+//
+// The daemon starts the wrapper with SIGKILL as its parent-death signal,
+// so that nothing of an operation outlives it (runner's procAttr); but
+// killed, the wrapper could not kill what the operation left: processes
+// of their own groups and sessions (the engine starts each plugin in a
+// group of its own) that come to the wrapper as its subreaper, and would
+// go to init once it died, running on beside the operation another
+// replica starts. A signal the wrapper handles lets it end them first.
+// The kernel keeps the parent-death signal per thread: this runs in the
+// package's initializer, on the main thread, whose signal the daemon set.
+// Until it is replaced here, the daemon's death kills the wrapper before
+// it started anything, so no moment goes uncovered.
+func onParentDeath() (<-chan os.Signal, error) {
+	gone := make(chan os.Signal, 1)
+	signal.Notify(gone, parentDeath)
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(parentDeath), 0, 0, 0); err != nil {
+		return nil, fmt.Errorf("set the parent-death signal: %w", err)
+	}
+	return gone, nil
 }
 
 // reap waits for the children that ended. It says whether a child is

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // escape is shell code that starts a process the way a program escapes
@@ -185,6 +186,58 @@ func TestReapKilledWrapper(t *testing.T) {
 	}
 	if gone(leftover) {
 		t.Errorf("the leftover %d ended without anyone to kill it", leftover)
+	}
+}
+
+// envTestDaemon makes the test binary a stand-in for the daemon (see
+// testDaemon); its value is the script to run.
+const envTestDaemon = "SANDBOX_TEST_DAEMON"
+
+// testDaemon runs script as the runner runs the pulumi CLI: through the
+// wrapper with reaping, in a session of its own, with SIGKILL as its
+// parent-death signal; and waits for it.
+func testDaemon(script string) int {
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	var r Reaper
+	if _, err := r.Reap(cmd); err != nil {
+		return 2
+	}
+	if err := cmd.Run(); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// TestReapDaemonKilled is the attack on a daemon killed mid-operation
+// (SIGKILL, the OOM killer): the operation's processes, the escaped ones
+// too, must end with it, rather than go on beside the operation that
+// another replica, or the restarted daemon, starts.
+func TestReapDaemonKilled(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "leftover.pid")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	daemon := exec.Command(self)
+	daemon.Env = append(os.Environ(), envTestDaemon+"="+escape(pidFile)+"exec sleep 300\n")
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	leftover := waitPIDFile(t, pidFile)
+	killLeftover(t, leftover)
+	if err := daemon.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = daemon.Wait()
+	deadline := time.Now().Add(time.Minute)
+	for !gone(leftover) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the leftover %d outlived the daemon by a minute", leftover)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -11,6 +11,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if script, ok := os.LookupEnv(envTestDaemon); ok {
+		os.Exit(testDaemon(script))
+	}
 	if err := ProtectSelf(); err != nil {
 		panic(err)
 	}
