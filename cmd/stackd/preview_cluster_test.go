@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -193,6 +195,27 @@ func workHolder(e *clusterEnv, work string) *replica {
 	return nil
 }
 
+// replicaOf is the replica whose process pid descends from; nil if none.
+func replicaOf(e *clusterEnv, pid int) *replica {
+	for _, r := range e.replicas {
+		if r.cmd != nil && slices.Contains(descendants(r.cmd.Process.Pid), pid) {
+			return r
+		}
+	}
+	return nil
+}
+
+// processGone reports whether the process pid has ended: it is gone, or
+// a zombie that nothing reaped yet.
+func processGone(pid int) bool {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return true
+	}
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	return len(fields) > 0 && fields[0] == "Z"
+}
+
 // backendStacks lists the stacks of the Pulumi backend at url.
 func backendStacks(t *testing.T, url string) string {
 	t.Helper()
@@ -211,11 +234,14 @@ func backendStacks(t *testing.T, url string) string {
 // cluster: two replicas (processes) with a real etcd, a PostgreSQL
 // backend and a fake GitHub. A pull request's review stack is deployed
 // by the replica holding the pull request, and updated on a push sent to
-// either; its closing is work of the pull request's holder, which is
-// SIGKILLed in the middle of the destroy: the other takes the closing
-// over once the lease expired and destroys it (the file is gone, the
-// Pulumi stack removed), with still one comment, and the pull request is
-// forgotten. A pull request quiet past its template's TTL has its review
+// either. It closes while the deploy of its last push runs: the deploy
+// is cancelled before its change is made, and the review stack
+// destroyed. The closing is work of the pull request's holder, which is
+// SIGKILLed in the middle of the destroy (its provider dies with it):
+// the other takes the closing over once the lease expired and destroys
+// it (the file is gone, the Pulumi stack removed), with still one
+// comment, and the pull request is forgotten. The test holds the deploy
+// and both destroys at their provider's gates. A pull request quiet past its template's TTL has its review
 // stack destroyed by its holder, as the replicas ask (a sweep).
 func TestE2EClusterReviewStacks(t *testing.T) {
 	toolchainBin(t)
@@ -225,10 +251,10 @@ func TestE2EClusterReviewStacks(t *testing.T) {
 	programs := g.repo("infra")
 	programs.commit(map[string]string{"app/Pulumi.yaml": reviewProgram("v1"), "quick/Pulumi.yaml": reviewProgram("v1")})
 	out := outDir(t)
-	// Each create and delete of app's files takes 6s: the kill comes in
-	// the middle of the destroy.
-	config := "stacks:\n" + templateStack("app", g.url("infra"), out, "1h") +
-		"    envRefs:\n      STACKDTEST_DELAY: {type: Literal, literal: {value: 6s}}\n" +
+	// app's files have gates: the test holds the review stack's update
+	// and delete open.
+	gates := newGates(t)
+	config := "stacks:\n" + templateStack("app", g.url("infra"), out, "1h") + "    envRefs:\n" + gates.envRef() +
 		templateStack("quick", g.url("infra"), out, "5s")
 	if err := os.WriteFile(e.config, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
@@ -271,40 +297,47 @@ func TestE2EClusterReviewStacks(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Closing; the replica destroying the review stack is killed.
+	// The pull request closes while the deploy of its last push runs
+	// (held at its update): the deploy is cancelled, its change never
+	// made, and the review stack destroyed. The replica destroying it is
+	// killed in the middle of the destroy (held at its delete).
+	waitForge(t, g, "the comment saying v3 is deployed", func() bool {
+		cs := g.forge.Comments(pr.repo, pr.number)
+		return len(cs) == 1 && strings.Contains(cs[0].Body, "| `app-pr-5` | `"+pr.head[:12]+"` | ✅ deployed |")
+	})
+	gates.close("update", "app-pr-5.txt")
+	gates.close("delete", "app-pr-5.txt")
+	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": reviewProgram("v4")})
+	g.hookTo(n2, pr, "synchronize")
+	gates.waitHeld("update", "app-pr-5.txt", 3*time.Minute)
 	g.hookTo(n1, pr, "closed")
 	closing := review.Event{HeadSHA: pr.head, Action: review.Closed}
-	var victim *replica
-	waitFor(t, "the destroy running", 2*time.Minute, func() bool {
-		var list struct{ PullRequests []review.PullRequest }
-		if code, err := getJSON(n1.url+"/api/v1/previews", &list); err != nil || code != http.StatusOK {
-			return false
-		}
-		for _, p := range list.PullRequests {
-			if p.Number == pr.number && p.Closed && len(p.ReviewStacks) == 1 &&
-				p.ReviewStacks[0].Op == review.Destroy && p.ReviewStacks[0].Result == review.Running {
-				victim = workHolder(e, closing.WorkKey())
-				return victim != nil
-			}
-		}
-		return false
-	})
-	time.Sleep(2 * time.Second) // inside the 6s delete
-	e.stop(victim, syscall.SIGKILL)
-	if _, err := os.Stat(reviewFile); err != nil {
-		t.Fatalf("the review stack's file is gone before the kill took effect: %v", err)
+	held := gates.waitHeld("delete", "app-pr-5.txt", 3*time.Minute)
+	if data, err := os.ReadFile(reviewFile); err != nil || string(data) != "review v3" {
+		t.Errorf("the review stack's file holds %q (%v) once the destroy runs, want the cancelled deploy's change never made", data, err)
 	}
+	victim := replicaOf(e, held)
+	if victim == nil {
+		t.Fatalf("no replica runs the destroy's provider %d", held)
+	}
+	e.stop(victim, syscall.SIGKILL)
+	waitFor(t, "the killed replica's provider gone", time.Minute, func() bool { return processGone(held) })
 	survivor := n1
 	if victim == n1 {
 		survivor = n2
 	}
 	killed := time.Now()
+	gates.waitHeld("delete", "app-pr-5.txt", 3*time.Minute, held)
+	if data, err := os.ReadFile(reviewFile); err != nil || string(data) != "review v3" {
+		t.Errorf("the review stack's file holds %q (%v) once the survivor's destroy runs, want it as it was", data, err)
+	}
+	gates.open("delete", "app-pr-5.txt")
 	if err := waitPath(reviewFile, "", 3*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s destroyed the review stack %s after %s was killed", survivor.name, time.Since(killed).Round(time.Millisecond), victim.name)
-	if h := workHolder(e, closing.WorkKey()); h == nil {
-		t.Error("no replica logged holding the closing")
+	if h := workHolder(e, closing.WorkKey()); h != survivor {
+		t.Errorf("the replica that logged taking the closing over is %v, want %s", h, survivor.name)
 	}
 	waitFor(t, "the Pulumi stack app-pr-5 removed", time.Minute, func() bool {
 		return !strings.Contains(backendStacks(t, e.backend), "app-pr-5")
