@@ -95,24 +95,28 @@ func descendants(pid int) []int {
 
 // TestE2ESIGKILLMidUp kills the daemon and every process it started in
 // the middle of an up, as a power cut or an OOM kill of its cgroup would,
-// and starts it again on the same data dir.
+// and starts it again on the same data dir. The up is held in the
+// provider's create (its gate) when the kill comes.
 func TestE2ESIGKILLMidUp(t *testing.T) {
 	bin := toolchainBin(t)
 	exe := buildStackd(t)
-	ps := newSlowStack(t, "4s")
+	ps := newHeldStack(t)
 	out, dataDir, config, logFile, addr, in := ps.out, ps.dataDir, ps.config, ps.log, ps.addr, ps.in
 
+	ps.gates.close("create", "note.txt")
 	cmd := startProcess(t, exe, bin, config, dataDir, addr, logFile)
-	in.waitStack("app", "the update to start", time.Minute, func(v daemon.StackView) bool {
-		return v.Status.CurrentUpdate != nil
-	})
-	time.Sleep(2 * time.Second) // inside the provider's create
+	ps.gates.waitHeld("create", "note.txt", 2*time.Minute)
+	if v := in.stack("app"); v.Status.CurrentUpdate == nil || v.Status.CurrentUpdate.Name != "app-1" {
+		t.Fatalf("the provider's create is held, but the stack's current update is %+v, want app-1", v.Status.CurrentUpdate)
+	}
 	victims := descendants(cmd.Process.Pid)
 	_ = cmd.Process.Kill()
 	for _, pid := range victims {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	_ = cmd.Wait()
+	// The next start's update creates the file at once.
+	ps.gates.open("create", "note.txt")
 	locks, _ := lockFiles(dataDir)
 	t.Logf("killed stackd and %d child processes; %d lock file(s) left", len(victims), len(locks))
 
@@ -152,7 +156,9 @@ func TestE2ESIGKILLMidUp(t *testing.T) {
 // TestE2ESIGTERMGrace: SIGTERM during a long up lets it finish within
 // --shutdown-grace and exits 0 with the update recorded; with a short
 // grace the update is interrupted, recorded as aborted, and the backend
-// is left unlocked.
+// is left unlocked. The up is held in the provider's create (its gate)
+// when SIGTERM comes: past the stop's start when the update may finish,
+// for good when it must be interrupted.
 func TestE2ESIGTERMGrace(t *testing.T) {
 	bin := toolchainBin(t)
 	exe := buildStackd(t)
@@ -161,15 +167,30 @@ func TestE2ESIGTERMGrace(t *testing.T) {
 		{"interrupted", "500ms", daemon.UpdateAborted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ps := newSlowStack(t, "3s")
+			ps := newHeldStack(t)
 			dataDir, config, logFile, addr, in := ps.dataDir, ps.config, ps.log, ps.addr, ps.in
+			ps.gates.close("create", "note.txt")
 			cmd := startProcess(t, exe, bin, config, dataDir, addr, logFile, "--shutdown-grace", tc.grace)
-			in.waitStack("app", "the update to start", time.Minute, func(v daemon.StackView) bool {
-				return v.Status.CurrentUpdate != nil
-			})
-			time.Sleep(500 * time.Millisecond)
+			ps.gates.waitHeld("create", "note.txt", 2*time.Minute)
 			_ = cmd.Process.Signal(syscall.SIGTERM)
-			if err := cmd.Wait(); err != nil {
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			if tc.want == daemon.UpdateSucceeded {
+				// The stop has begun (it waits for the update), and the
+				// update is still held: now it may end.
+				waitFor(t, "the process stopping", time.Minute, func() bool {
+					var health struct{ Status string }
+					_, _, err := in.tryGet("/healthz", &health)
+					return err == nil && health.Status == "stopping"
+				})
+				select {
+				case err := <-exited:
+					t.Fatalf("the process exited while its update was held: %v", err)
+				default:
+				}
+				ps.gates.open("create", "note.txt")
+			}
+			if err := <-exited; err != nil {
 				logs, _ := os.ReadFile(logFile.Name())
 				t.Fatalf("exit after SIGTERM: %v\n%s", err, logs)
 			}
@@ -189,24 +210,25 @@ func TestE2ESIGTERMGrace(t *testing.T) {
 	}
 }
 
-// slowStack is the setting of a test of the stackd process: a repository
-// with one stack "app" whose provider sleeps delay per resource change,
-// its config file, a data dir, a log file and a free loopback address.
-type slowStack struct {
+// heldStack is the setting of a test of the stackd process: a repository
+// with one stack "app" whose File note.txt waits at the gates of
+// newGates(t), its config file, a data dir, a log file and a free
+// loopback address.
+type heldStack struct {
 	out, dataDir, config, addr string
 	log                        *os.File
 	in                         *instance
+	gates                      *gates
 }
 
-func newSlowStack(t *testing.T, delay string) *slowStack {
+func newHeldStack(t *testing.T) *heldStack {
 	t.Helper()
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	dir := t.TempDir()
-	s := &slowStack{out: filepath.Join(outDir(t), "note.txt"), dataDir: filepath.Join(dir, "data"),
-		config: filepath.Join(dir, "stackd.yaml"), addr: freeAddr(t)}
-	spec := "stacks:\n" + stackYAML("app", r, pathConfig(s.out)+
-		"    envRefs:\n      STACKDTEST_DELAY: {type: Literal, literal: {value: "+delay+"}}\n")
+	s := &heldStack{out: filepath.Join(outDir(t), "note.txt"), dataDir: filepath.Join(dir, "data"),
+		config: filepath.Join(dir, "stackd.yaml"), addr: freeAddr(t), gates: newGates(t)}
+	spec := "stacks:\n" + stackYAML("app", r, pathConfig(s.out)+"    envRefs:\n"+s.gates.envRef())
 	if err := os.WriteFile(s.config, []byte(spec), 0o600); err != nil {
 		t.Fatal(err)
 	}

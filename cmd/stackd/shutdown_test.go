@@ -18,15 +18,19 @@ import (
 // TestE2ESIGTERMKeepsServingReads: after SIGTERM, while an update runs to
 // its end, the process answers reads (/healthz "stopping", the config
 // naming the update it waits for, the stack) and refuses writes with 503;
-// once the update ends, it exits 0 with the update recorded.
+// once the update ends, it exits 0 with the update recorded. The update
+// is held in the provider's create (its gate) until the reads are done.
 func TestE2ESIGTERMKeepsServingReads(t *testing.T) {
 	bin := toolchainBin(t)
 	exe := buildStackd(t)
-	ps := newSlowStack(t, "5s")
+	ps := newHeldStack(t)
+	ps.gates.close("create", "note.txt")
 	cmd := startProcess(t, exe, bin, ps.config, ps.dataDir, ps.addr, ps.log, "--shutdown-grace", "1m")
-	v := ps.in.waitStack("app", "the update to start", time.Minute, func(v daemon.StackView) bool {
-		return v.Status.CurrentUpdate != nil
-	})
+	ps.gates.waitHeld("create", "note.txt", 2*time.Minute)
+	v := ps.in.stack("app")
+	if v.Status.CurrentUpdate == nil {
+		t.Fatal("the provider's create is held, but the stack has no current update")
+	}
 	update := v.Status.CurrentUpdate.Name
 	token, err := auth.ReadAdminToken(filepath.Join(ps.dataDir, apiTokenFile))
 	if err != nil {
@@ -86,6 +90,7 @@ func TestE2ESIGTERMKeepsServingReads(t *testing.T) {
 		t.Fatalf("the process exited while its update ran: %v", err)
 	default:
 	}
+	ps.gates.open("create", "note.txt")
 	if err := <-exited; err != nil {
 		logs, _ := os.ReadFile(ps.log.Name())
 		t.Fatalf("exit after SIGTERM: %v\n%s", err, logs)
