@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -267,30 +268,47 @@ func (in *instance) updates(name string) []daemon.Update {
 
 // TestE2EStopDrainsThenInterrupts: a stop lets a running update finish
 // within the drain deadline; past it, the update is interrupted, recorded
-// as aborted, and leaves no lock on the backend.
+// as aborted, and leaves no lock on the backend. The update is held in
+// the provider's create (its gate) when the stop comes: released once the
+// stop waits for it, when it is to be drained; never, when it is to be
+// interrupted.
 func TestE2EStopDrainsThenInterrupts(t *testing.T) {
 	for _, tc := range []struct {
-		name, delay string
-		drain       time.Duration
-		want        string
+		name  string
+		drain time.Duration
+		want  string
 	}{
-		{"drained", "1s", 30 * time.Second, daemon.UpdateSucceeded},
-		{"interrupted", "60s", time.Second, daemon.UpdateAborted},
+		{"drained", 30 * time.Second, daemon.UpdateSucceeded},
+		{"interrupted", time.Second, daemon.UpdateAborted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRepo(t)
 			r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 			out := filepath.Join(outDir(t), "note.txt")
-			in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+
-				"    envRefs:\n      STACKDTEST_DELAY: {type: Literal, literal: {value: "+tc.delay+"}}\n"), "")
-			in.waitStack("app", "the update to start", time.Minute, func(v daemon.StackView) bool {
-				return v.Status.CurrentUpdate != nil
-			})
-			time.Sleep(300 * time.Millisecond)
+			g := newGates(t)
+			g.close("create", "note.txt")
+			in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+"    envRefs:\n"+g.envRef()), "")
+			g.waitHeld("create", "note.txt", 2*time.Minute)
+			a := in.app
 			start := time.Now()
 			grace, cancel := context.WithTimeout(context.Background(), tc.drain)
 			defer cancel()
-			if err := in.app.stop(grace); err != nil {
+			stopped := make(chan error, 1)
+			go func() { stopped <- a.stop(grace) }()
+			if tc.want == daemon.UpdateSucceeded {
+				// The stop waits for the held update: now it may end.
+				waitFor(t, "the stop waiting for the update", time.Minute, func() bool {
+					cs := a.d.ConfigStatus()
+					return cs.Stopping && slices.Contains(cs.WaitingFor, "app (app-1)")
+				})
+				select {
+				case err := <-stopped:
+					t.Fatalf("the stop returned while the update was held: %v", err)
+				default:
+				}
+				g.open("create", "note.txt")
+			}
+			if err := <-stopped; err != nil {
 				t.Fatal(err)
 			}
 			took := time.Since(start)
