@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"crypto/subtle"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/http/cgi"
@@ -103,6 +104,7 @@ func TestE2ESecretsStaySecret(t *testing.T) {
 	r.git("config", "http.receivepack", "true")
 	url := gitHTTP(t, filepath.Dir(r.dir), gitToken) + "/repo"
 	out := filepath.Join(outDir(t), "note.txt")
+	gates := newGates(t)
 	watcher := watchCmdlines()
 
 	dataDir := filepath.Join(t.TempDir(), "data")
@@ -120,8 +122,7 @@ func TestE2ESecretsStaySecret(t *testing.T) {
       token: {type: Secret, secret: {name: app, key: token}}
     envRefs:
       APP_SECRET: {type: Secret, secret: {name: app, key: env}}
-      STACKDTEST_DELAY: {type: Literal, literal: {value: 1s}}
-    gitAuth:
+`+gates.envRef()+`    gitAuth:
       accessToken: {type: Secret, secret: {name: git, key: token}}
 `), "file://"+r.dir, url, 1)
 	in := startDaemon(t, config, dataDir)
@@ -129,7 +130,10 @@ func TestE2ESecretsStaySecret(t *testing.T) {
 	if output(v, "secret") != "[secret]" {
 		t.Fatalf("secret output = %q", output(v, "secret"))
 	}
-	// A second run with the secret env reaching a program that prints it.
+	// A second run with the secret env reaching a program that prints it,
+	// held in the provider's update of the file (its gate) until the
+	// test follows its log.
+	gates.close("update", "note.txt")
 	r.commit(map[string]string{"Pulumi.yaml": program("v2") + `  leaked:
     fn::invoke:
       function: stackdtest:index:getEnv
@@ -137,11 +141,23 @@ func TestE2ESecretsStaySecret(t *testing.T) {
         name: APP_SECRET
       return: value
 `})
-	// Follow the log of that update while it runs.
-	running := in.waitStack("app", "the second update", time.Minute, func(v daemon.StackView) bool {
-		return v.Status.CurrentUpdate != nil && v.Status.CurrentUpdate.Name == "app-2"
-	})
-	_, streamed := in.get("/api/v1/updates/"+running.Status.CurrentUpdate.Name+"/log?follow=1", nil)
+	// Follow the log of that update while it runs: it streams from the
+	// held point to the update's end.
+	gates.waitHeld("update", "note.txt", 2*time.Minute)
+	running := in.stack("app")
+	if running.Status.CurrentUpdate == nil || running.Status.CurrentUpdate.Name != "app-2" {
+		t.Fatalf("the provider's update is held, but the stack's current update is %+v, want app-2", running.Status.CurrentUpdate)
+	}
+	follow, err := http.Get(in.url + "/api/v1/updates/" + running.Status.CurrentUpdate.Name + "/log?follow=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gates.open("update", "note.txt")
+	streamed, err := io.ReadAll(follow.Body)
+	follow.Body.Close()
+	if err != nil || follow.StatusCode != http.StatusOK {
+		t.Fatalf("following the log: %s %v", follow.Status, err)
+	}
 	in.waitStack("app", "second commit", time.Minute, func(v daemon.StackView) bool {
 		return isReady(v) && output(v, "content") == "hello v2"
 	})
@@ -149,8 +165,9 @@ func TestE2ESecretsStaySecret(t *testing.T) {
 		t.Fatalf("the streamed log does not show the scrubbed output:\n%s", streamed)
 	}
 	in.sync("app")
-	time.Sleep(time.Second)
-	in.waitStack("app", "synced", time.Minute, isReady)
+	in.waitStack("app", "synced", time.Minute, func(v daemon.StackView) bool {
+		return isReady(v) && v.Status.LastUpdate != nil && v.Status.LastUpdate.Name == "app-3"
+	})
 
 	bodies := []string{string(streamed)}
 	paths := []string{"/api/v1/stacks", "/api/v1/stacks/app", "/api/v1/stacks/app/updates", "/healthz", "/readyz", "/metrics", "/", "/stacks/app"}
