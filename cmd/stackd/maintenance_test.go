@@ -14,13 +14,15 @@ import (
 // TestE2EBackupAndPause: stackd backup --server copies the state of a
 // running daemon (a file that store check accepts and that holds the same
 // history); stackd pause waits for the running update, and no update
-// starts until stackd resume.
+// starts until stackd resume. The update pause waits for is held in the
+// provider's update of the file (its gate) until the pause is seen
+// waiting.
 func TestE2EBackupAndPause(t *testing.T) {
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(outDir(t), "note.txt")
-	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+
-		"    envRefs:\n      STACKDTEST_DELAY: {type: Literal, literal: {value: 2s}}\n"), "")
+	g := newGates(t)
+	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+"    envRefs:\n"+g.envRef()), "")
 	in.waitStack("app", "deployed", time.Minute, isReady)
 
 	file := filepath.Join(t.TempDir(), "copy.db")
@@ -38,14 +40,33 @@ func TestE2EBackupAndPause(t *testing.T) {
 	}
 
 	// A new commit starts an update; pause waits for it to end.
+	g.close("update", "note.txt")
 	r.commit(map[string]string{"Pulumi.yaml": program("v2")})
-	in.waitStack("app", "the second update", time.Minute, func(v daemon.StackView) bool { return v.Status.CurrentUpdate != nil })
-	start := time.Now()
-	if code, stdout, stderr := stackd(t, in.clientArgs("pause")...); code != exitOK || !strings.Contains(stdout, "paused") {
-		t.Fatalf("pause: exit %d\n%s%s", code, stdout, stderr)
+	g.waitHeld("update", "note.txt", 2*time.Minute)
+	type result struct {
+		code           int
+		stdout, stderr string
 	}
-	if v := in.stack("app"); v.Status.CurrentUpdate != nil || time.Since(start) < 500*time.Millisecond {
-		t.Fatalf("pause returned with an update running (after %s)", time.Since(start))
+	paused := make(chan result, 1)
+	go func() {
+		code, stdout, stderr := stackd(t, in.clientArgs("pause")...)
+		paused <- result{code, stdout, stderr}
+	}()
+	waitFor(t, "the daemon paused", time.Minute, func() bool { return in.app.d.ConfigStatus().Paused })
+	// Paused, the held update still runs: pause waits on. Once the
+	// update may end, pause returns.
+	time.Sleep(500 * time.Millisecond)
+	select {
+	case res := <-paused:
+		t.Fatalf("pause returned while the update was held: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	default:
+	}
+	g.open("update", "note.txt")
+	if res := <-paused; res.code != exitOK || !strings.Contains(res.stdout, "paused") {
+		t.Fatalf("pause: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	if v := in.stack("app"); v.Status.CurrentUpdate != nil || output(v, "content") != "hello v2" {
+		t.Fatalf("pause returned with an update running or not done: %+v, content %q", v.Status.CurrentUpdate, output(v, "content"))
 	}
 	r.commit(map[string]string{"Pulumi.yaml": program("v3")})
 	in.sync("app")
