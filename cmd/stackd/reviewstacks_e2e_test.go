@@ -381,38 +381,42 @@ func (g *forgeRig) checkReviewAPI(number int, name string) {
 // TestE2EReviewStackClosedDuringStop: the record of a closed pull request
 // outlives a stop that interrupts the destroy of its review stack. It is
 // listed as closed until the destroy, run again after the start, removed
-// the review stack's file and Pulumi stack; then it is forgotten.
+// the review stack's file and Pulumi stack; then it is forgotten. The
+// destroy is held in the provider's delete of the review stack's file
+// (its gate) when the stop comes, and after the start until the test
+// has seen the pull request listed.
 func TestE2EReviewStackClosedDuringStop(t *testing.T) {
 	toolchainBin(t)
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")
 	programs.commit(map[string]string{"app/Pulumi.yaml": reviewProgram("v1")})
 	out := outDir(t)
-	// Each create and delete of a file takes 4s: the stop comes in the
-	// middle of the destroy.
-	g.start("stacks:\n"+templateStack("app", g.url("infra"), out, "1h")+
-		"    envRefs:\n      STACKDTEST_DELAY: {type: Literal, literal: {value: 4s}}\n", nil)
+	gates := newGates(t)
+	g.start("stacks:\n"+templateStack("app", g.url("infra"), out, "1h")+"    envRefs:\n"+gates.envRef(), nil)
 	g.in.waitStack("app", "first deploy", 2*time.Minute, isReady)
 	dataDir := g.in.flags.dataDir
 
 	pr := &pullRequest{repo: "acme/infra", name: "infra", number: 4}
 	reviewFile := g.openReviewed(programs, pr, out)
 
+	gates.close("delete", "app-pr-4.txt")
 	g.hook(pr, "closed")
-	g.wait("the destroy running, the pull request listed as closed", func() bool {
-		p, ok := g.previewsOf()[pr.number]
-		return ok && p.Closed && len(p.ReviewStacks) == 1 &&
-			p.ReviewStacks[0].Op == review.Destroy && p.ReviewStacks[0].Result == review.Running
-	})
-	time.Sleep(2 * time.Second) // inside the 4s delete
+	held := gates.waitHeld("delete", "app-pr-4.txt", 2*time.Minute)
+	if p, ok := g.previewsOf()[pr.number]; !ok || !p.Closed || len(p.ReviewStacks) != 1 ||
+		p.ReviewStacks[0].Op != review.Destroy || p.ReviewStacks[0].Result != review.Running {
+		t.Fatalf("the destroy is held, but the pull request is listed as %+v (listed %v), want closed with its destroy running", p, ok)
+	}
 	before := g.in.logs
 	g.restart()
 	if !strings.Contains(before.String(), `msg="cannot destroy a review stack"`) {
 		t.Fatalf("the stop did not interrupt the destroy:\n%s", before)
 	}
-	if p, ok := g.previewsOf()[pr.number]; ok && !p.Closed {
-		t.Errorf("after the start, the closed pull request is listed as open: %+v", p)
+	// The destroy runs again, held at the same gate by another provider.
+	gates.waitHeld("delete", "app-pr-4.txt", 2*time.Minute, held)
+	if p, ok := g.previewsOf()[pr.number]; !ok || !p.Closed {
+		t.Errorf("after the start, the closed pull request is listed as %+v (listed %v), want closed", p, ok)
 	}
+	gates.open("delete", "app-pr-4.txt")
 	waitFile(t, g, reviewFile, "")
 	g.wait("the Pulumi stack app-pr-4 removed", func() bool { return len(stackStates(dataDir, "app-pr-4")) == 0 })
 	g.wait("the closed pull request forgotten", func() bool { _, ok := g.previewsOf()[pr.number]; return !ok })
