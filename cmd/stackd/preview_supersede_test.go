@@ -27,23 +27,33 @@ func busyStack(url, after, duration string) string {
 `, url, duration, after)
 }
 
+// busyProgram is clusterProgram whose Sleep waits at the gates
+// create-busy and update-busy of the test's gates (newGates): open unless
+// the test closes them.
+var busyProgram = strings.Replace(clusterProgram, "duration: ${duration}\n", "duration: ${duration}\n      gate: busy\n", 1)
+
 // busyRig starts a daemon with one worker and two stacks of the
-// repository infra: app, and busy, whose updates take duration.
+// repository infra: app, and busy, whose updates take duration, and wait
+// at the gates create-busy and update-busy of newGates(t) while the test
+// holds them closed (a test closes create-busy before busyRig to hold
+// the first deploy).
 func busyRig(t *testing.T, duration string) (*forgeRig, *repo) {
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")
-	programs.commit(map[string]string{"app/Pulumi.yaml": program("v1"), "slow/Pulumi.yaml": clusterProgram})
-	g.start(manifest("app", g.url("infra"), outDir(t), "hello")+busyStack(g.url("infra"), "app", duration), func(f *runFlags) {
+	programs.commit(map[string]string{"app/Pulumi.yaml": program("v1"), "slow/Pulumi.yaml": busyProgram})
+	g.start(manifest("app", g.url("infra"), outDir(t), "hello")+busyStack(g.url("infra"), "app", duration)+
+		"    envRefs:\n"+newGates(t).envRef(), func(f *runFlags) {
 		f.maxConcurrent = 1
 	})
 	return g, programs
 }
 
 // busyAgain changes busy's program and waits until its long update runs:
-// the previews asked for meanwhile wait behind it (one worker).
+// the previews asked for meanwhile wait behind it (one worker). A test
+// that needs it to run on closes the gate update-busy first.
 func busyAgain(g *forgeRig, programs *repo) {
 	g.t.Helper()
-	again := strings.Replace(clusterProgram, "duration: ${duration}\n", "duration: ${duration}\n      trigger: again\n", 1)
+	again := strings.Replace(busyProgram, "duration: ${duration}\n", "duration: ${duration}\n      trigger: again\n", 1)
 	programs.commit(map[string]string{"slow/Pulumi.yaml": again})
 	g.in.waitStack("busy", "the long update running again", 2*time.Minute, func(v daemon.StackView) bool {
 		return v.Status.CurrentUpdate != nil
@@ -64,13 +74,15 @@ func (g *forgeRig) queue(programs *repo, pr *pullRequest, version, action string
 // commit's status with "Superseded by <new sha>" in the forge's error
 // state, rather than leaving it pending; the new commit is previewed and
 // the pull request keeps one comment. Closing the pull request during a
-// queued preview ends its status the same way.
+// queued preview ends its status the same way. The long update is held
+// at busy's gate (create-busy, then update-busy) until the queued
+// preview's status is final.
 func TestE2EPullRequestSuperseded(t *testing.T) {
 	toolchainBin(t)
-	g, programs := busyRig(t, "25s")
-	g.in.waitStack("busy", "the long update running", 2*time.Minute, func(v daemon.StackView) bool {
-		return v.Status.CurrentUpdate != nil
-	})
+	gates := newGates(t)
+	gates.close("create", "busy")
+	g, programs := busyRig(t, "1s")
+	gates.waitHeld("create", "busy", 2*time.Minute)
 
 	pr := &pullRequest{repo: "acme/infra", name: "infra", number: 5}
 	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": program("v2")})
@@ -92,13 +104,16 @@ func TestE2EPullRequestSuperseded(t *testing.T) {
 	if last != want {
 		t.Errorf("the superseded commit's last status is %+v, want %+v", last, want)
 	}
+	gates.open("create", "busy")
 	if st := g.waitStatus(pr, "stackd/app"); st.State != review.Success {
 		t.Errorf("the new head's status: %+v", st)
 	}
 	g.waitComment(pr)
 
 	// Closed while queued: the long update runs again for a new commit.
+	gates.close("update", "busy")
 	busyAgain(g, programs)
+	gates.waitHeld("update", "busy", 2*time.Minute)
 	g.queue(programs, pr, "v4", "synchronize")
 	g.hook(pr, "closed")
 	g.wait("the closed pull request's final status", func() bool {
@@ -109,6 +124,7 @@ func TestE2EPullRequestSuperseded(t *testing.T) {
 	if want := (review.Status{Context: "stackd/app", State: review.Error, Description: "Pull request closed"}); last != want {
 		t.Errorf("the closed pull request's last status is %+v, want %+v", last, want)
 	}
+	gates.open("update", "busy")
 	if cs := g.forge.Comments(pr.repo, pr.number); len(cs) != 1 {
 		t.Errorf("%d comments, want one", len(cs))
 	}
@@ -120,6 +136,29 @@ func (g *forgeRig) restart() {
 	g.t.Helper()
 	flags := g.in.flags
 	g.in.stop()
+	g.in = startDaemonWith(g.t, "", flags.dataDir, func(f *runFlags) { *f = flags })
+}
+
+// restartWhile is restart that calls during once the stop waits for the
+// daemon's running operations (the previews are stopped by then): say,
+// to release an update held at its gate, which the stop drains.
+func (g *forgeRig) restartWhile(during func()) {
+	g.t.Helper()
+	flags, a := g.in.flags, g.in.app
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		g.in.stop()
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for !a.d.ConfigStatus().Stopping {
+		if time.Now().After(deadline) {
+			g.t.Fatal("timed out waiting for the stop to wait for the running operations")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	during()
+	<-stopped
 	g.in = startDaemonWith(g.t, "", flags.dataDir, func(f *runFlags) { *f = flags })
 }
 
@@ -143,7 +182,8 @@ func (g *forgeRig) previewsOf() map[int]review.PullRequest {
 // listed, previewed after the start, and still has one comment.
 func TestE2EPullRequestRestart(t *testing.T) {
 	toolchainBin(t)
-	g, programs := busyRig(t, "10s")
+	gates := newGates(t)
+	g, programs := busyRig(t, "1s")
 	g.in.waitStack("busy", "the first deploy", 2*time.Minute, isReady)
 
 	done := &pullRequest{repo: "acme/infra", name: "infra", number: 7}
@@ -152,10 +192,14 @@ func TestE2EPullRequestRestart(t *testing.T) {
 	g.waitStatus(done, "stackd/app")
 	g.waitComment(done)
 
+	// The long update, held at its gate, until the stop has interrupted
+	// the preview queued behind it and waits for it.
+	gates.close("update", "busy")
 	busyAgain(g, programs)
+	gates.waitHeld("update", "busy", 2*time.Minute)
 	queued := &pullRequest{repo: "acme/infra", name: "infra", number: 8}
 	g.queue(programs, queued, "v3", "opened")
-	g.restart()
+	g.restartWhile(func() { gates.open("update", "busy") })
 
 	listed := g.previewsOf()
 	if pr := listed[done.number]; pr.HeadSHA != done.head || len(pr.Previews) != 1 || pr.Previews[0].Result != review.Succeeded {
