@@ -580,15 +580,24 @@ func sourceOf(s *spec.Stack) string {
 	return s.Spec.ProjectRepo + "#" + s.Spec.Branch + "@" + s.Spec.Commit
 }
 
+// Stopping marks the daemon as stopping before Stop is called: from then
+// on ConfigStatus says so and lists the running operations that the stop
+// will wait for. The process calls it when its stop begins, before
+// whatever it stops first, so that no moment reports a stopping process
+// waiting for nothing.
+func (d *Daemon) Stopping() {
+	d.mu.Lock()
+	d.stopping = true
+	d.mu.Unlock()
+}
+
 // Stop stops scheduling, lets running operations finish until ctx ends,
 // then interrupts them and waits for them to record their outcome.
 func (d *Daemon) Stop(ctx context.Context) error {
 	if d.stop == nil {
 		return nil
 	}
-	d.mu.Lock()
-	d.stopping = true
-	d.mu.Unlock()
+	d.Stopping()
 	d.stop()
 	d.loopWG.Wait()
 	done := make(chan struct{})

@@ -587,7 +587,10 @@ func readSecretFile(path, flagName string) (string, error) {
 // this replica leaves it, and the others take its stacks at once).
 func (a *app) stop(grace context.Context) error {
 	// Reads are answered until the running operations end, so that an
-	// operator sees what the stop waits for; writes are refused.
+	// operator sees what the stop waits for; writes are refused. The
+	// daemon says it stops before the server does, so that /healthz
+	// never says "stopping" without the operations it waits for.
+	a.d.Stopping()
 	a.srv.Drain()
 	var errPreviews error
 	if a.previews != nil {
