@@ -24,7 +24,8 @@ import (
 // (--preview-resync-interval), in the same comment.
 func TestE2EPullRequestResync(t *testing.T) {
 	toolchainBin(t)
-	g, programs := busyRig(t, "10s")
+	gates := newGates(t)
+	g, programs := busyRig(t, "1s")
 	g.in.waitStack("busy", "the first deploy", 2*time.Minute, isReady)
 
 	merged := &pullRequest{repo: "acme/infra", name: "infra", number: 21}
@@ -36,12 +37,16 @@ func TestE2EPullRequestResync(t *testing.T) {
 		g.waitComment(pr)
 	}
 
+	// The long update, held at its gate until the stop waits for it,
+	// keeps the preview queued until the stop interrupts it.
+	gates.close("update", "busy")
 	busyAgain(g, programs)
+	gates.waitHeld("update", "busy", 2*time.Minute)
 	queued := &pullRequest{repo: "acme/infra", name: "infra", number: 23}
 	g.queue(programs, queued, "v4", "opened")
 
 	flags := g.in.flags
-	g.in.stop()
+	g.stopWhile(func() { gates.open("update", "busy") })
 	g.forge.SetPullRequest(merged.repo, merged.number, forgetest.PullRequest{Head: merged.head, Merged: true})
 	g.forge.DeletePullRequest(deleted.repo, deleted.number)
 	g.forge.SetPullRequest(queued.repo, queued.number, forgetest.PullRequest{Head: queued.head, Closed: true})

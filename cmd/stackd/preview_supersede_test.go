@@ -140,11 +140,20 @@ func (g *forgeRig) restart() {
 }
 
 // restartWhile is restart that calls during once the stop waits for the
-// daemon's running operations (the previews are stopped by then): say,
-// to release an update held at its gate, which the stop drains.
+// daemon's running operations (see stopWhile).
 func (g *forgeRig) restartWhile(during func()) {
 	g.t.Helper()
-	flags, a := g.in.flags, g.in.app
+	flags := g.in.flags
+	g.stopWhile(during)
+	g.in = startDaemonWith(g.t, "", flags.dataDir, func(f *runFlags) { *f = flags })
+}
+
+// stopWhile stops the rig's daemon and calls during once the stop has
+// begun and waits for the running operations: say, to release an update
+// held at its gate, which the stop drains.
+func (g *forgeRig) stopWhile(during func()) {
+	g.t.Helper()
+	a := g.in.app
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -159,7 +168,6 @@ func (g *forgeRig) restartWhile(during func()) {
 	}
 	during()
 	<-stopped
-	g.in = startDaemonWith(g.t, "", flags.dataDir, func(f *runFlags) { *f = flags })
 }
 
 // previewsOf is the pull requests GET /api/v1/previews lists, by number.
