@@ -85,7 +85,9 @@ func TestCommandStdinAndOutputLimit(t *testing.T) {
 // child behind is killed with its whole group after KillDelay.
 func TestCommandCancelKillsGroup(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "child.pid")
-	bin := fakePulumi(t, "trap '' INT\nsleep 300 &\necho $! > "+pidFile+"\necho started\nwait\n")
+	// The pid file is whole once it exists: the group is killed only
+	// KillDelay after it appears, a moment a busy machine may overrun.
+	bin := fakePulumi(t, "trap '' INT\nsleep 300 &\necho $! > "+pidFile+".tmp\nmv "+pidFile+".tmp "+pidFile+"\necho started\nwait\n")
 	c, err := NewCommand(context.Background(), CommandOptions{Bin: bin, KillDelay: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -119,12 +121,12 @@ func TestCommandCancelKillsGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The child may linger a moment as a zombie of init; it must not run.
-	for i := 0; i < 100; i++ {
+	// The child, SIGKILLed with its group, may linger a moment as a
+	// zombie of init, or until a busy machine runs it; it must not run.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if err := syscall.Kill(pid, 0); err != nil || processState(pid) == "Z" {
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("child %d still running after the group was killed", pid)
 }

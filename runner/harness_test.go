@@ -6,9 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stackd/stackd/daemon"
 )
@@ -188,4 +190,63 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// gates are the test provider's gates (STACKDTEST_HOLD): a directory
+// where a test holds a File's create, update, delete or diff open for as
+// long as it needs, rather than hoping to catch it while it runs. The gate
+// of an operation is named "<op>-<base name of the File's path>", as
+// "update-note.txt".
+type gates struct {
+	t   testing.TB
+	dir string
+}
+
+// newGates makes t's gates directory. Every gate left closed is opened
+// when the test ends, so that no operation waits past it.
+func newGates(t testing.TB) *gates {
+	t.Helper()
+	g := &gates{t: t, dir: t.TempDir()}
+	t.Cleanup(func() {
+		closed, _ := filepath.Glob(filepath.Join(g.dir, "*"))
+		for _, f := range closed {
+			if !strings.HasSuffix(f, ".held") {
+				_ = os.Remove(f)
+			}
+		}
+	})
+	return g
+}
+
+// env is the workspace environment that gives the provider these gates.
+func (g *gates) env() map[string]string {
+	return map[string]string{"STACKDTEST_HOLD": g.dir}
+}
+
+// close closes the gate of op on file: the next such operation waits
+// there until the test ends (or the gate file is removed).
+func (g *gates) close(op, file string) {
+	g.t.Helper()
+	if err := os.WriteFile(filepath.Join(g.dir, op+"-"+file), nil, 0o644); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+// waitHeld waits until an operation op on file waits at its closed gate,
+// and returns the pid of the provider holding it, which stays held until
+// the gate opens. The wait is bounded generously: it is a whole pulumi
+// operation's start, on a machine that may be busy.
+func (g *gates) waitHeld(op, file string) int {
+	g.t.Helper()
+	held := filepath.Join(g.dir, op+"-"+file+".held")
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if data, err := os.ReadFile(held); err == nil {
+			if pid, err := strconv.Atoi(string(data)); err == nil {
+				return pid
+			}
+		}
+		if time.Now().After(deadline) {
+			g.t.Fatalf("timed out waiting for the %s of %s to wait at its gate", op, file)
+		}
+	}
 }

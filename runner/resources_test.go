@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stackd/stackd/daemon"
 )
@@ -74,14 +73,17 @@ func TestRunExportResources(t *testing.T) {
 // TestRunKilledExportsNothing: an up whose process is killed (as the
 // watchdog kills it when the daemon was frozen, and may have lost the
 // stack meanwhile) runs no other pulumi process: no export, and no
-// export failure either.
+// export failure either. The up is killed while its update waits at the
+// provider's gate, so it is surely under way.
 func TestRunKilledExportsNothing(t *testing.T) {
 	h := newHarness(t, testProgram)
 	ws := h.workspace("x", secretOne)
 	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
 	h.processes()
-	ws = h.workspace("y", secretOne) // an update, which takes 20s
-	ws.Env = map[string]string{"STACKDTEST_DELAY": "20s"}
+	g := newGates(t)
+	g.close("update", filepath.Base(h.file))
+	ws = h.workspace("y", secretOne) // an update, held at its gate
+	ws.Env = g.env()
 	type outcome struct {
 		res daemon.Result
 		err error
@@ -91,14 +93,10 @@ func TestRunKilledExportsNothing(t *testing.T) {
 		res, err := h.try(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Export: true})
 		done <- outcome{res, err}
 	}()
-	var up int
-	deadline := time.Now().Add(time.Minute)
-	for up == 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-		up = childProcess(t, "pulumi", "up")
-	}
+	g.waitHeld("update", filepath.Base(h.file))
+	up := childProcess(t, "pulumi", "up")
 	if up == 0 {
-		t.Fatal("no pulumi up started")
+		t.Fatal("the update waits at its gate, but no pulumi up runs")
 	}
 	if err := syscall.Kill(up, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
