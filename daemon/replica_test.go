@@ -128,6 +128,13 @@ func TestClusterActsOnHeldStacksOnly(t *testing.T) {
 func TestClusterHandoverWaitsForTheOperation(t *testing.T) {
 	o, h := gainedRunning(t, false)
 	o.events <- OwnershipEvent{Kind: OwnerHandover, Stack: "app"}
+	// The daemon took the handover in (it may take a while on a busy
+	// machine); from then on, well past the grace, the stack stays.
+	h.eventually("the handover taken in", func() bool {
+		h.d.mu.Lock()
+		defer h.d.mu.Unlock()
+		return h.d.stacks["app"].releasing
+	})
 	time.Sleep(3 * h.d.opts.HandoverGrace)
 	if o.wasReleased("app") {
 		t.Fatal("released while its operation runs")
@@ -183,6 +190,13 @@ func TestClusterLossAcknowledgedAfterOperation(t *testing.T) {
 	o, h := gainedRunning(t, true)
 	o.set("app", false)
 	o.events <- OwnershipEvent{Kind: OwnerLost, Stack: "app"}
+	// The daemon took the loss in (it may take a while on a busy
+	// machine); then a few passes come and go.
+	h.eventually("the loss taken in", func() bool {
+		h.d.mu.Lock()
+		defer h.d.mu.Unlock()
+		return !h.d.stacks["app"].held
+	})
 	time.Sleep(200 * time.Millisecond)
 	if o.wasReleased("app") {
 		t.Fatal("loss acknowledged while the operation of that holding runs")

@@ -103,12 +103,14 @@ func TestChangeWindowHoldsUntilOverridden(t *testing.T) {
 	}
 }
 
-// TestChangeWindowOpensByItself: a deny window that ends in three seconds
-// lets the waiting change run then, without a poll or a sync.
+// TestChangeWindowOpensByItself: a deny window that ends in ten seconds
+// lets the waiting change run then, without a poll or a sync. The test
+// must see the change held before the window ends: ten seconds, not
+// three, leave a busy machine the time to start the daemon and poll.
 func TestChangeWindowOpensByItself(t *testing.T) {
 	now := time.Now().UTC()
 	start := now.Truncate(time.Minute).Add(-time.Minute)
-	end := now.Add(3 * time.Second).Truncate(time.Second)
+	end := now.Add(10 * time.Second).Truncate(time.Second)
 	h := newHarness(t, windowed("deny", fmt.Sprintf("%d %d * * *", start.Minute(), start.Hour()), end.Sub(start).String()), func(o *Options) {
 		o.pollEvery = time.Hour // only the window's timer can start it
 	})
