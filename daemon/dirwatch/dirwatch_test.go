@@ -45,19 +45,28 @@ func TestWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	begin := time.Now()
 	for i := range 3 {
 		if err := os.WriteFile(filepath.Join(dir, "f"), []byte{byte(i)}, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// A burst is events closer than Debounce: a busy machine may hold the
+	// test back between two saves for longer, and they are two bursts.
+	burst := time.Since(begin) < Debounce
 	select {
 	case <-calls:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("no call after a save")
 	}
-	time.Sleep(2 * Debounce)
-	if n := len(calls); n != 0 {
+	time.Sleep(2 * Debounce) // what should not come: a second call
+	if n := len(calls); n != 0 && burst {
 		t.Errorf("%d more calls for one burst", n)
+	} else if n != 0 {
+		t.Logf("the saves took longer than Debounce (the machine is busy): %d more calls are right", n)
+		for range n {
+			<-calls
+		}
 	}
 	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
 		t.Fatal(err)
@@ -68,7 +77,7 @@ func TestWatch(t *testing.T) {
 	}
 	select {
 	case <-calls:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("no call after a save in a new directory")
 	}
 	cancel()
