@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -23,32 +24,53 @@ func TestBackupNeedsToken(t *testing.T) {
 }
 
 // TestPauseWaitsForOperations: pause answers once the operations in
-// flight ended, or when its wait ends; resume lifts it.
+// flight ended, or when its wait ends; resume lifts it. The operation
+// ends when the test says, once the pause waits for it: the answer's
+// count of running operations shows it came after.
 func TestPauseWaitsForOperations(t *testing.T) {
 	api := &fakeAPI{stats: statsRunning(1)}
 	url := startServer(t, api)
-	go func() {
-		time.Sleep(300 * time.Millisecond)
-		api.mu.Lock()
-		api.stats.Running = 0
-		api.mu.Unlock()
+	type answer struct {
+		status int
+		body   []byte
+		err    error
+	}
+	answered := make(chan answer, 1)
+	go func() { // no t.Fatal off the test's goroutine: send's errors come back
+		resp, err := http.Post(url+"/api/v1/pause", "", nil)
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		answered <- answer{resp.StatusCode, body, err}
 	}()
-	start := time.Now()
-	resp, body := send(t, "POST", url+"/api/v1/pause", nil, "")
+	for deadline := time.Now().Add(time.Minute); !api.Stats().Paused; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the pause never reached the daemon")
+		}
+	}
+	select {
+	case a := <-answered:
+		t.Fatalf("pause answered while an operation ran: %d %s %v", a.status, a.body, a.err)
+	default:
+	}
+	api.mu.Lock()
+	api.stats.Running = 0
+	api.mu.Unlock()
+	a := <-answered
 	var got struct {
 		Paused  bool
 		Running int
 	}
-	if err := json.Unmarshal(body, &got); err != nil || resp.StatusCode != 200 || !got.Paused || got.Running != 0 {
-		t.Fatalf("pause: %d %s", resp.StatusCode, body)
-	}
-	if time.Since(start) < 300*time.Millisecond {
-		t.Errorf("pause answered before the operation ended")
+	if err := json.Unmarshal(a.body, &got); a.err != nil || err != nil || a.status != 200 || !got.Paused || got.Running != 0 {
+		t.Fatalf("pause: %d %s %v", a.status, a.body, a.err)
 	}
 	api.mu.Lock()
 	api.stats.Running = 2
 	api.mu.Unlock()
-	_, body = send(t, "POST", url+"/api/v1/pause?wait=0s", nil, "")
+	_, body := send(t, "POST", url+"/api/v1/pause?wait=0s", nil, "")
 	if err := json.Unmarshal(body, &got); err != nil || got.Running != 2 {
 		t.Fatalf("pause without waiting: %s", body)
 	}

@@ -282,11 +282,16 @@ func TestMetricsServedAgainWhileUnchanged(t *testing.T) {
 	reg.MustRegister(countingCollector{&gathered})
 	m := NewMetrics(reg, api, "1.2.3")
 	_, url := startWith(t, Options{API: api, Registry: reg, Metrics: m})
+	// A response is served again for metricsMaxAge at most: a gathering
+	// follows the one before by more than that, so a busy machine that
+	// took long for the scrapes may rightly gather more than once.
+	start := time.Now()
 	for range 5 {
 		scrape(t, url)
 	}
-	if n := gathered.Load(); n != 1 {
-		t.Fatalf("5 scrapes of one state gathered %d times", n)
+	most := 1 + int64(time.Since(start)/metricsMaxAge)
+	if n := gathered.Load(); n < 1 || n > most {
+		t.Fatalf("5 scrapes of one state gathered %d times, want 1 (at most %d in the time they took)", n, most)
 	}
 	api.mu.Lock()
 	api.stacks[0].Status.LastUpdate.State = daemon.UpdateFailed
