@@ -62,7 +62,7 @@ type prReplica struct {
 
 func joinPR(t *testing.T, eps []string, prefix, node string) *prReplica {
 	t.Helper()
-	c, err := Open(context.Background(), Options{Endpoints: eps, Prefix: prefix, Node: node, TTL: 2 * time.Second})
+	c, err := Open(context.Background(), Options{Endpoints: eps, Prefix: prefix, Node: node, TTL: testTTL})
 	if err != nil {
 		t.Fatal(err)
 	}
