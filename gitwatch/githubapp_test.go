@@ -122,7 +122,7 @@ func (g *fakeGitHub) pem() string {
 func TestGitHubApp(t *testing.T) {
 	fx := sharedFixture(t)
 	g := newFakeGitHub(t, fx.root)
-	f := New(Options{Timeout: 5 * time.Second})
+	f := New(Options{Timeout: time.Minute})
 	ctx := context.Background()
 	app := &spec.GitHubApp{AppID: "17", InstallationID: "4242", PrivateKey: g.pem()}
 	src := daemon.GitSource{URL: g.URL + "/repo", Ref: "main", Auth: &daemon.GitAuth{GitHubApp: app}}
@@ -138,7 +138,7 @@ func TestGitHubApp(t *testing.T) {
 
 	// A token about to expire is exchanged anew.
 	g.life = 2 * time.Minute
-	f2 := New(Options{Timeout: 5 * time.Second})
+	f2 := New(Options{Timeout: time.Minute})
 	for range 2 {
 		if _, err := f2.Resolve(ctx, src); err != nil {
 			t.Fatal(err)
@@ -152,7 +152,7 @@ func TestGitHubApp(t *testing.T) {
 	other, _ := rsa.GenerateKey(rand.Reader, 2048)
 	otherPEM := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(other)}))
 	bad := daemon.GitSource{URL: src.URL, Ref: "main", Auth: &daemon.GitAuth{GitHubApp: &spec.GitHubApp{AppID: "17", InstallationID: "4242", PrivateKey: otherPEM}}}
-	_, err := New(Options{Timeout: 5 * time.Second}).Resolve(ctx, bad)
+	_, err := New(Options{Timeout: time.Minute}).Resolve(ctx, bad)
 	noLeak(t, err, otherPEM, "PRIVATE KEY", "ghs_")
 	if !strings.Contains(err.Error(), "401") {
 		t.Errorf("error %v", err)

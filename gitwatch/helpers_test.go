@@ -150,7 +150,20 @@ type gitServer struct {
 	requests    atomic.Int64 // every request
 	inflight    atomic.Int64
 	maxInflight atomic.Int64
-	delay       atomic.Int64 // nanoseconds to sleep before answering info/refs
+	delay       atomic.Int64                  // nanoseconds to sleep before answering info/refs
+	hold        atomic.Pointer[chan struct{}] // see holdNext
+}
+
+// holdNext holds the next info/refs request (the next ls-remote) at the
+// server, counted in infoRefs, until release is called, at the latest
+// when the test ends: a test then knows that ls-remote is in flight.
+func (s *gitServer) holdNext(tb testing.TB) (release func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(ch) }) }
+	tb.Cleanup(release) // before the server's Close, which waits for it
+	s.hold.Store(&ch)
+	return release
 }
 
 // newGitServer serves root on 127.0.0.1; a non-empty token requires basic
@@ -187,6 +200,12 @@ func newGitServer(tb testing.TB, root, token string) *gitServer {
 		}
 		if strings.HasSuffix(r.URL.Path, "/info/refs") {
 			s.infoRefs.Add(1)
+			if h := s.hold.Swap(nil); h != nil {
+				select {
+				case <-*h:
+				case <-r.Context().Done():
+				}
+			}
 			time.Sleep(time.Duration(s.delay.Load()))
 		}
 		backend.ServeHTTP(w, r)

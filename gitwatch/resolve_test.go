@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -62,11 +63,12 @@ func TestResolve(t *testing.T) {
 }
 
 // TestResolveCache checks caching per key, expiry and Forget against a
-// repository that moves.
+// repository that moves. What is cached is cached for an hour, so that a
+// busy machine never sees it expire; expiry is checked apart.
 func TestResolveCache(t *testing.T) {
 	fx := buildRepo(t, t.TempDir())
 	srv := newGitServer(t, fx.root, "")
-	f := New(Options{CacheFor: 400 * time.Millisecond})
+	f := New(Options{CacheFor: time.Hour})
 	src := daemon.GitSource{URL: srv.repoURL(), Ref: "main"}
 	ctx := context.Background()
 
@@ -108,15 +110,22 @@ func TestResolveCache(t *testing.T) {
 	if got, _ := f.Resolve(ctx, src); got != c4 || srv.infoRefs.Load() != 2 {
 		t.Fatalf("after Forget: got %s after %d ls-remote, want %s after 2", got, srv.infoRefs.Load(), c4)
 	}
-	time.Sleep(450 * time.Millisecond)
-	if _, err := f.Resolve(ctx, src); err != nil || srv.infoRefs.Load() != 3 {
-		t.Fatalf("after CacheFor: %v, %d ls-remote, want 3", err, srv.infoRefs.Load())
-	}
 	// Other credentials make another key.
 	other := src
 	other.Auth = &daemon.GitAuth{Password: "x"}
-	if _, err := f.Resolve(ctx, other); err != nil || srv.infoRefs.Load() != 4 {
-		t.Fatalf("other key: %v, %d ls-remote, want 4", err, srv.infoRefs.Load())
+	if _, err := f.Resolve(ctx, other); err != nil || srv.infoRefs.Load() != 3 {
+		t.Fatalf("other key: %v, %d ls-remote, want 3", err, srv.infoRefs.Load())
+	}
+	// Once CacheFor passed (a sleep that long is sure to), a result is
+	// not served again.
+	const short = 100 * time.Millisecond
+	g := New(Options{CacheFor: short})
+	if _, err := g.Resolve(ctx, src); err != nil || srv.infoRefs.Load() != 4 {
+		t.Fatalf("a new fetcher: %v, %d ls-remote, want 4", err, srv.infoRefs.Load())
+	}
+	time.Sleep(short + 50*time.Millisecond)
+	if _, err := g.Resolve(ctx, src); err != nil || srv.infoRefs.Load() != 5 {
+		t.Fatalf("after CacheFor: %v, %d ls-remote, want 5", err, srv.infoRefs.Load())
 	}
 }
 
@@ -128,51 +137,70 @@ func commitREADME(t *testing.T, repo, content string) string {
 
 // TestResolveSingleflight: with the cache off, concurrent callers still
 // share one ls-remote, and one caller giving up does not fail the others.
+// The ls-remote is held at the server until every caller waits for it.
 func TestResolveSingleflight(t *testing.T) {
 	fx := sharedFixture(t)
 	srv := newGitServer(t, fx.root, "")
-	srv.delay.Store(int64(300 * time.Millisecond))
+	release := srv.holdNext(t)
 	f := New(Options{CacheFor: -1})
 	src := daemon.GitSource{URL: srv.repoURL(), Ref: "main"}
 
 	var wg sync.WaitGroup
-	start := make(chan struct{})
-	var okCount, canceled int
-	var mu sync.Mutex
-	for i := range 10 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx := context.Background()
-			if i == 0 { // the impatient one
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
-				defer cancel()
-			}
-			<-start
-			_, err := f.Resolve(ctx, src)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				okCount++
-			case errors.Is(err, context.DeadlineExceeded):
-				canceled++
-			default:
-				t.Error(err)
-			}
-		}()
+	errs := make(chan error, 9)
+	for range 9 {
+		wg.Go(func() {
+			_, err := f.Resolve(context.Background(), src)
+			errs <- err
+		})
 	}
-	close(start)
+	impatient, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := f.Resolve(impatient, src); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("the impatient caller: %v, want its deadline", err)
+	}
+	waitingForLsRemote(t, 9)
+	release()
 	wg.Wait()
-	if okCount != 9 || canceled != 1 {
-		t.Errorf("ok=%d canceled=%d, want 9 and 1", okCount, canceled)
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
 	}
 	if n := srv.infoRefs.Load(); n != 1 {
 		t.Errorf("%d ls-remote, want 1", n)
 	}
 	if _, err := f.Resolve(context.Background(), src); err != nil || srv.infoRefs.Load() != 2 {
 		t.Errorf("cache off: %v, %d ls-remote, want 2", err, srv.infoRefs.Load())
+	}
+}
+
+// waitingForLsRemote waits until n goroutines wait in listRefs for the
+// outcome of an ls-remote in flight (which the test holds at the
+// server): past the point where they could start one of their own.
+func waitingForLsRemote(t *testing.T, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		buf := make([]byte, 1<<20)
+		for {
+			if k := runtime.Stack(buf, true); k < len(buf) {
+				buf = buf[:k]
+				break
+			}
+			buf = make([]byte, 2*len(buf))
+		}
+		waiting := 0
+		for _, g := range strings.Split(string(buf), "\n\n") {
+			if strings.Contains(g, " [select") && strings.Contains(g, "gitwatch.(*Fetcher).listRefs(") {
+				waiting++
+			}
+		}
+		if waiting >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d callers wait for the ls-remote, want %d", waiting, n)
+		}
 	}
 }
 
@@ -210,7 +238,7 @@ func TestTimeout(t *testing.T) {
 // waitNoSiblings waits for abandoned fetches to remove their temp dirs.
 func waitNoSiblings(t *testing.T, dir string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for len(siblings(t, dir)) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("temp dirs left behind: %v", siblings(t, dir))
@@ -234,25 +262,29 @@ func BenchmarkResolve(b *testing.B) {
 }
 
 // TestForgetInFlight: a call started before Forget is neither cached nor
-// joined by later callers.
+// joined by later callers. The first ls-remote is held at the server
+// until the later caller is served.
 func TestForgetInFlight(t *testing.T) {
 	fx := sharedFixture(t)
 	srv := newGitServer(t, fx.root, "")
-	srv.delay.Store(int64(200 * time.Millisecond))
-	f := New(Options{})
+	release := srv.holdNext(t)
+	f := New(Options{CacheFor: time.Hour})
 	src := daemon.GitSource{URL: srv.repoURL(), Ref: "main"}
 	done := make(chan error, 1)
 	go func() {
 		_, err := f.Resolve(context.Background(), src)
 		done <- err
 	}()
-	for srv.infoRefs.Load() == 0 { // the first ls-remote is in flight
-		time.Sleep(5 * time.Millisecond)
+	for deadline := time.Now().Add(time.Minute); srv.infoRefs.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) { // the first ls-remote is held from here on
+			t.Fatal("the first ls-remote never reached the server")
+		}
 	}
 	f.Forget(src.URL)
 	if _, err := f.Resolve(context.Background(), src); err != nil {
 		t.Fatal(err)
 	}
+	release()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
