@@ -181,7 +181,7 @@ func TestWaitFor(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		s.AddComment("o/r", 1, "hello")
 	}()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a failed test only
 	defer cancel()
 	if err := s.WaitFor(ctx, func() bool { return len(s.Comments("o/r", 1)) == 1 }); err != nil {
 		t.Fatal(err)
