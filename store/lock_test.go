@@ -42,9 +42,11 @@ func TestLockHeldByAnotherProcess(t *testing.T) {
 		if msg := err.Error(); !strings.Contains(msg, "another stackd is using "+dir) || !strings.Contains(msg, path) {
 			t.Errorf("lock error %q does not name %s", msg, dir)
 		}
-		// bbolt gives up one retry interval (50ms) early.
-		if d := time.Since(start); d < 100*time.Millisecond || d > 5*time.Second {
-			t.Errorf("Open gave up after %v", d)
+		// It waited for its timeout (bbolt gives up one retry interval,
+		// 50ms, early), which no load can shorten. That it gave up at all
+		// is its return: how soon on a busy machine is not asserted.
+		if d := time.Since(start); d < 100*time.Millisecond {
+			t.Errorf("Open gave up after %v, before its timeout", d)
 		}
 	}
 
