@@ -180,7 +180,13 @@ func TestWatchReloads(t *testing.T) {
 	if _, err := a.Bearer("secret-ci"); err == nil {
 		t.Error("the removed token is still taken")
 	}
-	if err := os.WriteFile(path, []byte("tokens: {"), 0o600); err != nil {
+	// A broken save, whole at once: written in place, a busy machine could
+	// hold the test back while the file is empty, which grants nothing,
+	// long enough for a reload.
+	if err := os.WriteFile(path+".tmp", []byte("tokens: {"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
 		t.Fatal(err)
 	}
 	waitFor("the failed reload is reported", func() bool {
