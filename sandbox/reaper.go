@@ -125,7 +125,8 @@ func supervise(args []string, wd *watchdog, report *os.File) (int, error) {
 	// forwards nothing (a second SIGINT makes pulumi stop at once,
 	// without releasing its lock). A handled signal, unlike an ignored
 	// one, is reset for the child.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	interrupts := make(chan os.Signal, 1)
+	signal.Notify(interrupts, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	gone, err := onParentDeath()
 	if err != nil {
 		return exitWrapper, err
@@ -141,6 +142,16 @@ func supervise(args []string, wd *watchdog, report *os.File) (int, error) {
 	// once it execs, is dumpable again.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return exitWrapper, fmt.Errorf("protect the wrapper: %w", err)
+	}
+	// An interrupt that came while this process got ready reached no
+	// child: it ends this process as it would have without the handler,
+	// and the command never starts. One that comes later reaches the
+	// child with the group.
+	select {
+	case sig := <-interrupts:
+		tell(report, 0, path)
+		return dieBy(sig.(syscall.Signal)), fmt.Errorf("%s before %s started", sig, args[0])
+	default:
 	}
 	child, err := syscall.ForkExec(path, args, &syscall.ProcAttr{
 		Env:   os.Environ(),
@@ -338,9 +349,14 @@ func exitStatus(ws syscall.WaitStatus) (int, error) {
 	if !ws.Signaled() {
 		return ws.ExitStatus(), nil
 	}
-	sig := ws.Signal()
+	return dieBy(ws.Signal()), errors.New("child killed by " + ws.Signal().String())
+}
+
+// dieBy ends this process by sig, as if no handler had caught it, or,
+// should it live on, returns the shell's code for it.
+func dieBy(sig syscall.Signal) int {
 	signal.Reset(sig)
 	_ = syscall.Kill(os.Getpid(), sig)
 	time.Sleep(100 * time.Millisecond) // the signal is on its way
-	return 128 + int(sig), errors.New("child killed by " + sig.String())
+	return 128 + int(sig)
 }
