@@ -21,6 +21,7 @@ import (
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/web/tlscert"
 )
 
 // API is what the server asks of the daemon; *daemon.Daemon implements it.
@@ -153,7 +154,7 @@ type Options struct {
 	// TLS, when set, makes the server serve HTTPS only (TLS 1.2 and
 	// later, Go's default cipher suites) with the certificate of its
 	// files, read again when they change.
-	TLS *CertFiles
+	TLS *tlscert.Files
 	// PeerRootCAs verify the https URLs of the other replicas, from which
 	// the logs of the updates they run are fetched; nil: the system's.
 	PeerRootCAs *x509.CertPool
@@ -226,7 +227,7 @@ func New(opts Options) *Server {
 		ErrorLog:          serverErrorLog(opts.Logger),
 	}
 	if opts.TLS != nil {
-		s.srv.TLSConfig = opts.TLS.serverConfig()
+		s.srv.TLSConfig = opts.TLS.ServerConfig()
 	}
 	s.srv.RegisterOnShutdown(s.stop)
 	return s

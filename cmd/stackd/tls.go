@@ -13,6 +13,7 @@ import (
 
 	"github.com/stackd/stackd/sandbox"
 	"github.com/stackd/stackd/web"
+	"github.com/stackd/stackd/web/tlscert"
 )
 
 // tlsFlags are the flags of stackd run's HTTPS.
@@ -30,7 +31,7 @@ func (f *tlsFlags) define(fs *flag.FlagSet) {
 // httpsSetup is what the web server needs for HTTPS, and to reach other
 // replicas over it.
 type httpsSetup struct {
-	certs *web.CertFiles // nil: plain HTTP
+	certs *tlscert.Files // nil: plain HTTP
 	peers *x509.CertPool // nil: the system's roots
 	// warning says that programs may read the key.
 	warning string
@@ -58,7 +59,7 @@ func (f *tlsFlags) load(advertise string, grants func(path string) bool, log *sl
 	}
 	s := &httpsSetup{}
 	if f.tlsCertFile != "" {
-		certs, err := web.LoadCertFiles(f.tlsCertFile, f.tlsKeyFile, log.With("component", "tls"))
+		certs, err := tlscert.Load(f.tlsCertFile, f.tlsKeyFile, log.With("component", "tls"))
 		if err != nil {
 			return nil, fmt.Errorf("--tls-cert-file, --tls-key-file: %w", err)
 		}
