@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/web/metrics"
+	"github.com/stackd/stackd/web/webtest"
 )
 
 func TestParseSince(t *testing.T) {
@@ -152,13 +154,13 @@ func TestAuditPage(t *testing.T) {
 func TestAuditMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	api := twoStacks()
-	m := NewMetrics(reg, api, "test")
+	m := metrics.New(reg, api, "test")
 	_, base := startWith(t, Options{API: api, Access: newFakeAccess(), Audit: &memAudit{}, Registry: reg, Metrics: m})
 	send(t, "POST", base+"/api/v1/stacks/app/sync", bearer(viewerToken), "")
 	send(t, "POST", base+"/api/v1/stacks/app/sync", bearer(operatorToken), "")
 	send(t, "POST", base+"/api/v1/stacks/app/sync", bearer(operatorToken), "")
 	send(t, "POST", base+"/api/v1/reload", nil, "")
-	text := scrape(t, base)
+	text := webtest.Scrape(t, base)
 	for _, want := range []string{
 		`stackd_audit_total{action="sync",outcome="denied"} 1`,
 		`stackd_audit_total{action="sync",outcome="allowed"} 2`,
@@ -208,7 +210,7 @@ func TestAuditUnauthenticatedLimit(t *testing.T) {
 
 	reg := prometheus.NewRegistry()
 	api := twoStacks()
-	m := NewMetrics(reg, api, "test")
+	m := metrics.New(reg, api, "test")
 	trail := &memAudit{}
 	_, base := startWith(t, Options{API: api, Access: newFakeAccess(), Audit: trail, Registry: reg, Metrics: m})
 	for range unauthBurst + 5 {
@@ -218,7 +220,7 @@ func TestAuditUnauthenticatedLimit(t *testing.T) {
 	if n := len(trail.all()); n != unauthBurst+1 {
 		t.Errorf("%d records, want %d", n, unauthBurst+1)
 	}
-	text := scrape(t, base)
+	text := webtest.Scrape(t, base)
 	if !strings.Contains(text, "stackd_audit_dropped_total 5") {
 		t.Error("the dropped refusals are not counted")
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/web/metrics"
 )
 
 func bearer(token string) http.Header {
@@ -68,7 +69,7 @@ func TestAuthMutations(t *testing.T) {
 func TestAuthReads(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	api := &fakeAPI{}
-	NewMetrics(reg, api, "test")
+	metrics.New(reg, api, "test")
 	_, url := startWith(t, Options{API: api, Token: "s3cret-token", ReadRequiresToken: true, Registry: reg})
 	for _, path := range []string{"/api/v1/stacks", "/api/v1/stacks/app", "/api/v1/stacks/nope", "/metrics", "/api/v1/nothing",
 		"/api/v1/config", "/api/v1/config/revisions", "/config"} {

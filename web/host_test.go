@@ -14,7 +14,7 @@ import (
 // the method; IP literals, localhost names, the listen host and allowed
 // hosts pass.
 func TestHostCheck(t *testing.T) {
-	api := &fakeAPI{stacks: metricStacks()}
+	api := &fakeAPI{}
 	h := New(Options{API: api, Addr: "stackd.internal:8080", AllowedHosts: []string{"*.example.com", "ci.example.org"}}).Handler()
 	for host, want := range map[string]int{
 		"127.0.0.1:8080": 200, "[::1]:8080": 200, "10.1.2.3": 200, "localhost:8080": 200, "app.localhost": 200,

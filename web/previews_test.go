@@ -2,11 +2,8 @@ package web
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/livelog"
@@ -216,38 +213,4 @@ func TestUIStackPagePreviews(t *testing.T) {
 	page := getPage(t, startPreviews(t, newPreviewUIAPI(), &fakePreviews{})+"/stacks/web", http.StatusOK)
 	wantContains(t, page, `<a class="pr-preview" href="/previews/web-4">preview of #12</a>`,
 		`<a class="pr-preview" href="/previews/web-5">preview of #12</a>`, "<td>preview</td>")
-}
-
-func TestMetricsPreviews(t *testing.T) {
-	api := &fakeAPI{}
-	reg := prometheus.NewPedanticRegistry()
-	m := NewMetrics(reg, api, "1.2.3")
-	_, url := startWith(t, Options{API: api, Registry: reg, Metrics: m})
-	body := scrape(t, url)
-	for _, want := range []string{`stackd_previews_total{result="succeeded"} 0`, `stackd_previews_total{result="failed"} 0`,
-		`stackd_previews_total{result="cancelled"} 0`, "stackd_preview_duration_seconds_count 0",
-		`stackd_review_stack_operations_total{op="create",result="succeeded"} 0`, `stackd_review_stack_operations_total{op="destroy",result="failed"} 0`} {
-		if !strings.Contains(body, want) {
-			t.Errorf("/metrics before any preview lacks %q", want)
-		}
-	}
-	var obs review.Observer = m
-	obs.PreviewDone(review.Succeeded, 42*time.Second)
-	obs.PreviewDone(review.Failed, 3*time.Second)
-	obs.PreviewDone(review.Succeeded, 90*time.Second)
-	m.ReviewStackDone(review.Create, review.Succeeded)
-	m.ReviewStackDone(review.Destroy, review.Failed)
-	m.ReviewStackDone(review.Destroy, review.Failed)
-	// The cached scrape is not served again: the next one has them.
-	body = scrape(t, url)
-	for _, want := range []string{`stackd_previews_total{result="succeeded"} 2`, `stackd_previews_total{result="failed"} 1`,
-		`stackd_previews_total{result="cancelled"} 0`, "stackd_preview_duration_seconds_count 3",
-		`stackd_preview_duration_seconds_bucket{le="5"} 1`, `stackd_preview_duration_seconds_bucket{le="60"} 2`,
-		`stackd_preview_duration_seconds_bucket{le="120"} 3`, "stackd_preview_duration_seconds_sum 135",
-		`stackd_review_stack_operations_total{op="create",result="succeeded"} 1`, `stackd_review_stack_operations_total{op="destroy",result="failed"} 2`,
-		`stackd_review_stack_operations_total{op="update",result="succeeded"} 0`} {
-		if !strings.Contains(body, want) {
-			t.Errorf("/metrics lacks %q", want)
-		}
-	}
 }

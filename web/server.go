@@ -21,6 +21,7 @@ import (
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/web/metrics"
 	"github.com/stackd/stackd/web/tlscert"
 )
 
@@ -103,11 +104,11 @@ type Options struct {
 	// off, no API token), shown in GET /api/v1/config.
 	Warnings []string
 	// Registry is what GET /metrics serves; nil serves no /metrics. See
-	// NewMetrics for stackd's own metrics.
+	// metrics.New for stackd's own metrics.
 	Registry *prometheus.Registry
 	// Metrics, when set, are stackd's metrics in Registry: a scrape is
-	// then served again while they did not change (see metricsCache).
-	Metrics *Metrics
+	// then served again while they did not change (see Metrics.Cached).
+	Metrics *metrics.Metrics
 	// Version is stackd's version, for the UI.
 	Version string
 	// Token, when set and Access is nil, is the bearer token every
@@ -244,7 +245,7 @@ func (s *Server) Handler() http.Handler {
 			ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn), CoalesceGather: true,
 		})
 		if s.opts.Metrics != nil {
-			h = &metricsCache{next: h, metrics: s.opts.Metrics}
+			h = s.opts.Metrics.Cached(h)
 		}
 		mux.Handle("GET /metrics", h)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/livelog"
+	"github.com/stackd/stackd/web/metrics"
 )
 
 // recordingAPI wraps an API and knows whether one of its calls is in
@@ -152,7 +153,7 @@ func gatherRequests(stack string) []*http.Request {
 func TestHandlersGatherBeforeWriting(t *testing.T) {
 	api := &recordingAPI{API: &fakeAPI{stacks: manyStacks(50), logs: map[string][]byte{"stack-0001-1": []byte("log\n")}}}
 	reg := prometheus.NewRegistry()
-	NewMetrics(reg, api, "test")
+	metrics.New(reg, api, "test")
 	gatherCheck(t, New(Options{API: api, Registry: reg, AllowedHosts: []string{"example.com"}}), api, gatherRequests("stack-0001")) // httptest's host
 
 	// The check itself catches a write during a call.
@@ -207,7 +208,7 @@ func BenchmarkServe10000Stacks(b *testing.B) { benchServe(b, 10000) }
 func benchServe(b *testing.B, n int) {
 	api := &recordingAPI{API: &fakeAPI{stacks: manyStacks(n), logs: map[string][]byte{"stack-0001-1": []byte("log\n")}, unchanging: true}}
 	reg := prometheus.NewRegistry()
-	s := New(Options{Addr: "127.0.0.1:0", API: api, Registry: reg, Metrics: NewMetrics(reg, api, "bench"), AllowedHosts: []string{"example.com"}}) // httptest's host
+	s := New(Options{Addr: "127.0.0.1:0", API: api, Registry: reg, Metrics: metrics.New(reg, api, "bench"), AllowedHosts: []string{"example.com"}}) // httptest's host
 	gatherCheck(b, s, api, gatherRequests("stack-0001"))
 	if err := s.Start(); err != nil {
 		b.Fatal(err)

@@ -8,15 +8,19 @@ import (
 	"hash/fnv"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/web/metrics"
+	"github.com/stackd/stackd/web/webtest"
 )
 
 // fakeAPI is a daemon with one stack, "app", unless stacks says
@@ -549,5 +553,41 @@ func TestDrainAnswersReadsOnly(t *testing.T) {
 	}
 	if synced, reloads, _ := api.calls(); synced != 0 || reloads != 0 {
 		t.Fatalf("a write reached the daemon: %d syncs, %d reloads", synced, reloads)
+	}
+}
+
+// TestMetricsRoute: GET /metrics serves the registry, through the
+// metrics' cache when they are set; a server without a registry has no
+// /metrics.
+func TestMetricsRoute(t *testing.T) {
+	api := &fakeAPI{}
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg, api, "1.2.3")
+	for _, opts := range []Options{{API: api, Registry: reg}, {API: api, Registry: reg, Metrics: m}} {
+		_, url := startWith(t, opts)
+		if body := webtest.Scrape(t, url); !strings.Contains(body, `version="1.2.3"} 1`) {
+			t.Errorf("/metrics lacks stackd_build_info:\n%s", body)
+		}
+	}
+	_, url := startWith(t, Options{API: &fakeAPI{}})
+	if resp, _ := send(t, "GET", url+"/metrics", nil, ""); resp.StatusCode != 404 {
+		t.Fatalf("/metrics without a registry = %d", resp.StatusCode)
+	}
+}
+
+// TestClusterAPI: /api/v1/cluster serves the cluster's status, and a
+// single node has none.
+func TestClusterAPI(t *testing.T) {
+	cluster := daemon.ClusterStatus{Node: "node-1", Session: true, Leader: "node-2", Moves: 4, SessionsLost: 1,
+		Members: []daemon.ClusterMember{{Name: "node-1", Stacks: 2}, {Name: "node-2", Stacks: 1}}}
+	_, url := startWith(t, Options{API: &fakeAPI{cluster: cluster}})
+	resp, got := send(t, "GET", url+"/api/v1/cluster", nil, "")
+	var st daemon.ClusterStatus
+	if err := json.Unmarshal(got, &st); resp.StatusCode != 200 || err != nil || !reflect.DeepEqual(st, cluster) {
+		t.Errorf("/api/v1/cluster = %d %s (%v), want %+v", resp.StatusCode, got, err, cluster)
+	}
+	_, single := startWith(t, Options{API: &fakeAPI{}})
+	if resp, _ := send(t, "GET", single+"/api/v1/cluster", nil, ""); resp.StatusCode != 404 {
+		t.Errorf("/api/v1/cluster of a single node = %d, want 404", resp.StatusCode)
 	}
 }

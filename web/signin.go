@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/web/metrics"
 )
 
 // Sign-in through OpenID Connect (Options.SignIn): GET /auth/login starts
@@ -19,10 +20,11 @@ import (
 // Signing in and out, and every failure to, are recorded in the audit
 // trail; a failure shows a plain page, never the issuer's answer.
 
-// Actions of the audit trail that no role governs.
+// Actions of the audit trail that no role governs; package metrics
+// names them, as the label values of stackd_audit_total.
 const (
-	auditSignIn  = "sign-in"
-	auditSignOut = "sign-out"
+	auditSignIn  = metrics.ActionSignIn
+	auditSignOut = metrics.ActionSignOut
 )
 
 // flowTTL bounds a sign-in in progress: its cookie's lifetime.

@@ -23,6 +23,7 @@ import (
 	"github.com/stackd/stackd/gitwatch"
 	"github.com/stackd/stackd/store"
 	"github.com/stackd/stackd/web"
+	"github.com/stackd/stackd/web/metrics"
 )
 
 // The fleet benchmarks measure the daemon's own cost at fleet size: the
@@ -70,20 +71,20 @@ func benchFleet(b *testing.B, n int) {
 	}
 	b.Cleanup(func() { _ = st.Close() })
 	reg := prometheus.NewRegistry()
-	metrics := web.NewMetrics(reg, nil, "bench")
+	metricSet := metrics.New(reg, nil, "bench")
 	d, err := daemon.New(nil, daemon.Options{Store: st, Runner: instantRunner{}, DataDir: filepath.Join(root, "data"),
-		Fetcher:       &resolveOnly{Fetcher: gitwatch.New(gitwatch.Options{CacheFor: fleetPeriod / 2, RemoteCall: metrics.RemoteCall})},
-		MaxConcurrent: 8, MinResync: fleetPeriod, Sources: []spec.Source{src}, Observer: metrics})
+		Fetcher:       &resolveOnly{Fetcher: gitwatch.New(gitwatch.Options{CacheFor: fleetPeriod / 2, RemoteCall: metricSet.RemoteCall})},
+		MaxConcurrent: 8, MinResync: fleetPeriod, Sources: []spec.Source{src}, Observer: metricSet})
 	if err != nil {
 		b.Fatal(err)
 	}
-	metrics.SetAPI(d)
+	metricSet.SetAPI(d)
 	began := time.Now()
 	if err := d.Start(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = d.Stop(context.Background()) })
-	srv := web.New(web.Options{Addr: "127.0.0.1:0", API: d, Registry: reg, Metrics: metrics})
+	srv := web.New(web.Options{Addr: "127.0.0.1:0", API: d, Registry: reg, Metrics: metricSet})
 	if err := srv.Start(); err != nil {
 		b.Fatal(err)
 	}

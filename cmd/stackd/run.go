@@ -28,6 +28,7 @@ import (
 	"github.com/stackd/stackd/sandbox"
 	"github.com/stackd/stackd/store"
 	"github.com/stackd/stackd/web"
+	"github.com/stackd/stackd/web/metrics"
 )
 
 // runFlags are the flags of "stackd run".
@@ -336,7 +337,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 		}
 	}()
 	reg := prometheus.NewRegistry()
-	metrics := web.NewMetrics(reg, nil, version)
+	metricSet := metrics.New(reg, nil, version)
 	pols, err := openPolicies(f, auth, dataDir, log)
 	if err != nil {
 		return nil, err
@@ -347,17 +348,17 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 		}
 	}()
 	pol := pols.policies
-	d, run, fetcher, err := newDaemon(ctx, f, srcs, auth, dataDir, hosts, st, own, metrics, asNotifier(wh), red, log, pol)
+	d, run, fetcher, err := newDaemon(ctx, f, srcs, auth, dataDir, hosts, st, own, metricSet, asNotifier(wh), red, log, pol)
 	if err != nil {
 		return nil, err
 	}
-	pv, err := newPreviewer(f, d, run, fetcher, st, auth, dataDir, metrics, asNotifier(wh), log, pol)
+	pv, err := newPreviewer(f, d, run, fetcher, st, auth, dataDir, metricSet, asNotifier(wh), log, pol)
 	if err != nil {
 		return nil, err
 	}
-	metrics.SetAPI(d)
+	metricSet.SetAPI(d)
 	if pv != nil {
-		metrics.SetPullRequests(pv.PullRequests)
+		metricSet.SetPullRequests(pv.PullRequests)
 	}
 	registerSandboxMetric(reg, f.sandboxWarn == "", f.reaper)
 	if err := d.Start(ctx); err != nil {
@@ -369,7 +370,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 			return nil, err
 		}
 	}
-	srv := web.New(https.webOptions(acc.webOptions(web.Options{Addr: f.listen, API: pols.api(d), Logger: log.With("component", "web"), Registry: reg, Metrics: metrics,
+	srv := web.New(https.webOptions(acc.webOptions(web.Options{Addr: f.listen, API: pols.api(d), Logger: log.With("component", "web"), Registry: reg, Metrics: metricSet,
 		Version: version, Token: token, ReadRequiresToken: f.readToken, WebhookSecret: hookSecret,
 		AllowedHosts: allowedHosts(f), Previews: previewAPI(pv), Warnings: append(apiWarnings(f), nonEmpty(f.sandboxWarn)...)})))
 	for _, w := range srv.Warnings() {

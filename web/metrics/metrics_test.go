@@ -1,19 +1,24 @@
-package web
+package metrics
 
 import (
 	"encoding/json"
 	"errors"
-	"os/exec"
-	"reflect"
+	"hash/fnv"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/web/webtest"
 )
 
 const failingCommit = "0123456789abcdef0123456789abcdef01234567"
@@ -39,35 +44,76 @@ func metricStacks() []daemon.StackView {
 	}
 }
 
-// scrape gets /metrics, failing unless promtool accepts it.
-func scrape(t *testing.T, url string) string {
+// fakeState is a daemon of the stacks, scheduler, config and cluster the
+// test sets; a stack's version is its view's content hash.
+type fakeState struct {
+	mu      sync.Mutex
+	stacks  []daemon.StackView
+	stats   daemon.Stats
+	config  daemon.ConfigStatus
+	cluster daemon.ClusterStatus // a single node while Node is empty
+}
+
+func (f *fakeState) StackVersions() []daemon.StackVersion {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]daemon.StackVersion, len(f.stacks))
+	for i, v := range f.stacks {
+		h := fnv.New64a()
+		_ = json.NewEncoder(h).Encode(v)
+		out[i] = daemon.StackVersion{Name: v.Name, Version: h.Sum64(), Holder: v.Holder}
+	}
+	return out
+}
+
+func (f *fakeState) Stack(name string) (daemon.StackView, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if i := slices.IndexFunc(f.stacks, func(v daemon.StackView) bool { return v.Name == name }); i >= 0 {
+		return f.stacks[i], nil
+	}
+	return daemon.StackView{}, daemon.ErrUnknownStack
+}
+
+func (f *fakeState) Stats() daemon.Stats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stats
+}
+
+func (f *fakeState) ConfigStatus() daemon.ConfigStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.config
+}
+
+func (f *fakeState) ClusterStatus() (daemon.ClusterStatus, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cluster, f.cluster.Node != ""
+}
+
+// serve serves reg at GET /metrics as package web does: through m's
+// cache when m is set. It returns the server's URL.
+func serve(t *testing.T, reg *prometheus.Registry, m *Metrics) string {
 	t.Helper()
-	resp, body := send(t, "GET", url+"/metrics", nil, "")
-	if resp.StatusCode != 200 {
-		t.Fatalf("/metrics = %d %s", resp.StatusCode, body)
+	var h http.Handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{CoalesceGather: true})
+	if m != nil {
+		h = m.Cached(h)
 	}
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		if testing.Short() {
-			t.Logf("promtool not installed; not checking the exposition format")
-			return string(body)
-		}
-		t.Fatalf("promtool not installed: %v", err)
-	}
-	check := exec.Command(promtool, "check", "metrics")
-	check.Stdin = strings.NewReader(string(body))
-	if out, err := check.CombinedOutput(); err != nil {
-		t.Fatalf("promtool check metrics: %v\n%s", err, out)
-	}
-	return string(body)
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 func TestMetrics(t *testing.T) {
-	api := &fakeAPI{stacks: metricStacks(), stats: daemon.Stats{Running: 1, Queued: 2},
+	api := &fakeState{stacks: metricStacks(), stats: daemon.Stats{Running: 1, Queued: 2},
 		config: daemon.ConfigStatus{Successful: false, LastSuccess: time.Unix(1_700_000_100, 0), Error: "stacks.yaml:1:1: bad",
 			Policies: &daemon.PolicyStatus{Source: "policies", Error: "policies/files.rego:3:1: bad"}}}
 	reg := prometheus.NewPedanticRegistry() // checks what collectors emit against what they describe
-	m := NewMetrics(reg, nil, "1.2.3")
+	m := New(reg, nil, "1.2.3")
 	m.SetAPI(api)
 	start := time.Now()
 	m.UpdateFinished(daemon.Update{Type: daemon.UpdateUp, State: daemon.UpdateSucceeded, StartTime: start, EndTime: start.Add(90 * time.Second), Commit: failingCommit})
@@ -81,9 +127,9 @@ func TestMetrics(t *testing.T) {
 		Deny: []daemon.Violation{{Policy: "stackd.files", Level: daemon.PolicyDeny, Message: "deleting /srv/data is denied"}},
 		Warn: []daemon.Violation{{Policy: "stackd.files", Level: daemon.PolicyWarn, Message: "a"}, {Policy: "stackd.tags", Level: daemon.PolicyWarn, Message: "b"}},
 	})
-	_, url := startWith(t, Options{API: api, Registry: reg})
+	url := serve(t, reg, nil)
 
-	body := scrape(t, url)
+	body := webtest.Scrape(t, url)
 	for _, want := range []string{
 		`stackd_build_info{goversion="go`,
 		`version="1.2.3"} 1`,
@@ -137,25 +183,20 @@ func TestMetrics(t *testing.T) {
 	api.mu.Lock()
 	api.stacks = api.stacks[:1]
 	api.mu.Unlock()
-	body = scrape(t, url)
+	body = webtest.Scrape(t, url)
 	if strings.Contains(body, `stack="db"`) || strings.Contains(body, `stack="new"`) || !strings.Contains(body, "stackd_stacks 1") {
 		t.Fatalf("removed stacks are still reported:\n%s", body)
 	}
 }
 
 // TestMetricsWithoutAPI: until SetAPI, a scrape has no state gauges but
-// is valid; a server without a registry has no /metrics.
+// is valid.
 func TestMetricsWithoutAPI(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	NewMetrics(reg, nil, "")
-	_, url := startWith(t, Options{API: &fakeAPI{}, Registry: reg})
-	body := scrape(t, url)
+	New(reg, nil, "")
+	body := webtest.Scrape(t, serve(t, reg, nil))
 	if strings.Contains(body, "stackd_stacks") || !strings.Contains(body, `version="unknown"`) {
 		t.Fatalf("/metrics without an API:\n%s", body)
-	}
-	_, url = startWith(t, Options{API: &fakeAPI{}})
-	if resp, _ := send(t, "GET", url+"/metrics", nil, ""); resp.StatusCode != 404 {
-		t.Fatalf("/metrics without a registry = %d", resp.StatusCode)
 	}
 }
 
@@ -168,7 +209,7 @@ func TestMetricsHealth(t *testing.T) {
 	stacks[0].Status.Health = &daemon.Health{Status: daemon.HealthHealthy}
 	stacks[1].Status.Health = &daemon.Health{Status: daemon.HealthDegraded, Message: "error: permission denied"}
 	gitSource := "git+https://github.com/acme/infra.git//stacks?ref=main"
-	api := &fakeAPI{stacks: stacks, config: daemon.ConfigStatus{Successful: true, Sources: []daemon.SourceStatus{
+	api := &fakeState{stacks: stacks, config: daemon.ConfigStatus{Successful: true, Sources: []daemon.SourceStatus{
 		{Source: gitSource, Git: &spec.GitDir{URL: "https://github.com/acme/infra.git", Path: "stacks", Ref: "main"},
 			Commit: failingCommit, LatestCommit: strings.Repeat("f", 40), LastPoll: time.Unix(1_700_000_200, 0),
 			AppliedAt: time.Unix(1_700_000_100, 0), Error: "stacks/app.yaml:1:1: refused at " + failingCommit, Stacks: 2,
@@ -178,10 +219,10 @@ func TestMetricsHealth(t *testing.T) {
 		{Source: "/etc/stackd/local.yaml", Stacks: 7}, // named twice: reported once
 	}}}
 	reg := prometheus.NewPedanticRegistry()
-	NewMetrics(reg, api, "test")
-	_, url := startWith(t, Options{API: api, Registry: reg})
+	New(reg, api, "test")
+	url := serve(t, reg, nil)
 
-	body := scrape(t, url)
+	body := webtest.Scrape(t, url)
 	for _, want := range []string{
 		`stackd_stack_health{health="Healthy",stack="app"} 1`,
 		`stackd_stack_health{health="Progressing",stack="app"} 0`,
@@ -218,25 +259,23 @@ func TestMetricsHealth(t *testing.T) {
 	api.mu.Lock()
 	api.config.Sources = api.config.Sources[1:2]
 	api.mu.Unlock()
-	if body = scrape(t, url); strings.Contains(body, gitSource) {
+	if body = webtest.Scrape(t, url); strings.Contains(body, gitSource) {
 		t.Fatalf("a removed source is still reported:\n%s", body)
 	}
 }
 
 // TestMetricsCluster: a replica reports the per-stack series of the
 // stacks it holds only, so that a sum over replicas counts each stack
-// once, and the cluster's own metrics; /api/v1/cluster serves the
-// cluster's status, and a single node has none.
+// once, and the cluster's own metrics; a single node has none.
 func TestMetricsCluster(t *testing.T) {
 	stacks := metricStacks()
 	stacks[0].Holder, stacks[1].Holder, stacks[2].Holder = "node-1", "node-2", "node-1"
 	cluster := daemon.ClusterStatus{Node: "node-1", Session: true, Leader: "node-2", Moves: 4, SessionsLost: 1,
 		Members: []daemon.ClusterMember{{Name: "node-1", Stacks: 2}, {Name: "node-2", Stacks: 1}}}
-	api := &fakeAPI{stacks: stacks, cluster: cluster}
+	api := &fakeState{stacks: stacks, cluster: cluster}
 	reg := prometheus.NewRegistry()
-	NewMetrics(reg, api, "test")
-	_, url := startWith(t, Options{API: api, Registry: reg})
-	body := scrape(t, url)
+	New(reg, api, "test")
+	body := webtest.Scrape(t, serve(t, reg, nil))
 	for _, want := range []string{
 		`stackd_stack_ready{stack="app"} 1`, `stackd_stack_ready{stack="new"} 0`, "stackd_stacks 2",
 		"stackd_cluster_members 2", "stackd_cluster_owned_stacks 2", "stackd_cluster_ownership_moves_total 4",
@@ -249,19 +288,10 @@ func TestMetricsCluster(t *testing.T) {
 	if strings.Contains(body, `stack="db"`) {
 		t.Error("/metrics reports db, which node-2 holds")
 	}
-	resp, got := send(t, "GET", url+"/api/v1/cluster", nil, "")
-	var st daemon.ClusterStatus
-	if err := json.Unmarshal(got, &st); resp.StatusCode != 200 || err != nil || !reflect.DeepEqual(st, cluster) {
-		t.Errorf("/api/v1/cluster = %d %s (%v), want %+v", resp.StatusCode, got, err, cluster)
-	}
 
 	reg = prometheus.NewRegistry()
-	NewMetrics(reg, &fakeAPI{stacks: metricStacks()}, "test")
-	_, single := startWith(t, Options{API: &fakeAPI{stacks: metricStacks()}, Registry: reg})
-	if resp, _ := send(t, "GET", single+"/api/v1/cluster", nil, ""); resp.StatusCode != 404 {
-		t.Errorf("/api/v1/cluster of a single node = %d, want 404", resp.StatusCode)
-	}
-	if body := scrape(t, single); strings.Contains(body, "stackd_cluster_") || !strings.Contains(body, "stackd_stacks 3\n") {
+	New(reg, &fakeState{stacks: metricStacks()}, "test")
+	if body := webtest.Scrape(t, serve(t, reg, nil)); strings.Contains(body, "stackd_cluster_") || !strings.Contains(body, "stackd_stacks 3\n") {
 		t.Errorf("a single node's /metrics:\n%s", body)
 	}
 }
@@ -276,43 +306,43 @@ func (c countingCollector) Collect(chan<- prometheus.Metric) { c.n.Add(1) }
 // served from one gathering; any change of a stack, a counter or a
 // gauge of the daemon is in the very next scrape.
 func TestMetricsServedAgainWhileUnchanged(t *testing.T) {
-	api := &fakeAPI{stacks: metricStacks()}
+	api := &fakeState{stacks: metricStacks()}
 	reg := prometheus.NewRegistry()
 	var gathered atomic.Int64
 	reg.MustRegister(countingCollector{&gathered})
-	m := NewMetrics(reg, api, "1.2.3")
-	_, url := startWith(t, Options{API: api, Registry: reg, Metrics: m})
-	// A response is served again for metricsMaxAge at most: a gathering
-	// follows the one before by more than that, so a busy machine that
-	// took long for the scrapes may rightly gather more than once.
+	m := New(reg, api, "1.2.3")
+	url := serve(t, reg, m)
+	// A response is served again for maxAge at most: a gathering follows
+	// the one before by more than that, so a busy machine that took long
+	// for the scrapes may rightly gather more than once.
 	start := time.Now()
 	for range 5 {
-		scrape(t, url)
+		webtest.Scrape(t, url)
 	}
-	most := 1 + int64(time.Since(start)/metricsMaxAge)
+	most := 1 + int64(time.Since(start)/maxAge)
 	if n := gathered.Load(); n < 1 || n > most {
 		t.Fatalf("5 scrapes of one state gathered %d times, want 1 (at most %d in the time they took)", n, most)
 	}
 	api.mu.Lock()
 	api.stacks[0].Status.LastUpdate.State = daemon.UpdateFailed
 	api.mu.Unlock()
-	if body := scrape(t, url); !strings.Contains(body, `stackd_stack_failing{stack="app"} 1`) {
+	if body := webtest.Scrape(t, url); !strings.Contains(body, `stackd_stack_failing{stack="app"} 1`) {
 		t.Errorf("a stack's change is not in the next scrape:\n%s", body)
 	}
 	m.Polled(nil, time.Millisecond)
-	if body := scrape(t, url); !strings.Contains(body, `stackd_git_polls_total{result="success"} 1`) {
+	if body := webtest.Scrape(t, url); !strings.Contains(body, `stackd_git_polls_total{result="success"} 1`) {
 		t.Errorf("a new poll is not in the next scrape")
 	}
 	api.mu.Lock()
 	api.stats.Running = 3
 	api.mu.Unlock()
-	if body := scrape(t, url); !strings.Contains(body, "stackd_operations_running 3") {
+	if body := webtest.Scrape(t, url); !strings.Contains(body, "stackd_operations_running 3") {
 		t.Errorf("the scheduler's change is not in the next scrape")
 	}
-	time.Sleep(metricsMaxAge + 100*time.Millisecond)
+	time.Sleep(maxAge + 100*time.Millisecond)
 	before := gathered.Load()
-	scrape(t, url)
+	webtest.Scrape(t, url)
 	if gathered.Load() != before+1 {
-		t.Errorf("a scrape older than %s was served again", metricsMaxAge)
+		t.Errorf("a scrape older than %s was served again", maxAge)
 	}
 }

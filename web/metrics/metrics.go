@@ -1,4 +1,8 @@
-package web
+// Package metrics is stackd's Prometheus metrics: the counters the daemon
+// and the previews observe, and the gauges read from the daemon's State at
+// scrape time, with a cache of the scrape's response. It knows no server:
+// package web serves the registry at GET /metrics.
+package metrics
 
 import (
 	"maps"
@@ -20,7 +24,8 @@ import (
 // daemon.Observer, counting updates and polls as they happen, and the
 // previews' review.Observer, counting previews of pull requests; the
 // gauges of each stack, the scheduler and the config are read from the
-// API at scrape time, so a stack that leaves the daemon leaves them too.
+// daemon's State at scrape time, so a stack that leaves the daemon
+// leaves them too.
 // Label values are stack names, config sources (--config values, free of
 // credentials) and bounded enumerations (update types, states, healths,
 // preview results), never commits, pull requests or error text.
@@ -51,8 +56,23 @@ type Metrics struct {
 	exportFailures   prometheus.Counter
 }
 
-// apiRef boxes an API for atomic.Pointer.
-type apiRef struct{ API }
+// State is what a scrape reads of the daemon (web.API and
+// *daemon.Daemon have it). Every method returns copies: no lock is kept
+// while the metrics are made.
+type State interface {
+	// StackVersions lists every stack's version, by name: a stack's view
+	// is read again (Stack) only when its version or holder changed.
+	StackVersions() []daemon.StackVersion
+	Stack(name string) (daemon.StackView, error)
+	Stats() daemon.Stats
+	ConfigStatus() daemon.ConfigStatus
+	// ClusterStatus is the cluster as this replica sees it; ok is false
+	// for a single node.
+	ClusterStatus() (status daemon.ClusterStatus, ok bool)
+}
+
+// apiRef boxes a State for atomic.Pointer.
+type apiRef struct{ State }
 
 var (
 	_ daemon.Observer = (*Metrics)(nil)
@@ -78,11 +98,11 @@ var (
 // previews, in seconds.
 var updateBuckets = []float64{1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600}
 
-// NewMetrics registers stackd's metrics, the Go runtime's and the
+// New registers stackd's metrics, the Go runtime's and the
 // process's on reg (it panics if reg holds any of them already). api may
 // be nil when the Metrics must exist before the daemon, as its Observer:
 // SetAPI supplies it later, and until then a scrape has no stack gauges.
-func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
+func New(reg *prometheus.Registry, api State, version string) *Metrics {
 	m := &Metrics{
 		updates: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stackd_updates_total",
@@ -181,8 +201,8 @@ func NewMetrics(reg *prometheus.Registry, api API, version string) *Metrics {
 	return m
 }
 
-// SetAPI sets the API whose state a scrape reports.
-func (m *Metrics) SetAPI(api API) {
+// SetAPI sets the daemon whose state a scrape reports.
+func (m *Metrics) SetAPI(api State) {
 	if api == nil {
 		m.api.Store(nil)
 		return
@@ -241,7 +261,7 @@ func (m *Metrics) CommitApplied(took time.Duration) {
 }
 
 // ConfigReloaded does nothing: the reload gauges are read from
-// API.ConfigStatus at scrape time, which also covers the first load.
+// State.ConfigStatus at scrape time, which also covers the first load.
 func (m *Metrics) ConfigReloaded(daemon.ConfigStatus) {}
 
 // DriftChecked counts a drift check by its outcome.
@@ -286,11 +306,18 @@ func (m *Metrics) ReviewStackDone(op review.Op, result string) {
 	m.reviewStackOps.WithLabelValues(string(op), result).Inc()
 }
 
+// The actions of the audit trail that are the server's, not the
+// daemon's: a sign-in and a sign-out (package web records them).
+const (
+	ActionSignIn  = "sign-in"
+	ActionSignOut = "sign-out"
+)
+
 // auditActions and auditOutcomes are the label values of
 // stackd_audit_total, each pair at zero from the start.
 var (
 	auditActions = []string{daemon.ActionRead, daemon.ActionSync, daemon.ActionPause, daemon.ActionReload,
-		daemon.ActionApprove, daemon.ActionCancel, daemon.ActionOverride, daemon.ActionAdmin, auditSignIn, auditSignOut}
+		daemon.ActionApprove, daemon.ActionCancel, daemon.ActionOverride, daemon.ActionAdmin, ActionSignIn, ActionSignOut}
 	auditOutcomes = []string{daemon.AuditAllowed, daemon.AuditFailed, daemon.AuditDenied, daemon.AuditUnauthenticated}
 )
 
@@ -376,7 +403,7 @@ var (
 // than ending one series and starting another.
 var healthValues = []string{daemon.HealthHealthy, daemon.HealthProgressing, daemon.HealthDegraded, daemon.HealthAwaitingApproval}
 
-// stateCollector reports the API's current state at each scrape.
+// stateCollector reports the State's current values at each scrape.
 type stateCollector struct{ m *Metrics }
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -395,7 +422,7 @@ type stackMetrics struct {
 	metrics []prometheus.Metric
 }
 
-// Collect reads the API (copies, no lock kept) and emits the gauges.
+// Collect reads the State (copies, no lock kept) and emits the gauges.
 func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ref := c.m.api.Load()
 	if ref == nil {
@@ -427,7 +454,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 
 // collectStacks emits the gauges of the stacks of versions, making again
 // those of the stacks that changed since the last scrape.
-func (m *Metrics) collectStacks(ch chan<- prometheus.Metric, api API, versions []daemon.StackVersion) {
+func (m *Metrics) collectStacks(ch chan<- prometheus.Metric, api State, versions []daemon.StackVersion) {
 	m.stacksMu.Lock()
 	defer m.stacksMu.Unlock()
 	if m.stacks == nil {

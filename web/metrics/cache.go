@@ -1,4 +1,4 @@
-package web
+package metrics
 
 import (
 	"bytes"
@@ -16,11 +16,17 @@ import (
 // response is kept and served again while the state it shows is the
 // same: no stack's version, no count and no gauge of the scheduler, the
 // config or the cluster changed (a fingerprint says so), and it is less
-// than metricsMaxAge old, so that the process's own gauges stay fresh.
-const metricsMaxAge = time.Second
+// than maxAge old, so that the process's own gauges stay fresh.
+const maxAge = time.Second
 
-// metricsCache serves the response of next again while it is current.
-type metricsCache struct {
+// Cached is next (the registry's handler) serving its response again
+// while m's metrics did not change.
+func (m *Metrics) Cached(next http.Handler) http.Handler {
+	return &cache{next: next, metrics: m}
+}
+
+// cache serves the response of next again while it is current.
+type cache struct {
 	next    http.Handler
 	metrics *Metrics
 
@@ -37,7 +43,7 @@ type cachedScrape struct {
 	body        []byte
 }
 
-func (c *metricsCache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (c *cache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := r.Header.Get("Accept") + "\x00" + r.Header.Get("Accept-Encoding")
 	c.mu.Lock()
 	if c.entries == nil || len(c.entries) > 16 {
@@ -52,7 +58,7 @@ func (c *metricsCache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	fp := c.metrics.fingerprint()
 	e.mu.Lock()
-	if e.body == nil || e.fingerprint != fp || time.Since(e.at) > metricsMaxAge {
+	if e.body == nil || e.fingerprint != fp || time.Since(e.at) > maxAge {
 		rec := httptest.NewRecorder()
 		c.next.ServeHTTP(rec, r)
 		e.fingerprint, e.at, e.code, e.header, e.body = fp, time.Now(), rec.Code, rec.Header().Clone(), rec.Body.Bytes()
