@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/web/webtest"
 )
 
 const hookSecret = "hook-secret"
@@ -210,8 +211,8 @@ func TestWebhookDeliveryOnce(t *testing.T) {
 func TestWebhookReplayedBody(t *testing.T) {
 	api, previews := &fakeAPI{}, &fakePreviews{}
 	_, url := startWith(t, Options{API: api, WebhookSecret: hookSecret, Previews: previews})
-	gh := fixture(t, "github-pull-request.json", nil)
-	gl := fixture(t, "gitlab-merge-request.json", nil)
+	gh := webtest.Payload(t, "github-pull-request.json", nil)
+	gl := webtest.Payload(t, "gitlab-merge-request.json", nil)
 	withID := func(h http.Header, k, id string) http.Header {
 		if id != "" {
 			h.Set(k, id)
