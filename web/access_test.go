@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/web/webtest"
 )
 
 func TestRouteOf(t *testing.T) {
@@ -423,8 +424,8 @@ func TestAccessReadsFollowRoles(t *testing.T) {
 		t.Errorf("viewer's list = %d", code)
 	}
 	_, page := fetch(t, "GET", base+"/", alice)
-	wantContains(t, page, "2 stacks", "1 more that your roles do not let you read", `href="/stacks/app-2"`)
-	wantLacks(t, page, `href="/stacks/db"`)
+	webtest.WantContains(t, page, "2 stacks", "1 more that your roles do not let you read", `href="/stacks/app-2"`)
+	webtest.WantLacks(t, page, `href="/stacks/db"`)
 	denied := 0
 	for _, e := range trail.all() {
 		if e.Outcome == daemon.AuditDenied && e.Principal.Name == "alice" {
@@ -451,18 +452,18 @@ func TestAccessUI(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("list = %d", resp.StatusCode)
 	}
-	wantContains(t, page, "Signed in as <strong>alice</strong>", "(dev, ops)", `action="/auth/logout"`, "Sign out",
+	webtest.WantContains(t, page, "Signed in as <strong>alice</strong>", "(dev, ops)", `action="/auth/logout"`, "Sign out",
 		`action="/stacks/app/sync"`, `disabled title="user &#34;alice&#34; may not sync stack db"`, "needs a role with sync on this stack")
-	wantLacks(t, page, `action="/stacks/db/sync"`, "Sign in</a>")
+	webtest.WantLacks(t, page, `action="/stacks/db/sync"`, "Sign in</a>")
 
 	_, page = fetch(t, "GET", base+"/stacks/db", nil)
-	wantContains(t, page, `href="/auth/login?return=%2Fstacks%2Fdb"`, "Sign in", "sign in to sync", `disabled title=`)
-	wantLacks(t, page, "Sign out")
+	webtest.WantContains(t, page, `href="/auth/login?return=%2Fstacks%2Fdb"`, "Sign in", "sign in to sync", `disabled title=`)
+	webtest.WantLacks(t, page, "Sign out")
 
 	_, page = fetch(t, "GET", base+"/", bearer(operatorToken))
-	wantContains(t, page, "Token <strong>ci</strong>", `action="/stacks/db/sync"`)
+	webtest.WantContains(t, page, "Token <strong>ci</strong>", `action="/stacks/db/sync"`)
 	_, page = fetch(t, "GET", base+"/", bearer(adminToken))
-	wantContains(t, page, "Admin token")
+	webtest.WantContains(t, page, "Admin token")
 
 	resp, page = fetch(t, "POST", base+"/stacks/db/sync", alice)
 	if resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "may not sync stack db") {

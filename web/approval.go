@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/web/view"
 )
 
 // Approvals decide the plans that await approval; the daemon implements
@@ -115,5 +116,5 @@ func (s *Server) uiDecide(w http.ResponseWriter, r *http.Request, approve bool) 
 		s.renderError(w, r, decisionStatus(err), "Not decided", err.Error())
 		return
 	}
-	http.Redirect(w, r, stackPath(r.PathValue("name")), http.StatusSeeOther)
+	http.Redirect(w, r, view.StackPath(r.PathValue("name")), http.StatusSeeOther)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/web/webtest"
 )
 
 // approvalsAPI is the UI's fake daemon whose stack "db" has a plan
@@ -73,11 +74,11 @@ func TestUIApproval(t *testing.T) {
 	api := newApprovalsAPI()
 	base := startUI(t, api)
 	page := getPage(t, base+"/stacks/db", http.StatusOK)
-	wantContains(t, page, "Plan awaiting approval", "approval is required: 1 resource(s) change",
+	webtest.WantContains(t, page, "Plan awaiting approval", "approval is required: 1 resource(s) change",
 		"urn:pulumi:prod::db::aws:rds/instance:Instance::main", "&lt;size&gt;",
 		`action="/stacks/db/approve"`, `action="/stacks/db/reject"`, `name="plan" value="`+fakePlan+`"`,
 		`href="/api/v1/updates/db-9/log"`)
-	wantLacks(t, page, "<size>")
+	webtest.WantLacks(t, page, "<size>")
 
 	form := func(path string, values url.Values, header http.Header) *http.Response {
 		req, err := http.NewRequest(http.MethodPost, base+path, strings.NewReader(values.Encode()))
@@ -166,7 +167,7 @@ func TestUIApprovalDestroy(t *testing.T) {
 	g.Type, g.Commit = daemon.UpdateDestroy, ""
 	g.Steps = []daemon.Step{{Op: "delete", URN: "urn:pulumi:prod::db::aws:rds/instance:Instance::main", Type: "aws:rds/instance:Instance"}}
 	page := getPage(t, startUI(t, api)+"/stacks/db", http.StatusOK)
-	wantContains(t, page, "Destroy awaiting approval", "approving destroys the resources below",
+	webtest.WantContains(t, page, "Destroy awaiting approval", "approving destroys the resources below",
 		"urn:pulumi:prod::db::aws:rds/instance:Instance::main", `action="/stacks/db/approve"`, `name="plan" value="`+fakePlan+`"`)
-	wantLacks(t, page, "Plan awaiting approval", "<dt>Commit</dt>")
+	webtest.WantLacks(t, page, "Plan awaiting approval", "<dt>Commit</dt>")
 }

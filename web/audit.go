@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/web/view"
 )
 
 // The audit trail (Options.Audit) records every request that changes
@@ -52,8 +53,8 @@ func (s *Server) record(r *http.Request, p daemon.Principal, action, stack, outc
 		return
 	}
 	e := daemon.AuditEntry{Time: now.UTC(), Principal: p, Action: action, Stack: stack, Method: r.Method,
-		Path: clip(r.URL.Path, maxAuditPath), Remote: clip(remoteOf(r), maxAuditRemote), Outcome: outcome,
-		Status: status, Reason: clip(reason, maxReason), Node: s.opts.Node}
+		Path: view.Clip(r.URL.Path, maxAuditPath), Remote: view.Clip(remoteOf(r), maxAuditRemote), Outcome: outcome,
+		Status: status, Reason: view.Clip(reason, maxReason), Node: s.opts.Node}
 	if _, err := s.opts.Audit.PutAudit(e); err != nil {
 		s.log.Error("cannot record a request in the audit trail", "action", action, "stack", stack,
 			"outcome", outcome, "err", err)
@@ -72,14 +73,6 @@ func remoteOf(r *http.Request) string {
 		return fwd + " via " + host
 	}
 	return host
-}
-
-// clip cuts s to at most n bytes, dropping a rune cut in two.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 // jsonError is the "error" of a JSON error body, if it is one.
@@ -214,22 +207,11 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// auditUIPage is the audit trail's page at /audit.
-type auditUIPage struct {
-	page
-	// Kept says whether the daemon keeps a trail at all.
-	Kept                bool
-	Stack, Actor, Since string
-	Entries             []daemon.AuditEntry
-	// Next is the URL of the next page, empty on the last.
-	Next string
-}
-
 func (s *Server) uiAudit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	p := auditUIPage{page: s.newPage(r, "Audit"), Kept: s.opts.Audit != nil,
+	p := view.AuditPage{Page: s.newPage(r, "Audit"), Kept: s.opts.Audit != nil,
 		Stack: q.Get("stack"), Actor: q.Get("actor"), Since: q.Get("since")}
-	p.Section = sectionAudit
+	p.Section = view.SectionAudit
 	if p.Kept {
 		f, err := auditQuery(q, time.Now())
 		if err != nil {

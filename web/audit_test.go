@@ -137,16 +137,16 @@ func TestAuditPage(t *testing.T) {
 		t.Fatalf("audit page = %d\n%s", resp.StatusCode, page)
 	}
 	wantNav(t, page, "Audit")
-	wantContains(t, page, "alice", "dev", "token ci", `href="/stacks/db"`, "outcome-denied", "POST /stacks/db/sync</code> 403",
+	webtest.WantContains(t, page, "alice", "dev", "token ci", `href="/stacks/db"`, "outcome-denied", "POST /stacks/db/sync</code> 403",
 		"192.0.2.7", "replica node-2", "user alice may not sync stack db")
 	_, page = fetch(t, "GET", base+"/audit?stack=app", bearer(adminToken))
-	wantContains(t, page, "token ci", `value="app"`)
-	wantLacks(t, page, "alice")
+	webtest.WantContains(t, page, "token ci", `value="app"`)
+	webtest.WantLacks(t, page, "alice")
 	if resp, _ := fetch(t, "GET", base+"/audit", bearer(operatorToken)); resp.StatusCode != 403 {
 		t.Errorf("the operator's audit page = %d", resp.StatusCode)
 	}
 	_, page = fetch(t, "GET", base+"/stacks/app", nil)
-	wantContains(t, page, `href="/audit?stack=app"`)
+	webtest.WantContains(t, page, `href="/audit?stack=app"`)
 }
 
 // TestAuditMetrics: stackd_audit_total counts by action and outcome,
@@ -223,14 +223,5 @@ func TestAuditUnauthenticatedLimit(t *testing.T) {
 	text := webtest.Scrape(t, base)
 	if !strings.Contains(text, "stackd_audit_dropped_total 5") {
 		t.Error("the dropped refusals are not counted")
-	}
-}
-
-func TestClip(t *testing.T) {
-	if got := clip("short", 10); got != "short" {
-		t.Errorf("clip = %q", got)
-	}
-	if got := clip("héllo", 2); got != "h…" {
-		t.Errorf("clip cut a rune: %q", got)
 	}
 }

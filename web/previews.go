@@ -4,12 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
-	"time"
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/web/view"
 )
 
 // PreviewAPI runs previews of pull requests (package preview implements it).
@@ -68,45 +67,11 @@ func (s *Server) listPreviews(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"pullRequests": s.readablePRs(principal(r), s.pullRequests())})
 }
 
-// previewsPage is the open pull requests' page at /previews.
-type previewsPage struct {
-	page
-	// Configured is whether previews run at all (--forge).
-	Configured   bool
-	PullRequests []review.PullRequest
-}
-
-// Open counts the pull requests listed that are still open; the others are
-// closed ones listed until their review stacks are destroyed.
-func (p previewsPage) Open() int {
-	n := 0
-	for _, pr := range p.PullRequests {
-		if !pr.Closed {
-			n++
-		}
-	}
-	return n
-}
-
-// Closing counts the closed pull requests still listed.
-func (p previewsPage) Closing() int { return len(p.PullRequests) - p.Open() }
-
 func (s *Server) uiPreviews(w http.ResponseWriter, r *http.Request) {
-	p := previewsPage{page: s.newPage(r, "Previews"), Configured: s.opts.Previews != nil,
+	p := view.PreviewsPage{Page: s.newPage(r, "Previews"), Configured: s.opts.Previews != nil,
 		PullRequests: s.readablePRs(principal(r), s.pullRequests())}
-	p.Live, p.Section = true, sectionPreviews
+	p.Live, p.Section = true, view.SectionPreviews
 	s.render(w, http.StatusOK, "previews.html", p)
-}
-
-// previewPage is one preview's page at /previews/{id}, id being the
-// preview's update.
-type previewPage struct {
-	page
-	Update daemon.Update
-	// PR is the open pull request the preview belongs to; nil once it is
-	// closed or its head moved on.
-	PR  *review.PullRequest
-	Log *logView
 }
 
 // uiPreview shows a preview of a pull request: its update's facts and
@@ -123,8 +88,8 @@ func (s *Server) uiPreview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	title := fmt.Sprintf("Preview of #%d on %s", u.PullRequest, u.Stack)
-	p := previewPage{page: s.newPage(r, title), Update: u, PR: s.pullRequestOf(id)}
-	p.Section, p.Live = sectionPreviews, u.State == daemon.UpdateRunning
+	p := view.PreviewPage{Page: s.newPage(r, title), Update: u, PR: s.pullRequestOf(id)}
+	p.Section, p.Live = view.SectionPreviews, u.State == daemon.UpdateRunning
 	p.Log = s.updateLog(u.ID, u.State)
 	s.render(w, http.StatusOK, "preview.html", p)
 }
@@ -145,26 +110,4 @@ func (s *Server) pullRequestOf(id string) *review.PullRequest {
 		}
 	}
 	return nil
-}
-
-func previewPath(id string) string { return "/previews/" + url.PathEscape(id) }
-
-// counts is a preview's resource counts as "+create ~update -delete
-// ±replace"; empty when there are none yet.
-func counts(m map[string]int) string {
-	if m == nil {
-		return ""
-	}
-	return fmt.Sprintf("+%d ~%d -%d ±%d", m["create"], m["update"], m["delete"], m["replace"])
-}
-
-// took is how long a preview took, rounded to seconds; empty for none.
-func took(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return ""
-	case d < time.Second:
-		return "<1s"
-	}
-	return d.Round(time.Second).String()
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/web/webtest"
 )
 
 // Head commits of the fake pull requests.
@@ -145,7 +146,7 @@ func TestPreviewsAPIReadToken(t *testing.T) {
 
 func TestUIPreviews(t *testing.T) {
 	page := getPage(t, startPreviews(t, newUIFakeAPI(), &fakePreviews{prs: prFixtures(time.Now())})+"/previews", http.StatusOK)
-	wantContains(t, page,
+	webtest.WantContains(t, page,
 		`<a href="/previews" aria-current="page">Previews</a>`, "1 open pull request, 1 closing",
 		// #12: forge, link, title (escaped), author, base, head.
 		`<span class="tag">github</span> <a href="https://github.com/acme/infra/pull/12" rel="noopener noreferrer">acme/infra#12</a>`,
@@ -168,23 +169,23 @@ func TestUIPreviews(t *testing.T) {
 		`<span class="tag">gitea</span>`, "acme/infra#7", `title="The head branch lives in another repository">fork</span>`,
 		`<span class="tag closed" title="Closed: listed until its review stacks are destroyed">closed</span>`,
 		`<pre class="error">stacks.yaml:3:5: spec.stack is required</pre>`, `<code class="ref">release</code>`)
-	wantLacks(t, page, "<script>alert", `href="javascript:`, `href="/stacks/cache"`, "The pull request changes no stack.")
+	webtest.WantLacks(t, page, "<script>alert", `href="javascript:`, `href="/stacks/cache"`, "The pull request changes no stack.")
 	wantNav(t, page, "")
 }
 
 func TestUIPreviewsEmpty(t *testing.T) {
 	page := getPage(t, startPreviews(t, newUIFakeAPI(), &fakePreviews{})+"/previews", http.StatusOK)
-	wantContains(t, page, "No open pull requests.", "0 open pull requests")
+	webtest.WantContains(t, page, "No open pull requests.", "0 open pull requests")
 	page = getPage(t, startPreviews(t, newUIFakeAPI(), nil)+"/previews", http.StatusOK)
-	wantContains(t, page, "Pull-request previews are not configured (--forge).")
+	webtest.WantContains(t, page, "Pull-request previews are not configured (--forge).")
 	// Every page links to the previews.
-	wantContains(t, getPage(t, startUI(t, newUIFakeAPI())+"/", http.StatusOK), `<a href="/previews">Previews</a>`)
+	webtest.WantContains(t, getPage(t, startUI(t, newUIFakeAPI())+"/", http.StatusOK), `<a href="/previews">Previews</a>`)
 }
 
 func TestUIPreview(t *testing.T) {
 	base := startPreviews(t, newPreviewUIAPI(), &fakePreviews{prs: prFixtures(time.Now())})
 	page := getPage(t, base+"/previews/web-4", http.StatusOK)
-	wantContains(t, page,
+	webtest.WantContains(t, page,
 		`<a href="/previews" aria-current="page">Previews</a>`, "<h1>Preview of #12 on web</h1>",
 		`<a href="/stacks/web">web</a>`, `<a href="https://github.com/acme/infra/pull/12" rel="noopener noreferrer">acme/infra#12</a>`,
 		`&lt;script&gt;alert(&#34;pwned&#34;)&lt;/script&gt;`,
@@ -192,18 +193,18 @@ func TestUIPreview(t *testing.T) {
 		`<pre class="error">warning: &lt;deprecated&gt; provider</pre>`,
 		// The stored log, escaped.
 		`<section id="log" class="card" data-live="web-4 succeeded">`, "&#43; aws:s3:Bucket &lt;assets&gt; create", `href="/api/v1/updates/web-4/log"`)
-	wantLacks(t, page, "<script>alert", "data-follow", "data-refresh")
+	webtest.WantLacks(t, page, "<script>alert", "data-follow", "data-refresh")
 
 	// A running preview's log is followed; its pull request is no longer
 	// listed with it here.
 	page = getPage(t, base+"/previews/web-5", http.StatusOK)
-	wantContains(t, page, `data-follow="/api/v1/updates/web-5/log?follow=1"`, "aws:s3:Bucket assets updating", "data-refresh",
+	webtest.WantContains(t, page, `data-follow="/api/v1/updates/web-5/log?follow=1"`, "aws:s3:Bucket assets updating", "data-refresh",
 		"#12 <span class=\"muted\">(no longer open at this commit)</span>")
 
 	// Any other update, or none, is not a preview page.
 	for _, id := range []string{"web-2", "web-1", "nope-1"} {
 		page := getPage(t, base+"/previews/"+id, http.StatusNotFound)
-		wantContains(t, page, "There is no preview of a pull request with the ID &#34;"+id+"&#34;.")
+		webtest.WantContains(t, page, "There is no preview of a pull request with the ID &#34;"+id+"&#34;.")
 	}
 }
 
@@ -211,6 +212,6 @@ func TestUIPreview(t *testing.T) {
 // requests apart and links to them.
 func TestUIStackPagePreviews(t *testing.T) {
 	page := getPage(t, startPreviews(t, newPreviewUIAPI(), &fakePreviews{})+"/stacks/web", http.StatusOK)
-	wantContains(t, page, `<a class="pr-preview" href="/previews/web-4">preview of #12</a>`,
+	webtest.WantContains(t, page, `<a class="pr-preview" href="/previews/web-4">preview of #12</a>`,
 		`<a class="pr-preview" href="/previews/web-5">preview of #12</a>`, "<td>preview</td>")
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/web/view"
 )
 
 // getResources serves a stack's resources as of its last exported state,
@@ -93,7 +94,7 @@ func (s *Server) uiPreviewNow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("preview requested", "stack", name, "from", "ui")
-	http.Redirect(w, r, stackPath(name)+"#preview", http.StatusSeeOther)
+	http.Redirect(w, r, view.StackPath(name)+"#preview", http.StatusSeeOther)
 }
 
 // lastPreviewOf is the stack's last preview for its page; nil before
@@ -104,4 +105,15 @@ func (s *Server) lastPreviewOf(stack string) *daemon.StackPreview {
 		return nil
 	}
 	return &p
+}
+
+// resourcesOf is the resources part of stack's page for the search q.
+func (s *Server) resourcesOf(stack, q string) view.Resources {
+	snap, err := s.api.StackResources(stack)
+	if err != nil {
+		return view.Resources{Err: err.Error()}
+	}
+	v := view.BuildResources(snap, q)
+	v.Graph = view.RenderGraph(v.Roots)
+	return v
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/web/metrics"
+	"github.com/stackd/stackd/web/view"
 )
 
 // Sign-in through OpenID Connect (Options.SignIn): GET /auth/login starts
@@ -152,7 +153,7 @@ func (s *Server) cliSession(r *http.Request, p daemon.Principal) (string, error)
 func cliRedirect(port, state string) (string, error) {
 	n, err := strconv.Atoi(port)
 	if err != nil || strconv.Itoa(n) != port || n < 1024 || n > 65535 { // digits only, no sign, no leading 0
-		return "", fmt.Errorf("port %q is not a port from 1024 to 65535", clip(port, 16))
+		return "", fmt.Errorf("port %q is not a port from 1024 to 65535", view.Clip(port, 16))
 	}
 	if len(state) < 8 || len(state) > 128 || strings.ContainsFunc(state, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')

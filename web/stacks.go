@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/web/view"
 )
 
 // The stack list at fleet size: each stack's view, its JSON (full and
@@ -24,73 +24,6 @@ const (
 	maxPage     = 1000
 )
 
-// StackSummary is a stack in the list's summary view (?view=summary):
-// what a table of stacks shows, about a tenth of the full view.
-type StackSummary struct {
-	Name    string `json:"name"`
-	Removed bool   `json:"removed,omitempty"`
-	// Orphaned says why a stack whose source is no longer configured is
-	// kept.
-	Orphaned string `json:"orphaned,omitempty"`
-	// Health is Healthy, Progressing, Degraded or Unknown; Reason is the
-	// reason of the Stalled or Reconciling condition, Message its message.
-	Health  string `json:"health"`
-	Ready   string `json:"ready,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
-	// Source is the config source that defines the stack; Tracking what
-	// it follows.
-	Source   string `json:"source,omitempty"`
-	Tracking string `json:"tracking,omitempty"`
-	// LastUpdate is the last finished update; Running the one in flight.
-	LastUpdate *SummaryUpdate `json:"lastUpdate,omitempty"`
-	Running    string         `json:"running,omitempty"`
-	// Drift is the last drift check's state.
-	Drift  string `json:"drift,omitempty"`
-	Holder string `json:"holder,omitempty"`
-	// Retry is a failing stack's next attempt, while it has some left.
-	Retry *daemon.Retry `json:"retry,omitempty"`
-}
-
-// SummaryUpdate is the last finished update in a StackSummary.
-type SummaryUpdate struct {
-	Name     string    `json:"name"`
-	Type     string    `json:"type"`
-	State    string    `json:"state"`
-	Commit   string    `json:"lastSuccessfulCommit,omitempty"`
-	Time     time.Time `json:"lastResyncTime,omitzero"`
-	Failures int64     `json:"failures,omitempty"`
-}
-
-// SummaryOf is v's summary.
-func SummaryOf(v *daemon.StackView) StackSummary {
-	s := StackSummary{Name: v.Name, Removed: v.Removed, Orphaned: v.Orphaned, Health: "Unknown", Source: v.Source, Tracking: v.Tracking, Holder: v.Holder}
-	if h := v.Status.Health; h != nil && h.Status != "" {
-		s.Health = h.Status
-	}
-	if c := v.Status.Condition(daemon.ConditionReady); c != nil {
-		s.Ready = c.Status
-	}
-	for _, typ := range []string{daemon.ConditionStalled, daemon.ConditionReconciling} {
-		if c := v.Status.Condition(typ); c != nil && c.Status == "True" {
-			s.Reason, s.Message = c.Reason, c.Message
-			break
-		}
-	}
-	if lu := v.Status.LastUpdate; lu != nil {
-		s.LastUpdate = &SummaryUpdate{Name: lu.Name, Type: lu.Type, State: lu.State, Commit: lu.LastSuccessfulCommit,
-			Time: lu.LastResyncTime, Failures: lu.Failures}
-	}
-	if cu := v.Status.CurrentUpdate; cu != nil {
-		s.Running = cu.Name
-	}
-	if d := v.Status.Drift; d != nil {
-		s.Drift = d.State
-	}
-	s.Retry = v.Status.Retry
-	return s
-}
-
 // stackEntry is one stack as last rendered. Its fields are shared by
 // every request: read only.
 type stackEntry struct {
@@ -98,9 +31,9 @@ type stackEntry struct {
 	holder  string
 	view    daemon.StackView
 	full    json.RawMessage
-	summary StackSummary
+	summary view.StackSummary
 	short   json.RawMessage // summary's JSON
-	row     stackRow
+	row     view.StackRow
 }
 
 // stackCache keeps the rendered stacks.
@@ -142,7 +75,7 @@ func (c *stackCache) list(api API) []*stackEntry {
 }
 
 func render(v daemon.StackView, sv daemon.StackVersion) *stackEntry {
-	e := &stackEntry{version: sv.Version, holder: sv.Holder, view: v, summary: SummaryOf(&v), row: summarize(v)}
+	e := &stackEntry{version: sv.Version, holder: sv.Holder, view: v, summary: view.SummaryOf(&v), row: view.Summarize(v)}
 	e.full, _ = json.Marshal(v)
 	e.short, _ = json.Marshal(e.summary)
 	return e
@@ -203,8 +136,8 @@ func (q stackQuery) page(entries []*stackEntry) (page []*stackEntry, total int, 
 // and ?limit=&after= page (without limit, every stack that passes).
 func (s *Server) listStacks(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
-	view := v.Get("view")
-	if view != "" && view != "summary" && view != "full" {
+	shape := v.Get("view")
+	if shape != "" && shape != "summary" && shape != "full" {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "view must be summary or full"})
 		return
 	}
@@ -220,7 +153,7 @@ func (s *Server) listStacks(w http.ResponseWriter, r *http.Request) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		if view == "summary" {
+		if shape == "summary" {
 			b.Write(e.short)
 		} else {
 			b.Write(e.full)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/web/view"
+	"github.com/stackd/stackd/web/webtest"
 )
 
 // fleet is 250 stacks: every fifth Degraded, from two config sources.
@@ -59,7 +61,7 @@ func TestStackListFiltersAndPages(t *testing.T) {
 	if first.Total != 250 || len(names) != 100 || names[0] != "stack-0000" || first.Next != "stack-0099" {
 		t.Fatalf("first page: %d of %d, from %s, next %q", len(names), first.Total, names[0], first.Next)
 	}
-	var sum StackSummary
+	var sum view.StackSummary
 	if err := json.Unmarshal(first.Stacks[0], &sum); err != nil || sum.Health != "Degraded" || sum.LastUpdate == nil || sum.LastUpdate.State != "succeeded" {
 		t.Fatalf("a summary: %+v %v", sum, err)
 	}
@@ -88,13 +90,13 @@ func TestStackListFiltersAndPages(t *testing.T) {
 	// The UI pages by 100 and filters without JavaScript: plain links and
 	// a GET form.
 	page := getPage(t, startUI(t, api)+"/?health=Degraded", http.StatusOK)
-	wantContains(t, page, `<form class="filters" method="get" action="/"`, "<option selected>Degraded</option>",
+	webtest.WantContains(t, page, `<form class="filters" method="get" action="/"`, "<option selected>Degraded</option>",
 		"50 of 250 match · 50 shown", `href="/stacks/stack-0245"`)
 	page = getPage(t, startUI(t, api)+"/", http.StatusOK)
-	wantContains(t, page, "250 stacks", "100 shown", `<a href="/?after=stack-0099" rel="next">Next page</a>`)
-	wantLacks(t, page, `href="/stacks/stack-0100"`)
+	webtest.WantContains(t, page, "250 stacks", "100 shown", `<a href="/?after=stack-0099" rel="next">Next page</a>`)
+	webtest.WantLacks(t, page, `href="/stacks/stack-0100"`)
 	page = getPage(t, startUI(t, api)+"/?after=stack-0099", http.StatusOK)
-	wantContains(t, page, `href="/stacks/stack-0100"`, `<a href="/?">First page</a>`)
+	webtest.WantContains(t, page, `href="/stacks/stack-0100"`, `<a href="/?">First page</a>`)
 }
 
 // TestStackListRendersOncePerChange: a stack's view is read again only
@@ -115,7 +117,7 @@ func TestStackListRendersOncePerChange(t *testing.T) {
 	f.stacks[7].Status.LastUpdate.State = daemon.UpdateFailed
 	f.mu.Unlock()
 	l, _ := getList(t, s, "?view=summary&q=0007")
-	var sum StackSummary
+	var sum view.StackSummary
 	_ = json.Unmarshal(l.Stacks[0], &sum)
 	if counted.reads != 21 || sum.LastUpdate.State != daemon.UpdateFailed {
 		t.Fatalf("after one change: %d reads, state %s", counted.reads, sum.LastUpdate.State)

@@ -18,6 +18,7 @@ import (
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/web/webtest"
 )
 
 // Literal values in the fake spec; the daemon redacts them, and no page
@@ -263,30 +264,12 @@ func getPage(t *testing.T, url string, code int) string {
 	return body
 }
 
-func wantContains(t *testing.T, page string, wants ...string) {
-	t.Helper()
-	for _, w := range wants {
-		if !strings.Contains(page, w) {
-			t.Errorf("page lacks %q", w)
-		}
-	}
-}
-
-func wantLacks(t *testing.T, page string, unwanted ...string) {
-	t.Helper()
-	for _, u := range unwanted {
-		if strings.Contains(page, u) {
-			t.Errorf("page shows %q", u)
-		}
-	}
-}
-
 // assetRefs matches the src and href attributes of the page's own assets.
 var assetRefs = regexp.MustCompile(`<(?:script|link)[^>]*(?:src|href)="([^"]*)"`)
 
 func TestUIList(t *testing.T) {
 	page := getPage(t, startUI(t, newUIFakeAPI())+"/", http.StatusOK)
-	wantContains(t, page,
+	webtest.WantContains(t, page,
 		`href="/stacks/web"`, `href="/stacks/db"`, `href="/stacks/queue"`,
 		`class="badge health-progressing" title="New commit detected">Progressing</span>`,
 		`class="badge health-degraded" title="up failed 3 times; not retrying">Degraded</span>`,
@@ -308,7 +291,7 @@ func TestUIList(t *testing.T) {
 
 func TestUIStackPage(t *testing.T) {
 	page := getPage(t, startUI(t, newUIFakeAPI())+"/stacks/web", http.StatusOK)
-	wantContains(t, page,
+	webtest.WantContains(t, page,
 		// Outputs, escaped, with secrets shown as such.
 		"https://web.example.com", `<span class="secret">[secret]</span>`, "&lt;b&gt;hello&lt;/b&gt;", "80,",
 		// Conditions with reasons and messages.
@@ -329,7 +312,7 @@ func TestUIStackPage(t *testing.T) {
 		"Skipped commit", `<code title="76543210fedcba9876543210fedcba9876543210">7654321</code>`,
 		"changes no file of paths [deploy/** &lt;shared&gt;/**]: nothing ran")
 	wantNav(t, page, "/")
-	wantLacks(t, page, uiSecretEnv, uiSecretConfig, "<b>hello</b>")
+	webtest.WantLacks(t, page, uiSecretEnv, uiSecretConfig, "<b>hello</b>")
 	if i, j := strings.Index(page, "<code>web-3</code>"), strings.Index(page, "<code>web-1</code>"); i < 0 || j < i {
 		t.Error("history is not newest first")
 	}
@@ -353,7 +336,7 @@ func wantNav(t *testing.T, page, current string) {
 func TestUIConfig(t *testing.T) {
 	page := getPage(t, startUI(t, newUIFakeAPI())+"/config", http.StatusOK)
 	wantNav(t, page, "/config")
-	wantContains(t, page,
+	webtest.WantContains(t, page,
 		// The overall health.
 		`<span class="badge health-degraded" title="a source is degraded">Degraded</span> <span class="message">a source is degraded</span>`,
 		// Each source, with its ref, commits (the latest when it differs), stacks and health.
@@ -371,7 +354,7 @@ func TestUIConfig(t *testing.T) {
 		`<span class="muted">removed</span> <a href="/stacks/old%20%3Capp%3E">old &lt;app&gt;</a>`,
 		`<span class="muted">added</span> <a href="/stacks/web">web</a>, <a href="/stacks/db">db</a>, <a href="/stacks/queue">queue</a>`,
 		`<span class="source-name">/etc/stackd/stacks.yaml</span>`, "start")
-	wantLacks(t, page, "<script>alert(1)", "<app>", uiCommitA+"</code>")
+	webtest.WantLacks(t, page, "<script>alert(1)", "<app>", uiCommitA+"</code>")
 	if i, j := strings.Index(page, "refused</span>"), strings.Index(page, "applied ✓"); i < 0 || j < i {
 		t.Error("revisions are not newest first")
 	}
@@ -389,30 +372,30 @@ func TestUIConfigReloadFailed(t *testing.T) {
 	api.revisions = nil
 	base := startUI(t, api)
 	page := getPage(t, base+"/config", http.StatusOK)
-	wantContains(t, page, `<pre class="error">config not applied: stacks.yaml:1:1: &lt;bad&gt;</pre>`,
+	webtest.WantContains(t, page, `<pre class="error">config not applied: stacks.yaml:1:1: &lt;bad&gt;</pre>`,
 		"The previous config stays in force.", `state-failed">failed`, `title="">Unknown</span>`,
 		"The daemon reports no config sources.", "No revisions yet.")
-	wantLacks(t, page, `role="alert"`, "<bad>")
+	webtest.WantLacks(t, page, `role="alert"`, "<bad>")
 	page = getPage(t, base+"/", http.StatusOK)
-	wantContains(t, page, `role="alert"`, "0 sources", `title="">Unknown</span>`)
+	webtest.WantContains(t, page, `role="alert"`, "0 sources", `title="">Unknown</span>`)
 }
 
 // TestUIConfigRevisionsError: the page stands when revisions cannot be read.
 func TestUIConfigRevisionsError(t *testing.T) {
 	page := getPage(t, startUI(t, failingRevisions{newUIFakeAPI().fakeAPI})+"/config", http.StatusOK)
-	wantContains(t, page, "The revisions are unavailable: store: closed", "git&#43;git@github.com:acme/db.git")
+	webtest.WantContains(t, page, "The revisions are unavailable: store: closed", "git&#43;git@github.com:acme/db.git")
 }
 
 func TestUIStackPageFinishedLog(t *testing.T) {
 	page := getPage(t, startUI(t, newUIFakeAPI())+"/stacks/db", http.StatusOK)
-	wantContains(t, page, "Stalled", "UpdateFailed", "up failed 3 times", "exit status 255", "No updates yet.", "No outputs.")
-	wantLacks(t, page, "data-follow", `id="log"`)
+	webtest.WantContains(t, page, "Stalled", "UpdateFailed", "up failed 3 times", "exit status 255", "No updates yet.", "No outputs.")
+	webtest.WantLacks(t, page, "data-follow", `id="log"`)
 }
 
 func TestUIUnknownStack(t *testing.T) {
 	base := startUI(t, newUIFakeAPI())
 	page := getPage(t, base+"/stacks/nope", http.StatusNotFound)
-	wantContains(t, page, "There is no stack named &#34;nope&#34;.")
+	webtest.WantContains(t, page, "There is no stack named &#34;nope&#34;.")
 	wantNav(t, page, "")
 	resp, _ := fetch(t, http.MethodGet, base+"/nowhere", nil)
 	if resp.StatusCode != http.StatusNotFound {
@@ -447,10 +430,10 @@ func TestUISyncNeedsToken(t *testing.T) {
 	// Without the token the sync buttons show, disabled, with the reason.
 	for _, p := range []string{"/", "/stacks/db"} {
 		page := getPage(t, base+p, http.StatusOK)
-		wantContains(t, page, "v9.8.7", `<button type="button" disabled title="a valid API token is required`, "needs the API token")
-		wantLacks(t, page, `action="/stacks/db/sync"`)
+		webtest.WantContains(t, page, "v9.8.7", `<button type="button" disabled title="a valid API token is required`, "needs the API token")
+		webtest.WantLacks(t, page, `action="/stacks/db/sync"`)
 	}
-	wantContains(t, getPage(t, base+"/stacks/db", http.StatusOK), "on the daemon&#39;s host: stackd sync db")
+	webtest.WantContains(t, getPage(t, base+"/stacks/db", http.StatusOK), "on the daemon&#39;s host: stackd sync db")
 	resp, _ := fetch(t, http.MethodPost, base+"/stacks/db/sync", nil)
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("sync without the token: status %d", resp.StatusCode)
@@ -506,40 +489,6 @@ func TestUIStatic(t *testing.T) {
 		if resp, _ := fetch(t, http.MethodGet, base+p, nil); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("GET %s: status %d", p, resp.StatusCode)
 		}
-	}
-}
-
-func TestUIHelpers(t *testing.T) {
-	for in, want := range map[string][2]string{
-		"https://github.com/acme/web.git@main":     {"github.com/acme/web", "main"},
-		"git@github.com:acme/db.git@v1.2":          {"github.com/acme/db", "v1.2"},
-		"ssh://git@host:22/acme/x@refs/heads/main": {"host:22/acme/x", "refs/heads/main"},
-		"program queue":                            {"program queue", ""},
-	} {
-		if repo, ref := splitTracking(in); repo != want[0] || ref != want[1] {
-			t.Errorf("splitTracking(%q) = %q, %q", in, repo, ref)
-		}
-	}
-	if got := shortSHA("0123456789abcdef0123456789abcdef01234567"); got != "0123456" {
-		t.Errorf("shortSHA = %q", got)
-	}
-	if got := shortSHA("main"); got != "main" {
-		t.Errorf("shortSHA(main) = %q", got)
-	}
-	if got := shortCommit("0123456789abcdef0123456789abcdef01234567"); got != "0123456789ab" {
-		t.Errorf("shortCommit = %q", got)
-	}
-	if got := shortCommit("v1.2"); got != "v1.2" {
-		t.Errorf("shortCommit(v1.2) = %q", got)
-	}
-	long := bytes.Repeat([]byte("0123456789\n"), 10)
-	if got, cut := tail(long, 25); string(got) != "0123456789\n0123456789\n" || !cut {
-		t.Errorf("tail = %q, %v", got, cut)
-	}
-	live := livelog.New()
-	_, _ = live.Write(long)
-	if got, cut := liveTail(live, 25); string(got) != "0123456789\n0123456789\n" || !cut {
-		t.Errorf("liveTail = %q, %v", got, cut)
 	}
 }
 
@@ -614,11 +563,11 @@ func TestUIChromium(t *testing.T) {
 	base := startUI(t, api)
 	t.Cleanup(api.live.Close) // ends a follower before the server stops
 	dom := string(runChromium(t, "--dump-dom", base+"/"))
-	wantContains(t, dom, `href="/stacks/web"`, ">Progressing<", ">Degraded<")
+	webtest.WantContains(t, dom, `href="/stacks/web"`, ">Progressing<", ">Degraded<")
 	screenshot(t, base+"/", "ui-list.png")
 	screenshot(t, base+"/stacks/web", "ui-stack.png")
 	dom = string(runChromium(t, "--dump-dom", base+"/config"))
-	wantContains(t, dom, ">Sources<", "git+git@github.com:acme/db.git", "applied ✓", "refused")
+	webtest.WantContains(t, dom, ">Sources<", "git+git@github.com:acme/db.git", "applied ✓", "refused")
 	screenshot(t, base+"/config", "ui-config.png")
 }
 
@@ -666,8 +615,8 @@ func TestUIChromiumScript(t *testing.T) {
 	t.Cleanup(api.stream.Close)
 	t.Cleanup(api.live.Close)
 	dom := string(runChromium(t, "--virtual-time-budget=7000", "--dump-dom", base+"/stacks/web"))
-	wantContains(t, dom, `data-follow="/api/v1/updates/web-3/log?follow=1">streamed by the script`, "0 running · 2 queued")
-	wantLacks(t, dom, "aws:s3:Bucket assets creating")
+	webtest.WantContains(t, dom, `data-follow="/api/v1/updates/web-3/log?follow=1">streamed by the script`, "0 running · 2 queued")
+	webtest.WantLacks(t, dom, "aws:s3:Bucket assets creating")
 }
 
 // TestUIListCluster: in a cluster the list names the replica, its
@@ -711,10 +660,10 @@ func TestUIFailingAndDriftedStacks(t *testing.T) {
 	want := "failing, retry 2 of 3 at <time datetime=\"" + at.UTC().Format(time.RFC3339)
 	for _, path := range []string{"/", "/stacks/queue"} {
 		page := getPage(t, url+path, http.StatusOK)
-		wantContains(t, page, want, "in 1m")
+		webtest.WantContains(t, page, want, "in 1m")
 	}
-	wantContains(t, getPage(t, url+"/stacks/db", http.StatusOK), ">Sync with refresh</button>")
-	wantLacks(t, getPage(t, url+"/stacks/web", http.StatusOK), "Sync with refresh")
+	webtest.WantContains(t, getPage(t, url+"/stacks/db", http.StatusOK), ">Sync with refresh</button>")
+	webtest.WantLacks(t, getPage(t, url+"/stacks/web", http.StatusOK), "Sync with refresh")
 }
 
 // TestUIReloadOverride: where the config page shows the mass-removal
@@ -723,11 +672,11 @@ func TestUIFailingAndDriftedStacks(t *testing.T) {
 func TestUIReloadOverride(t *testing.T) {
 	api := newUIFakeAPI()
 	base := startUI(t, api)
-	wantLacks(t, getPage(t, base+"/config", http.StatusOK), "/config/reload")
+	webtest.WantLacks(t, getPage(t, base+"/config", http.StatusOK), "/config/reload")
 	api.mu.Lock()
 	api.config.Successful, api.config.Error, api.config.Removes = false, "config not applied: the new config removes 1 of the 1 stacks", 1
 	api.mu.Unlock()
-	wantContains(t, getPage(t, base+"/config", http.StatusOK),
+	webtest.WantContains(t, getPage(t, base+"/config", http.StatusOK),
 		`action="/config/reload"`, `name="allowRemoval" value="1"`, "Apply, removing 1 stack</button>")
 	resp, body := fetch(t, http.MethodPost, base+"/config/reload?allowRemoval=1", nil)
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/config" {
@@ -748,10 +697,10 @@ func TestUIConfigPolicies(t *testing.T) {
 		Policies: []string{"stackd.files", "stackd.review"}, LastAttempt: api.ago(time.Minute),
 		Error: "https://git.example.com/policies.git//files.rego:4:0: unexpected <eof>"}
 	page := getPage(t, startUI(t, api)+"/config", http.StatusOK)
-	wantContains(t, page, "<dt>Policies</dt>", "<code>stackd.files</code>, <code>stackd.review</code>",
+	webtest.WantContains(t, page, "<dt>Policies</dt>", "<code>stackd.files</code>, <code>stackd.review</code>",
 		"from git&#43;https://git.example.com/policies.git at <code title=\""+strings.Repeat("ab", 20)+"\">",
 		`state-failed">failed`, `<pre class="error">https://git.example.com/policies.git//files.rego:4:0: unexpected &lt;eof&gt;</pre>`,
 		"The policies loaded before stay in force.")
 	api.config.Policies = nil
-	wantLacks(t, getPage(t, startUI(t, api)+"/config", http.StatusOK), "<dt>Policies</dt>")
+	webtest.WantLacks(t, getPage(t, startUI(t, api)+"/config", http.StatusOK), "<dt>Policies</dt>")
 }

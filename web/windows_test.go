@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/web/webtest"
 )
 
 // overrideAPI is fakeAPI that takes overrides of change windows, as the
@@ -127,14 +128,14 @@ func TestUIChangeWindow(t *testing.T) {
 	_, base := startWith(t, Options{API: api, Access: windowAccess(), Audit: &memAudit{}})
 
 	_, page := fetch(t, "GET", base+"/stacks/app", bearer(oncallToken))
-	wantContains(t, page, "Change window", "the commit waits until", `datetime="2026-11-30T07:00:00Z"`, "deny window &#34;freeze&#34;",
+	webtest.WantContains(t, page, "Change window", "the commit waits until", `datetime="2026-11-30T07:00:00Z"`, "deny window &#34;freeze&#34;",
 		`<input type="hidden" name="overrideWindow" value="true">`, `name="reason" required`, "Override and sync",
 		"change windows overridden by", "oncall", "INC-7 hotfix")
 	_, page = fetch(t, "GET", base+"/stacks/app", bearer(operatorToken))
-	wantContains(t, page, "the commit waits until", `disabled title="token &#34;ci&#34; may not override stack app"`)
-	wantLacks(t, page, `name="overrideWindow"`)
+	webtest.WantContains(t, page, "the commit waits until", `disabled title="token &#34;ci&#34; may not override stack app"`)
+	webtest.WantLacks(t, page, `name="overrideWindow"`)
 	_, page = fetch(t, "GET", base+"/stacks/db", bearer(oncallToken))
-	wantLacks(t, page, "Change window", `name="overrideWindow"`)
+	webtest.WantLacks(t, page, "Change window", `name="overrideWindow"`)
 
 	form := http.Header{"Authorization": {"Bearer " + oncallToken}, "Content-Type": {"application/x-www-form-urlencoded"}}
 	resp, body := sendNoRedirect(t, base+"/stacks/app/sync", form, "overrideWindow=true&reason=")

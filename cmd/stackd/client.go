@@ -19,6 +19,7 @@ import (
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/web"
+	"github.com/stackd/stackd/web/view"
 )
 
 // client talks to a running daemon's HTTP API.
@@ -176,16 +177,16 @@ func statusCommand(args []string, stdout io.Writer) error {
 	}
 	// The API's shapes: a stack's full view, or the list's summary view.
 	var out any
-	var stacks []web.StackSummary
+	var stacks []view.StackSummary
 	var gate *daemon.Gate
 	if name := fs.Arg(0); name != "" {
 		var v daemon.StackView
 		err = c.getJSON("/api/v1/stacks/"+url.PathEscape(name), &v)
-		out, stacks, gate = v, []web.StackSummary{web.SummaryOf(&v)}, v.Status.Gate
+		out, stacks, gate = v, []view.StackSummary{view.SummaryOf(&v)}, v.Status.Gate
 	} else {
 		var list struct {
-			Stacks []web.StackSummary `json:"stacks"`
-			Total  int                `json:"total"`
+			Stacks []view.StackSummary `json:"stacks"`
+			Total  int                 `json:"total"`
 		}
 		err = c.getJSON("/api/v1/stacks?view=summary", &list)
 		out, stacks = list, list.Stacks
@@ -288,7 +289,7 @@ func printSources(w io.Writer, sources []daemon.SourceStatus) {
 }
 
 // printStacks prints a table like kubectl get.
-func printStacks(w io.Writer, stacks []web.StackSummary, now time.Time, holders bool) {
+func printStacks(w io.Writer, stacks []view.StackSummary, now time.Time, holders bool) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	head := "NAME\tHEALTH\tREADY\tLAST UPDATE\tSTATE\tAGE\tCOMMIT\tDRIFT\tREASON"
 	if holders {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/web"
+	"github.com/stackd/stackd/web/view"
 )
 
 // Commits of the fake daemon's config sources.
@@ -205,10 +205,10 @@ func TestStatusProgramHash(t *testing.T) {
 }
 
 // summaries are the views as the list's summary view gives them.
-func summaries(views ...daemon.StackView) []web.StackSummary {
-	out := make([]web.StackSummary, len(views))
+func summaries(views ...daemon.StackView) []view.StackSummary {
+	out := make([]view.StackSummary, len(views))
 	for i := range views {
-		out[i] = web.SummaryOf(&views[i])
+		out[i] = view.SummaryOf(&views[i])
 	}
 	return out
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
-	"github.com/stackd/stackd/web"
+	"github.com/stackd/stackd/web/view"
 )
 
 // diffCommand runs "stackd diff NAME [--last] [--wait D]": it asks the
@@ -81,7 +81,7 @@ func printPreview(w io.Writer, stack string, p daemon.StackPreview) error {
 	fmt.Fprintf(w, "preview of %s at %s, %s (took %s): %s", stack, shortCommit(p.Commit),
 		p.Time.UTC().Format(time.RFC3339), p.Duration, p.State)
 	if len(p.Changes) > 0 {
-		fmt.Fprintf(w, ", %s", web.ChangeCounts(p.Changes))
+		fmt.Fprintf(w, ", %s", view.ChangeCounts(p.Changes))
 	}
 	fmt.Fprintf(w, "\n\n%s", p.Diff)
 	if p.State == daemon.UpdateFailed {
@@ -124,7 +124,7 @@ func printDescription(w io.Writer, v daemon.StackView, rs daemon.Resources, now 
 	row := func(k, format string, args ...any) {
 		fmt.Fprintf(tw, "%s:\t"+format+"\n", append([]any{k}, args...)...)
 	}
-	s := web.SummaryOf(&v)
+	s := view.SummaryOf(&v)
 	row("Name", "%s", v.Name)
 	row("Health", "%s%s", s.Health, prefixed(" (", s.Message, ")"))
 	row("Tracking", "%s", orDash(v.Tracking))

@@ -1,6 +1,7 @@
 // Package webtest holds what the tests of package web and of its own
-// packages share: a scrape of GET /metrics that promtool checks, and
-// forges' webhook payloads with the events they describe.
+// packages share: a scrape of GET /metrics that promtool checks, forges'
+// webhook payloads with the events they describe, a stack's resources
+// with drift, and checks of what a page holds.
 package webtest
 
 import (
@@ -12,7 +13,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/daemon/storetest"
 )
 
 // Scrape gets url's /metrics, failing unless promtool accepts it.
@@ -100,3 +103,37 @@ var (
 		Number: 3, BaseBranch: "main", HeadSHA: "da1560886d4f094c3e6c9ef40349f7d38b5d27d7", HeadBranch: "db-size",
 		Author: "root", Title: "Grow the database", WebURL: "https://gitlab.example/platform/team/infra/-/merge_requests/3"}
 )
+
+// Resources are n resources of "app" (a stack, a component and files
+// under it), the first file drifted and the second deleted.
+func Resources(n int) daemon.Resources {
+	rs := storetest.Resources("app", n)
+	for i := range rs.Resources {
+		rs.Resources[i].Drift = daemon.ResourceInSync
+	}
+	if n > 3 {
+		rs.Resources[2].Drift, rs.Resources[2].DriftProperties = daemon.ResourceDrifted, []string{"content"}
+		rs.Resources[3].Drift = daemon.ResourceDeleted
+	}
+	return rs
+}
+
+// WantContains fails t unless page holds every one of wants.
+func WantContains(t testing.TB, page string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(page, w) {
+			t.Errorf("page lacks %q", w)
+		}
+	}
+}
+
+// WantLacks fails t if page holds any of unwanted.
+func WantLacks(t testing.TB, page string, unwanted ...string) {
+	t.Helper()
+	for _, u := range unwanted {
+		if strings.Contains(page, u) {
+			t.Errorf("page shows %q", u)
+		}
+	}
+}

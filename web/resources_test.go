@@ -10,102 +10,16 @@ import (
 	"testing"
 
 	"github.com/stackd/stackd/daemon"
-	"github.com/stackd/stackd/daemon/storetest"
+	"github.com/stackd/stackd/web/view"
+	"github.com/stackd/stackd/web/webtest"
 )
-
-// resourcesOfApp are n resources of "app" (a stack, a component and files
-// under it), the first file drifted and the second deleted.
-func resourcesOfApp(n int) daemon.Resources {
-	rs := storetest.Resources("app", n)
-	for i := range rs.Resources {
-		rs.Resources[i].Drift = daemon.ResourceInSync
-	}
-	if n > 3 {
-		rs.Resources[2].Drift, rs.Resources[2].DriftProperties = daemon.ResourceDrifted, []string{"content"}
-		rs.Resources[3].Drift = daemon.ResourceDeleted
-	}
-	return rs
-}
-
-func TestBuildResources(t *testing.T) {
-	for _, tc := range []struct {
-		name, query        string
-		n                  int
-		roots, matches     int
-		open, groupVisible bool
-	}{
-		{name: "small tree opens whole", n: 5, roots: 1, open: true, groupVisible: true},
-		{name: "large tree opens its first level", n: 500, roots: 1, open: false, groupVisible: true},
-		{name: "search keeps matches and ancestors", query: "FILE-497", n: 500, roots: 1, matches: 1, open: true, groupVisible: true},
-		{name: "search without match", query: "nothing", n: 500, roots: 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			v := buildResources(resourcesOfApp(tc.n), tc.query)
-			if len(v.Roots) != tc.roots || v.Matches != tc.matches || v.Total != tc.n {
-				t.Fatalf("roots %d, matches %d, total %d; want %d, %d, %d", len(v.Roots), v.Matches, v.Total, tc.roots, tc.matches, tc.n)
-			}
-			if tc.roots == 0 {
-				return
-			}
-			stack := v.Roots[0]
-			if !stack.Open || len(stack.Children) != 1 {
-				t.Fatalf("stack node open %v with %d children, want open with the group", stack.Open, len(stack.Children))
-			}
-			group := stack.Children[0]
-			if group.Open != tc.open || group.Name != "group" {
-				t.Errorf("group %q open = %v, want %v", group.Name, group.Open, tc.open)
-			}
-			if tc.query == "" && (group.Total != tc.n-2 || group.Worst != daemon.ResourceDeleted) {
-				t.Errorf("group total %d worst %q, want %d and deleted", group.Total, group.Worst, tc.n-2)
-			}
-			if tc.query != "" && (len(group.Children) != 1 || group.Children[0].Name != "file-497") {
-				t.Errorf("search found %d children of the group", len(group.Children))
-			}
-		})
-	}
-	counts := buildResources(resourcesOfApp(500), "").Counts
-	if len(counts) != 3 || counts[0] != (typeCount{"stackdtest:index:File", 498}) {
-		t.Errorf("counts = %v", counts)
-	}
-}
-
-func TestRenderGraph(t *testing.T) {
-	small := buildResources(resourcesOfApp(5), "")
-	svg := string(renderGraph(small.Roots))
-	wantContains(t, svg, `<svg `, `class="node node-stack"`, `class="node node-drifted"`, `class="node node-deleted"`,
-		`href="#`+anchorOf(small.Snapshot.Resources[2].URN)+`"`, `<path class="edge"`)
-	if n := strings.Count(svg, "<rect"); n != 5 {
-		t.Errorf("small graph draws %d boxes, want 5", n)
-	}
-	// 500 resources: the component is folded into one node, coloured by
-	// its worst descendant.
-	big := buildResources(resourcesOfApp(500), "")
-	svg = string(renderGraph(big.Roots))
-	if n := strings.Count(svg, "<rect"); n != 2 {
-		t.Errorf("a graph of 500 draws %d boxes, want 2 (the stack and the folded group)", n)
-	}
-	wantContains(t, svg, "group (+498)", `class="node node-deleted"`)
-	wantLacks(t, svg, "more not drawn")
-	// A search draws the matches and their ancestors only.
-	found := buildResources(resourcesOfApp(500), "file-49")
-	svg = string(renderGraph(found.Roots))
-	if n := strings.Count(svg, "<rect"); n != 11 {
-		t.Errorf("a graph of 9 matches draws %d boxes, want 11 (with the stack and the group)", n)
-	}
-	wantLacks(t, svg, "more not drawn")
-	// A name is escaped.
-	rs := resourcesOfApp(3)
-	rs.Resources[2].Name = `<script>x</script>`
-	v := buildResources(rs, "")
-	wantLacks(t, string(renderGraph(v.Roots)), "<script>")
-}
 
 // TestResourcesAPIAndPage: the API serves the resources as the daemon
 // gives them, and the stack page shows counts, picture and tree with
 // <details> (no script needed); a search is a GET.
 func TestResourcesAPIAndPage(t *testing.T) {
 	api := newUIFakeAPI()
-	api.resources = map[string]daemon.Resources{"web": resourcesOfApp(5)}
+	api.resources = map[string]daemon.Resources{"web": webtest.Resources(5)}
 	base := startUI(t, api)
 	resp, body := fetch(t, http.MethodGet, base+"/api/v1/stacks/web/resources", nil)
 	if resp.StatusCode != http.StatusOK {
@@ -119,14 +33,14 @@ func TestResourcesAPIAndPage(t *testing.T) {
 		t.Errorf("GET resources of an unknown stack: %d", resp.StatusCode)
 	}
 	page := getPage(t, base+"/stacks/web", http.StatusOK)
-	wantContains(t, page, `<section id="resources"`, `<svg `, `<details open><summary>`, `id="`+anchorOf(got.Resources[3].URN)+`"`,
+	webtest.WantContains(t, page, `<section id="resources"`, `<svg `, `<details open><summary>`, `id="`+view.AnchorOf(got.Resources[3].URN)+`"`,
 		"<code>stackdtest:index:File</code> <strong>3</strong>", ">drifted<", ">deleted<", "changed: content", `name="q"`)
 	page = getPage(t, base+"/stacks/web?q=file-1", http.StatusOK)
-	wantContains(t, page, "1 of 5 match", ">file-1<")
-	wantLacks(t, page, ">file-0<")
+	webtest.WantContains(t, page, "1 of 5 match", ">file-1<")
+	webtest.WantLacks(t, page, ">file-0<")
 	api.resources = nil
 	page = getPage(t, base+"/stacks/web", http.StatusOK)
-	wantContains(t, page, "No resources recorded yet")
+	webtest.WantContains(t, page, "No resources recorded yet")
 }
 
 // TestUIChromiumResources renders the resources of a stack of 500 in
@@ -139,11 +53,11 @@ func TestUIChromiumResources(t *testing.T) {
 		t.Fatal("the browser test needs Chromium:", err)
 	}
 	api := newUIFakeAPI()
-	api.resources = map[string]daemon.Resources{"web": resourcesOfApp(500)}
+	api.resources = map[string]daemon.Resources{"web": webtest.Resources(500)}
 	base := startUI(t, api)
 	t.Cleanup(api.live.Close)
 	dom := string(runChromium(t, "--dump-dom", base+"/stacks/web"))
-	wantContains(t, dom, `class="resource-graph"`, "group (+498)", `<ul class="tree">`, "file-497")
+	webtest.WantContains(t, dom, `class="resource-graph"`, "group (+498)", `<ul class="tree">`, "file-497")
 	path := filepath.Join(artifactDir(t), "ui-resources.png")
 	runChromium(t, "--screenshot="+path, "--window-size=1400,2600", base+"/stacks/web?q=file-49")
 	if png, err := os.ReadFile(path); err != nil || len(png) < 10000 {
@@ -182,7 +96,7 @@ func TestPreviewNowAPIAndPage(t *testing.T) {
 		t.Errorf("GET preview: %d %s", resp.StatusCode, body)
 	}
 	page := getPage(t, base+"/stacks/web", http.StatusOK)
-	wantContains(t, page, `action="/stacks/web/preview"`, `<section id="preview"`, `<code title="0123456789abcdef0123456789abcdef01234567">0123456</code>`,
+	webtest.WantContains(t, page, `action="/stacks/web/preview"`, `<section id="preview"`, `<code title="0123456789abcdef0123456789abcdef01234567">0123456</code>`,
 		"stackdtest:index:File b update [diff: ~content]", "1 update")
 }
 
@@ -201,9 +115,9 @@ func TestCommitsOnListAndPage(t *testing.T) {
 		CommitInfo: &daemon.Commit{SHA: latest, Subject: "Rename the bucket", Author: "Bob"}}}}
 	base := startUI(t, api)
 	list := getPage(t, base+"/", http.StatusOK)
-	wantContains(t, list, `<code title="`+applied+`">aaaaaaa</code>`, `latest <code title="`+latest+`">bbbbbbb</code> failed`)
+	webtest.WantContains(t, list, `<code title="`+applied+`">aaaaaaa</code>`, `latest <code title="`+latest+`">bbbbbbb</code> failed`)
 	page := getPage(t, base+"/stacks/app", http.StatusOK)
-	wantContains(t, page, `href="https://github.com/acme/app/commit/`+applied+`"`, "Add the bucket", "Ada",
+	webtest.WantContains(t, page, `href="https://github.com/acme/app/commit/`+applied+`"`, "Add the bucket", "Ada",
 		"Latest commit", `href="https://github.com/acme/app/commit/`+latest+`"`, "Rename the bucket")
 }
 
@@ -213,7 +127,7 @@ func TestCommitsOnListAndPage(t *testing.T) {
 // cmd/stackd).
 func BenchmarkResources500(b *testing.B) {
 	api := newUIFakeAPI()
-	api.resources = map[string]daemon.Resources{"web": resourcesOfApp(500)}
+	api.resources = map[string]daemon.Resources{"web": webtest.Resources(500)}
 	s := New(Options{API: api})
 	for _, path := range []string{"/api/v1/stacks/web/resources", "/stacks/web"} {
 		b.Run(strings.ReplaceAll(strings.TrimPrefix(path, "/"), "/", "_"), func(b *testing.B) {

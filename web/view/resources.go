@@ -1,4 +1,4 @@
-package web
+package view
 
 import (
 	"cmp"
@@ -26,13 +26,13 @@ const (
 	graphLimit = 80
 )
 
-// resNode is one resource in the tree.
-type resNode struct {
+// ResNode is one resource in the tree.
+type ResNode struct {
 	daemon.Resource
 	// Anchor is the id of its row, which the picture links to.
 	Anchor   string
 	Status   string // a CSS class: in-sync, drifted, deleted, unknown, stack, provider
-	Children []*resNode
+	Children []*ResNode
 	// Open says the node's <details> starts opened.
 	Open bool
 	// Total counts its descendants.
@@ -41,34 +41,23 @@ type resNode struct {
 	Worst string
 }
 
-// typeCount is how many resources of one type the stack has.
-type typeCount struct {
+// TypeCount is how many resources of one type the stack has.
+type TypeCount struct {
 	Type  string
 	Count int
 }
 
-// resourcesView is what the stack page renders of the resources.
-type resourcesView struct {
+// Resources is what the stack page renders of the resources.
+type Resources struct {
 	Snapshot daemon.Resources
-	Roots    []*resNode
-	Counts   []typeCount
+	Roots    []*ResNode
+	Counts   []TypeCount
 	Total    int
 	// Query is the search; Matches how many resources it found.
 	Query   string
 	Matches int
 	Graph   template.HTML
 	Err     string
-}
-
-// resourcesOf is the resources part of stack's page for the search q.
-func (s *Server) resourcesOf(stack, q string) resourcesView {
-	snap, err := s.api.StackResources(stack)
-	if err != nil {
-		return resourcesView{Err: err.Error()}
-	}
-	v := buildResources(snap, q)
-	v.Graph = renderGraph(v.Roots)
-	return v
 }
 
 // statusOf is r's CSS status.
@@ -97,21 +86,21 @@ func severity(status string) int {
 	return 0
 }
 
-// anchorOf is a short, stable HTML id for a URN.
-func anchorOf(urn string) string {
+// AnchorOf is a short, stable HTML id for a URN.
+func AnchorOf(urn string) string {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(urn))
 	return fmt.Sprintf("r-%016x", h.Sum64())
 }
 
-// buildResources makes the tree of rs, narrowed to the resources whose
+// BuildResources makes the tree of rs, narrowed to the resources whose
 // name, type or URN holds query (case-insensitive) and their ancestors.
-func buildResources(snap daemon.Resources, query string) resourcesView {
-	v := resourcesView{Snapshot: snap, Total: len(snap.Resources), Query: strings.TrimSpace(query)}
+func BuildResources(snap daemon.Resources, query string) Resources {
+	v := Resources{Snapshot: snap, Total: len(snap.Resources), Query: strings.TrimSpace(query)}
 	v.Counts = countTypes(snap.Resources)
-	nodes := make(map[string]*resNode, len(snap.Resources))
+	nodes := make(map[string]*ResNode, len(snap.Resources))
 	for _, r := range snap.Resources {
-		nodes[r.URN] = &resNode{Resource: r, Anchor: anchorOf(r.URN), Status: statusOf(r)}
+		nodes[r.URN] = &ResNode{Resource: r, Anchor: AnchorOf(r.URN), Status: statusOf(r)}
 	}
 	keep := matching(snap.Resources, nodes, strings.ToLower(v.Query))
 	for _, r := range snap.Resources {
@@ -140,16 +129,16 @@ func buildResources(snap daemon.Resources, query string) resourcesView {
 }
 
 // countTypes counts rs by type, most first.
-func countTypes(rs []daemon.Resource) []typeCount {
+func countTypes(rs []daemon.Resource) []TypeCount {
 	m := map[string]int{}
 	for _, r := range rs {
 		m[r.Type]++
 	}
-	out := make([]typeCount, 0, len(m))
+	out := make([]TypeCount, 0, len(m))
 	for t, n := range m {
-		out = append(out, typeCount{t, n})
+		out = append(out, TypeCount{t, n})
 	}
-	slices.SortFunc(out, func(a, b typeCount) int { return cmp.Or(b.Count-a.Count, strings.Compare(a.Type, b.Type)) })
+	slices.SortFunc(out, func(a, b TypeCount) int { return cmp.Or(b.Count-a.Count, strings.Compare(a.Type, b.Type)) })
 	return out
 }
 
@@ -160,7 +149,7 @@ func matches(r daemon.Resource, q string) bool {
 
 // matching is the set of URNs to show: all without a query, else those
 // that match and their ancestors.
-func matching(rs []daemon.Resource, nodes map[string]*resNode, q string) map[string]bool {
+func matching(rs []daemon.Resource, nodes map[string]*ResNode, q string) map[string]bool {
 	keep := make(map[string]bool, len(rs))
 	for _, r := range rs {
 		if q != "" && !matches(r, q) {
@@ -179,7 +168,7 @@ func matching(rs []daemon.Resource, nodes map[string]*resNode, q string) map[str
 }
 
 // summarizeNode fills in Total, Worst and Open of n's subtree.
-func summarizeNode(n *resNode, depth int, openAll bool) {
+func summarizeNode(n *ResNode, depth int, openAll bool) {
 	n.Worst, n.Total = n.Status, 0
 	for _, c := range n.Children {
 		summarizeNode(c, depth+1, openAll)
@@ -191,9 +180,9 @@ func summarizeNode(n *resNode, depth int, openAll bool) {
 	n.Open = openAll || depth == 0
 }
 
-// shortType is the last part of a type token ("index:File" of
+// ShortType is the last part of a type token ("index:File" of
 // "stackdtest:index:File").
-func shortType(t string) string {
+func ShortType(t string) string {
 	if i := strings.IndexByte(t, ':'); i >= 0 && i < len(t)-1 {
 		return t[i+1:]
 	}
@@ -202,7 +191,7 @@ func shortType(t string) string {
 
 // graphNode is one box of the picture.
 type graphNode struct {
-	n         *resNode
+	n         *ResNode
 	depth     int
 	row       int
 	collapsed int // descendants folded into it
@@ -221,15 +210,15 @@ const (
 // layoutGraph lays out the nodes the picture draws, in tree order: all
 // of them when they fit in limit, else components below the top level
 // folded, and the rest cut at limit.
-func layoutGraph(roots []*resNode, limit int) []*graphNode {
+func layoutGraph(roots []*ResNode, limit int) []*graphNode {
 	count := 0
 	for _, r := range roots {
 		count += 1 + r.Total
 	}
 	fold := count > limit
 	var out []*graphNode
-	var walk func(n *resNode, depth int, parent *graphNode)
-	walk = func(n *resNode, depth int, parent *graphNode) {
+	var walk func(n *ResNode, depth int, parent *graphNode)
+	walk = func(n *ResNode, depth int, parent *graphNode) {
 		if len(out) >= limit {
 			return
 		}
@@ -249,12 +238,12 @@ func layoutGraph(roots []*resNode, limit int) []*graphNode {
 	return out
 }
 
-// renderGraph draws the picture as inline SVG: boxes coloured by status
+// RenderGraph draws the picture as inline SVG: boxes coloured by status
 // (a folded component by its worst descendant), elbow edges from parent
 // to child, each box a link to the resource's row in the tree. Every
 // text is escaped; styling is by class (the page's CSP allows no inline
 // style).
-func renderGraph(roots []*resNode) template.HTML {
+func RenderGraph(roots []*ResNode) template.HTML {
 	total := 0
 	for _, r := range roots {
 		total += 1 + r.Total
@@ -317,5 +306,5 @@ func writeGraphNode(b *strings.Builder, g *graphNode) {
 	fmt.Fprintf(b, `<a href="#%s" class="node node-%s"><title>%s</title>`, n.Anchor, status, esc(title))
 	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" rx="4"/>`, x, y, boxWidth, boxHeight)
 	fmt.Fprintf(b, `<text x="%d" y="%d">%s <tspan class="type">%s</tspan></text></a>`,
-		x+8, y+17, esc(clip(label, 22)), esc(clip(shortType(n.Type), max(4, 26-len(label)))))
+		x+8, y+17, esc(Clip(label, 22)), esc(Clip(ShortType(n.Type), max(4, 26-len(label)))))
 }
