@@ -18,12 +18,7 @@ func (s *Server) pullRequest(w http.ResponseWriter, hook forgehook.Hook, body []
 		return
 	}
 	ev, ignored, err := forgehook.ParsePullRequest(hook.Forge, body)
-	switch {
-	case err != nil:
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	case ignored != "":
-		writeJSON(w, http.StatusAccepted, map[string]string{"ignored": ignored})
+	if answeredPayload(w, ignored, err) {
 		return
 	}
 	res := s.opts.Previews.PullRequest(ev)

@@ -130,12 +130,7 @@ func (d *recentDeliveries) remember(key string, now time.Time) {
 // push handles a verified push payload.
 func (s *Server) push(w http.ResponseWriter, forge string, body []byte) {
 	branch, urls, ignored, err := forgehook.ParsePush(body)
-	switch {
-	case err != nil:
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	case ignored != "":
-		writeJSON(w, http.StatusAccepted, map[string]string{"ignored": ignored})
+	if answeredPayload(w, ignored, err) {
 		return
 	}
 	res := s.api.Push(urls, branch)
@@ -145,6 +140,21 @@ func (s *Server) push(w http.ResponseWriter, forge string, body []byte) {
 	s.log.Info("push webhook", "forge", forge, "repository", urls[0], "branch", branch,
 		"stacks", res.Stacks, "sources", res.Sources)
 	writeJSON(w, http.StatusAccepted, res)
+}
+
+// answeredPayload answers a verified payload that cannot be read (400)
+// or that needs nothing (202, with why it is ignored), and says whether
+// it did.
+func answeredPayload(w http.ResponseWriter, ignored string, err error) bool {
+	switch {
+	case err != nil:
+		writeError(w, http.StatusBadRequest, err.Error())
+	case ignored != "":
+		writeJSON(w, http.StatusAccepted, map[string]string{"ignored": ignored})
+	default:
+		return false
+	}
+	return true
 }
 
 // writeBodyError answers a request whose body could not be read: 413 past

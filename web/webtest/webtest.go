@@ -25,13 +25,10 @@ func Scrape(t testing.TB, url string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 200 {
-		t.Fatalf("/metrics = %d %s", resp.StatusCode, body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/metrics = %d %s (%v)", resp.StatusCode, body, err)
 	}
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
