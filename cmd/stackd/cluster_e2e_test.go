@@ -45,6 +45,11 @@ outputs:
   duration: ${duration}
 `
 
+// gatedClusterProgram is clusterProgram whose Sleep's create and update
+// wait at the gates "create-<Pulumi stack>" and "update-<Pulumi stack>"
+// while the test holds them closed (clusterEnv.gates).
+var gatedClusterProgram = strings.Replace(clusterProgram, "duration: ${duration}\n", "duration: ${duration}\n      gate: ${pulumi.stack}\n", 1)
+
 // clusterEnv is what the replicas of one test share.
 type clusterEnv struct {
 	t          testing.TB
@@ -57,6 +62,9 @@ type clusterEnv struct {
 	replicas   map[string]*replica
 	// maxConcurrent is each replica's --max-concurrent.
 	maxConcurrent int
+	// gates, when set before the first writeConfig, are every stack's
+	// (its STACKDTEST_HOLD).
+	gates *gates
 }
 
 // replica is one stackd process of the cluster.
@@ -105,7 +113,11 @@ func (e *clusterEnv) writeConfig(r *repo, n int, durations map[string]string) []
 		if d == "" {
 			d = "1s"
 		}
-		sb.WriteString(stackYAML(name, r, fmt.Sprintf("    config: {duration: %q}\n", d)))
+		extra := fmt.Sprintf("    config: {duration: %q}\n", d)
+		if e.gates != nil {
+			extra += "    envRefs:\n" + e.gates.envRef()
+		}
+		sb.WriteString(stackYAML(name, r, extra))
 	}
 	tmp := e.config + ".tmp"
 	if err := os.WriteFile(tmp, []byte(sb.String()), 0o600); err != nil {
@@ -235,6 +247,18 @@ func holders(vs []daemon.StackView) map[string]string {
 		out[v.Name] = v.Holder
 	}
 	return out
+}
+
+// heldBy is the pid of the provider that last held the operation op of
+// name at its gate and has not left it (0: none). A provider killed
+// there stays named.
+func heldBy(g *gates, op, name string) int {
+	data, err := os.ReadFile(filepath.Join(g.dir, op+"-"+name+".held"))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(string(data))
+	return pid
 }
 
 // TestE2ECluster runs three replicas on 30 stacks: every stack deployed

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,13 +22,20 @@ import (
 // resumes it does not take the stack back in the middle of that update.
 // Sampled every 25 ms: no moment with pulumi processes of both replicas,
 // and no aborted update of the new holder.
+//
+// The resource's create waits at its gate (create-c00) whoever runs it:
+// the first holder is frozen while its update is provably in progress,
+// and the new holder's update stays in progress, held, while the frozen
+// replica resumes and rejoins.
 func TestE2EClusterFreeze(t *testing.T) {
 	toolchainBin(t)
 	etcd := etcdtest.Start(t, 1)
 	e := newClusterEnv(t, etcd.Endpoints())
+	e.gates = newGates(t)
 	src := newRepo(t)
-	src.commit(map[string]string{"Pulumi.yaml": clusterProgram})
-	e.writeConfig(src, 1, map[string]string{"c00": "10s"})
+	src.commit(map[string]string{"Pulumi.yaml": gatedClusterProgram})
+	e.gates.close("create", "c00")
+	e.writeConfig(src, 1, nil)
 	a, b := e.start("node-1"), e.start("node-2")
 	// A replica serves once it has started, its providers installed into
 	// its plugin cache, which runs pulumi: that must not count as the
@@ -36,33 +44,57 @@ func TestE2EClusterFreeze(t *testing.T) {
 		waitFor(t, r.name+" serving", 2*time.Minute, func() bool { return len(r.stacks()) > 0 })
 	}
 
-	var holder *replica
-	waitFor(t, "an update of c00 running", 2*time.Minute, func() bool {
-		for _, v := range a.stacks() {
-			if v.Name == "c00" && v.Status.CurrentUpdate != nil && v.Holder != "" {
-				holder = e.replicas[v.Holder]
-			}
-		}
-		return holder != nil
-	})
+	first := e.gates.waitHeld("create", "c00", 2*time.Minute)
+	holder := replicaOf(e, first)
+	if holder == nil {
+		t.Fatalf("the provider %d holding c00's create descends from no replica", first)
+	}
 	other := a
 	if holder == a {
 		other = b
 	}
 	s := sampleProcesses(t, map[string]int{holder.name: holder.cmd.Process.Pid, other.name: other.cmd.Process.Pid})
-	time.Sleep(2 * time.Second) // inside the resource's create
 	if err := holder.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	frozen := time.Now()
-	time.Sleep(2 * clusterTTL)
+
+	// The other replica takes c00 over and runs the update again: its
+	// create waits at the gate in turn.
+	second := e.gates.waitHeld("create", "c00", 2*time.Minute, first)
+	if r := replicaOf(e, second); r != other {
+		t.Fatalf("c00's create held by %d, of %v, after %s froze; want %s's", second, r, holder.name, other.name)
+	}
+	t.Logf("%s froze in c00's create; %s's create of c00 held %s later", holder.name, other.name, time.Since(frozen).Round(time.Millisecond))
+	time.Sleep(time.Until(frozen.Add(2 * clusterTTL)))
 	if err := holder.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	resumed := time.Now()
 
-	// The other replica finishes an update of its own, and whoever holds
-	// the stack in the end finds nothing more to do.
+	// The resumed replica rejoins; the other one, asked to hand c00 back,
+	// goes on with its update, still held, a lease period later.
+	waitFor(t, holder.name+" back in the cluster", time.Minute, func() bool {
+		var cs daemon.ClusterStatus
+		code, err := getJSON(holder.url+"/api/v1/cluster", &cs)
+		return err == nil && code == http.StatusOK && cs.Session && cs.SessionsLost > 0
+	})
+	waitFor(t, other.name+" seeing "+holder.name+" back", time.Minute, func() bool {
+		var cs daemon.ClusterStatus
+		code, err := getJSON(other.url+"/api/v1/cluster", &cs)
+		return err == nil && code == http.StatusOK && len(cs.Members) == 2
+	})
+	time.Sleep(clusterTTL)
+	if pid := heldBy(e.gates, "create", "c00"); pid != second || processGone(second) {
+		t.Errorf("c00's create by %s (%d) no longer held once %s came back: held by %d", other.name, second, holder.name, pid)
+	}
+	if v := stackOf(other, "c00"); v.Holder != other.name || v.Status.CurrentUpdate == nil {
+		t.Errorf("once %s came back, %s shows c00 held by %q, its update running: %v", holder.name, other.name, v.Holder, v.Status.CurrentUpdate != nil)
+	}
+	e.gates.open("create", "c00")
+
+	// The other replica finishes its update, and whoever holds the stack
+	// in the end finds nothing more to do.
 	e.waitAll(other, 1, "c00 deployed by the other replica", 3*time.Minute, func(v daemon.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate != nil && strings.HasPrefix(v.Status.LastUpdate.Name, "c00") &&
 			lastUpdateBy(e, other, other.name)
@@ -90,6 +122,16 @@ func TestE2EClusterFreeze(t *testing.T) {
 		t.Errorf("%d updates of the new holder were aborted", aborted)
 	}
 	e.checkNoOverlap(other, []string{"c00"})
+}
+
+// stackOf is r's view of the stack name (zero when r does not list it).
+func stackOf(r *replica, name string) daemon.StackView {
+	for _, v := range r.stacks() {
+		if v.Name == name {
+			return v
+		}
+	}
+	return daemon.StackView{}
 }
 
 // lastUpdateBy says whether the last update of c00, as r serves it, is
