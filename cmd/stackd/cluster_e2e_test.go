@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/cluster"
 	"github.com/stackd/stackd/cluster/etcdtest"
 	"github.com/stackd/stackd/daemon"
 )
@@ -269,8 +271,9 @@ func TestE2ECluster(t *testing.T) {
 	toolchainBin(t)
 	etcd := etcdtest.Start(t, 1)
 	e := newClusterEnv(t, etcd.Endpoints())
+	e.gates = newGates(t)
 	src := newRepo(t)
-	src.commit(map[string]string{"Pulumi.yaml": clusterProgram})
+	src.commit(map[string]string{"Pulumi.yaml": gatedClusterProgram})
 	names := e.writeConfig(src, 30, nil)
 	nodes := []string{"node-1", "node-2", "node-3"}
 	for _, n := range nodes {
@@ -342,7 +345,11 @@ func slowDown(e *clusterEnv, src *repo, names []string, d string) {
 // killMidUpdate: SIGKILL a replica while it runs updates; its stacks are
 // held and Ready again elsewhere within two lease periods plus the grace,
 // its interrupted updates are aborted, and the lock it left is broken
-// only after its lease expired.
+// only after its lease expired. The update of one of its stacks waits at
+// its gate (update-<stack>): the replica is killed while that update
+// provably runs, and the update is seen run again elsewhere before the
+// gate opens. (One gate only: the updates of the other stacks, held too,
+// would keep the survivors' workers from running it again.)
 func killMidUpdate(t *testing.T, e *clusterEnv, names []string, owners map[string]string) {
 	t.Helper()
 	victim := e.replicas["node-2"]
@@ -356,28 +363,21 @@ func killMidUpdate(t *testing.T, e *clusterEnv, names []string, owners map[strin
 		t.Fatal("node-2 holds no stack")
 	}
 	src := repoOf(t, e)
-	slowDown(e, src, slow, "8s")
-	// Wait until the victim runs an update of one of its stacks.
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		vs := e.replicas["node-1"].stacks()
-		if slices.ContainsFunc(vs, func(v daemon.StackView) bool {
-			return v.Holder == victim.name && v.Status.CurrentUpdate != nil && slices.Contains(slow, v.Name)
-		}) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("node-2 never started an update")
-		}
-		time.Sleep(100 * time.Millisecond)
+	target := slow[0]
+	stale := heldBy(e.gates, "update", target) // a provider killed at the gate before
+	e.gates.close("update", target)
+	slowDown(e, src, slow, "2s")
+	// Wait until the victim runs the update of target.
+	pid := e.gates.waitHeld("update", target, 2*time.Minute, stale)
+	if r := replicaOf(e, pid); r != victim {
+		t.Fatalf("the update of %s held by %d, of %v; want node-2's", target, pid, r)
 	}
-	time.Sleep(2 * time.Second) // inside the slow resource's create
 	killed := time.Now()
 	e.stop(victim, syscall.SIGKILL)
 
 	survivor := e.replicas["node-1"]
 	var moved time.Duration
-	deadline = time.Now().Add(time.Minute)
+	deadline := time.Now().Add(time.Minute)
 	for moved == 0 {
 		vs := survivor.stacks()
 		if len(vs) == 30 && !slices.ContainsFunc(vs, func(v daemon.StackView) bool { return v.Holder == "" || v.Holder == victim.name }) {
@@ -388,12 +388,24 @@ func killMidUpdate(t *testing.T, e *clusterEnv, names []string, owners map[strin
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Logf("node-2 killed: its %d stacks held again after %s (lease %s)", len(slow), moved.Round(time.Millisecond), clusterTTL)
+	t.Logf("node-2 killed in the update of %s: its %d stacks held again after %s (lease %s)", target, len(slow), moved.Round(time.Millisecond), clusterTTL)
 	if limit := 2*clusterTTL + clusterGrace; moved > limit {
 		t.Errorf("taking node-2's stacks over took %s, more than two leases plus the grace (%s)", moved, limit)
 	}
+	// The update interrupted runs again elsewhere, once the one node-2
+	// ran is aborted.
+	again := e.gates.waitHeld("update", target, 2*time.Minute, pid)
+	if r := replicaOf(e, again); r == nil || r == victim {
+		t.Errorf("the update of %s run again by %d, of %v", target, again, r)
+	}
+	if us := e.updatesOf(survivor, target); !slices.ContainsFunc(us, func(u daemon.Update) bool {
+		return u.Node == victim.name && u.State == daemon.UpdateAborted
+	}) {
+		t.Errorf("%s: run again while node-2's update is not aborted: %+v", target, us)
+	}
+	e.gates.open("update", target)
 	e.waitAll(survivor, 30, "node-2's stacks Ready again", 3*time.Minute, func(v daemon.StackView) bool {
-		return isReady(v) && (!slices.Contains(slow, v.Name) || output(v, "duration") == "8s")
+		return isReady(v) && (!slices.Contains(slow, v.Name) || output(v, "duration") == "2s")
 	})
 	aborted := 0
 	for _, n := range slow {
@@ -435,11 +447,20 @@ func repoOf(t *testing.T, e *clusterEnv) *repo {
 
 // pauseLongerThanLease: SIGSTOP a replica during an update for longer
 // than its lease. Others take its stacks; when it resumes, the writes it
-// had pending about them are refused (fencing), and it rejoins.
+// had pending about them are refused (fencing), and it rejoins. The
+// update of one of its stacks waits at its gate (update-<stack>): the
+// replica is paused while that update provably runs, and resumes while
+// the new holder's update of that stack provably runs, held until the
+// late write about it was refused.
 func pauseLongerThanLease(t *testing.T, e *clusterEnv, names []string) {
 	t.Helper()
 	victim, survivor := e.replicas["node-3"], e.replicas["node-1"]
-	vs := e.waitAll(survivor, 30, "holders settled", time.Minute, func(v daemon.StackView) bool { return isReady(v) && v.Holder != "" })
+	// Settled: each stack is held by the replica rendezvous hashing gives
+	// it, none is still being handed back to node-2.
+	members := slices.Sorted(maps.Keys(e.replicas))
+	vs := e.waitAll(survivor, 30, "holders settled", time.Minute, func(v daemon.StackView) bool {
+		return isReady(v) && v.Holder == cluster.Owner(v.Name, members)
+	})
 	var slow []string
 	for _, v := range vs {
 		if v.Holder == victim.name {
@@ -449,40 +470,47 @@ func pauseLongerThanLease(t *testing.T, e *clusterEnv, names []string) {
 	if len(slow) == 0 {
 		t.Fatal("node-3 holds no stack")
 	}
-	slowDown(e, repoOf(t, e), slow, "5s")
-	var target string
-	deadline := time.Now().Add(2 * time.Minute)
-	for target == "" {
-		for _, v := range survivor.stacks() {
-			if v.Holder == victim.name && v.Status.CurrentUpdate != nil && slices.Contains(slow, v.Name) {
-				target = v.Name
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("node-3 never started an update")
-		}
-		time.Sleep(100 * time.Millisecond)
+	target := slow[0]
+	stale := heldBy(e.gates, "update", target) // a provider killed at the gate before
+	e.gates.close("update", target)
+	slowDown(e, repoOf(t, e), slow, "3s")
+	pid := e.gates.waitHeld("update", target, 2*time.Minute, stale)
+	if r := replicaOf(e, pid); r != victim {
+		t.Fatalf("the update of %s held by %d, of %v; want node-3's", target, pid, r)
 	}
 	if err := victim.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2*clusterTTL + clusterGrace + time.Second)
+	paused := time.Now()
+	// Another replica takes the stack over and runs the update again.
+	again := e.gates.waitHeld("update", target, 2*time.Minute, pid)
+	if r := replicaOf(e, again); r == nil || r == victim {
+		t.Errorf("the update of %s run again by %d, of %v", target, again, r)
+	} else {
+		t.Logf("node-3 paused in the update of %s; run again by %s %s later", target, r.name, time.Since(paused).Round(time.Millisecond))
+	}
+	time.Sleep(time.Until(paused.Add(2*clusterTTL + clusterGrace + time.Second)))
 	if err := victim.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	e.waitAll(survivor, 30, "node-3's stacks Ready elsewhere", 3*time.Minute, func(v daemon.StackView) bool {
-		return isReady(v) && (!slices.Contains(slow, v.Name) || output(v, "duration") == "5s")
-	})
-	// The update node-3 ran when it was paused stays aborted: node-3's
-	// late write of its outcome was refused.
-	time.Sleep(2 * time.Second)
-	us := e.updatesOf(survivor, target)
-	if !slices.ContainsFunc(us, func(u daemon.Update) bool { return u.Node == victim.name && u.State == daemon.UpdateAborted }) {
-		t.Errorf("%s: the update node-3 ran while paused is not recorded as aborted: %+v", target, e.updatesOf(survivor, target))
+	// node-3's late write of the outcome of the update it ran when it was
+	// paused is refused, while the new holder's update runs.
+	refused := func() bool {
+		logs, _ := os.ReadFile(victim.log.Name())
+		for _, line := range strings.Split(string(logs), "\n") {
+			if strings.Contains(line, "another replica holds the stack now") && strings.Contains(line, " stack="+target+" ") {
+				return true
+			}
+		}
+		return false
 	}
-	logs, _ := os.ReadFile(victim.log.Name())
-	if !strings.Contains(string(logs), "another replica holds the stack now") {
-		t.Errorf("node-3's late writes were not refused; its log:\n%s", logs)
+	deadline := time.Now().Add(time.Minute)
+	for !refused() && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !refused() {
+		logs, _ := os.ReadFile(victim.log.Name())
+		t.Errorf("node-3's late write about %s was not refused; its log:\n%s", target, logs)
 	}
 	var cs daemon.ClusterStatus
 	deadline = time.Now().Add(time.Minute)
@@ -491,6 +519,18 @@ func pauseLongerThanLease(t *testing.T, e *clusterEnv, names []string) {
 			t.Fatalf("node-3 did not rejoin: %+v %v", cs, err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	if held := heldBy(e.gates, "update", target); held != again || processGone(again) {
+		t.Errorf("%s: the new holder's update (%d) interrupted when node-3 came back: held by %d", target, again, held)
+	}
+	e.gates.open("update", target)
+	e.waitAll(survivor, 30, "node-3's stacks Ready elsewhere", 3*time.Minute, func(v daemon.StackView) bool {
+		return isReady(v) && (!slices.Contains(slow, v.Name) || output(v, "duration") == "3s")
+	})
+	// The update node-3 ran when it was paused stays aborted.
+	us := e.updatesOf(survivor, target)
+	if !slices.ContainsFunc(us, func(u daemon.Update) bool { return u.Node == victim.name && u.State == daemon.UpdateAborted }) {
+		t.Errorf("%s: the update node-3 ran while paused is not recorded as aborted: %+v", target, us)
 	}
 }
 
