@@ -71,7 +71,9 @@ func previewHolder(e *clusterEnv, pr *pullRequest) *replica {
 // a newer push, the other takes the pull request over once the lease
 // expired, runs the preview again, and edits the same comment; the
 // preview left running is recorded as aborted; every replica lists the
-// pull request.
+// pull request. The diff of the push's preview waits at its gate
+// (diff-app.txt): the holder is killed while its preview provably runs,
+// and the other replica's preview is seen held in turn before it opens.
 func TestE2EClusterPullRequest(t *testing.T) {
 	toolchainBin(t)
 	etcd := etcdtest.Start(t, 1)
@@ -79,10 +81,8 @@ func TestE2EClusterPullRequest(t *testing.T) {
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")
 	programs.commit(map[string]string{"app/Pulumi.yaml": program("v1")})
-	// Each diff of the stack's file takes 10s: a preview lasts long
-	// enough to be interrupted.
-	config := manifest("app", g.url("infra"), outDir(t), "hello") +
-		"    envRefs:\n      STACKDTEST_DIFF_DELAY: {type: Literal, literal: {value: 10s}}\n"
+	gates := newGates(t)
+	config := manifest("app", g.url("infra"), outDir(t), "hello") + "    envRefs:\n" + gates.envRef()
 	if err := os.WriteFile(e.config, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -106,25 +106,32 @@ func TestE2EClusterPullRequest(t *testing.T) {
 		t.Error("no replica logged holding the pull request")
 	}
 
-	// A push, to node-1; its holder is killed during the preview.
+	// A push, to node-1; its holder is killed during the preview, whose
+	// diff waits at its gate.
 	first := pr.head
+	gates.close("diff", "app.txt")
 	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": program("v3")})
 	g.hookTo(n1, pr, "synchronize")
-	var victim *replica
-	waitFor(t, "the preview of the push running", 2*time.Minute, func() bool {
+	pid := gates.waitHeld("diff", "app.txt", 2*time.Minute)
+	victim := replicaOf(e, pid)
+	if victim == nil {
+		t.Fatalf("the provider %d holding the diff descends from no replica", pid)
+	}
+	waitFor(t, "the preview of the push running", time.Minute, func() bool {
 		var list struct{ PullRequests []review.PullRequest }
 		if code, err := getJSON(n1.url+"/api/v1/previews", &list); err != nil || code != http.StatusOK {
 			return false
 		}
 		for _, p := range list.PullRequests {
 			if p.Number == pr.number && p.HeadSHA == pr.head && len(p.Previews) == 1 && p.Previews[0].Result == review.Running {
-				victim = previewHolder(e, pr)
-				return victim != nil
+				return true
 			}
 		}
 		return false
 	})
-	time.Sleep(2 * time.Second) // inside the 10s diff
+	if h := previewHolder(e, pr); h != victim {
+		t.Fatalf("the preview of the push held in %v's provider; the pull request's holder is %v", victim, h)
+	}
 	killed := time.Now()
 	e.stop(victim, syscall.SIGKILL)
 	survivor := n1
@@ -132,6 +139,23 @@ func TestE2EClusterPullRequest(t *testing.T) {
 		survivor = n2
 	}
 	t.Logf("%s previewed %s; killed it", victim.name, pr.head[:12])
+
+	// The survivor takes the pull request over and runs the preview
+	// again, held in turn: the one left running is aborted by then.
+	again := gates.waitHeld("diff", "app.txt", 2*time.Minute, pid)
+	if r := replicaOf(e, again); r != survivor {
+		t.Fatalf("the diff held again by %d, of %v; want %s's", again, r, survivor.name)
+	}
+	var states []string
+	for _, u := range e.updatesOf(survivor, "app") {
+		if u.Type == daemon.UpdatePreview && u.Commit == pr.head {
+			states = append(states, u.State)
+		}
+	}
+	if got, want := strings.Join(states, " "), daemon.UpdateAborted+" "+daemon.UpdateRunning; got != want {
+		t.Errorf("previews of the second head while the survivor's runs: %q, want %q", got, want)
+	}
+	gates.open("diff", "app.txt")
 
 	waitForge(t, g, "the survivor's final status", func() bool {
 		sts := g.forge.Statuses(pr.repo, pr.head)
