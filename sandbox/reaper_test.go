@@ -199,12 +199,37 @@ const envTestDaemon = "SANDBOX_TEST_DAEMON"
 func testDaemon(script string) int {
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	// Pipes to this process, as the runner's buffers are: they break
+	// when it dies, and the wrapper still writes why it kills.
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
 	var r Reaper
 	if _, err := r.Reap(cmd); err != nil {
 		return 2
 	}
-	if err := cmd.Run(); err != nil {
+	if os.Getenv("SANDBOX_TEST_CONFINE") != "" {
+		l, err := New(Options{})
+		if err != nil {
+			return 3
+		}
+		if err := l.Confine(cmd, nil, []string{os.Getenv("SANDBOX_TEST_CONFINE")}); err != nil {
+			return 4
+		}
+	}
+	hr, hw, err := os.Pipe()
+	if err != nil {
+		return 5
+	}
+	var wd Watchdog
+	if err := wd.Watch(cmd, hr, 10*time.Second); err != nil {
+		return 6
+	}
+	if err := cmd.Start(); err != nil {
+		return 1
+	}
+	hr.Close()
+	go wd.Heartbeat(hw, 10*time.Second, make(chan struct{}))
+	if err := cmd.Wait(); err != nil {
 		return 1
 	}
 	return 0
@@ -222,7 +247,7 @@ func TestReapDaemonKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	daemon := exec.Command(self)
-	daemon.Env = append(os.Environ(), envTestDaemon+"="+escape(pidFile)+"exec sleep 300\n")
+	daemon.Env = append(os.Environ(), envTestDaemon+"="+escape(pidFile)+"exec sleep 300\n", "SANDBOX_TEST_CONFINE="+dir)
 	if err := daemon.Start(); err != nil {
 		t.Fatal(err)
 	}
