@@ -127,6 +127,9 @@ func supervise(args []string, wd *watchdog, report *os.File) (int, error) {
 	// one, is reset for the child.
 	interrupts := make(chan os.Signal, 1)
 	signal.Notify(interrupts, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	// The daemon gone, writing to its pipes (stderr, the report) fails
+	// rather than killing this process before it killed the operation.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	gone, err := onParentDeath()
 	if err != nil {
 		return exitWrapper, err

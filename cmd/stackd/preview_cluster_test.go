@@ -261,7 +261,7 @@ func backendStacks(t *testing.T, url string) string {
 // either. It closes while the deploy of its last push runs: the deploy
 // is cancelled before its change is made, and the review stack
 // destroyed. The closing is work of the pull request's holder, which is
-// SIGKILLed in the middle of the destroy:
+// SIGKILLed in the middle of the destroy (its provider dies with it):
 // the other takes the closing over once the lease expired and destroys
 // it (the file is gone, the Pulumi stack removed), with still one
 // comment, and the pull request is forgotten. The test holds the deploy
@@ -345,6 +345,7 @@ func TestE2EClusterReviewStacks(t *testing.T) {
 		t.Fatalf("no replica runs the destroy's provider %d", held)
 	}
 	e.stop(victim, syscall.SIGKILL)
+	waitFor(t, "the killed replica's provider gone", time.Minute, func() bool { return processGone(held) })
 	survivor := n1
 	if victim == n1 {
 		survivor = n2
