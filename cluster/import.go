@@ -11,7 +11,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/stackd/stackd/audit"
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // Exporter is a store Import reads whole: the BoltDB store of a single
@@ -21,7 +23,7 @@ type Exporter interface {
 	Updates(stack string, before uint64, limit int) ([]daemon.Update, error)
 	Log(id string) ([]byte, error)
 	Revisions(before uint64, limit int) ([]daemon.ConfigRevision, error)
-	Audit(f daemon.AuditFilter) ([]daemon.AuditEntry, error)
+	Audit(f audit.Filter) ([]model.AuditEntry, error)
 	MetaKeys() ([]string, error)
 	Meta(key string) ([]byte, error)
 	daemon.ResourceStore
@@ -191,7 +193,7 @@ func (c *Cluster) importAudit(w *batch, src Exporter, n *Imported) error {
 		return fmt.Errorf("cluster: import: audit: %w", err)
 	}
 	var first, last uint64
-	for f := (daemon.AuditFilter{Limit: daemon.AuditPageMax}); ; {
+	for f := (audit.Filter{Limit: audit.PageMax}); ; {
 		es, err := src.Audit(f)
 		if err != nil {
 			return fmt.Errorf("cluster: import: audit: %w", err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/daemon/window"
+	"github.com/stackd/stackd/model"
 )
 
 // ChangeWindowStatus is stackd's own part of a stack's status while a
@@ -26,9 +27,9 @@ type ChangeWindowStatus struct {
 // windows say: who asked, why, and when. The update that runs records
 // it, and consumes it.
 type WindowOverride struct {
-	By     Principal `json:"by"`
-	Reason string    `json:"reason"`
-	Time   time.Time `json:"time"`
+	By     model.Principal `json:"by"`
+	Reason string          `json:"reason"`
+	Time   time.Time       `json:"time"`
 }
 
 // MaxOverrideReason bounds an override's reason, in bytes.
@@ -119,7 +120,7 @@ func changeNoun(change string) string {
 // windows do not hold back, as Sync does, recording who asked and why;
 // it returns the sync request's token. The reason is required. Only the
 // replica that holds the stack takes an override.
-func (d *Daemon) OverrideWindow(name string, by Principal, reason string) (string, error) {
+func (d *Daemon) OverrideWindow(name string, by model.Principal, reason string) (string, error) {
 	reason = strings.TrimSpace(reason)
 	switch {
 	case reason == "":

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 func TestChangeOf(t *testing.T) {
@@ -73,13 +74,13 @@ func TestChangeWindowHoldsUntilOverridden(t *testing.T) {
 		t.Fatalf("ran %d operations in a closed window", len(ops))
 	}
 
-	if _, err := h.d.OverrideWindow("app", Principal{Kind: PrincipalToken, Name: "ops"}, "  "); !errors.Is(err, ErrNoReason) {
+	if _, err := h.d.OverrideWindow("app", model.Principal{Kind: model.PrincipalToken, Name: "ops"}, "  "); !errors.Is(err, ErrNoReason) {
 		t.Fatalf("an override without a reason: %v", err)
 	}
-	if _, err := h.d.OverrideWindow("nope", Principal{}, "x"); !errors.Is(err, ErrUnknownStack) {
+	if _, err := h.d.OverrideWindow("nope", model.Principal{}, "x"); !errors.Is(err, ErrUnknownStack) {
 		t.Fatalf("an override of an unknown stack: %v", err)
 	}
-	token, err := h.d.OverrideWindow("app", Principal{Kind: PrincipalToken, Name: "ops"}, "hotfix for INC-7")
+	token, err := h.d.OverrideWindow("app", model.Principal{Kind: model.PrincipalToken, Name: "ops"}, "hotfix for INC-7")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@
 //	revisions 8-byte big-endian seq (the bucket's sequence) →
 //	              JSON daemon.ConfigRevision (since version 2)
 //	audit     8-byte big-endian seq (the bucket's sequence) →
-//	              JSON daemon.AuditEntry (since version 3)
+//	              JSON model.AuditEntry (since version 3)
 //	resources <stack> → JSON daemon.Resources (since version 4)
 //	previews  <stack> → JSON daemon.StackPreview (since version 5)
 //	pullrequests <forge:repo#number> → JSON review.Record (since version 6)
@@ -32,8 +32,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
 	"go.etcd.io/bbolt"
+
+	"github.com/stackd/stackd/daemon"
 )
 
 // FileName is the name of the store file inside a data dir.

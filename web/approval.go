@@ -53,7 +53,7 @@ func (s *Server) decidePlan(r *http.Request, approve bool) (planDecision, error)
 	if err != nil {
 		return d, &badRequest{err}
 	}
-	name, who := r.PathValue("name"), actorOf(principal(r))
+	name, who := r.PathValue("name"), principal(r).String()
 	if approve {
 		err = a.Approve(name, d.Plan, who)
 	} else {

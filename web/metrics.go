@@ -11,9 +11,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // Metrics are stackd's Prometheus metrics. It is the daemon's
@@ -289,9 +291,9 @@ func (m *Metrics) ReviewStackDone(op review.Op, result string) {
 // auditActions and auditOutcomes are the label values of
 // stackd_audit_total, each pair at zero from the start.
 var (
-	auditActions = []string{daemon.ActionRead, daemon.ActionSync, daemon.ActionPause, daemon.ActionReload,
-		daemon.ActionApprove, daemon.ActionCancel, daemon.ActionOverride, daemon.ActionAdmin, auditSignIn, auditSignOut}
-	auditOutcomes = []string{daemon.AuditAllowed, daemon.AuditFailed, daemon.AuditDenied, daemon.AuditUnauthenticated}
+	auditActions = []string{access.ActionRead, access.ActionSync, access.ActionPause, access.ActionReload,
+		access.ActionApprove, access.ActionCancel, access.ActionOverride, access.ActionAdmin, auditSignIn, auditSignOut}
+	auditOutcomes = []string{model.AuditAllowed, model.AuditFailed, model.AuditDenied, model.AuditUnauthenticated}
 )
 
 // Audited counts a request recorded in the audit trail; action and

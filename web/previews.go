@@ -8,8 +8,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/model"
 )
 
 // PreviewAPI runs previews of pull requests (package preview implements it).
@@ -42,12 +44,12 @@ func (s *Server) pullRequests() []review.PullRequest {
 // readablePRs keeps of prs what p may read: while reads need a role,
 // the previews and removals of stacks p may read, and the pull requests
 // left with any.
-func (s *Server) readablePRs(p daemon.Principal, prs []review.PullRequest) []review.PullRequest {
-	if s.openReads() || p.Kind == daemon.PrincipalAdmin {
+func (s *Server) readablePRs(p model.Principal, prs []review.PullRequest) []review.PullRequest {
+	if s.openReads() || p.Kind == model.PrincipalAdmin {
 		return prs
 	}
 	hidden := func(stack string) bool {
-		ok, _ := s.permit(p, daemon.ActionRead, s.stackRef(stack))
+		ok, _ := s.permit(p, access.ActionRead, s.stackRef(stack))
 		return !ok
 	}
 	out := []review.PullRequest{}

@@ -18,9 +18,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/audit"
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // API is what the server asks of the daemon; *daemon.Daemon implements it.
@@ -121,10 +124,10 @@ type Options struct {
 	// Access, when set, says who every request is (named API tokens, the
 	// admin token, session cookies) and what it may do (roles per stack);
 	// Token is then not consulted. Nil keeps the single Token.
-	Access daemon.Access
+	Access access.Access
 	// SignIn, when set (with Access), serves sign-in through OpenID
 	// Connect at /auth/login and /auth/callback. Nil: no sign-in.
-	SignIn daemon.SignIn
+	SignIn access.SignIn
 	// SessionTTL, when set, is how long the browser keeps a session
 	// cookie (the session itself ends when Access says so); zero keeps it
 	// until the browser closes.
@@ -136,7 +139,7 @@ type Options struct {
 	SecureCookies bool
 	// Audit, when set, keeps the audit trail: every request that changes
 	// something or is refused, every sign-in and sign-out. Nil: none.
-	Audit daemon.AuditLog
+	Audit audit.Log
 	// Node names this replica in audit records (cluster mode).
 	Node string
 	// WebhookSecret verifies push and pull-request webhooks (GitHub and
@@ -378,12 +381,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // readsDetail says whether p may see why the daemon is not ready: an
 // identified caller allowed to read daemon-wide, or anyone on a daemon
 // without credentials.
-func (s *Server) readsDetail(p daemon.Principal) bool {
+func (s *Server) readsDetail(p model.Principal) bool {
 	if s.unprotected() {
 		return true
 	}
-	ok, _ := s.permit(p, daemon.ActionRead, nil)
-	return ok && p.Kind != daemon.PrincipalAnonymous
+	ok, _ := s.permit(p, access.ActionRead, nil)
+	return ok && p.Kind != model.PrincipalAnonymous
 }
 
 func (s *Server) getStack(w http.ResponseWriter, r *http.Request) {

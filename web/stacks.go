@@ -10,7 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // The stack list at fleet size: each stack's view, its JSON (full and
@@ -240,15 +242,15 @@ const maxInt = int(^uint(0) >> 1)
 
 // readable keeps the entries p may read: every one while reads are open
 // or for the admin token, else those a role of p allows reading.
-func (s *Server) readable(p daemon.Principal, entries []*stackEntry) []*stackEntry {
-	if s.openReads() || p.Kind == daemon.PrincipalAdmin {
+func (s *Server) readable(p model.Principal, entries []*stackEntry) []*stackEntry {
+	if s.openReads() || p.Kind == model.PrincipalAdmin {
 		return entries
 	}
 	out := make([]*stackEntry, 0, len(entries))
-	var ref daemon.StackRef // one for all: Access keeps none
+	var ref access.StackRef // one for all: Access keeps none
 	for _, e := range entries {
 		ref.Name, ref.Source = e.view.Name, e.view.Source
-		if ok, _ := s.permit(p, daemon.ActionRead, &ref); ok {
+		if ok, _ := s.permit(p, access.ActionRead, &ref); ok {
 			out = append(out, e)
 		}
 	}

@@ -21,9 +21,11 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // The UI is server-rendered from embedded templates and static files; it
@@ -103,7 +105,7 @@ type permission struct {
 }
 
 // may is p's permission to take action on stack (nil: daemon-wide).
-func (s *Server) may(p daemon.Principal, action string, stack *daemon.StackRef) permission {
+func (s *Server) may(p model.Principal, action string, stack *access.StackRef) permission {
 	ok, why := s.allowed(p, action, stack)
 	if ok {
 		return permission{Allowed: true}
@@ -115,7 +117,7 @@ func (s *Server) may(p daemon.Principal, action string, stack *daemon.StackRef) 
 		if stack != nil {
 			perm.Reason += "; on the daemon's host: stackd " + action + " " + stack.Name
 		}
-	case p.Kind == daemon.PrincipalAnonymous && s.opts.SignIn != nil:
+	case p.Kind == model.PrincipalAnonymous && s.opts.SignIn != nil:
 		perm.Hint = "sign in to " + action
 	case stack == nil:
 		perm.Hint = "needs a role with " + action + " on every stack"
@@ -125,7 +127,7 @@ func (s *Server) may(p daemon.Principal, action string, stack *daemon.StackRef) 
 
 // viewer is who looks at a page, for the header.
 type viewer struct {
-	daemon.Principal
+	model.Principal
 	// SignIn says sign-in is set up; Login is then its URL, returning to
 	// the page.
 	SignIn bool
@@ -165,7 +167,7 @@ func (s *Server) newPage(r *http.Request, title string) page {
 	if pg.Who.SignIn {
 		pg.Who.Login = loginPath + "?" + url.Values{"return": {returnPath(r)}}.Encode()
 	}
-	if pg.DaemonRead, _ = s.allowed(p, daemon.ActionRead, nil); pg.DaemonRead {
+	if pg.DaemonRead, _ = s.allowed(p, access.ActionRead, nil); pg.DaemonRead {
 		pg.Config = s.api.ConfigStatus()
 	}
 	return pg
@@ -178,8 +180,8 @@ type stackItem struct {
 }
 
 // item is row with p's permissions on v.
-func (s *Server) item(p daemon.Principal, v *daemon.StackView, row stackRow) stackItem {
-	return stackItem{stackRow: row, Sync: s.may(p, daemon.ActionSync, refOf(v))}
+func (s *Server) item(p model.Principal, v *daemon.StackView, row stackRow) stackItem {
+	return stackItem{stackRow: row, Sync: s.may(p, access.ActionSync, refOf(v))}
 }
 
 // listPage is the stack list at /: a page of the stacks that pass the
@@ -379,7 +381,7 @@ func (s *Server) uiStack(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := stackPage{page: s.newPage(r, v.Name), Stack: s.item(principal(r), &v, summarize(v)), View: v, Spec: specYAML(v.Spec),
-		Outputs: outputs(v.Status.Outputs), Override: s.may(principal(r), daemon.ActionOverride, refOf(&v))}
+		Outputs: outputs(v.Status.Outputs), Override: s.may(principal(r), access.ActionOverride, refOf(&v))}
 	p.Live, p.Section = true, sectionStacks
 	p.Updates, err = s.api.Updates(v.Name, 0, historyLimit)
 	if err != nil {
@@ -388,7 +390,7 @@ func (s *Server) uiStack(w http.ResponseWriter, r *http.Request) {
 	p.Log = s.latestLog(v, p.Updates)
 	p.Resources = s.resourcesOf(v.Name, r.URL.Query().Get("q"))
 	p.Preview = s.lastPreviewOf(v.Name)
-	p.Approve = s.may(principal(r), daemon.ActionApprove, refOf(&v))
+	p.Approve = s.may(principal(r), access.ActionApprove, refOf(&v))
 	s.render(w, http.StatusOK, "stack.html", p)
 }
 
@@ -457,7 +459,7 @@ func sourceRowOf(src daemon.SourceStatus) sourceRow {
 
 func (s *Server) uiConfig(w http.ResponseWriter, r *http.Request) {
 	p := configPage{page: s.newPage(r, "Config")}
-	p.Reload = s.may(principal(r), daemon.ActionReload, nil)
+	p.Reload = s.may(principal(r), access.ActionReload, nil)
 	p.Live, p.Section = true, sectionConfig
 	p.Health = configBadge(p.Config.Health)
 	p.Sources = make([]sourceRow, 0, len(p.Config.Sources))
@@ -648,7 +650,7 @@ var funcs = template.FuncMap{
 	"lower":       strings.ToLower,
 	"list":        func(items ...string) []string { return items },
 	"join":        strings.Join,
-	"actor":       actorOf,
+	"actor":       model.Principal.String,
 	"shortType":   shortType,
 	"commitRef":   refOfCommit,
 }

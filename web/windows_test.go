@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // overrideAPI is fakeAPI that takes overrides of change windows, as the
@@ -19,7 +21,7 @@ type overrideAPI struct {
 	overrides []daemon.WindowOverride
 }
 
-func (o *overrideAPI) OverrideWindow(name string, by daemon.Principal, reason string) (string, error) {
+func (o *overrideAPI) OverrideWindow(name string, by model.Principal, reason string) (string, error) {
 	if _, err := o.Stack(name); err != nil {
 		return "", err
 	}
@@ -44,8 +46,8 @@ const oncallToken = "oncall-token-secret"
 // override change windows of app.
 func windowAccess() *fakeAccess {
 	a := newFakeAccess()
-	a.tokens[oncallToken] = daemon.Principal{Kind: daemon.PrincipalToken, Name: "oncall"}
-	a.grants["oncall"] = []grant{{daemon.ActionRead, ""}, {daemon.ActionSync, "*"}, {daemon.ActionOverride, "app"}}
+	a.tokens[oncallToken] = model.Principal{Kind: model.PrincipalToken, Name: "oncall"}
+	a.grants["oncall"] = []grant{{access.ActionRead, ""}, {access.ActionSync, "*"}, {access.ActionOverride, "app"}}
 	return a
 }
 
@@ -123,7 +125,7 @@ func TestUIChangeWindow(t *testing.T) {
 	next := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
 	api.stacks[0].Status.ChangeWindow = &daemon.ChangeWindowStatus{Change: "commit", NextOpen: next, Windows: []string{`deny window "freeze"`}}
 	api.updates = []daemon.Update{{ID: "app-2", Stack: "app", Seq: 2, State: daemon.UpdateSucceeded, Type: daemon.UpdateUp, Reason: "Sync request",
-		WindowOverride: &daemon.WindowOverride{By: daemon.Principal{Kind: daemon.PrincipalToken, Name: "oncall"}, Reason: "INC-7 hotfix"}}}
+		WindowOverride: &daemon.WindowOverride{By: model.Principal{Kind: model.PrincipalToken, Name: "oncall"}, Reason: "INC-7 hotfix"}}}
 	_, base := startWith(t, Options{API: api, Access: windowAccess(), Audit: &memAudit{}})
 
 	_, page := fetch(t, "GET", base+"/stacks/app", bearer(oncallToken))

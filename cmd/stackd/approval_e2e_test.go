@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/model"
 )
 
 // awaitingAt says the stack's plan for commit awaits approval.
@@ -159,18 +161,18 @@ func TestE2EApprovalRequired(t *testing.T) {
 		t.Errorf("plan files left after the apply: %v", files)
 	}
 	updates := in.updates("app")
-	approved := "Approved by admin token: plan " + g.Plan.ID
+	approved := "Approved by admin-token: plan " + g.Plan.ID
 	up := slices.IndexFunc(updates, func(u daemon.Update) bool { return u.Reason == approved })
 	preview := slices.IndexFunc(updates, func(u daemon.Update) bool { return u.ID == g.Update })
 	if up < 0 || updates[up].State != daemon.UpdateSucceeded || updates[up].Type != daemon.UpdateUp || updates[up].Commit != second {
 		t.Fatalf("no successful up with reason %q in %+v", approved, updates)
 	}
-	if preview < 0 || updates[preview].Type != daemon.UpdatePreview || !strings.Contains(updates[preview].Message, "approved by admin token at ") {
+	if preview < 0 || updates[preview].Type != daemon.UpdatePreview || !strings.Contains(updates[preview].Message, "approved by admin-token at ") {
 		t.Fatalf("the plan's preview in the history does not say who approved it: %+v", updates)
 	}
 	audit := in.audit("?stack=app")
-	if !slices.ContainsFunc(audit, func(e daemon.AuditEntry) bool {
-		return e.Action == daemon.ActionApprove && e.Outcome == daemon.AuditAllowed && e.Path == "/api/v1/stacks/app/approve"
+	if !slices.ContainsFunc(audit, func(e model.AuditEntry) bool {
+		return e.Action == access.ActionApprove && e.Outcome == model.AuditAllowed && e.Path == "/api/v1/stacks/app/approve"
 	}) {
 		t.Errorf("the audit trail lacks the approval: %+v", audit)
 	}
@@ -188,7 +190,7 @@ func TestE2EApprovalRequired(t *testing.T) {
 		t.Errorf("stackd reject printed:\n%s", stdout.String())
 	}
 	v = in.waitStack("app", "rejected", time.Minute, stalledFor(daemon.ReasonPlanRejected))
-	if c := v.Status.Condition(daemon.ConditionStalled); !strings.Contains(c.Message, "rejected by admin token") || !strings.Contains(c.Message, "not during the sale") {
+	if c := v.Status.Condition(daemon.ConditionStalled); !strings.Contains(c.Message, "rejected by admin-token") || !strings.Contains(c.Message, "not during the sale") {
 		t.Errorf("stalled message = %q", c.Message)
 	}
 	time.Sleep(time.Second)
@@ -226,7 +228,7 @@ func TestE2EApprovalPlanNoLongerHolds(t *testing.T) {
 		return awaitingAt(second)(v) && v.Status.Gate.Plan.ID != old.Plan.ID
 	})
 	updates := in.updates("app")
-	i := slices.IndexFunc(updates, func(u daemon.Update) bool { return u.Reason == "Approved by admin token: plan "+old.Plan.ID })
+	i := slices.IndexFunc(updates, func(u daemon.Update) bool { return u.Reason == "Approved by admin-token: plan "+old.Plan.ID })
 	if i < 0 || updates[i].State != daemon.UpdateFailed || updates[i].Commit != second {
 		t.Fatalf("no failed up of the approved plan in %+v", updates)
 	}

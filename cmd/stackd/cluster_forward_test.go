@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/cluster/etcdtest"
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // TestE2EClusterDecideAnyReplica: in a cluster, what only a stack's
@@ -61,7 +63,7 @@ func TestE2EClusterDecideAnyReplica(t *testing.T) {
 	}
 	e.waitAll(other, 1, "the approved plan applied", 2*time.Minute, readyWith("1s"))
 
-	var trail struct{ Entries []daemon.AuditEntry }
+	var trail struct{ Entries []model.AuditEntry }
 	req, _ := http.NewRequest(http.MethodGet, other.url+"/api/v1/audit?stack=c00", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
@@ -75,11 +77,11 @@ func TestE2EClusterDecideAnyReplica(t *testing.T) {
 	}
 	var approvals []string
 	for _, a := range trail.Entries {
-		if a.Action == daemon.ActionApprove {
+		if a.Action == access.ActionApprove {
 			approvals = append(approvals, a.Node+" "+a.Principal.Kind+" "+a.Outcome)
 		}
 	}
-	if want := v.Holder + " " + daemon.PrincipalAdmin + " " + daemon.AuditAllowed; len(approvals) != 1 || approvals[0] != want {
+	if want := v.Holder + " " + model.PrincipalAdmin + " " + model.AuditAllowed; len(approvals) != 1 || approvals[0] != want {
 		t.Errorf("approvals in the audit trail %q, want one: %q", approvals, want)
 	}
 

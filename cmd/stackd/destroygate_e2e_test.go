@@ -85,7 +85,7 @@ func TestE2EApprovalHoldsDestroy(t *testing.T) {
 	if got := readFile(t, out); got != "" {
 		t.Fatalf("the approved destroy left the file: %q", got)
 	}
-	if !strings.Contains(in.logs.String(), "Approved by admin token: destroy plan "+g.Plan.ID) {
+	if !strings.Contains(in.logs.String(), "Approved by admin-token: destroy plan "+g.Plan.ID) {
 		t.Error("the log does not say who approved the destroy")
 	}
 }

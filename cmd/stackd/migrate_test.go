@@ -8,10 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/audit"
 	"github.com/stackd/stackd/cluster"
 	"github.com/stackd/stackd/cluster/etcdtest"
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/storetest"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/store"
 )
 
@@ -57,13 +60,13 @@ func TestStoreMigrate(t *testing.T) {
 	if err := st.PutPreview("app", preview); err != nil {
 		t.Fatal(err)
 	}
-	var trail []daemon.AuditEntry
+	var trail []model.AuditEntry
 	for i := range 4 {
-		e, err := st.PutAudit(storetest.NewAuditEntry("alice", daemon.ActionSync, "app", i))
+		e, err := st.PutAudit(storetest.NewAuditEntry("alice", access.ActionSync, "app", i))
 		if err != nil {
 			t.Fatal(err)
 		}
-		trail = append([]daemon.AuditEntry{e}, trail...) // newest first
+		trail = append([]model.AuditEntry{e}, trail...) // newest first
 	}
 	if n, err := st.PruneAudit(storetest.T0.Add(time.Minute)); err != nil || n != 1 {
 		t.Fatalf("PruneAudit = %d, %v", n, err)
@@ -113,10 +116,10 @@ func TestStoreMigrate(t *testing.T) {
 	if got, err := c.Preview("app"); err != nil || !reflect.DeepEqual(got, preview) {
 		t.Errorf("preview = %+v, %v", got, err)
 	}
-	if es, err := c.Audit(daemon.AuditFilter{}); err != nil || !reflect.DeepEqual(es, trail) {
+	if es, err := c.Audit(audit.Filter{}); err != nil || !reflect.DeepEqual(es, trail) {
 		t.Errorf("audit trail = %+v, %v; want %+v", es, err, trail)
 	}
-	if e, err := c.PutAudit(storetest.NewAuditEntry("bob", daemon.ActionSync, "app", 9)); err != nil || e.Seq != 5 {
+	if e, err := c.PutAudit(storetest.NewAuditEntry("bob", access.ActionSync, "app", 9)); err != nil || e.Seq != 5 {
 		t.Errorf("next audit entry has Seq %d, %v; want 5", e.Seq, err)
 	}
 }

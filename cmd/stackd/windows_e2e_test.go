@@ -12,6 +12,7 @@ import (
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/model"
 )
 
 // oncallToken is a named API token whose role may override change
@@ -102,7 +103,7 @@ func TestE2EChangeWindows(t *testing.T) {
 	if code, body := in.get("/api/v1/stacks/app/updates", &history); code != http.StatusOK || len(history.Updates) != 2 {
 		t.Fatalf("history: %d %s", code, body)
 	}
-	if o := history.Updates[0].WindowOverride; o == nil || o.By.Name != "oncall" || o.By.Kind != daemon.PrincipalToken || o.Reason != "INC-7 hotfix" {
+	if o := history.Updates[0].WindowOverride; o == nil || o.By.Name != "oncall" || o.By.Kind != model.PrincipalToken || o.Reason != "INC-7 hotfix" {
 		t.Fatalf("the update's override: %+v", history.Updates[0])
 	}
 	entries := in.audit("?stack=app")
