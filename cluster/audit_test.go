@@ -97,19 +97,19 @@ func TestAuditAcrossReplicas(t *testing.T) {
 // trail is an Exporter of nothing but an audit trail.
 type trail []model.AuditEntry
 
-func (trail) Stacks() ([]daemon.StackRecord, error)                  { return nil, nil }
-func (trail) Updates(string, uint64, int) ([]daemon.Update, error)   { return nil, nil }
-func (trail) Log(string) ([]byte, error)                             { return nil, nil }
-func (trail) Revisions(uint64, int) ([]daemon.ConfigRevision, error) { return nil, nil }
-func (trail) MetaKeys() ([]string, error)                            { return nil, nil }
-func (trail) Meta(string) ([]byte, error)                            { return nil, daemon.ErrNotFound }
-func (trail) PutResources(string, daemon.Resources) error            { return nil }
-func (trail) Resources(string) (daemon.Resources, error) {
-	return daemon.Resources{}, daemon.ErrNotFound
+func (trail) Stacks() ([]model.StackRecord, error)                  { return nil, nil }
+func (trail) Updates(string, uint64, int) ([]model.Update, error)   { return nil, nil }
+func (trail) Log(string) ([]byte, error)                            { return nil, nil }
+func (trail) Revisions(uint64, int) ([]model.ConfigRevision, error) { return nil, nil }
+func (trail) MetaKeys() ([]string, error)                           { return nil, nil }
+func (trail) Meta(string) ([]byte, error)                           { return nil, daemon.ErrNotFound }
+func (trail) PutResources(string, model.Resources) error            { return nil }
+func (trail) Resources(string) (model.Resources, error) {
+	return model.Resources{}, daemon.ErrNotFound
 }
-func (trail) PutPreview(string, daemon.StackPreview) error { return nil }
-func (trail) Preview(string) (daemon.StackPreview, error) {
-	return daemon.StackPreview{}, daemon.ErrNotFound
+func (trail) PutPreview(string, model.StackPreview) error { return nil }
+func (trail) Preview(string) (model.StackPreview, error) {
+	return model.StackPreview{}, daemon.ErrNotFound
 }
 func (tr trail) Audit(f audit.Filter) ([]model.AuditEntry, error) {
 	return scanTrail(tr, f), nil

@@ -23,9 +23,9 @@
 //	members/<node>             JSON member, bound to the node's lease
 //	owners/<stack>             the holder's node name, bound to its lease
 //	leader/                    the election of the member that records revisions
-//	stacks/<stack>             JSON daemon.StackRecord
+//	stacks/<stack>             JSON model.StackRecord
 //	seq/<stack>                the stack's last update sequence number
-//	updates/<stack>/<seq>      JSON daemon.Update (seq as 20 digits)
+//	updates/<stack>/<seq>      JSON model.Update (seq as 20 digits)
 //	logs/<stack>/<seq>         the update's log, gzip
 //	revseq, revisions/<seq>    config revisions
 //	auditseq, audit/<seq>      the audit trail of every replica, JSON model.AuditEntry

@@ -19,10 +19,10 @@ import (
 // Exporter is a store Import reads whole: the BoltDB store of a single
 // node.
 type Exporter interface {
-	Stacks() ([]daemon.StackRecord, error)
-	Updates(stack string, before uint64, limit int) ([]daemon.Update, error)
+	Stacks() ([]model.StackRecord, error)
+	Updates(stack string, before uint64, limit int) ([]model.Update, error)
 	Log(id string) ([]byte, error)
-	Revisions(before uint64, limit int) ([]daemon.ConfigRevision, error)
+	Revisions(before uint64, limit int) ([]model.ConfigRevision, error)
 	Audit(f audit.Filter) ([]model.AuditEntry, error)
 	MetaKeys() ([]string, error)
 	Meta(key string) ([]byte, error)
@@ -85,7 +85,7 @@ func (c *Cluster) Import(ctx context.Context, src Exporter) (Imported, error) {
 	return n, w.flush()
 }
 
-func (c *Cluster) importStack(w *batch, src Exporter, rec daemon.StackRecord, n *Imported) error {
+func (c *Cluster) importStack(w *batch, src Exporter, rec model.StackRecord, n *Imported) error {
 	v, err := json.Marshal(rec)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // stepKind is the approval.when operation a step belongs to: a
@@ -28,7 +29,7 @@ func stepKind(op string) string {
 // NeedsApproval says whether a plan with steps must wait for approval
 // under a, and why. A plan that changes nothing never waits; with a nil
 // or empty a nothing waits. It is pure.
-func NeedsApproval(a *spec.Approval, steps []Step) (bool, string) {
+func NeedsApproval(a *spec.Approval, steps []model.Step) (bool, string) {
 	if !a.Gates() {
 		return false, ""
 	}

@@ -7,36 +7,37 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 func TestNeedsApproval(t *testing.T) {
-	file := func(op, name string) Step {
-		return Step{Op: op, URN: "urn:pulumi:dev::p::stackdtest:index:File::" + name, Type: "stackdtest:index:File"}
+	file := func(op, name string) model.Step {
+		return model.Step{Op: op, URN: "urn:pulumi:dev::p::stackdtest:index:File::" + name, Type: "stackdtest:index:File"}
 	}
-	db := Step{Op: "update", URN: "urn:pulumi:dev::p::aws:rds/instance:Instance::db", Type: "aws:rds/instance:Instance"}
-	replace := []Step{file("create-replacement", "a"), file("replace", "a"), file("delete-replaced", "a")}
+	db := model.Step{Op: "update", URN: "urn:pulumi:dev::p::aws:rds/instance:Instance::db", Type: "aws:rds/instance:Instance"}
+	replace := []model.Step{file("create-replacement", "a"), file("replace", "a"), file("delete-replaced", "a")}
 	budget := &spec.Approval{When: []string{"delete", "replace"}, MaxChanges: 2, Types: []string{"aws:rds/*"}}
 	for _, tc := range []struct {
 		name  string
 		a     *spec.Approval
-		steps []Step
+		steps []model.Step
 		want  bool
 		why   string
 	}{
-		{"no approval", nil, []Step{file("delete", "a")}, false, ""},
-		{"empty approval", &spec.Approval{}, []Step{file("delete", "a")}, false, ""},
-		{"required, a change", &spec.Approval{Required: true}, []Step{file("update", "a")}, true, "approval is required: 1 resource(s) change"},
+		{"no approval", nil, []model.Step{file("delete", "a")}, false, ""},
+		{"empty approval", &spec.Approval{}, []model.Step{file("delete", "a")}, false, ""},
+		{"required, a change", &spec.Approval{Required: true}, []model.Step{file("update", "a")}, true, "approval is required: 1 resource(s) change"},
 		{"required, no change", &spec.Approval{Required: true}, nil, false, ""},
-		{"required, only reads", &spec.Approval{Required: true}, []Step{file("read", "a")}, false, ""},
-		{"within the budget", budget, []Step{file("update", "a"), file("create", "b")}, false, ""},
-		{"a delete", budget, []Step{file("delete", "a")}, true, "steps of approval.when: delete"},
+		{"required, only reads", &spec.Approval{Required: true}, []model.Step{file("read", "a")}, false, ""},
+		{"within the budget", budget, []model.Step{file("update", "a"), file("create", "b")}, false, ""},
+		{"a delete", budget, []model.Step{file("delete", "a")}, true, "steps of approval.when: delete"},
 		{"a replacement counts once", budget, append(replace, file("update", "b")), true, "approval.when: replace"},
 		{"a replacement is no delete", &spec.Approval{When: []string{"delete"}}, replace, false, ""},
-		{"too many", budget, []Step{file("update", "a"), file("update", "b"), file("create", "c")}, true, "3 resources change, more than approval.maxChanges 2"},
-		{"a type", budget, []Step{db}, true, "resources of approval.types change: aws:rds/instance:Instance"},
-		{"several limits", budget, []Step{db, file("delete", "a"), file("create", "b")}, true,
+		{"too many", budget, []model.Step{file("update", "a"), file("update", "b"), file("create", "c")}, true, "3 resources change, more than approval.maxChanges 2"},
+		{"a type", budget, []model.Step{db}, true, "resources of approval.types change: aws:rds/instance:Instance"},
+		{"several limits", budget, []model.Step{db, file("delete", "a"), file("create", "b")}, true,
 			"the plan has steps of approval.when: delete; 3 resources change, more than approval.maxChanges 2; resources of approval.types change: aws:rds/instance:Instance"},
-		{"creates only", &spec.Approval{When: []string{"create"}}, []Step{file("create", "a")}, true, "approval.when: create"},
+		{"creates only", &spec.Approval{When: []string{"create"}}, []model.Step{file("create", "a")}, true, "approval.when: create"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, why := NeedsApproval(tc.a, tc.steps)
@@ -49,30 +50,30 @@ func TestNeedsApproval(t *testing.T) {
 
 func TestGateAction(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	gate := func(state string) *Gate {
-		return &Gate{State: state, Commit: "c1", Generation: 2, ReconcileRequest: "r1", Expires: now.Add(time.Hour), Plan: &Plan{ID: "p"}}
+	gate := func(state string) *model.Gate {
+		return &model.Gate{State: state, Commit: "c1", Generation: 2, ReconcileRequest: "r1", Expires: now.Add(time.Hour), Plan: &model.Plan{ID: "p"}}
 	}
 	obs := Observation{Now: now, Commit: "c1", Generation: 2, ReconcileRequest: "r1"}
 	with := func(f func(*Observation)) Observation { o := obs; f(&o); return o }
 	for _, tc := range []struct {
 		name  string
-		g     *Gate
+		g     *model.Gate
 		o     Observation
 		wants bool
 		want  string
 		wait  time.Duration
 	}{
-		{"awaiting", gate(GateAwaiting), obs, true, GateHold, time.Hour},
-		{"awaiting, expired", gate(GateAwaiting), with(func(o *Observation) { o.Now = now.Add(time.Hour) }), true, GateExpire, 0},
-		{"approved", gate(GateApproved), obs, true, GateApply, 0},
-		{"approved, a newer commit", gate(GateApproved), with(func(o *Observation) { o.Commit = "c2" }), true, GateDrop, 0},
-		{"awaiting, a newer commit", gate(GateAwaiting), with(func(o *Observation) { o.Commit = "c2" }), true, GateDrop, 0},
-		{"approved, the spec changed", gate(GateApproved), with(func(o *Observation) { o.Generation = 3 }), true, GateDrop, 0},
-		{"rejected, a sync request", gate(GateRejected), with(func(o *Observation) { o.ReconcileRequest = "r2" }), true, GateDrop, 0},
-		{"rejected", gate(GateRejected), obs, true, GateHold, 0},
-		{"expired", gate(GateExpired), obs, true, GateHold, 0},
-		{"denied", gate(GatePolicyDenied), obs, true, GateHold, 0},
-		{"nothing to run any more", gate(GateAwaiting), obs, false, GateDrop, 0},
+		{"awaiting", gate(model.GateAwaiting), obs, true, GateHold, time.Hour},
+		{"awaiting, expired", gate(model.GateAwaiting), with(func(o *Observation) { o.Now = now.Add(time.Hour) }), true, GateExpire, 0},
+		{"approved", gate(model.GateApproved), obs, true, GateApply, 0},
+		{"approved, a newer commit", gate(model.GateApproved), with(func(o *Observation) { o.Commit = "c2" }), true, GateDrop, 0},
+		{"awaiting, a newer commit", gate(model.GateAwaiting), with(func(o *Observation) { o.Commit = "c2" }), true, GateDrop, 0},
+		{"approved, the spec changed", gate(model.GateApproved), with(func(o *Observation) { o.Generation = 3 }), true, GateDrop, 0},
+		{"rejected, a sync request", gate(model.GateRejected), with(func(o *Observation) { o.ReconcileRequest = "r2" }), true, GateDrop, 0},
+		{"rejected", gate(model.GateRejected), obs, true, GateHold, 0},
+		{"expired", gate(model.GateExpired), obs, true, GateHold, 0},
+		{"denied", gate(model.GatePolicyDenied), obs, true, GateHold, 0},
+		{"nothing to run any more", gate(model.GateAwaiting), obs, false, GateDrop, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, wait := GateAction(tc.g, tc.o, tc.wants)
@@ -88,9 +89,9 @@ func TestGateAction(t *testing.T) {
 func BenchmarkNeedsApproval(b *testing.B) {
 	a := &spec.Approval{When: []string{"delete", "replace"}, MaxChanges: 2000, Types: []string{"aws:rds/*", "gcp:sql/*"}}
 	for _, n := range []int{1, 1000} {
-		steps := make([]Step, n)
+		steps := make([]model.Step, n)
 		for i := range steps {
-			steps[i] = Step{Op: "update", URN: fmt.Sprintf("urn:pulumi:prod::app::aws:s3/bucket:Bucket::b%d", i), Type: "aws:s3/bucket:Bucket"}
+			steps[i] = model.Step{Op: "update", URN: fmt.Sprintf("urn:pulumi:prod::app::aws:s3/bucket:Bucket::b%d", i), Type: "aws:s3/bucket:Bucket"}
 		}
 		b.Run(fmt.Sprintf("steps=%d", n), func(b *testing.B) {
 			for b.Loop() {

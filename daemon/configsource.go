@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // DefaultSourcePoll is how often Git config sources are polled.
@@ -289,13 +290,13 @@ func (d *Daemon) fetchUnapplied(ctx context.Context) {
 // inputsLocked lists what a reload reads: each local path, and each Git
 // source's newest checkout (or the one in force when no fetch succeeded
 // since the start).
-func (d *Daemon) inputsLocked() ([]spec.Input, []RevisionSource, error) {
+func (d *Daemon) inputsLocked() ([]spec.Input, []model.RevisionSource, error) {
 	var inputs []spec.Input
-	var revs []RevisionSource
+	var revs []model.RevisionSource
 	for _, s := range d.sources {
 		if s.Git == nil {
 			inputs = append(inputs, spec.Input{Source: s.name, Path: s.Path, MaxBytes: s.MaxBytes, HostPaths: d.opts.HostPaths})
-			revs = append(revs, RevisionSource{Source: s.name})
+			revs = append(revs, model.RevisionSource{Source: s.name})
 			continue
 		}
 		commit, dir := s.latest, s.latestDir
@@ -311,14 +312,14 @@ func (d *Daemon) inputsLocked() ([]spec.Input, []RevisionSource, error) {
 		}
 		inputs = append(inputs, spec.Input{Source: s.name, Path: dir, Shown: s.shown(), EmptyOK: true,
 			Root: filepath.Join(d.sourceDir(s), commit[:12]), MaxBytes: s.MaxBytes, HostPaths: d.opts.HostPaths})
-		revs = append(revs, RevisionSource{Source: s.name, Commit: commit})
+		revs = append(revs, model.RevisionSource{Source: s.name, Commit: commit})
 	}
 	return inputs, revs, nil
 }
 
 // markAppliedLocked records that revs are in force, and returns the Git
 // sources whose commit in force changed.
-func (d *Daemon) markAppliedLocked(revs []RevisionSource, now time.Time) []*sourceState {
+func (d *Daemon) markAppliedLocked(revs []model.RevisionSource, now time.Time) []*sourceState {
 	var moved []*sourceState
 	for i, s := range d.sources {
 		s.configErr = ""

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // PKO's constants.
@@ -64,7 +65,7 @@ type Decision struct {
 // Decide is PKO's isSynced decision table (stack_controller.go), evaluated
 // top-down, for the last finished update last (nil when there is none).
 // It is pure: same inputs, same decision.
-func Decide(last *LastUpdate, o Observation) Decision {
+func Decide(last *model.LastUpdate, o Observation) Decision {
 	switch {
 	case o.Removed && (!o.DestroyOnRemoval || o.Preview):
 		return Decision{Finalize: true}
@@ -81,16 +82,16 @@ func Decide(last *LastUpdate, o Observation) Decision {
 		return o.run(fmt.Sprintf("New stack generation: %d", o.Generation))
 	case last.ReconcileRequest != o.ReconcileRequest:
 		return o.run(fmt.Sprintf("Sync request: %q", o.ReconcileRequest))
-	case last.State == UpdateSucceeded:
+	case last.State == model.UpdateSucceeded:
 		return decideAfterSuccess(last, o)
 	default:
 		return decideAfterFailure(last, o)
 	}
 }
 
-func decideAfterSuccess(last *LastUpdate, o Observation) Decision {
+func decideAfterSuccess(last *model.LastUpdate, o Observation) Decision {
 	switch {
-	case o.Removed && last.Type == UpdateDestroy:
+	case o.Removed && last.Type == model.UpdateDestroy:
 		return Decision{Finalize: true}
 	case o.Removed:
 		return o.run("Stack marked for deletion")
@@ -108,7 +109,7 @@ func decideAfterSuccess(last *LastUpdate, o Observation) Decision {
 	return Decision{RecheckAfter: recheck(due.Sub(o.Now))}
 }
 
-func decideAfterFailure(last *LastUpdate, o Observation) Decision {
+func decideAfterFailure(last *model.LastUpdate, o Observation) Decision {
 	if !o.Removed && o.Commit != "" && last.LastAttemptedCommit != o.Commit {
 		return o.run(fmt.Sprintf("New commit detected: %q", o.Commit))
 	}
@@ -124,12 +125,12 @@ func decideAfterFailure(last *LastUpdate, o Observation) Decision {
 }
 
 func (o Observation) run(reason string) Decision {
-	typ := UpdateUp
+	typ := model.UpdateUp
 	switch {
 	case o.Removed:
-		typ = UpdateDestroy
+		typ = model.UpdateDestroy
 	case o.Preview:
-		typ = UpdatePreview
+		typ = model.UpdatePreview
 	}
 	return Decision{Run: true, Type: typ, Reason: reason}
 }
@@ -178,8 +179,8 @@ func backoff(base time.Duration, failures int64, limit time.Duration) time.Durat
 // the whole retry budget. (PKO counts from 0 and does not restart on a new
 // commit: a stalled stack then stalls again at the first failure of the
 // commit that fixes it.)
-func NextFailures(last *LastUpdate, generation int64, request, commit string) int64 {
-	if last == nil || last.State != UpdateFailed || last.Generation != generation ||
+func NextFailures(last *model.LastUpdate, generation int64, request, commit string) int64 {
+	if last == nil || last.State != model.UpdateFailed || last.Generation != generation ||
 		last.ReconcileRequest != request || last.LastAttemptedCommit != commit {
 		return 1
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 func TestDecide(t *testing.T) {
@@ -16,17 +17,17 @@ func TestDecide(t *testing.T) {
 		f(&o)
 		return o
 	}
-	succeeded := func(f func(*LastUpdate)) *LastUpdate {
-		l := &LastUpdate{Generation: 2, ReconcileRequest: "r1", Type: UpdateUp, State: UpdateSucceeded,
+	succeeded := func(f func(*model.LastUpdate)) *model.LastUpdate {
+		l := &model.LastUpdate{Generation: 2, ReconcileRequest: "r1", Type: model.UpdateUp, State: model.UpdateSucceeded,
 			LastAttemptedCommit: sha, LastSuccessfulCommit: sha, LastResyncTime: now.Add(-10 * time.Second)}
 		if f != nil {
 			f(l)
 		}
 		return l
 	}
-	failed := func(failures int64, f func(*LastUpdate)) *LastUpdate {
-		return succeeded(func(l *LastUpdate) {
-			l.State, l.Failures, l.LastSuccessfulCommit = UpdateFailed, failures, oldSHA
+	failed := func(failures int64, f func(*model.LastUpdate)) *model.LastUpdate {
+		return succeeded(func(l *model.LastUpdate) {
+			l.State, l.Failures, l.LastSuccessfulCommit = model.UpdateFailed, failures, oldSHA
 			if f != nil {
 				f(l)
 			}
@@ -36,7 +37,7 @@ func TestDecide(t *testing.T) {
 
 	tests := []struct {
 		name string
-		last *LastUpdate
+		last *model.LastUpdate
 		obs  Observation
 		want Decision
 	}{
@@ -45,47 +46,47 @@ func TestDecide(t *testing.T) {
 		{"removed preview stack never destroys", succeeded(nil), with(func(o *Observation) { removed(o); o.Preview = true }), Decision{Finalize: true}},
 		// PKO destroys a stack it never deployed too: it may exist in the
 		// backend from before.
-		{"removed, never deployed, destroyOnFinalize", nil, with(removed), Decision{Run: true, Type: UpdateDestroy, Reason: "Stack marked for deletion"}},
+		{"removed, never deployed, destroyOnFinalize", nil, with(removed), Decision{Run: true, Type: model.UpdateDestroy, Reason: "Stack marked for deletion"}},
 		{"removed, never deployed", nil, with(func(o *Observation) { o.Removed = true }), Decision{Finalize: true}},
 		// Row 1.
-		{"1 initial update", nil, base, Decision{Run: true, Type: UpdateUp, Reason: "Initial stack update"}},
-		{"1 initial preview", nil, with(func(o *Observation) { o.Preview = true }), Decision{Run: true, Type: UpdatePreview, Reason: "Initial stack update"}},
+		{"1 initial update", nil, base, Decision{Run: true, Type: model.UpdateUp, Reason: "Initial stack update"}},
+		{"1 initial preview", nil, with(func(o *Observation) { o.Preview = true }), Decision{Run: true, Type: model.UpdatePreview, Reason: "Initial stack update"}},
 		// Row 2.
-		{"2 new generation", succeeded(func(l *LastUpdate) { l.Generation = 1 }), base, Decision{Run: true, Type: UpdateUp, Reason: "New stack generation: 2"}},
-		{"2 new generation while removed", succeeded(func(l *LastUpdate) { l.Generation = 1 }), with(removed), Decision{Run: true, Type: UpdateDestroy, Reason: "Stack marked for deletion"}},
+		{"2 new generation", succeeded(func(l *model.LastUpdate) { l.Generation = 1 }), base, Decision{Run: true, Type: model.UpdateUp, Reason: "New stack generation: 2"}},
+		{"2 new generation while removed", succeeded(func(l *model.LastUpdate) { l.Generation = 1 }), with(removed), Decision{Run: true, Type: model.UpdateDestroy, Reason: "Stack marked for deletion"}},
 		// Row 3.
-		{"3 sync request", succeeded(func(l *LastUpdate) { l.ReconcileRequest = "r0" }), base, Decision{Run: true, Type: UpdateUp, Reason: `Sync request: "r1"`}},
-		{"3 sync request after stall", failed(3, func(l *LastUpdate) { l.ReconcileRequest = "r0" }), base, Decision{Run: true, Type: UpdateUp, Reason: `Sync request: "r1"`}},
+		{"3 sync request", succeeded(func(l *model.LastUpdate) { l.ReconcileRequest = "r0" }), base, Decision{Run: true, Type: model.UpdateUp, Reason: `Sync request: "r1"`}},
+		{"3 sync request after stall", failed(3, func(l *model.LastUpdate) { l.ReconcileRequest = "r0" }), base, Decision{Run: true, Type: model.UpdateUp, Reason: `Sync request: "r1"`}},
 		// Row 4: after a success.
-		{"4a destroyed, finalize", succeeded(func(l *LastUpdate) { l.Type = UpdateDestroy }), with(removed), Decision{Finalize: true}},
-		{"4b removed, destroy", succeeded(nil), with(removed), Decision{Run: true, Type: UpdateDestroy, Reason: "Stack marked for deletion"}},
-		{"4c new commit", succeeded(func(l *LastUpdate) { l.LastSuccessfulCommit = oldSHA }), base, Decision{Run: true, Type: UpdateUp, Reason: `New commit detected: "` + sha + `"`, NewCommit: true}},
-		{"4c' new commit that changes nothing under paths", succeeded(func(l *LastUpdate) { l.LastSuccessfulCommit = oldSHA }),
+		{"4a destroyed, finalize", succeeded(func(l *model.LastUpdate) { l.Type = model.UpdateDestroy }), with(removed), Decision{Finalize: true}},
+		{"4b removed, destroy", succeeded(nil), with(removed), Decision{Run: true, Type: model.UpdateDestroy, Reason: "Stack marked for deletion"}},
+		{"4c new commit", succeeded(func(l *model.LastUpdate) { l.LastSuccessfulCommit = oldSHA }), base, Decision{Run: true, Type: model.UpdateUp, Reason: `New commit detected: "` + sha + `"`, NewCommit: true}},
+		{"4c' new commit that changes nothing under paths", succeeded(func(l *model.LastUpdate) { l.LastSuccessfulCommit = oldSHA }),
 			with(func(o *Observation) { o.SkippedCommit = sha }), Decision{}},
-		{"4c'' another new commit after a skipped one", succeeded(func(l *LastUpdate) { l.LastSuccessfulCommit = oldSHA }),
-			with(func(o *Observation) { o.SkippedCommit = "3333333333333333333333333333333333333333" }), Decision{Run: true, Type: UpdateUp, Reason: `New commit detected: "` + sha + `"`, NewCommit: true}},
+		{"4c'' another new commit after a skipped one", succeeded(func(l *model.LastUpdate) { l.LastSuccessfulCommit = oldSHA }),
+			with(func(o *Observation) { o.SkippedCommit = "3333333333333333333333333333333333333333" }), Decision{Run: true, Type: model.UpdateUp, Reason: `New commit detected: "` + sha + `"`, NewCommit: true}},
 		{"4c unknown commit is no change", succeeded(nil), with(func(o *Observation) { o.Commit = "" }), Decision{}},
 		{"4d synced", succeeded(nil), base, Decision{}},
-		{"4e resync elapsed", succeeded(func(l *LastUpdate) { l.LastResyncTime = now.Add(-time.Minute) }), with(func(o *Observation) { o.ContinueResync = true }),
-			Decision{Run: true, Type: UpdateUp, Reason: "Resync time elapsed: 1m0s"}},
+		{"4e resync elapsed", succeeded(func(l *model.LastUpdate) { l.LastResyncTime = now.Add(-time.Minute) }), with(func(o *Observation) { o.ContinueResync = true }),
+			Decision{Run: true, Type: model.UpdateUp, Reason: "Resync time elapsed: 1m0s"}},
 		{"4e resync pending", succeeded(nil), with(func(o *Observation) { o.ContinueResync = true }), Decision{RecheckAfter: 50 * time.Second}},
-		{"4e preview resync", succeeded(func(l *LastUpdate) { l.LastResyncTime = now.Add(-2 * time.Minute) }), with(func(o *Observation) { o.ContinueResync, o.Preview = true, true }),
-			Decision{Run: true, Type: UpdatePreview, Reason: "Resync time elapsed: 1m0s"}},
+		{"4e preview resync", succeeded(func(l *model.LastUpdate) { l.LastResyncTime = now.Add(-2 * time.Minute) }), with(func(o *Observation) { o.ContinueResync, o.Preview = true, true }),
+			Decision{Run: true, Type: model.UpdatePreview, Reason: "Resync time elapsed: 1m0s"}},
 		// Row 5: after a failure.
-		{"5a new commit after failure", failed(2, func(l *LastUpdate) { l.LastAttemptedCommit = oldSHA }), base, Decision{Run: true, Type: UpdateUp, Reason: `New commit detected: "` + sha + `"`}},
+		{"5a new commit after failure", failed(2, func(l *model.LastUpdate) { l.LastAttemptedCommit = oldSHA }), base, Decision{Run: true, Type: model.UpdateUp, Reason: `New commit detected: "` + sha + `"`}},
 		{"5b stalled", failed(3, nil), base, Decision{Stalled: true}},
 		{"5b stall limit from flag", failed(1, nil), with(func(o *Observation) { o.MaxFailures = 1 }), Decision{Stalled: true}},
 		// Failures counts failed updates, 1 for the first; the n-th waits
 		// 10s·3^(n-1).
-		{"5c backoff elapsed", failed(2, func(l *LastUpdate) { l.LastResyncTime = now.Add(-30 * time.Second) }), base, Decision{Run: true, Type: UpdateUp, Reason: "Backoff time elapsed: 30s"}},
+		{"5c backoff elapsed", failed(2, func(l *model.LastUpdate) { l.LastResyncTime = now.Add(-30 * time.Second) }), base, Decision{Run: true, Type: model.UpdateUp, Reason: "Backoff time elapsed: 30s"}},
 		{"5c backoff pending", failed(2, nil), base, Decision{RecheckAfter: 20 * time.Second}},
-		{"5c first failure waits 10s", failed(1, func(l *LastUpdate) { l.LastResyncTime = now.Add(-9500 * time.Millisecond) }), base, Decision{RecheckAfter: time.Second}},
-		{"5c capped backoff", failed(2, func(l *LastUpdate) { l.LastResyncTime = now.Add(-15 * time.Second) }), with(func(o *Observation) { o.MaxBackoff = 15 * time.Second }),
-			Decision{Run: true, Type: UpdateUp, Reason: "Backoff time elapsed: 15s"}},
-		{"5 failed destroy retries", failed(2, func(l *LastUpdate) { l.Type = UpdateDestroy; l.LastResyncTime = now.Add(-time.Minute) }), with(func(o *Observation) { removed(o); o.Commit = "" }),
-			Decision{Run: true, Type: UpdateDestroy, Reason: "Backoff time elapsed: 30s"}},
-		{"5 failed destroy stalls", failed(3, func(l *LastUpdate) { l.Type = UpdateDestroy }), with(removed), Decision{Stalled: true}},
-		{"5 removal ignores commits", failed(3, func(l *LastUpdate) { l.LastAttemptedCommit = oldSHA }), with(removed), Decision{Stalled: true}},
+		{"5c first failure waits 10s", failed(1, func(l *model.LastUpdate) { l.LastResyncTime = now.Add(-9500 * time.Millisecond) }), base, Decision{RecheckAfter: time.Second}},
+		{"5c capped backoff", failed(2, func(l *model.LastUpdate) { l.LastResyncTime = now.Add(-15 * time.Second) }), with(func(o *Observation) { o.MaxBackoff = 15 * time.Second }),
+			Decision{Run: true, Type: model.UpdateUp, Reason: "Backoff time elapsed: 15s"}},
+		{"5 failed destroy retries", failed(2, func(l *model.LastUpdate) { l.Type = model.UpdateDestroy; l.LastResyncTime = now.Add(-time.Minute) }), with(func(o *Observation) { removed(o); o.Commit = "" }),
+			Decision{Run: true, Type: model.UpdateDestroy, Reason: "Backoff time elapsed: 30s"}},
+		{"5 failed destroy stalls", failed(3, func(l *model.LastUpdate) { l.Type = model.UpdateDestroy }), with(removed), Decision{Stalled: true}},
+		{"5 removal ignores commits", failed(3, func(l *model.LastUpdate) { l.LastAttemptedCommit = oldSHA }), with(removed), Decision{Stalled: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,10 +123,10 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestNextFailures(t *testing.T) {
-	last := &LastUpdate{Generation: 3, ReconcileRequest: "a", State: UpdateFailed, LastAttemptedCommit: "c1", Failures: 2}
+	last := &model.LastUpdate{Generation: 3, ReconcileRequest: "a", State: model.UpdateFailed, LastAttemptedCommit: "c1", Failures: 2}
 	for _, tt := range []struct {
 		name        string
-		last        *LastUpdate
+		last        *model.LastUpdate
 		gen         int64
 		req, commit string
 		want        int64
@@ -135,7 +136,7 @@ func TestNextFailures(t *testing.T) {
 		{"new generation restarts", last, 4, "a", "c1", 1},
 		{"new sync request restarts", last, 3, "b", "c1", 1},
 		{"new commit restarts", last, 3, "a", "c2", 1},
-		{"after a success at the same generation", &LastUpdate{Generation: 3, ReconcileRequest: "a", State: UpdateSucceeded, LastAttemptedCommit: "c1"}, 3, "a", "c1", 1},
+		{"after a success at the same generation", &model.LastUpdate{Generation: 3, ReconcileRequest: "a", State: model.UpdateSucceeded, LastAttemptedCommit: "c1"}, 3, "a", "c1", 1},
 	} {
 		if got := NextFailures(tt.last, tt.gen, tt.req, tt.commit); got != tt.want {
 			t.Errorf("%s: NextFailures = %d, want %d", tt.name, got, tt.want)

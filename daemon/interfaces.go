@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // GitSource is a repository to resolve and check out, with its resolved
@@ -160,7 +161,7 @@ type Operation struct {
 	// plan of a destroy preview runs only while the stack's state and
 	// config are those the preview saw (`destroy` takes no plan file), and
 	// is refused the same way otherwise.
-	Plan *Plan
+	Plan *model.Plan
 	// Timeout bounds the whole operation; zero means the runner's default.
 	Timeout time.Duration
 	// Log receives the operation's output while it runs; nil discards it.
@@ -183,7 +184,7 @@ type Result struct {
 	// Steps are, for a preview (also a destroy's, PreviewOnly), the steps
 	// it plans that change something ("same" steps are left out), in the
 	// engine's order.
-	Steps []Step
+	Steps []model.Step
 	// PolicySteps are, for a preview that is Judged, its steps as
 	// policies judge them: the values of secret inputs in clear where
 	// Steps show "[secret]", and nothing scrubbed. A secret hides a value
@@ -191,36 +192,21 @@ type Result struct {
 	// Policies.Evaluate: never stored, served, logged or sent (hence
 	// json:"-"); a verdict's messages, which may quote them, are scrubbed
 	// of PolicySecrets before anything shows them.
-	PolicySteps []Step `json:"-"`
+	PolicySteps []model.Step `json:"-"`
 	// PolicySecrets are the texts of the secret values PolicySteps show
 	// in clear (their strings and numbers), to scrub from what policies
 	// say. In memory only, as PolicySteps.
 	PolicySecrets []string `json:"-"`
 	// Plan is the plan a preview with SavePlan saved.
-	Plan *Plan
+	Plan *model.Plan
 	// Resources are the stack's resources exported from its state after
 	// an operation that changes or checks it (up, refresh, destroy,
 	// drift), when Exported; an export that failed leaves Exported false
 	// and sets ExportFailed (the stack's resources then show an older
 	// state).
-	Resources    []Resource
+	Resources    []model.Resource
 	Exported     bool
 	ExportFailed bool
-}
-
-// Plan is a saved plan and digests of what it was made against. The
-// digests are keyed or of encrypted data: they reveal no secret.
-type Plan struct {
-	// ID names the plan among the stack's plans.
-	ID string `json:"id"`
-	// Digest is the SHA-256 of the plan file; for a destroy's plan, which
-	// has no file, a keyed digest of Config and State.
-	Digest string `json:"digest"`
-	// Config digests the stack's config, its secrets and its environment.
-	Config string `json:"config"`
-	// State digests the stack's state (its checkpoint) the plan starts
-	// from.
-	State string `json:"state"`
 }
 
 // ErrPlanStale is returned (wrapped) by a Runner for an up or a destroy
@@ -254,17 +240,8 @@ type Runner interface {
 	Outputs(ctx context.Context, ws Workspace) (map[string]any, error)
 }
 
-// Commit is what the UI shows of a commit: never its files.
-type Commit struct {
-	SHA string `json:"sha"`
-	// Subject is the message's first line.
-	Subject string    `json:"subject,omitempty"`
-	Author  string    `json:"author,omitempty"`
-	Time    time.Time `json:"time,omitzero"`
-}
-
 // CommitReader reads a commit of a checkout the Fetcher made, without a
 // network call; gitwatch's Fetcher implements it.
 type CommitReader interface {
-	CommitInfo(dir, sha string) (Commit, error)
+	CommitInfo(dir, sha string) (model.Commit, error)
 }

@@ -10,27 +10,8 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
-
-// StackPreview is the last "preview now" of a stack: what the next sync
-// would do at the latest commit, as `pulumi preview --diff` said it. It
-// is kept apart from the stack's status, history and resources, which a
-// preview never changes.
-type StackPreview struct {
-	// Commit is the commit previewed (a Program's revision for a Program
-	// stack), Time when the preview started, Duration how long it took.
-	Commit   string        `json:"commit"`
-	Time     time.Time     `json:"time"`
-	Duration time.Duration `json:"duration"`
-	// State is running, succeeded or failed (the Update states); Message
-	// the error of a failed one.
-	State   string         `json:"state"`
-	Message string         `json:"message,omitempty"`
-	Changes map[string]int `json:"changes,omitempty"`
-	// Diff is the preview's output, scrubbed of every secret the daemon
-	// knows, cut at maxPreviewDiff bytes.
-	Diff string `json:"diff"`
-}
 
 // maxPreviewDiff bounds the diff a preview keeps.
 const maxPreviewDiff = 1 << 20
@@ -46,9 +27,9 @@ var ErrPreviewRefused = errors.New("cannot preview the stack now")
 // PreviewStore keeps the last StackPreview of each stack; the BoltDB and
 // the etcd stores implement it as part of Store. DeleteStack deletes it.
 type PreviewStore interface {
-	PutPreview(stack string, p StackPreview) error
+	PutPreview(stack string, p model.StackPreview) error
 	// Preview reads it; the error wraps ErrNotFound when there is none.
-	Preview(stack string) (StackPreview, error)
+	Preview(stack string) (model.StackPreview, error)
 }
 
 // PreviewNow starts a read-only preview of the named stack at the latest
@@ -71,7 +52,7 @@ func (d *Daemon) PreviewNow(name string) error {
 		return fmt.Errorf("stack %s: a preview runs already: %w", name, ErrPreviewRefused)
 	}
 	st.previewing = true
-	j := job{st: st, stack: st.stack, cfg: d.cfg, typ: UpdatePreview}
+	j := job{st: st, stack: st.stack, cfg: d.cfg, typ: model.UpdatePreview}
 	d.workWG.Add(1)
 	go func() {
 		defer d.workWG.Done()
@@ -85,16 +66,16 @@ func (d *Daemon) PreviewNow(name string) error {
 
 // LastPreview returns the named stack's last preview; ErrNotFound
 // (wrapped) when it never had one.
-func (d *Daemon) LastPreview(name string) (StackPreview, error) {
+func (d *Daemon) LastPreview(name string) (model.StackPreview, error) {
 	d.mu.Lock()
 	st := d.stacks[name]
 	d.mu.Unlock()
 	if st == nil {
-		return StackPreview{}, ErrUnknownStack
+		return model.StackPreview{}, ErrUnknownStack
 	}
 	p, err := d.opts.Store.Preview(name)
 	if err != nil {
-		return StackPreview{}, fmt.Errorf("stack %s: last preview: %w", name, err)
+		return model.StackPreview{}, fmt.Errorf("stack %s: last preview: %w", name, err)
 	}
 	return p, nil
 }
@@ -103,13 +84,13 @@ func (d *Daemon) LastPreview(name string) (StackPreview, error) {
 // outcome.
 func (d *Daemon) previewNow(ctx context.Context, j job) {
 	name := j.stack.Name
-	p := StackPreview{Time: time.Now(), State: UpdateRunning}
+	p := model.StackPreview{Time: time.Now(), State: model.UpdateRunning}
 	d.putPreview(name, p)
 	var buf bytes.Buffer
 	res, commit, err := d.runPreviewNow(ctx, j, &buf)
-	p.Commit, p.Duration, p.Changes, p.State = commit, time.Since(p.Time).Round(time.Millisecond), res.Changes, UpdateSucceeded
+	p.Commit, p.Duration, p.Changes, p.State = commit, time.Since(p.Time).Round(time.Millisecond), res.Changes, model.UpdateSucceeded
 	if err != nil {
-		p.State, p.Message = UpdateFailed, d.red.Clean(err.Error())
+		p.State, p.Message = model.UpdateFailed, d.red.Clean(err.Error())
 	}
 	p.Diff = string(TruncateLog(buf.Bytes(), maxPreviewDiff))
 	d.putPreview(name, p)
@@ -134,7 +115,7 @@ func (d *Daemon) runPreviewNow(ctx context.Context, j job, w *bytes.Buffer) (Res
 	sw := red.Writer(w)
 	defer sw.Close()
 	s := &j.stack.Spec
-	op := Operation{Workspace: ws, Type: UpdatePreview, ReadOnly: true, Diff: true, Log: sw,
+	op := Operation{Workspace: ws, Type: model.UpdatePreview, ReadOnly: true, Diff: true, Log: sw,
 		Refresh: s.Refresh, Targets: s.Targets, TargetDependents: s.TargetDependents,
 		Timeout: cmpDuration(s.OperationTimeout.Duration, d.opts.OpTimeout, previewTimeout)}
 	res, err := d.opts.Runner.Run(ctx, op)
@@ -170,7 +151,7 @@ func (d *Daemon) previewProgram(ctx context.Context, j job, src GitSource, dir s
 }
 
 // putPreview records p as stack's last preview; a failure is logged.
-func (d *Daemon) putPreview(stack string, p StackPreview) {
+func (d *Daemon) putPreview(stack string, p model.StackPreview) {
 	if err := d.opts.Store.PutPreview(stack, p); err != nil {
 		d.storeError("cannot record the stack's preview", stack, err)
 	}

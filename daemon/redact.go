@@ -9,6 +9,7 @@ import (
 	"github.com/stackd/stackd/daemon/notify"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // The daemon scrubs every secret it knows from everything it stores,
@@ -99,7 +100,7 @@ func stackSecrets(cfg *spec.Config, s *spec.Stack, refs spec.RefSources) []strin
 // scrubStatus returns s with every message and output cleaned by r, and
 // whether that changed anything. It copies what it changes and leaves
 // s's maps and slices alone.
-func scrubStatus(s StackStatus, r *scrub.Redactor) (StackStatus, bool) {
+func scrubStatus(s model.StackStatus, r *scrub.Redactor) (model.StackStatus, bool) {
 	changed := false
 	for i, c := range s.Conditions {
 		if m := r.Clean(c.Message); m != c.Message {
@@ -120,7 +121,7 @@ func scrubStatus(s StackStatus, r *scrub.Redactor) (StackStatus, bool) {
 	}
 	if h := s.Health; h != nil {
 		if m := r.Clean(h.Message); m != h.Message {
-			s.Health, changed = &Health{Status: h.Status, Message: m}, true
+			s.Health, changed = &model.Health{Status: h.Status, Message: m}, true
 		}
 	}
 	if dr := s.Drift; dr != nil {
@@ -144,7 +145,7 @@ func scrubStatus(s StackStatus, r *scrub.Redactor) (StackStatus, bool) {
 // scrubGate returns g cleaned by r, every text and input value of it
 // (a policy's message or a plain input may echo a secret), and whether
 // that changed anything.
-func scrubGate(g *Gate, r *scrub.Redactor) (*Gate, bool) {
+func scrubGate(g *model.Gate, r *scrub.Redactor) (*model.Gate, bool) {
 	if g == nil {
 		return nil, false
 	}
@@ -156,9 +157,9 @@ func scrubGate(g *Gate, r *scrub.Redactor) (*Gate, bool) {
 	if bytes.Equal(clean, raw) {
 		return g, false
 	}
-	var c Gate
+	var c model.Gate
 	if err := json.Unmarshal(clean, &c); err != nil {
-		return &Gate{State: g.State, Reason: "[redacted]", Commit: g.Commit, Generation: g.Generation,
+		return &model.Gate{State: g.State, Reason: "[redacted]", Commit: g.Commit, Generation: g.Generation,
 			ReconcileRequest: g.ReconcileRequest, Update: g.Update, Plan: g.Plan, Created: g.Created, Expires: g.Expires}, true
 	}
 	return &c, true
@@ -210,7 +211,7 @@ func scrubPlain(v any, r *scrub.Redactor) any {
 }
 
 // scrubUpdate returns u with its reason and message cleaned by r.
-func scrubUpdate(u Update, r *scrub.Redactor) Update {
+func scrubUpdate(u model.Update, r *scrub.Redactor) model.Update {
 	u.Reason, u.Message = r.Clean(u.Reason), r.Clean(u.Message)
 	return u
 }
@@ -223,18 +224,18 @@ type scrubStore struct {
 	r *scrub.Redactor
 }
 
-func (s scrubStore) PutStack(rec StackRecord) error {
+func (s scrubStore) PutStack(rec model.StackRecord) error {
 	rec.Status, _ = scrubStatus(rec.Status, s.r)
 	return s.Store.PutStack(rec)
 }
 
-func (s scrubStore) Stack(name string) (StackRecord, error) {
+func (s scrubStore) Stack(name string) (model.StackRecord, error) {
 	rec, err := s.Store.Stack(name)
 	rec.Status, _ = scrubStatus(rec.Status, s.r)
 	return rec, err
 }
 
-func (s scrubStore) Stacks() ([]StackRecord, error) {
+func (s scrubStore) Stacks() ([]model.StackRecord, error) {
 	recs, err := s.Store.Stacks()
 	for i := range recs {
 		recs[i].Status, _ = scrubStatus(recs[i].Status, s.r)
@@ -242,32 +243,32 @@ func (s scrubStore) Stacks() ([]StackRecord, error) {
 	return recs, err
 }
 
-func (s scrubStore) BeginUpdate(u Update) (Update, error) {
+func (s scrubStore) BeginUpdate(u model.Update) (model.Update, error) {
 	return s.Store.BeginUpdate(scrubUpdate(u, s.r))
 }
 
-func (s scrubStore) PutUpdate(u Update) error { return s.Store.PutUpdate(scrubUpdate(u, s.r)) }
+func (s scrubStore) PutUpdate(u model.Update) error { return s.Store.PutUpdate(scrubUpdate(u, s.r)) }
 
 func (s scrubStore) PutLog(id string, log []byte) error { return s.Store.PutLog(id, s.r.Bytes(log)) }
 
-func (s scrubStore) RunningUpdates() ([]Update, error) {
+func (s scrubStore) RunningUpdates() ([]model.Update, error) {
 	us, err := s.Store.RunningUpdates()
 	return s.updates(us), err
 }
 
-func (s scrubStore) Updates(stack string, before uint64, limit int) ([]Update, error) {
+func (s scrubStore) Updates(stack string, before uint64, limit int) ([]model.Update, error) {
 	us, err := s.Store.Updates(stack, before, limit)
 	return s.updates(us), err
 }
 
-func (s scrubStore) updates(us []Update) []Update {
+func (s scrubStore) updates(us []model.Update) []model.Update {
 	for i := range us {
 		us[i] = scrubUpdate(us[i], s.r)
 	}
 	return us
 }
 
-func (s scrubStore) Update(id string) (Update, error) {
+func (s scrubStore) Update(id string) (model.Update, error) {
 	u, err := s.Store.Update(id)
 	return scrubUpdate(u, s.r), err
 }
@@ -277,12 +278,12 @@ func (s scrubStore) Log(id string) ([]byte, error) {
 	return s.r.Bytes(log), err
 }
 
-func (s scrubStore) PutRevision(rev ConfigRevision) (ConfigRevision, error) {
+func (s scrubStore) PutRevision(rev model.ConfigRevision) (model.ConfigRevision, error) {
 	rev.Error = s.r.Clean(rev.Error)
 	return s.Store.PutRevision(rev)
 }
 
-func (s scrubStore) Revisions(before uint64, limit int) ([]ConfigRevision, error) {
+func (s scrubStore) Revisions(before uint64, limit int) ([]model.ConfigRevision, error) {
 	revs, err := s.Store.Revisions(before, limit)
 	for i := range revs {
 		revs[i].Error = s.r.Clean(revs[i].Error)
@@ -307,10 +308,10 @@ func (n scrubNotifier) Notify(e notify.Event) {
 }
 
 // scrubConfigStatus returns s with its errors and sources cleaned by r.
-func scrubConfigStatus(s ConfigStatus, r *scrub.Redactor) ConfigStatus {
+func scrubConfigStatus(s model.ConfigStatus, r *scrub.Redactor) model.ConfigStatus {
 	s.Error = r.Clean(s.Error)
 	if s.Health != nil {
-		s.Health = &Health{Status: s.Health.Status, Message: r.Clean(s.Health.Message)}
+		s.Health = &model.Health{Status: s.Health.Status, Message: r.Clean(s.Health.Message)}
 	}
 	s.Sources = slices.Clone(s.Sources)
 	for i := range s.Sources {

@@ -16,6 +16,7 @@ import (
 	"github.com/stackd/stackd/daemon/notify"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // Secrets of TestOneStacksSecretsScrubbedFromAnother: distinctive, so
@@ -114,7 +115,7 @@ func TestOneStacksSecretsScrubbedFromAnother(t *testing.T) {
 	h.start()
 	h.eventually("b succeeds after its failure", func() bool {
 		l := h.last("b")
-		return l != nil && l.State == UpdateSucceeded && h.ready("a")
+		return l != nil && l.State == model.UpdateSucceeded && h.ready("a")
 	})
 	if lr.runs < 2 {
 		t.Fatalf("b ran %d times, want a failure and a success", lr.runs)
@@ -150,7 +151,7 @@ func TestOneStacksSecretsScrubbedFromAnother(t *testing.T) {
 		t.Errorf("tracking = %q", b.Tracking)
 	}
 	failed := ups[len(ups)-1]
-	if failed.State != UpdateFailed || !strings.Contains(failed.Message, "the program failed: [secret] [secret]") {
+	if failed.State != model.UpdateFailed || !strings.Contains(failed.Message, "the program failed: [secret] [secret]") {
 		t.Errorf("first update = %+v", failed)
 	}
 	for _, want := range []string{"the program prints [secret] [secret] [secret] [secret]", "error: the program failed: [secret]"} {

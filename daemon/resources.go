@@ -9,74 +9,23 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
-
-// Resource is one resource of a stack's state, as the runner exported it:
-// what it is and where it sits in the tree, never its property values (so
-// nothing secret).
-type Resource struct {
-	URN  string `json:"urn"`
-	Type string `json:"type"`
-	Name string `json:"name"`
-	// ID is the provider's ID of a custom resource.
-	ID string `json:"id,omitempty"`
-	// Parent is the URN of the resource's parent (a component or the
-	// stack); empty for the stack itself.
-	Parent string `json:"parent,omitempty"`
-	// Provider is the URN of the provider resource that manages it.
-	Provider       string `json:"provider,omitempty"`
-	Custom         bool   `json:"custom,omitempty"`
-	Protect        bool   `json:"protect,omitempty"`
-	RetainOnDelete bool   `json:"retainOnDelete,omitempty"`
-	External       bool   `json:"external,omitempty"`
-	// Created and Modified are the state's own times (zero when the
-	// state is older than Pulumi's recording of them).
-	Created  time.Time `json:"created,omitzero"`
-	Modified time.Time `json:"modified,omitzero"`
-	// ChangedBy is the update that last created or changed the resource,
-	// as far as stackd saw it; empty when that was before its record.
-	ChangedBy string `json:"changedBy,omitempty"`
-	// Drift is the resource's status from the last drift check (one of
-	// the ResourceDrift values), and DriftProperties the properties that
-	// differ. Filled in when read, from the stack's drift status.
-	Drift           string   `json:"drift,omitempty"`
-	DriftProperties []string `json:"driftProperties,omitempty"`
-}
-
-// Drift states of one resource. A resource that the last drift check did
-// not see (none ran, it failed, or the resource is newer) has none.
-const (
-	ResourceInSync  = "in-sync"
-	ResourceDrifted = "drifted"
-	ResourceDeleted = "deleted"
-)
-
-// Resources is a stack's resources as of an update.
-type Resources struct {
-	// Update is the update after which the state was exported, and Time
-	// when.
-	Update string    `json:"update"`
-	Time   time.Time `json:"time"`
-	// DriftCheck is the drift check whose statuses the resources carry
-	// (filled in when read); empty before any.
-	DriftCheck string     `json:"driftCheck,omitempty"`
-	Resources  []Resource `json:"resources"`
-}
 
 // ResourceStore keeps the last Resources of each stack; the BoltDB and
 // the etcd stores implement it as part of Store. DeleteStack deletes them.
 type ResourceStore interface {
-	PutResources(stack string, r Resources) error
+	PutResources(stack string, r model.Resources) error
 	// Resources reads them; the error wraps ErrNotFound when there are
 	// none.
-	Resources(stack string) (Resources, error)
+	Resources(stack string) (model.Resources, error)
 }
 
 // exportsState says whether an operation of type typ changes (or checks)
 // the state, so that the runner exports it afterwards.
 func exportsState(typ string) bool {
 	switch typ {
-	case UpdateUp, UpdateRefresh, UpdateDestroy, UpdateDrift:
+	case model.UpdateUp, model.UpdateRefresh, model.UpdateDestroy, model.UpdateDrift:
 		return true
 	}
 	return false
@@ -85,7 +34,7 @@ func exportsState(typ string) bool {
 // attribute sets each resource's ChangedBy: update when the state says
 // the resource was created or modified since start (the update's start),
 // else what prev said of the same URN.
-func attribute(cur []Resource, prev []Resource, update string, start time.Time) {
+func attribute(cur []model.Resource, prev []model.Resource, update string, start time.Time) {
 	was := make(map[string]string, len(prev))
 	for _, r := range prev {
 		was[r.URN] = r.ChangedBy
@@ -106,7 +55,7 @@ func attribute(cur []Resource, prev []Resource, update string, start time.Time) 
 // the others it saw (not newer than the check) in sync; the stack and
 // providers, which it does not look at, have none. Nothing is marked
 // without a check that succeeded.
-func markDrift(rs []Resource, drift *spec.DriftStatus) {
+func markDrift(rs []model.Resource, drift *spec.DriftStatus) {
 	if drift == nil || (drift.State != spec.DriftInSync && drift.State != spec.DriftDrifted) {
 		return
 	}
@@ -120,22 +69,22 @@ func markDrift(rs []Resource, drift *spec.DriftStatus) {
 			continue // a drift check looks at neither
 		}
 		if d, ok := found[r.URN]; ok {
-			r.Drift, r.DriftProperties = ResourceDrifted, d.Properties
+			r.Drift, r.DriftProperties = model.ResourceDrifted, d.Properties
 			if d.Op == "delete" {
-				r.Drift = ResourceDeleted
+				r.Drift = model.ResourceDeleted
 			}
 			continue
 		}
 		if r.Created.After(drift.LastCheck) || r.Modified.After(drift.LastCheck) {
 			continue
 		}
-		r.Drift = ResourceInSync
+		r.Drift = model.ResourceInSync
 	}
 }
 
 // recordResources stores the resources the runner exported after update
 // u, attributing changes to it. Called without d.mu held.
-func (d *Daemon) recordResources(u Update, exported []Resource) {
+func (d *Daemon) recordResources(u model.Update, exported []model.Resource) {
 	prev, err := d.opts.Store.Resources(u.Stack)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		d.log.Warn("cannot read the stack's resources", "stack", u.Stack, "err", err)
@@ -144,7 +93,7 @@ func (d *Daemon) recordResources(u Update, exported []Resource) {
 		exported[i].ID = d.red.Clean(exported[i].ID)
 	}
 	attribute(exported, prev.Resources, u.ID, u.StartTime)
-	r := Resources{Update: u.ID, Time: u.EndTime, Resources: exported}
+	r := model.Resources{Update: u.ID, Time: u.EndTime, Resources: exported}
 	err = d.opts.Store.PutResources(u.Stack, r)
 	if err != nil {
 		d.storeError("cannot record the stack's resources", u.Stack, err, "update", u.ID)
@@ -159,11 +108,11 @@ func (d *Daemon) recordResources(u Update, exported []Resource) {
 type resourceCache struct {
 	mu  sync.Mutex
 	off bool
-	m   map[string]Resources
+	m   map[string]model.Resources
 }
 
 // get returns stack's snapshot; ok is false when it is not cached.
-func (c *resourceCache) get(stack string) (Resources, bool) {
+func (c *resourceCache) get(stack string) (model.Resources, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.m[stack]
@@ -171,7 +120,7 @@ func (c *resourceCache) get(stack string) (Resources, bool) {
 }
 
 // put caches r as stack's snapshot when stored, else forgets stack's.
-func (c *resourceCache) put(stack string, r Resources, stored bool) {
+func (c *resourceCache) put(stack string, r model.Resources, stored bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -180,19 +129,19 @@ func (c *resourceCache) put(stack string, r Resources, stored bool) {
 		delete(c.m, stack)
 	default:
 		if c.m == nil {
-			c.m = map[string]Resources{}
+			c.m = map[string]model.Resources{}
 		}
 		c.m[stack] = r
 	}
 }
 
 // forget drops stack's snapshot (its record was deleted).
-func (c *resourceCache) forget(stack string) { c.put(stack, Resources{}, false) }
+func (c *resourceCache) forget(stack string) { c.put(stack, model.Resources{}, false) }
 
 // StackResources returns the named stack's resources as of its last
 // exported state, with each one's drift status from the last drift
 // check. A stack without any yet has none (no error).
-func (d *Daemon) StackResources(name string) (Resources, error) {
+func (d *Daemon) StackResources(name string) (model.Resources, error) {
 	d.mu.Lock()
 	st := d.stacks[name]
 	var drift *spec.DriftStatus
@@ -201,17 +150,17 @@ func (d *Daemon) StackResources(name string) (Resources, error) {
 	}
 	d.mu.Unlock()
 	if st == nil {
-		return Resources{}, ErrUnknownStack
+		return model.Resources{}, ErrUnknownStack
 	}
 	r, ok := d.resources.get(name)
 	if !ok {
 		var err error
 		r, err = d.opts.Store.Resources(name)
 		if errors.Is(err, ErrNotFound) {
-			return Resources{Resources: []Resource{}}, nil
+			return model.Resources{Resources: []model.Resource{}}, nil
 		}
 		if err != nil {
-			return Resources{}, fmt.Errorf("stack %s: resources: %w", name, err)
+			return model.Resources{}, fmt.Errorf("stack %s: resources: %w", name, err)
 		}
 		d.resources.put(name, r, true)
 	}

@@ -10,13 +10,14 @@ import (
 
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 func TestAttribute(t *testing.T) {
 	start := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	before, after := start.Add(-time.Hour), start.Add(time.Second)
-	prev := []Resource{{URN: "kept", ChangedBy: "s-1"}, {URN: "changed", ChangedBy: "s-1"}}
-	cur := []Resource{
+	prev := []model.Resource{{URN: "kept", ChangedBy: "s-1"}, {URN: "changed", ChangedBy: "s-1"}}
+	cur := []model.Resource{
 		{URN: "kept", Created: before, Modified: before},
 		{URN: "changed", Created: before, Modified: after},
 		{URN: "new", Created: after, Modified: after},
@@ -35,8 +36,8 @@ func TestAttribute(t *testing.T) {
 
 func TestMarkDrift(t *testing.T) {
 	check := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	resources := func() []Resource {
-		return []Resource{
+	resources := func() []model.Resource {
+		return []model.Resource{
 			{URN: "a", Modified: check.Add(-time.Hour)},
 			{URN: "b", Modified: check.Add(-time.Hour)},
 			{URN: "c"},
@@ -55,9 +56,9 @@ func TestMarkDrift(t *testing.T) {
 		{"check failed", &spec.DriftStatus{State: spec.DriftCheckFailed, LastCheck: check, Resources: found},
 			map[string]string{"a": "", "b": "", "c": "", "newer": "", "stack": "", "provider": ""}},
 		{"in sync", &spec.DriftStatus{State: spec.DriftInSync, LastCheck: check},
-			map[string]string{"a": ResourceInSync, "b": ResourceInSync, "c": ResourceInSync, "newer": "", "stack": "", "provider": ""}},
+			map[string]string{"a": model.ResourceInSync, "b": model.ResourceInSync, "c": model.ResourceInSync, "newer": "", "stack": "", "provider": ""}},
 		{"drifted", &spec.DriftStatus{State: spec.DriftDrifted, LastCheck: check, Resources: found},
-			map[string]string{"a": ResourceDrifted, "b": ResourceInSync, "c": ResourceDeleted, "newer": "", "stack": "", "provider": ""}},
+			map[string]string{"a": model.ResourceDrifted, "b": model.ResourceInSync, "c": model.ResourceDeleted, "newer": "", "stack": "", "provider": ""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rs := resources()
@@ -101,7 +102,7 @@ func TestResourcesRecorded(t *testing.T) {
 	h := newHarness(t, oneStack, func(o *Options) { o.Redactor = scrub.NewRedactor("hunter2-secret") })
 	h.fetcher.set("https://git.example/app.git", sha1, nil)
 	now := time.Now()
-	h.runner.resources = []Resource{
+	h.runner.resources = []model.Resource{
 		{URN: "urn:s", Type: "pulumi:pulumi:Stack", Name: "s", Created: now.Add(time.Second), Modified: now.Add(time.Second)},
 		{URN: "urn:f", Type: "stackdtest:index:File", Name: "f", ID: "/srv/hunter2-secret", Parent: "urn:s",
 			Created: now.Add(time.Second), Modified: now.Add(time.Second)},
@@ -135,7 +136,7 @@ func TestResourcesExportFailed(t *testing.T) {
 	obs := &exportObserver{}
 	h := newHarness(t, oneStack, func(o *Options) { o.Observer = obs })
 	h.fetcher.set("https://git.example/app.git", sha1, nil)
-	h.runner.resources = []Resource{{URN: "urn:s", Type: "pulumi:pulumi:Stack", Name: "s"}}
+	h.runner.resources = []model.Resource{{URN: "urn:s", Type: "pulumi:pulumi:Stack", Name: "s"}}
 	h.start()
 	h.eventually("first deploy", func() bool { return h.ready("app") })
 	first := h.last("app").Name

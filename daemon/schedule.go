@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // sourceRetry is how soon a stack whose source or references could not be
@@ -119,7 +120,7 @@ func (p *passState) busy(*stackState) { p.marked = true }
 // healthy says whether st is Healthy in Argo CD's sense: Ready at its
 // current generation.
 func healthy(st *stackState) bool {
-	return HealthOf(&st.rec.Status, st.rec.Generation).Status == HealthHealthy
+	return HealthOf(&st.rec.Status, st.rec.Generation).Status == model.HealthHealthy
 }
 
 func minPositive(a, b time.Duration) time.Duration {
@@ -195,7 +196,7 @@ func (d *Daemon) startPoll(st *stackState) {
 	src, err := d.gitSource(st.stack)
 	if err != nil {
 		st.polling = false
-		d.blockLocked(st, ReasonSpecInvalid, err, time.Now())
+		d.blockLocked(st, model.ReasonSpecInvalid, err, time.Now())
 		return
 	}
 	stack := st.stack
@@ -223,7 +224,7 @@ func (d *Daemon) polled(st *stackState, commit string, err error) {
 			d.log.Warn("cannot resolve the stack's branch", "stack", st.rec.Name, "err", err)
 		}
 		st.sourceErr = err
-		d.blockLocked(st, ReasonSourceUnavailable, err, time.Now())
+		d.blockLocked(st, model.ReasonSourceUnavailable, err, time.Now())
 		return
 	}
 	if st.sourceErr != nil {
@@ -365,7 +366,7 @@ func (d *Daemon) prerequisite(p spec.Prerequisite, now time.Time) string {
 	switch {
 	case dep.running || busyElsewhere(dep) || last == nil || last.Generation != dep.rec.Generation || last.ReconcileRequest != d.request(dep):
 		return fmt.Sprintf("prerequisite %q has not run to completion", p.Name)
-	case last.State != UpdateSucceeded:
+	case last.State != model.UpdateSucceeded:
 		return fmt.Sprintf("prerequisite %q failed", p.Name)
 	}
 	if r := p.Requirement; r != nil && r.SucceededWithinDuration != nil &&
@@ -379,7 +380,7 @@ func (d *Daemon) prerequisite(p spec.Prerequisite, now time.Time) string {
 // succeeded says whether st's last update succeeded.
 func succeeded(st *stackState) bool {
 	last := st.rec.Status.LastUpdate
-	return last != nil && last.State == UpdateSucceeded && last.Type == UpdateUp
+	return last != nil && last.State == model.UpdateSucceeded && last.Type == model.UpdateUp
 }
 
 // poke asks st to run again, as PKO patches a stale prerequisite's
@@ -393,11 +394,11 @@ func (d *Daemon) poke(st *stackState, token string) {
 
 // waiting records that st wants to run but is gated.
 func (d *Daemon) waiting(st *stackState, why string, now time.Time) {
-	c := st.rec.Status.Condition(ConditionReconciling)
-	if c != nil && c.Reason == ReasonPrerequisiteNotSatisfied && c.Message == why && st.rec.Status.ObservedGeneration == st.rec.Generation {
+	c := st.rec.Status.Condition(model.ConditionReconciling)
+	if c != nil && c.Reason == model.ReasonPrerequisiteNotSatisfied && c.Message == why && st.rec.Status.ObservedGeneration == st.rec.Generation {
 		return
 	}
-	st.rec.Status.MarkReconciling(ReasonPrerequisiteNotSatisfied, why, st.rec.Generation, now)
+	MarkReconciling(&st.rec.Status, model.ReasonPrerequisiteNotSatisfied, why, st.rec.Generation, now)
 	st.rec.Status.ObservedGeneration = st.rec.Generation // observed, as PKO writes on every reconcile
 	d.putStack(st)
 }
@@ -407,11 +408,11 @@ func (d *Daemon) waiting(st *stackState, why string, now time.Time) {
 func (d *Daemon) blockLocked(st *stackState, reason string, err error, now time.Time) {
 	st.blocked, st.retryAt = true, now.Add(min(sourceRetry, d.opts.MinResync))
 	msg := err.Error()
-	c := st.rec.Status.Condition(ConditionStalled)
+	c := st.rec.Status.Condition(model.ConditionStalled)
 	if c != nil && c.Reason == reason && c.Message == msg && st.rec.Status.ObservedGeneration == st.rec.Generation {
 		return
 	}
-	st.rec.Status.MarkStalled(reason, msg, st.rec.Generation, now)
+	MarkStalled(&st.rec.Status, reason, msg, st.rec.Generation, now)
 	st.rec.Status.ObservedGeneration = st.rec.Generation
 	d.putStack(st)
 }
@@ -421,11 +422,11 @@ func (d *Daemon) blockLocked(st *stackState, reason string, err error, now time.
 // succeeded at its generation is Ready again without an update.
 func (d *Daemon) settle(st *stackState, dec Decision, now time.Time) {
 	s, last := &st.rec.Status, st.rec.Status.LastUpdate
-	if st.stack == nil || st.blocked || dec.Stalled || last == nil || last.State != UpdateSucceeded || last.Generation != st.rec.Generation {
+	if st.stack == nil || st.blocked || dec.Stalled || last == nil || last.State != model.UpdateSucceeded || last.Generation != st.rec.Generation {
 		return
 	}
-	if c := s.Condition(ConditionReady); c == nil || c.Status != conditionTrue {
-		s.MarkReady(st.rec.Generation, now)
+	if c := s.Condition(model.ConditionReady); c == nil || c.Status != conditionTrue {
+		MarkReady(s, st.rec.Generation, now)
 		d.putStack(st)
 	}
 }
@@ -472,4 +473,4 @@ func (d *Daemon) storeError(msg, stack string, err error, args ...any) {
 	d.log.Error(msg, args...)
 }
 
-func healthPtr(h Health) *Health { return &h }
+func healthPtr(h model.Health) *model.Health { return &h }

@@ -11,27 +11,6 @@ import (
 	"github.com/stackd/stackd/model"
 )
 
-// ChangeWindowStatus is stackd's own part of a stack's status while a
-// change of it waits for a change window.
-type ChangeWindowStatus struct {
-	// Change is what waits: commit, drift or destroy.
-	Change string `json:"change"`
-	// NextOpen is when the windows next let it run; zero when no window
-	// opens within a year.
-	NextOpen time.Time `json:"nextOpen,omitzero"`
-	// Windows name the windows that hold it back.
-	Windows []string `json:"windows"`
-}
-
-// WindowOverride lets a stack's next update run whatever the change
-// windows say: who asked, why, and when. The update that runs records
-// it, and consumes it.
-type WindowOverride struct {
-	By     model.Principal `json:"by"`
-	Reason string          `json:"reason"`
-	Time   time.Time       `json:"time"`
-}
-
 // MaxOverrideReason bounds an override's reason, in bytes.
 const MaxOverrideReason = 1000
 
@@ -42,11 +21,11 @@ var ErrNoReason = errors.New("an override needs a reason")
 // for a run that changes nothing (a preview). A remediation of drift is
 // ChangeDrift only when it deploys what was deployed already: with a
 // new commit or spec it is a ChangeCommit too, and counts as one.
-func ChangeOf(last *LastUpdate, o Observation, dec Decision, remediating bool) string {
+func ChangeOf(last *model.LastUpdate, o Observation, dec Decision, remediating bool) string {
 	switch {
-	case dec.Type == UpdateDestroy:
+	case dec.Type == model.UpdateDestroy:
 		return spec.ChangeDestroy
-	case dec.Type != UpdateUp:
+	case dec.Type != model.UpdateUp:
 		return ""
 	case remediating && last != nil && last.LastSuccessfulCommit == o.Commit && last.Generation == o.Generation:
 		return spec.ChangeDrift
@@ -73,12 +52,12 @@ func (d *Daemon) windowClosed(st *stackState, dec Decision, obs Observation, now
 		}
 		return false, 0
 	}
-	ws := &ChangeWindowStatus{Change: change, NextOpen: v.NextOpen, Windows: v.Names()}
+	ws := &model.ChangeWindowStatus{Change: change, NextOpen: v.NextOpen, Windows: v.Names()}
 	msg := windowMessage(change, v)
-	c := st.rec.Status.Condition(ConditionReconciling)
-	if c == nil || c.Reason != ReasonChangeWindowClosed || c.Message != msg || st.rec.Status.ObservedGeneration != st.rec.Generation {
+	c := st.rec.Status.Condition(model.ConditionReconciling)
+	if c == nil || c.Reason != model.ReasonChangeWindowClosed || c.Message != msg || st.rec.Status.ObservedGeneration != st.rec.Generation {
 		st.rec.Status.ChangeWindow = ws
-		st.rec.Status.MarkReconciling(ReasonChangeWindowClosed, msg, st.rec.Generation, now)
+		MarkReconciling(&st.rec.Status, model.ReasonChangeWindowClosed, msg, st.rec.Generation, now)
 		st.rec.Status.ObservedGeneration = st.rec.Generation
 		d.putStack(st)
 	}
@@ -138,7 +117,7 @@ func (d *Daemon) OverrideWindow(name string, by model.Principal, reason string) 
 		return "", fmt.Errorf("override a change window of stack %s on the replica that holds it (%s): %w", name, d.own.Holder(name), ErrNotOwner)
 	}
 	now := time.Now().UTC()
-	st.rec.WindowOverride = &WindowOverride{By: by, Reason: reason, Time: now}
+	st.rec.WindowOverride = &model.WindowOverride{By: by, Reason: reason, Time: now}
 	d.log.Info("change windows overridden", "stack", name, "by", by.Kind+":"+by.Name, "reason", reason)
 	token := now.Format(time.RFC3339Nano)
 	d.syncLocked(st, token)

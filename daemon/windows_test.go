@@ -12,12 +12,12 @@ import (
 )
 
 func TestChangeOf(t *testing.T) {
-	last := &LastUpdate{Generation: 2, LastSuccessfulCommit: sha1, State: UpdateSucceeded}
+	last := &model.LastUpdate{Generation: 2, LastSuccessfulCommit: sha1, State: model.UpdateSucceeded}
 	same := Observation{Generation: 2, Commit: sha1}
-	up, destroy, preview := Decision{Run: true, Type: UpdateUp}, Decision{Run: true, Type: UpdateDestroy}, Decision{Run: true, Type: UpdatePreview}
+	up, destroy, preview := Decision{Run: true, Type: model.UpdateUp}, Decision{Run: true, Type: model.UpdateDestroy}, Decision{Run: true, Type: model.UpdatePreview}
 	cases := []struct {
 		name        string
-		last        *LastUpdate
+		last        *model.LastUpdate
 		obs         Observation
 		dec         Decision
 		remediating bool
@@ -45,12 +45,12 @@ func windowed(kind, schedule, duration string) string {
 	return oneStack + fmt.Sprintf("changeWindows:\n  - {name: w, kind: %s, schedule: %q, duration: %s, stacks: [app]}\n", kind, schedule, duration)
 }
 
-func reconciling(h *harness, name string) *Condition {
+func reconciling(h *harness, name string) *model.Condition {
 	v, err := h.d.Stack(name)
 	if err != nil {
 		return nil
 	}
-	return v.Status.Condition(ConditionReconciling)
+	return v.Status.Condition(model.ConditionReconciling)
 }
 
 func TestChangeWindowHoldsUntilOverridden(t *testing.T) {
@@ -59,7 +59,7 @@ func TestChangeWindowHoldsUntilOverridden(t *testing.T) {
 	h.start()
 	h.eventually("the window to hold the first deploy", func() bool {
 		c := reconciling(h, "app")
-		return c != nil && c.Reason == ReasonChangeWindowClosed
+		return c != nil && c.Reason == model.ReasonChangeWindowClosed
 	})
 	v, _ := h.d.Stack("app")
 	cw := v.Status.ChangeWindow
@@ -97,7 +97,7 @@ func TestChangeWindowHoldsUntilOverridden(t *testing.T) {
 	h.fetcher.set("https://git.example/app.git", sha2, nil)
 	h.eventually("the window to hold the next commit", func() bool {
 		c := reconciling(h, "app")
-		return c != nil && c.Reason == ReasonChangeWindowClosed
+		return c != nil && c.Reason == model.ReasonChangeWindowClosed
 	})
 	if ops := h.runner.opsOf("app"); len(ops) != 1 {
 		t.Fatalf("ran %d operations, want the overridden one only", len(ops))
@@ -138,7 +138,7 @@ changeWindows:
 `
 	remediated := func(h *harness) bool {
 		for _, op := range h.runner.opsOf("app") {
-			if op.Type == UpdateUp && op.Refresh {
+			if op.Type == model.UpdateUp && op.Refresh {
 				return true
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // prepared is a job's workspace, ready for the runner.
@@ -23,12 +24,12 @@ type prepared struct {
 	secrets []string
 	// destroy is what a later destroy of this stack needs, for stacks with
 	// destroyOnFinalize.
-	destroy *DestroySpec
+	destroy *model.DestroySpec
 	// pathsHash digests the checkout's files of spec.paths; empty when
 	// every file counts.
 	pathsHash string
 	// commitInfo describes commit, when the checkout could.
-	commitInfo *Commit
+	commitInfo *model.Commit
 }
 
 // prepare resolves the job's references and puts its program in place.
@@ -47,7 +48,7 @@ func (d *Daemon) prepare(ctx context.Context, j job) (*prepared, error) {
 		err = d.opts.HostPaths.CheckStackBackend(j.stack, ws.Backend, ws.Env)
 	}
 	if err != nil {
-		return nil, &prepareError{ReasonSpecInvalid, err}
+		return nil, &prepareError{model.ReasonSpecInvalid, err}
 	}
 	ws.WorkDir = d.stackDir(j.stack.Name)
 	p.ws, p.secrets = ws, append(p.secrets, secrets...)
@@ -66,10 +67,10 @@ func (d *Daemon) prepareRemoved(ctx context.Context, j job) (*prepared, error) {
 		return d.prepareGone(ctx, j)
 	}
 	if ds == nil {
-		return nil, &prepareError{ReasonSpecInvalid, errors.New("nothing is known about how to destroy this stack")}
+		return nil, &prepareError{model.ReasonSpecInvalid, errors.New("nothing is known about how to destroy this stack")}
 	}
 	if _, err := os.Stat(filepath.Join(ds.ProjectDir, "Pulumi.yaml")); err != nil {
-		return nil, &prepareError{ReasonSourceUnavailable, fmt.Errorf("the stack's last project is gone: %w", err)}
+		return nil, &prepareError{model.ReasonSourceUnavailable, fmt.Errorf("the stack's last project is gone: %w", err)}
 	}
 	s := &spec.Stack{Name: j.st.rec.Name, Dir: ds.ConfigDir, Spec: spec.StackSpec{Stack: ds.Stack, Backend: ds.Backend,
 		SecretsProvider: ds.SecretsProvider, EnvRefs: ds.EnvRefs}}
@@ -83,7 +84,7 @@ func (d *Daemon) prepareRemoved(ctx context.Context, j job) (*prepared, error) {
 		err = d.opts.HostPaths.CheckStackBackend(s, ds.Backend, env)
 	}
 	if err != nil {
-		return nil, &prepareError{ReasonSpecInvalid, err}
+		return nil, &prepareError{model.ReasonSpecInvalid, err}
 	}
 	ws := Workspace{Name: s.Name, Stack: ds.Stack, ProjectDir: ds.ProjectDir, WorkDir: d.stackDir(s.Name), Backend: ds.Backend,
 		SecretsProvider: ds.SecretsProvider, UseLocalStackOnly: true, Env: env, KeepConfig: true}
@@ -104,7 +105,7 @@ func (d *Daemon) prepareGone(ctx context.Context, j job) (*prepared, error) {
 			j.obs.Commit, err = d.opts.Fetcher.Resolve(ctx, src)
 		}
 		if err != nil {
-			return nil, &prepareError{ReasonSourceUnavailable, err}
+			return nil, &prepareError{model.ReasonSourceUnavailable, err}
 		}
 	}
 	p, err := d.prepare(ctx, j)
@@ -114,8 +115,8 @@ func (d *Daemon) prepareGone(ctx context.Context, j job) (*prepared, error) {
 	return p, err
 }
 
-func destroySpec(s *spec.Stack, dir string) *DestroySpec {
-	ds := &DestroySpec{Stack: s.Spec.Stack, Backend: s.Spec.Backend, SecretsProvider: s.Spec.SecretsProvider,
+func destroySpec(s *spec.Stack, dir string) *model.DestroySpec {
+	ds := &model.DestroySpec{Stack: s.Spec.Stack, Backend: s.Spec.Backend, SecretsProvider: s.Spec.SecretsProvider,
 		ProjectDir: dir, ConfigDir: s.Dir, Approval: s.Spec.Approval, Labels: maps.Clone(s.Labels)}
 	if t := s.Spec.UpdateTemplate; t != nil && t.Spec != nil {
 		ds.Remove = t.Spec.Remove
@@ -139,29 +140,29 @@ func (d *Daemon) projectDir(ctx context.Context, j job, refs spec.RefSources, p 
 	if ref := j.stack.Spec.ProgramRef; ref != nil {
 		prog := j.cfg.Programs[ref.Name]
 		if prog == nil {
-			return "", &prepareError{ReasonSourceUnavailable, fmt.Errorf("program %q is not in the config", ref.Name)}
+			return "", &prepareError{model.ReasonSourceUnavailable, fmt.Errorf("program %q is not in the config", ref.Name)}
 		}
 		out, err := prog.WriteProject(filepath.Join(dir, "program"))
 		if err != nil {
-			return "", &prepareError{ReasonWorkspaceFailed, err}
+			return "", &prepareError{model.ReasonWorkspaceFailed, err}
 		}
 		return out, nil
 	}
 	src, err := d.stackGitSource(j.cfg, j.stack, refs)
 	if err != nil {
-		return "", &prepareError{ReasonSpecInvalid, err}
+		return "", &prepareError{model.ReasonSpecInvalid, err}
 	}
 	if a := src.Auth; a != nil {
 		p.secrets = append(p.secrets, a.Secrets()...)
 	}
 	out, err := d.opts.Fetcher.Checkout(ctx, src, j.obs.Commit, filepath.Join(dir, "src"))
 	if err != nil {
-		return "", &prepareError{ReasonSourceUnavailable, err}
+		return "", &prepareError{model.ReasonSourceUnavailable, err}
 	}
 	p.commitInfo = d.commitInfo(filepath.Join(dir, "src"), j.obs.Commit)
 	if globs, all := j.stack.Spec.PathFilter(); !all {
 		if p.pathsHash, err = spec.HashPaths(filepath.Join(dir, "src"), globs); err != nil {
-			return "", &prepareError{ReasonWorkspaceFailed, err}
+			return "", &prepareError{model.ReasonWorkspaceFailed, err}
 		}
 	}
 	return out, nil
@@ -169,7 +170,7 @@ func (d *Daemon) projectDir(ctx context.Context, j job, refs spec.RefSources, p 
 
 // commitInfo describes commit of the checkout in dir; nil when the
 // Fetcher cannot read commits or the checkout does not have it.
-func (d *Daemon) commitInfo(dir, commit string) *Commit {
+func (d *Daemon) commitInfo(dir, commit string) *model.Commit {
 	cr, ok := d.opts.Fetcher.(CommitReader)
 	if !ok || commit == "" {
 		return nil

@@ -22,6 +22,7 @@ import (
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // Daemon is what previews take from the reconcile loop (daemon.Daemon).
@@ -39,8 +40,8 @@ type Daemon interface {
 
 // Store records previews in the stacks' histories.
 type Store interface {
-	BeginUpdate(u daemon.Update) (daemon.Update, error)
-	PutUpdate(u daemon.Update) error
+	BeginUpdate(u model.Update) (model.Update, error)
+	PutUpdate(u model.Update) error
 	PutLog(id string, log []byte) error
 }
 
@@ -127,18 +128,18 @@ type Shared interface {
 	// BeginPullRequestPreview, PutPullRequestPreview and
 	// PutPullRequestPreviewLog record a preview of pull request key in
 	// its stack's history, behind its lease.
-	BeginPullRequestPreview(key string, u daemon.Update) (daemon.Update, error)
-	PutPullRequestPreview(key string, u daemon.Update) error
+	BeginPullRequestPreview(key string, u model.Update) (model.Update, error)
+	PutPullRequestPreview(key string, u model.Update) error
 	PutPullRequestPreviewLog(key, id string, log []byte) error
 	// Update reads a record of a stack's history.
-	Update(id string) (daemon.Update, error)
+	Update(id string) (model.Update, error)
 }
 
 // Observer hears about each finished preview and its policies' verdict,
 // for metrics.
 type Observer interface {
 	review.Observer
-	PolicyEvaluated(stack string, v daemon.PolicyVerdict)
+	PolicyEvaluated(stack string, v model.PolicyVerdict)
 	// ReviewStackDone hears about each finished operation on a review
 	// stack.
 	ReviewStackDone(op review.Op, result string)

@@ -12,6 +12,7 @@ import (
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/daemon/scrub"
+	"github.com/stackd/stackd/model"
 )
 
 // maxLog bounds what a preview's log keeps in memory; the store keeps
@@ -49,12 +50,12 @@ func (p *Previewer) preview(ctx context.Context, pr *pullRequest, ev review.Even
 	pv.Duration = elapsed(start)
 	pv.Changes = out.Changes
 	pv.Diff = string(log)
-	u.EndTime, u.Changes, u.State = time.Now(), out.Changes, daemon.UpdateSucceeded
+	u.EndTime, u.Changes, u.State = time.Now(), out.Changes, model.UpdateSucceeded
 	switch {
 	case ctx.Err() != nil:
-		pv.Result, u.State, u.Message = review.Cancelled, daemon.UpdateAborted, "superseded by a newer commit, or the pull request closed"
+		pv.Result, u.State, u.Message = review.Cancelled, model.UpdateAborted, "superseded by a newer commit, or the pull request closed"
 	case runErr != nil:
-		pv.Result, u.State = review.Failed, daemon.UpdateFailed
+		pv.Result, u.State = review.Failed, model.UpdateFailed
 		pv.Error = red.Clean(runErr.Error())
 		u.Message = pv.Error
 	default:
@@ -94,16 +95,16 @@ func (p *Previewer) resolve(ctx context.Context, t target) resolved {
 }
 
 // begin records the preview's start at the commit its program comes from.
-func (p *Previewer) begin(ctx context.Context, ev review.Event, t target, r resolved, start time.Time) (string, daemon.Update, error) {
+func (p *Previewer) begin(ctx context.Context, ev review.Event, t target, r resolved, start time.Time) (string, model.Update, error) {
 	commit, err := p.programCommit(ctx, ev, t, r)
 	if err != nil {
-		return "", daemon.Update{}, err
+		return "", model.Update{}, err
 	}
-	u, err := p.history(ev.Key()).BeginUpdate(daemon.Update{Stack: t.stack.Name, Type: daemon.UpdatePreview,
+	u, err := p.history(ev.Key()).BeginUpdate(model.Update{Stack: t.stack.Name, Type: model.UpdatePreview,
 		Reason: fmt.Sprintf("Preview of pull request #%d", ev.Number), Commit: commit, PullRequest: ev.Number,
-		StartTime: start, State: daemon.UpdateRunning})
+		StartTime: start, State: model.UpdateRunning})
 	if err != nil {
-		return "", daemon.Update{}, fmt.Errorf("record the preview: %w", err)
+		return "", model.Update{}, fmt.Errorf("record the preview: %w", err)
 	}
 	return commit, u, nil
 }
@@ -156,7 +157,7 @@ func (p *Previewer) run(ctx context.Context, ev review.Event, t target, r resolv
 			strings.Join(t.unresolved, ", "))
 	}
 	s := &t.stack.Spec
-	op := daemon.Operation{Workspace: ws, Type: daemon.UpdatePreview, ReadOnly: true, Diff: true, Log: w,
+	op := daemon.Operation{Workspace: ws, Type: model.UpdatePreview, ReadOnly: true, Diff: true, Log: w,
 		Refresh: s.Refresh, Targets: s.Targets, TargetDependents: s.TargetDependents, Timeout: p.opts.Timeout,
 		Message: fmt.Sprintf("stackd: preview of pull request #%d", ev.Number), Judged: p.opts.Policies != nil}
 	res, runErr := p.opts.Runner.Run(ctx, op)
@@ -186,13 +187,13 @@ func (p *Previewer) judge(ctx context.Context, ev review.Event, t target, commit
 	if p.opts.Policies == nil {
 		return nil, nil
 	}
-	v := daemon.JudgeSteps(ctx, p.opts.Policies, daemon.PolicyInput{Stack: t.stack.Name, Labels: t.stack.Labels,
+	v := daemon.JudgeSteps(ctx, p.opts.Policies, model.PolicyInput{Stack: t.stack.Name, Labels: t.stack.Labels,
 		Commit: commit, PullRequest: ev.Number, Author: ev.Author, Steps: res.JudgedSteps()})
 	v = v.Scrubbed(red.With(res.PolicySecrets...).Clean)
 	if p.opts.Observer != nil {
 		p.opts.Observer.PolicyEvaluated(t.stack.Name, v)
 	}
-	shown := func(vs []daemon.Violation) []review.Violation {
+	shown := func(vs []model.Violation) []review.Violation {
 		var out []review.Violation
 		for _, x := range vs {
 			out = append(out, review.Violation{Policy: x.Policy, Message: x.Message})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // benchHarness is a harness whose runner uses the toolchain directly (no
@@ -24,7 +25,7 @@ func benchHarness(b *testing.B) (*harness, daemon.Operation) {
 		b.Fatal(err)
 	}
 	h.r = r
-	op := daemon.Operation{Workspace: h.workspace("first", secretOne), Type: daemon.UpdateUp}
+	op := daemon.Operation{Workspace: h.workspace("first", secretOne), Type: model.UpdateUp}
 	h.run(op)
 	return h, op
 }
@@ -152,7 +153,7 @@ func BenchmarkDriftCheck(b *testing.B) {
 		b.Fatal(err)
 	}
 	configFile := filepath.Join(h.dataDir, "workspaces", "test", "Pulumi.dev.yaml")
-	op.Type = daemon.UpdateDrift
+	op.Type = model.UpdateDrift
 	var runner, bare time.Duration
 	b.ResetTimer()
 	for range b.N {

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/sandbox"
 )
 
@@ -104,7 +105,7 @@ outputs:
 			t.Fatal(err)
 		}
 		var log syncBuffer
-		_, err = r.Run(context.Background(), daemon.Operation{Type: daemon.UpdateUp, Log: &log,
+		_, err = r.Run(context.Background(), daemon.Operation{Type: model.UpdateUp, Log: &log,
 			Workspace: daemon.Workspace{Name: "leftovers", Stack: "dev", ProjectDir: project}})
 		if err != nil {
 			t.Fatalf("confined=%v: up: %v\n%s", confined, err, log.String())

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // DefaultTimeout bounds an operation whose Operation.Timeout and
@@ -283,9 +284,9 @@ func interrupted(ctx context.Context, err error) bool {
 // export reads the resources of w's state after op, which ended with
 // opErr: a removed stack has none; a failed export is logged, and says
 // nothing.
-func (r *Runner) export(ctx context.Context, w *workspace, op daemon.Operation, opErr error) ([]daemon.Resource, bool) {
+func (r *Runner) export(ctx context.Context, w *workspace, op daemon.Operation, opErr error) ([]model.Resource, bool) {
 	if opErr == nil && destroys(op) && op.Remove {
-		return []daemon.Resource{}, true
+		return []model.Resource{}, true
 	}
 	rs, err := r.exportResources(ctx, w)
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/audit"
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/storetest"
 	"github.com/stackd/stackd/model"
 )
@@ -38,7 +37,7 @@ func putAudit(t testing.TB, s *Store, n int) []model.AuditEntry {
 // audit bucket, gets one at Open, and keeps its revisions.
 func TestMigrateV2Audit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
-	var rev daemon.ConfigRevision
+	var rev model.ConfigRevision
 	atVersion(2, func() {
 		s := openAt(t, path, Options{})
 		rev = putRevisions(t, s, 1)[0]
@@ -57,7 +56,7 @@ func TestMigrateV2Audit(t *testing.T) {
 	if e := putAudit(t, s, 1)[0]; e.Seq != 1 {
 		t.Errorf("first entry of a migrated store has Seq %d", e.Seq)
 	}
-	if revs, err := s.Revisions(0, 0); err != nil || !reflect.DeepEqual(revs, []daemon.ConfigRevision{rev}) {
+	if revs, err := s.Revisions(0, 0); err != nil || !reflect.DeepEqual(revs, []model.ConfigRevision{rev}) {
 		t.Errorf("Revisions after migration = %+v, %v; want [%+v]", revs, err, rev)
 	}
 }

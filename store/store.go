@@ -8,16 +8,16 @@
 // Layout (schema version 6):
 //
 //	meta      "schema_version" → decimal string; "kv:<key>" → PutMeta values
-//	stacks    <name> → JSON daemon.StackRecord
+//	stacks    <name> → JSON model.StackRecord
 //	updates   <stack>/ (nested bucket, its sequence numbers the updates)
-//	              8-byte big-endian seq → JSON daemon.Update
+//	              8-byte big-endian seq → JSON model.Update
 //	logs      <stack>/ (nested bucket) 8-byte big-endian seq → log bytes
 //	revisions 8-byte big-endian seq (the bucket's sequence) →
-//	              JSON daemon.ConfigRevision (since version 2)
+//	              JSON model.ConfigRevision (since version 2)
 //	audit     8-byte big-endian seq (the bucket's sequence) →
 //	              JSON model.AuditEntry (since version 3)
-//	resources <stack> → JSON daemon.Resources (since version 4)
-//	previews  <stack> → JSON daemon.StackPreview (since version 5)
+//	resources <stack> → JSON model.Resources (since version 4)
+//	previews  <stack> → JSON model.StackPreview (since version 5)
 //	pullrequests <forge:repo#number> → JSON review.Record (since version 6)
 //
 // A *Store is safe for concurrent use by multiple goroutines. bbolt allows

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/stackd/stackd/access"
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/model"
 )
 
@@ -299,7 +298,7 @@ func (s *Server) stackRef(name string) *access.StackRef {
 }
 
 // refOf is a known stack's StackRef.
-func refOf(v *daemon.StackView) *access.StackRef {
+func refOf(v *model.StackView) *access.StackRef {
 	return &access.StackRef{Name: v.Name, Source: v.Source, Labels: v.Labels}
 }
 

@@ -14,7 +14,6 @@ import (
 
 	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/audit"
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/model"
 )
 
@@ -233,10 +232,10 @@ func (m *memAudit) all() []model.AuditEntry {
 
 // twoStacks is a daemon with the stacks app and db.
 func twoStacks() *fakeAPI {
-	return &fakeAPI{stacks: []daemon.StackView{
+	return &fakeAPI{stacks: []model.StackView{
 		{Name: "app", Spec: map[string]any{"stack": "dev"}, Source: "/etc/stackd/app.yaml"},
 		{Name: "db", Spec: map[string]any{"stack": "prod"}, Source: "/etc/stackd/db.yaml"},
-	}, updates: []daemon.Update{{ID: "db-1", Stack: "db", Seq: 1, State: daemon.UpdateSucceeded}},
+	}, updates: []model.Update{{ID: "db-1", Stack: "db", Seq: 1, State: model.UpdateSucceeded}},
 		logs: map[string][]byte{"db-1": []byte("db's log\n")}}
 }
 
@@ -382,11 +381,11 @@ func TestAccessReadsOpen(t *testing.T) {
 // the config; anonymous API reads get 401; refused reads are recorded.
 func TestAccessReadsFollowRoles(t *testing.T) {
 	api, trail := twoStacks(), &memAudit{}
-	api.stacks = append(api.stacks, daemon.StackView{Name: "app-2", Source: "/etc/stackd/app.yaml"})
+	api.stacks = append(api.stacks, model.StackView{Name: "app-2", Source: "/etc/stackd/app.yaml"})
 	_, base := startWith(t, Options{API: api, Access: newFakeAccess(), Audit: trail, ReadRequiresToken: true})
 	alice := http.Header{"Cookie": {sessionCookie + "=" + aliceCookie}}
 
-	var list struct{ Stacks []daemon.StackView }
+	var list struct{ Stacks []model.StackView }
 	resp, body := send(t, "GET", base+"/api/v1/stacks", alice, "")
 	if err := json.Unmarshal(body, &list); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("alice's list = %d %s", resp.StatusCode, body)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // Approvals decide the plans that await approval; the daemon implements
@@ -98,9 +99,9 @@ func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request, approve bool)
 		writeError(w, decisionStatus(err), err.Error())
 		return
 	}
-	state := daemon.GateApproved
+	state := model.GateApproved
 	if !approve {
-		state = daemon.GateRejected
+		state = model.GateRejected
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"name": r.PathValue("name"), "plan": d.Plan, "state": state})
 }

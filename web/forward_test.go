@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/stackd/stackd/access"
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/model"
 )
 
@@ -50,7 +49,7 @@ func TestForwardToHolder(t *testing.T) {
 	}
 	approve := base + "/api/v1/stacks/db/approve"
 	code, v := callWith(t, "POST", approve, jsonWith(operatorToken), `{"plan": "`+fakePlan+`"}`)
-	if code != http.StatusOK || v["state"] != daemon.GateApproved {
+	if code != http.StatusOK || v["state"] != model.GateApproved {
 		t.Fatalf("approval through node-1 = %d %v", code, v)
 	}
 	if got, want := holder.decided(), []string{"approve " + fakePlan + " by token:ci"}; !slices.Equal(got, want) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // TestBackupNeedsToken: the state's copy needs the token whenever one is
@@ -58,4 +58,4 @@ func TestPauseWaitsForOperations(t *testing.T) {
 	}
 }
 
-func statsRunning(n int) daemon.Stats { return daemon.Stats{Running: n} }
+func statsRunning(n int) model.Stats { return model.Stats{Running: n} }

@@ -70,8 +70,8 @@ const (
 // updateTypes and updateResults are the label values the counters start
 // at zero with, so rates are defined before the first update.
 var (
-	updateTypes   = []string{daemon.UpdateUp, daemon.UpdatePreview, daemon.UpdateRefresh, daemon.UpdateDestroy, daemon.UpdateDrift}
-	updateResults = []string{daemon.UpdateSucceeded, daemon.UpdateFailed, daemon.UpdateAborted}
+	updateTypes   = []string{model.UpdateUp, model.UpdatePreview, model.UpdateRefresh, model.UpdateDestroy, model.UpdateDrift}
+	updateResults = []string{model.UpdateSucceeded, model.UpdateFailed, model.UpdateAborted}
 	// previewResults are the results of a finished preview.
 	previewResults = []string{review.Succeeded, review.Failed, review.Cancelled}
 )
@@ -206,7 +206,7 @@ func buildInfo(version string) prometheus.Gauge {
 }
 
 // UpdateFinished counts a finished update and observes its duration.
-func (m *Metrics) UpdateFinished(u daemon.Update) {
+func (m *Metrics) UpdateFinished(u model.Update) {
 	m.events.Add(1)
 	result := u.State
 	if result == "" {
@@ -244,7 +244,7 @@ func (m *Metrics) CommitApplied(took time.Duration) {
 
 // ConfigReloaded does nothing: the reload gauges are read from
 // API.ConfigStatus at scrape time, which also covers the first load.
-func (m *Metrics) ConfigReloaded(daemon.ConfigStatus) {}
+func (m *Metrics) ConfigReloaded(model.ConfigStatus) {}
 
 // DriftChecked counts a drift check by its outcome.
 func (m *Metrics) DriftChecked(state string) {
@@ -253,9 +253,9 @@ func (m *Metrics) DriftChecked(state string) {
 }
 
 // PolicyEvaluated counts the policy messages of a verdict on stack.
-func (m *Metrics) PolicyEvaluated(stack string, v daemon.PolicyVerdict) {
+func (m *Metrics) PolicyEvaluated(stack string, v model.PolicyVerdict) {
 	m.events.Add(1)
-	for _, list := range [][]daemon.Violation{v.Deny, v.Warn} {
+	for _, list := range [][]model.Violation{v.Deny, v.Warn} {
 		for _, x := range list {
 			m.policyViolations.WithLabelValues(stack, x.Policy, x.Level).Inc()
 		}
@@ -376,7 +376,7 @@ var (
 // healthValues are the values of the "health" label, each reported for
 // every stack and source so that a change of health moves a 1 rather
 // than ending one series and starting another.
-var healthValues = []string{daemon.HealthHealthy, daemon.HealthProgressing, daemon.HealthDegraded, daemon.HealthAwaitingApproval}
+var healthValues = []string{model.HealthHealthy, model.HealthProgressing, model.HealthDegraded, model.HealthAwaitingApproval}
 
 // stateCollector reports the API's current state at each scrape.
 type stateCollector struct{ m *Metrics }
@@ -408,7 +408,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if clustered {
 		// Each replica reports the stacks it holds, so that a sum over
 		// replicas counts each stack once.
-		versions = slices.DeleteFunc(versions, func(sv daemon.StackVersion) bool { return sv.Holder != cs.Node })
+		versions = slices.DeleteFunc(versions, func(sv model.StackVersion) bool { return sv.Holder != cs.Node })
 		collectCluster(ch, cs, len(versions))
 	}
 	gauge(ch, descStacks, float64(len(versions)))
@@ -429,7 +429,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 
 // collectStacks emits the gauges of the stacks of versions, making again
 // those of the stacks that changed since the last scrape.
-func (m *Metrics) collectStacks(ch chan<- prometheus.Metric, api API, versions []daemon.StackVersion) {
+func (m *Metrics) collectStacks(ch chan<- prometheus.Metric, api API, versions []model.StackVersion) {
 	m.stacksMu.Lock()
 	defer m.stacksMu.Unlock()
 	if m.stacks == nil {
@@ -461,7 +461,7 @@ func (m *Metrics) collectStacks(ch chan<- prometheus.Metric, api API, versions [
 }
 
 // collectCluster emits the cluster's metrics as this replica sees it.
-func collectCluster(ch chan<- prometheus.Metric, cs daemon.ClusterStatus, owned int) {
+func collectCluster(ch chan<- prometheus.Metric, cs model.ClusterStatus, owned int) {
 	gauge(ch, descClusterMembers, float64(len(cs.Members)))
 	gauge(ch, descClusterOwned, float64(owned))
 	ch <- prometheus.MustNewConstMetric(descClusterMoves, prometheus.CounterValue, float64(cs.Moves))
@@ -473,7 +473,7 @@ func collectCluster(ch chan<- prometheus.Metric, cs daemon.ClusterStatus, owned 
 // collectSources emits the config sources' gauges. A source named twice
 // is reported once (the first), as a duplicate series would fail the
 // whole scrape.
-func collectSources(ch chan<- prometheus.Metric, sources []daemon.SourceStatus) {
+func collectSources(ch chan<- prometheus.Metric, sources []model.SourceStatus) {
 	seen := make(map[string]bool, len(sources))
 	for i := range sources {
 		src := &sources[i]
@@ -507,12 +507,12 @@ func collectHealth(ch chan<- prometheus.Metric, d *prometheus.Desc, name, curren
 // update failed (1 after the first failure; the number the Stalled
 // message gives), 0 otherwise. A record from before stackd counted from 1
 // shows at least 1.
-func collectStack(ch chan<- prometheus.Metric, v *daemon.StackView) {
-	gauge(ch, descReady, conditionTrue(&v.Status, daemon.ConditionReady), v.Name)
-	gauge(ch, descReconcile, conditionTrue(&v.Status, daemon.ConditionReconciling), v.Name)
-	gauge(ch, descStalled, conditionTrue(&v.Status, daemon.ConditionStalled), v.Name)
+func collectStack(ch chan<- prometheus.Metric, v *model.StackView) {
+	gauge(ch, descReady, conditionTrue(&v.Status, model.ConditionReady), v.Name)
+	gauge(ch, descReconcile, conditionTrue(&v.Status, model.ConditionReconciling), v.Name)
+	gauge(ch, descStalled, conditionTrue(&v.Status, model.ConditionStalled), v.Name)
 	failing, failures := 0.0, 0.0
-	if lu := v.Status.LastUpdate; lu != nil && lu.State == daemon.UpdateFailed {
+	if lu := v.Status.LastUpdate; lu != nil && lu.State == model.UpdateFailed {
 		failing, failures = 1, float64(max(lu.Failures, 1))
 	}
 	gauge(ch, descFailing, failing, v.Name)
@@ -550,7 +550,7 @@ func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, value float64, label
 	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, value, labels...)
 }
 
-func conditionTrue(s *daemon.StackStatus, typ string) float64 {
+func conditionTrue(s *model.StackStatus, typ string) float64 {
 	c := s.Condition(typ)
 	return boolValue(c != nil && c.Status == "True")
 }

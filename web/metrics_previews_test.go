@@ -6,8 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/model"
 )
 
 func TestReviewStackState(t *testing.T) {
@@ -63,11 +63,11 @@ func TestMetricsPullRequests(t *testing.T) {
 	if body := scrapeWith(&fakeAPI{}, nil); strings.Contains(body, "stackd_pull_requests") || strings.Contains(body, "stackd_review_stacks") {
 		t.Error("/metrics reports pull requests without previews")
 	}
-	follower := &fakeAPI{cluster: daemon.ClusterStatus{Node: "node-1", Session: true, Leader: "node-2"}}
+	follower := &fakeAPI{cluster: model.ClusterStatus{Node: "node-1", Session: true, Leader: "node-2"}}
 	if body := scrapeWith(follower, func() []review.PullRequest { return prs }); strings.Contains(body, "stackd_pull_requests") {
 		t.Error("a replica that does not lead reports the cluster's pull requests")
 	}
-	leader := &fakeAPI{cluster: daemon.ClusterStatus{Node: "node-2", Session: true, Leader: "node-2"}}
+	leader := &fakeAPI{cluster: model.ClusterStatus{Node: "node-2", Session: true, Leader: "node-2"}}
 	if body := scrapeWith(leader, func() []review.PullRequest { return prs }); !strings.Contains(body, `stackd_pull_requests{state="open"} 2`+"\n") {
 		t.Error("the leader does not report the cluster's pull requests")
 	}

@@ -12,30 +12,30 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 const failingCommit = "0123456789abcdef0123456789abcdef01234567"
 
 // metricStacks are three stacks: ready, failing twice and stalled, and
 // reconciling for the first time.
-func metricStacks() []daemon.StackView {
+func metricStacks() []model.StackView {
 	success := time.Unix(1_700_000_000, 0)
-	cond := func(typ, status string) daemon.Condition {
-		return daemon.Condition{Type: typ, Status: status, Reason: "R", Message: "exit status 1: " + failingCommit}
+	cond := func(typ, status string) model.Condition {
+		return model.Condition{Type: typ, Status: status, Reason: "R", Message: "exit status 1: " + failingCommit}
 	}
-	return []daemon.StackView{
-		{Name: "app", LastSuccess: success, Status: daemon.StackStatus{
-			Conditions: []daemon.Condition{cond(daemon.ConditionReady, "True")},
-			LastUpdate: &daemon.LastUpdate{State: daemon.UpdateSucceeded, LastSuccessfulCommit: failingCommit}}},
-		{Name: "db", LastSuccess: success, Status: daemon.StackStatus{
-			Conditions: []daemon.Condition{cond(daemon.ConditionReady, "False"), cond(daemon.ConditionStalled, "True")},
-			LastUpdate: &daemon.LastUpdate{State: daemon.UpdateFailed, Failures: 2, LastAttemptedCommit: failingCommit,
+	return []model.StackView{
+		{Name: "app", LastSuccess: success, Status: model.StackStatus{
+			Conditions: []model.Condition{cond(model.ConditionReady, "True")},
+			LastUpdate: &model.LastUpdate{State: model.UpdateSucceeded, LastSuccessfulCommit: failingCommit}}},
+		{Name: "db", LastSuccess: success, Status: model.StackStatus{
+			Conditions: []model.Condition{cond(model.ConditionReady, "False"), cond(model.ConditionStalled, "True")},
+			LastUpdate: &model.LastUpdate{State: model.UpdateFailed, Failures: 2, LastAttemptedCommit: failingCommit,
 				Message: "error: permission denied"}}},
-		{Name: "new", Status: daemon.StackStatus{
-			Conditions:   []daemon.Condition{cond(daemon.ConditionReady, "False"), cond(daemon.ConditionReconciling, "True")},
-			ChangeWindow: &daemon.ChangeWindowStatus{Change: "commit", NextOpen: time.Unix(1_700_003_600, 0), Windows: []string{`deny window "freeze"`}}}},
+		{Name: "new", Status: model.StackStatus{
+			Conditions:   []model.Condition{cond(model.ConditionReady, "False"), cond(model.ConditionReconciling, "True")},
+			ChangeWindow: &model.ChangeWindowStatus{Change: "commit", NextOpen: time.Unix(1_700_003_600, 0), Windows: []string{`deny window "freeze"`}}}},
 	}
 }
 
@@ -63,23 +63,23 @@ func scrape(t *testing.T, url string) string {
 }
 
 func TestMetrics(t *testing.T) {
-	api := &fakeAPI{stacks: metricStacks(), stats: daemon.Stats{Running: 1, Queued: 2},
-		config: daemon.ConfigStatus{Successful: false, LastSuccess: time.Unix(1_700_000_100, 0), Error: "stacks.yaml:1:1: bad",
-			Policies: &daemon.PolicyStatus{Source: "policies", Error: "policies/files.rego:3:1: bad"}}}
+	api := &fakeAPI{stacks: metricStacks(), stats: model.Stats{Running: 1, Queued: 2},
+		config: model.ConfigStatus{Successful: false, LastSuccess: time.Unix(1_700_000_100, 0), Error: "stacks.yaml:1:1: bad",
+			Policies: &model.PolicyStatus{Source: "policies", Error: "policies/files.rego:3:1: bad"}}}
 	reg := prometheus.NewPedanticRegistry() // checks what collectors emit against what they describe
 	m := NewMetrics(reg, nil, "1.2.3")
 	m.SetAPI(api)
 	start := time.Now()
-	m.UpdateFinished(daemon.Update{Type: daemon.UpdateUp, State: daemon.UpdateSucceeded, StartTime: start, EndTime: start.Add(90 * time.Second), Commit: failingCommit})
-	m.UpdateFinished(daemon.Update{Type: daemon.UpdateUp, State: daemon.UpdateFailed, StartTime: start, EndTime: start.Add(time.Second), Message: "error: permission denied"})
+	m.UpdateFinished(model.Update{Type: model.UpdateUp, State: model.UpdateSucceeded, StartTime: start, EndTime: start.Add(90 * time.Second), Commit: failingCommit})
+	m.UpdateFinished(model.Update{Type: model.UpdateUp, State: model.UpdateFailed, StartTime: start, EndTime: start.Add(time.Second), Message: "error: permission denied"})
 	m.Polled(nil, 200*time.Millisecond)
 	m.Polled(errors.New("dial tcp: refused"), time.Second)
 	m.CommitApplied(2 * time.Minute)
 	m.ConfigReloaded(api.ConfigStatus())
 	m.ResourcesExportFailed("db")
-	m.PolicyEvaluated("app", daemon.PolicyVerdict{
-		Deny: []daemon.Violation{{Policy: "stackd.files", Level: daemon.PolicyDeny, Message: "deleting /srv/data is denied"}},
-		Warn: []daemon.Violation{{Policy: "stackd.files", Level: daemon.PolicyWarn, Message: "a"}, {Policy: "stackd.tags", Level: daemon.PolicyWarn, Message: "b"}},
+	m.PolicyEvaluated("app", model.PolicyVerdict{
+		Deny: []model.Violation{{Policy: "stackd.files", Level: model.PolicyDeny, Message: "deleting /srv/data is denied"}},
+		Warn: []model.Violation{{Policy: "stackd.files", Level: model.PolicyWarn, Message: "a"}, {Policy: "stackd.tags", Level: model.PolicyWarn, Message: "b"}},
 	})
 	_, url := startWith(t, Options{API: api, Registry: reg})
 
@@ -165,16 +165,16 @@ func TestMetricsWithoutAPI(t *testing.T) {
 // when known. Commits and error text never become label values.
 func TestMetricsHealth(t *testing.T) {
 	stacks := metricStacks()
-	stacks[0].Status.Health = &daemon.Health{Status: daemon.HealthHealthy}
-	stacks[1].Status.Health = &daemon.Health{Status: daemon.HealthDegraded, Message: "error: permission denied"}
+	stacks[0].Status.Health = &model.Health{Status: model.HealthHealthy}
+	stacks[1].Status.Health = &model.Health{Status: model.HealthDegraded, Message: "error: permission denied"}
 	gitSource := "git+https://github.com/acme/infra.git//stacks?ref=main"
-	api := &fakeAPI{stacks: stacks, config: daemon.ConfigStatus{Successful: true, Sources: []daemon.SourceStatus{
+	api := &fakeAPI{stacks: stacks, config: model.ConfigStatus{Successful: true, Sources: []model.SourceStatus{
 		{Source: gitSource, Git: &spec.GitDir{URL: "https://github.com/acme/infra.git", Path: "stacks", Ref: "main"},
 			Commit: failingCommit, LatestCommit: strings.Repeat("f", 40), LastPoll: time.Unix(1_700_000_200, 0),
 			AppliedAt: time.Unix(1_700_000_100, 0), Error: "stacks/app.yaml:1:1: refused at " + failingCommit, Stacks: 2,
-			Health: daemon.Health{Status: daemon.HealthDegraded, Message: "refused"}},
+			Health: model.Health{Status: model.HealthDegraded, Message: "refused"}},
 		{Source: "/etc/stackd/local.yaml", AppliedAt: time.Unix(1_700_000_000, 0), Stacks: 1,
-			Health: daemon.Health{Status: daemon.HealthProgressing}},
+			Health: model.Health{Status: model.HealthProgressing}},
 		{Source: "/etc/stackd/local.yaml", Stacks: 7}, // named twice: reported once
 	}}}
 	reg := prometheus.NewPedanticRegistry()
@@ -230,8 +230,8 @@ func TestMetricsHealth(t *testing.T) {
 func TestMetricsCluster(t *testing.T) {
 	stacks := metricStacks()
 	stacks[0].Holder, stacks[1].Holder, stacks[2].Holder = "node-1", "node-2", "node-1"
-	cluster := daemon.ClusterStatus{Node: "node-1", Session: true, Leader: "node-2", Moves: 4, SessionsLost: 1,
-		Members: []daemon.ClusterMember{{Name: "node-1", Stacks: 2}, {Name: "node-2", Stacks: 1}}}
+	cluster := model.ClusterStatus{Node: "node-1", Session: true, Leader: "node-2", Moves: 4, SessionsLost: 1,
+		Members: []model.ClusterMember{{Name: "node-1", Stacks: 2}, {Name: "node-2", Stacks: 1}}}
 	api := &fakeAPI{stacks: stacks, cluster: cluster}
 	reg := prometheus.NewRegistry()
 	NewMetrics(reg, api, "test")
@@ -250,7 +250,7 @@ func TestMetricsCluster(t *testing.T) {
 		t.Error("/metrics reports db, which node-2 holds")
 	}
 	resp, got := send(t, "GET", url+"/api/v1/cluster", nil, "")
-	var st daemon.ClusterStatus
+	var st model.ClusterStatus
 	if err := json.Unmarshal(got, &st); resp.StatusCode != 200 || err != nil || !reflect.DeepEqual(st, cluster) {
 		t.Errorf("/api/v1/cluster = %d %s (%v), want %+v", resp.StatusCode, got, err, cluster)
 	}
@@ -289,7 +289,7 @@ func TestMetricsServedAgainWhileUnchanged(t *testing.T) {
 		t.Fatalf("5 scrapes of one state gathered %d times", n)
 	}
 	api.mu.Lock()
-	api.stacks[0].Status.LastUpdate.State = daemon.UpdateFailed
+	api.stacks[0].Status.LastUpdate.State = model.UpdateFailed
 	api.mu.Unlock()
 	if body := scrape(t, url); !strings.Contains(body, `stackd_stack_failing{stack="app"} 1`) {
 		t.Errorf("a stack's change is not in the next scrape:\n%s", body)

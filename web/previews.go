@@ -104,7 +104,7 @@ func (s *Server) uiPreviews(w http.ResponseWriter, r *http.Request) {
 // preview's update.
 type previewPage struct {
 	page
-	Update daemon.Update
+	Update model.Update
 	// PR is the open pull request the preview belongs to; nil once it is
 	// closed or its head moved on.
 	PR  *review.PullRequest
@@ -126,14 +126,14 @@ func (s *Server) uiPreview(w http.ResponseWriter, r *http.Request) {
 	}
 	title := fmt.Sprintf("Preview of #%d on %s", u.PullRequest, u.Stack)
 	p := previewPage{page: s.newPage(r, title), Update: u, PR: s.pullRequestOf(id)}
-	p.Section, p.Live = sectionPreviews, u.State == daemon.UpdateRunning
+	p.Section, p.Live = sectionPreviews, u.State == model.UpdateRunning
 	p.Log = s.updateLog(u.ID, u.State)
 	s.render(w, http.StatusOK, "preview.html", p)
 }
 
 // isPullRequestPreview reports whether u previewed a pull request.
-func isPullRequestPreview(u daemon.Update) bool {
-	return u.Type == daemon.UpdatePreview && u.PullRequest != 0
+func isPullRequestPreview(u model.Update) bool {
+	return u.Type == model.UpdatePreview && u.PullRequest != 0
 }
 
 // pullRequestOf is the open pull request one of whose previews is the

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // getResources serves a stack's resources as of its last exported state,
@@ -98,7 +99,7 @@ func (s *Server) uiPreviewNow(w http.ResponseWriter, r *http.Request) {
 
 // lastPreviewOf is the stack's last preview for its page; nil before
 // the first or when it cannot be read.
-func (s *Server) lastPreviewOf(stack string) *daemon.StackPreview {
+func (s *Server) lastPreviewOf(stack string) *model.StackPreview {
 	p, err := s.api.LastPreview(stack)
 	if err != nil {
 		return nil

@@ -9,20 +9,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/storetest"
+	"github.com/stackd/stackd/model"
 )
 
 // resourcesOfApp are n resources of "app" (a stack, a component and files
 // under it), the first file drifted and the second deleted.
-func resourcesOfApp(n int) daemon.Resources {
+func resourcesOfApp(n int) model.Resources {
 	rs := storetest.Resources("app", n)
 	for i := range rs.Resources {
-		rs.Resources[i].Drift = daemon.ResourceInSync
+		rs.Resources[i].Drift = model.ResourceInSync
 	}
 	if n > 3 {
-		rs.Resources[2].Drift, rs.Resources[2].DriftProperties = daemon.ResourceDrifted, []string{"content"}
-		rs.Resources[3].Drift = daemon.ResourceDeleted
+		rs.Resources[2].Drift, rs.Resources[2].DriftProperties = model.ResourceDrifted, []string{"content"}
+		rs.Resources[3].Drift = model.ResourceDeleted
 	}
 	return rs
 }
@@ -55,7 +55,7 @@ func TestBuildResources(t *testing.T) {
 			if group.Open != tc.open || group.Name != "group" {
 				t.Errorf("group %q open = %v, want %v", group.Name, group.Open, tc.open)
 			}
-			if tc.query == "" && (group.Total != tc.n-2 || group.Worst != daemon.ResourceDeleted) {
+			if tc.query == "" && (group.Total != tc.n-2 || group.Worst != model.ResourceDeleted) {
 				t.Errorf("group total %d worst %q, want %d and deleted", group.Total, group.Worst, tc.n-2)
 			}
 			if tc.query != "" && (len(group.Children) != 1 || group.Children[0].Name != "file-497") {
@@ -105,13 +105,13 @@ func TestRenderGraph(t *testing.T) {
 // <details> (no script needed); a search is a GET.
 func TestResourcesAPIAndPage(t *testing.T) {
 	api := newUIFakeAPI()
-	api.resources = map[string]daemon.Resources{"web": resourcesOfApp(5)}
+	api.resources = map[string]model.Resources{"web": resourcesOfApp(5)}
 	base := startUI(t, api)
 	resp, body := fetch(t, http.MethodGet, base+"/api/v1/stacks/web/resources", nil)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET resources: %d %s", resp.StatusCode, body)
 	}
-	var got daemon.Resources
+	var got model.Resources
 	if err := json.Unmarshal([]byte(body), &got); err != nil || len(got.Resources) != 5 || got.Resources[2].Parent != got.Resources[1].URN {
 		t.Errorf("GET resources = %s, %v", body, err)
 	}
@@ -139,7 +139,7 @@ func TestUIChromiumResources(t *testing.T) {
 		t.Fatal("the browser test needs Chromium:", err)
 	}
 	api := newUIFakeAPI()
-	api.resources = map[string]daemon.Resources{"web": resourcesOfApp(500)}
+	api.resources = map[string]model.Resources{"web": resourcesOfApp(500)}
 	base := startUI(t, api)
 	t.Cleanup(api.live.Close)
 	dom := string(runChromium(t, "--dump-dom", base+"/stacks/web"))
@@ -174,9 +174,9 @@ func TestPreviewNowAPIAndPage(t *testing.T) {
 	if got := api.previewed; len(got) != 2 || got[0] != "web" {
 		t.Errorf("previews started: %v", got)
 	}
-	api.preview = &daemon.StackPreview{Commit: "0123456789abcdef0123456789abcdef01234567", Time: api.now, State: daemon.UpdateSucceeded,
+	api.preview = &model.StackPreview{Commit: "0123456789abcdef0123456789abcdef01234567", Time: api.now, State: model.UpdateSucceeded,
 		Changes: map[string]int{"update": 1, "same": 3}, Diff: "  ~ stackdtest:index:File b update [diff: ~content]\n"}
-	var got daemon.StackPreview
+	var got model.StackPreview
 	resp, body := fetch(t, http.MethodGet, base+"/api/v1/stacks/web/preview", nil)
 	if err := json.Unmarshal([]byte(body), &got); resp.StatusCode != http.StatusOK || err != nil || got.Commit != api.preview.Commit {
 		t.Errorf("GET preview: %d %s", resp.StatusCode, body)
@@ -191,14 +191,14 @@ func TestPreviewNowAPIAndPage(t *testing.T) {
 // the page; commits link to the forge with their subject and author.
 func TestCommitsOnListAndPage(t *testing.T) {
 	applied, latest := strings.Repeat("a", 40), strings.Repeat("b", 40)
-	api := &fakeAPI{stacks: []daemon.StackView{{
+	api := &fakeAPI{stacks: []model.StackView{{
 		Name: "app", Spec: map[string]any{"stack": "dev"}, CommitURL: "https://github.com/acme/app/commit/{sha}",
-		AppliedCommit: &daemon.Commit{SHA: applied, Subject: "Add the bucket", Author: "Ada"},
-		LatestCommit:  &daemon.Commit{SHA: latest, Subject: "Rename the bucket", Author: "Bob"},
-		Status: daemon.StackStatus{LastUpdate: &daemon.LastUpdate{Name: "app-2", Type: daemon.UpdateUp, State: daemon.UpdateFailed,
+		AppliedCommit: &model.Commit{SHA: applied, Subject: "Add the bucket", Author: "Ada"},
+		LatestCommit:  &model.Commit{SHA: latest, Subject: "Rename the bucket", Author: "Bob"},
+		Status: model.StackStatus{LastUpdate: &model.LastUpdate{Name: "app-2", Type: model.UpdateUp, State: model.UpdateFailed,
 			LastAttemptedCommit: latest, LastSuccessfulCommit: applied}},
-	}}, updates: []daemon.Update{{ID: "app-2", Stack: "app", Seq: 2, Type: daemon.UpdateUp, State: daemon.UpdateFailed, Commit: latest,
-		CommitInfo: &daemon.Commit{SHA: latest, Subject: "Rename the bucket", Author: "Bob"}}}}
+	}}, updates: []model.Update{{ID: "app-2", Stack: "app", Seq: 2, Type: model.UpdateUp, State: model.UpdateFailed, Commit: latest,
+		CommitInfo: &model.Commit{SHA: latest, Subject: "Rename the bucket", Author: "Bob"}}}}
 	base := startUI(t, api)
 	list := getPage(t, base+"/", http.StatusOK)
 	wantContains(t, list, `<code title="`+applied+`">aaaaaaa</code>`, `latest <code title="`+latest+`">bbbbbbb</code> failed`)
@@ -213,7 +213,7 @@ func TestCommitsOnListAndPage(t *testing.T) {
 // cmd/stackd).
 func BenchmarkResources500(b *testing.B) {
 	api := newUIFakeAPI()
-	api.resources = map[string]daemon.Resources{"web": resourcesOfApp(500)}
+	api.resources = map[string]model.Resources{"web": resourcesOfApp(500)}
 	s := New(Options{API: api})
 	for _, path := range []string{"/api/v1/stacks/web/resources", "/stacks/web"} {
 		b.Run(strings.ReplaceAll(strings.TrimPrefix(path, "/"), "/", "_"), func(b *testing.B) {

@@ -33,34 +33,34 @@ import (
 // write the response, so a slow client never holds the daemon or its
 // store.
 type API interface {
-	Stacks() []daemon.StackView
+	Stacks() []model.StackView
 	// StackVersions lists every stack's version, by name: a stack's view
 	// is read again (Stack) only when its version or holder changed.
-	StackVersions() []daemon.StackVersion
-	Stack(name string) (daemon.StackView, error)
+	StackVersions() []model.StackVersion
+	Stack(name string) (model.StackView, error)
 	Sync(name string) (string, error)
 	Ready() error
 	// Updates lists a stack's updates newest first, those with Seq below
 	// before when before > 0, at most limit.
-	Updates(stack string, before uint64, limit int) ([]daemon.Update, error)
-	Update(id string) (daemon.Update, error)
+	Updates(stack string, before uint64, limit int) ([]model.Update, error)
+	Update(id string) (model.Update, error)
 	// Log is an update's log: stored bytes, or the live log while it runs.
 	Log(id string) ([]byte, *livelog.Log, error)
 	Reload() error
 	// ReloadAllowingRemoval is Reload letting this reload remove up to n
 	// stacks past the mass-removal guard.
 	ReloadAllowingRemoval(n int) error
-	ConfigStatus() daemon.ConfigStatus
+	ConfigStatus() model.ConfigStatus
 	// Push makes the stacks and Git config sources tracking branch of the
 	// repository (any of urls) poll now, and names them.
-	Push(urls []string, branch string) daemon.PushResult
+	Push(urls []string, branch string) model.PushResult
 	// ConfigRevisions lists the config revisions newest first, those with
 	// Seq below before when before > 0, at most limit.
-	ConfigRevisions(before uint64, limit int) ([]daemon.ConfigRevision, error)
-	Stats() daemon.Stats
+	ConfigRevisions(before uint64, limit int) ([]model.ConfigRevision, error)
+	Stats() model.Stats
 	// ClusterStatus is the cluster as this replica sees it; ok is false
 	// for a single node.
-	ClusterStatus() (status daemon.ClusterStatus, ok bool)
+	ClusterStatus() (status model.ClusterStatus, ok bool)
 	// RemoteLog is the API URL of the replica running update id, when
 	// another replica runs it: its live log is there.
 	RemoteLog(id string) string
@@ -73,12 +73,12 @@ type API interface {
 	Resume()
 	// StackResources is a stack's resources as of its last exported
 	// state, with their drift status; it never runs pulumi.
-	StackResources(name string) (daemon.Resources, error)
+	StackResources(name string) (model.Resources, error)
 	// PreviewNow starts a read-only preview of the stack at its latest
 	// commit, in the background; LastPreview is the last one (an error
 	// wrapping daemon.ErrNotFound before the first).
 	PreviewNow(name string) error
-	LastPreview(name string) (daemon.StackPreview, error)
+	LastPreview(name string) (model.StackPreview, error)
 }
 
 // DefaultAddr is loopback: exposing the API is an explicit choice.
@@ -472,10 +472,10 @@ func (s *Server) doReload(r *http.Request, n int) error {
 }
 
 // getConfig serves the config's status: the last (re)load and each
-// source's state (daemon.ConfigStatus).
+// source's state (model.ConfigStatus).
 func (s *Server) getConfig(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, struct {
-		daemon.ConfigStatus
+		model.ConfigStatus
 		// Warnings are settings that leave the daemon open.
 		Warnings []string `json:"warnings,omitempty"`
 	}{s.api.ConfigStatus(), s.Warnings()})

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/access"
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/model"
 )
 
@@ -51,7 +50,7 @@ type StackSummary struct {
 	Drift  string `json:"drift,omitempty"`
 	Holder string `json:"holder,omitempty"`
 	// Retry is a failing stack's next attempt, while it has some left.
-	Retry *daemon.Retry `json:"retry,omitempty"`
+	Retry *model.Retry `json:"retry,omitempty"`
 }
 
 // SummaryUpdate is the last finished update in a StackSummary.
@@ -65,15 +64,15 @@ type SummaryUpdate struct {
 }
 
 // SummaryOf is v's summary.
-func SummaryOf(v *daemon.StackView) StackSummary {
+func SummaryOf(v *model.StackView) StackSummary {
 	s := StackSummary{Name: v.Name, Removed: v.Removed, Orphaned: v.Orphaned, Health: "Unknown", Source: v.Source, Tracking: v.Tracking, Holder: v.Holder}
 	if h := v.Status.Health; h != nil && h.Status != "" {
 		s.Health = h.Status
 	}
-	if c := v.Status.Condition(daemon.ConditionReady); c != nil {
+	if c := v.Status.Condition(model.ConditionReady); c != nil {
 		s.Ready = c.Status
 	}
-	for _, typ := range []string{daemon.ConditionStalled, daemon.ConditionReconciling} {
+	for _, typ := range []string{model.ConditionStalled, model.ConditionReconciling} {
 		if c := v.Status.Condition(typ); c != nil && c.Status == "True" {
 			s.Reason, s.Message = c.Reason, c.Message
 			break
@@ -98,7 +97,7 @@ func SummaryOf(v *daemon.StackView) StackSummary {
 type stackEntry struct {
 	version uint64
 	holder  string
-	view    daemon.StackView
+	view    model.StackView
 	full    json.RawMessage
 	summary StackSummary
 	short   json.RawMessage // summary's JSON
@@ -143,7 +142,7 @@ func (c *stackCache) list(api API) []*stackEntry {
 	return out
 }
 
-func render(v daemon.StackView, sv daemon.StackVersion) *stackEntry {
+func render(v model.StackView, sv model.StackVersion) *stackEntry {
 	e := &stackEntry{version: sv.Version, holder: sv.Holder, view: v, summary: SummaryOf(&v), row: summarize(v)}
 	e.full, _ = json.Marshal(v)
 	e.short, _ = json.Marshal(e.summary)

@@ -149,9 +149,9 @@ type page struct {
 	Section string
 	// Version is stackd's version, if known.
 	Version string
-	Stats   daemon.Stats
+	Stats   model.Stats
 	// Config is the config's status; zero unless DaemonRead.
-	Config daemon.ConfigStatus
+	Config model.ConfigStatus
 	// Who is the viewer; DaemonRead says they may read what is not any
 	// one stack's (the config, the cluster).
 	Who        viewer
@@ -180,7 +180,7 @@ type stackItem struct {
 }
 
 // item is row with p's permissions on v.
-func (s *Server) item(p model.Principal, v *daemon.StackView, row stackRow) stackItem {
+func (s *Server) item(p model.Principal, v *model.StackView, row stackRow) stackItem {
 	return stackItem{stackRow: row, Sync: s.may(p, access.ActionSync, refOf(v))}
 }
 
@@ -201,7 +201,7 @@ type listPage struct {
 	Next, First string
 	// Cluster is the cluster as this replica sees it; nil for a single
 	// node.
-	Cluster *daemon.ClusterStatus
+	Cluster *model.ClusterStatus
 }
 
 func (s *Server) uiList(w http.ResponseWriter, r *http.Request) {
@@ -258,7 +258,7 @@ type stackRow struct {
 	// Running names the update in flight, if any.
 	Running string
 	// Last is the last finished update, if any.
-	Last *daemon.LastUpdate
+	Last *model.LastUpdate
 	// Tracking is what the stack follows, whole and split for display.
 	Tracking, Repo, Ref string
 	// Applied is the last commit an update succeeded with; AppliedRef
@@ -272,10 +272,10 @@ type stackRow struct {
 	// Holder is the replica acting on the stack (cluster mode).
 	Holder string
 	// Retry is a failing stack's next attempt, while it has some left.
-	Retry *daemon.Retry
+	Retry *model.Retry
 }
 
-func summarize(v daemon.StackView) stackRow {
+func summarize(v model.StackView) stackRow {
 	row := stackRow{Name: v.Name, Removed: v.Removed, Orphaned: v.Orphaned, Health: "Unknown", Last: v.Status.LastUpdate, Tracking: v.Tracking,
 		Drift: v.Status.Drift, Holder: v.Holder, Retry: v.Status.Retry}
 	if h := v.Status.Health; h != nil {
@@ -287,7 +287,7 @@ func summarize(v daemon.StackView) stackRow {
 	if lu := v.Status.LastUpdate; lu != nil {
 		row.Applied = lu.LastSuccessfulCommit
 		row.AppliedRef = refOfCommit(v.CommitURL, lu.LastSuccessfulCommit, v.AppliedCommit)
-		if lu.State == daemon.UpdateFailed && lu.LastAttemptedCommit != "" && lu.LastAttemptedCommit != lu.LastSuccessfulCommit {
+		if lu.State == model.UpdateFailed && lu.LastAttemptedCommit != "" && lu.LastAttemptedCommit != lu.LastSuccessfulCommit {
 			latest := refOfCommit(v.CommitURL, lu.LastAttemptedCommit, v.LatestCommit)
 			row.LatestFailed = &latest
 		}
@@ -301,12 +301,12 @@ func summarize(v daemon.StackView) stackRow {
 // subject, author and time.
 type commitRef struct {
 	SHA, URL string
-	Info     *daemon.Commit
+	Info     *model.Commit
 }
 
 // refOfCommit is sha's commitRef, with info when it describes sha; url
 // is the stack's CommitURL.
-func refOfCommit(url, sha string, info *daemon.Commit) commitRef {
+func refOfCommit(url, sha string, info *model.Commit) commitRef {
 	r := commitRef{SHA: sha}
 	if url != "" && isFullSHA(sha) {
 		r.URL = strings.ReplaceAll(url, "{sha}", sha)
@@ -342,14 +342,14 @@ func splitTracking(t string) (repo, ref string) {
 type stackPage struct {
 	page
 	Stack      stackItem
-	View       daemon.StackView
+	View       model.StackView
 	Spec       string
 	Outputs    []output
-	Updates    []daemon.Update
+	Updates    []model.Update
 	UpdatesErr string
 	Log        *logView
 	Resources  resourcesView
-	Preview    *daemon.StackPreview
+	Preview    *model.StackPreview
 	// Approve is the viewer's permission to decide on a plan.
 	Approve permission
 	// Override is the viewer's permission to override closed change
@@ -401,7 +401,7 @@ type healthBadge struct {
 }
 
 // badgeOf is h's badge; an empty status is Unknown.
-func badgeOf(h daemon.Health) healthBadge {
+func badgeOf(h model.Health) healthBadge {
 	if h.Status == "" {
 		return healthBadge{Health: "Unknown", HealthMessage: h.Message}
 	}
@@ -410,9 +410,9 @@ func badgeOf(h daemon.Health) healthBadge {
 
 // configBadge is the config's overall health badge: Unknown while the
 // daemon reports none.
-func configBadge(h *daemon.Health) healthBadge {
+func configBadge(h *model.Health) healthBadge {
 	if h == nil {
-		return badgeOf(daemon.Health{})
+		return badgeOf(model.Health{})
 	}
 	return badgeOf(*h)
 }
@@ -425,7 +425,7 @@ type configPage struct {
 	Reload       permission
 	Health       healthBadge
 	Sources      []sourceRow
-	Revisions    []daemon.ConfigRevision
+	Revisions    []model.ConfigRevision
 	RevisionsErr string
 }
 
@@ -445,7 +445,7 @@ type sourceRow struct {
 	Badge               healthBadge
 }
 
-func sourceRowOf(src daemon.SourceStatus) sourceRow {
+func sourceRowOf(src model.SourceStatus) sourceRow {
 	row := sourceRow{Source: src.Source, Git: src.Git, Commit: src.Commit, LastPoll: src.LastPoll,
 		AppliedAt: src.AppliedAt, Stacks: src.Stacks, Error: src.Error, Badge: badgeOf(src.Health)}
 	if src.Git != nil {
@@ -475,10 +475,10 @@ func (s *Server) uiConfig(w http.ResponseWriter, r *http.Request) {
 
 // latestLog is the log of the update in flight, else of the newest
 // update in updates, or nil when there is none.
-func (s *Server) latestLog(v daemon.StackView, updates []daemon.Update) *logView {
+func (s *Server) latestLog(v model.StackView, updates []model.Update) *logView {
 	switch {
 	case v.Status.CurrentUpdate != nil:
-		return s.updateLog(v.Status.CurrentUpdate.Name, daemon.UpdateRunning)
+		return s.updateLog(v.Status.CurrentUpdate.Name, model.UpdateRunning)
 	case len(updates) > 0:
 		return s.updateLog(updates[0].ID, updates[0].State)
 	}
@@ -496,7 +496,7 @@ func (s *Server) updateLog(id, state string) *logView {
 	case err != nil:
 		lv.Text = "The log is unavailable: " + err.Error()
 	case live != nil:
-		lv.State, lv.Follow = daemon.UpdateRunning, base+"?follow=1"
+		lv.State, lv.Follow = model.UpdateRunning, base+"?follow=1"
 		data, lv.Truncated = liveTail(live, logTail)
 		lv.Text = string(data)
 	default:
@@ -717,7 +717,7 @@ func span(d time.Duration) string {
 }
 
 // duration is how long an update took (or has run), rounded to seconds.
-func duration(u daemon.Update) string {
+func duration(u model.Update) string {
 	end := u.EndTime
 	if end.IsZero() {
 		end = time.Now()

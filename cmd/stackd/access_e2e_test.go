@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/model"
 )
 
@@ -113,7 +112,7 @@ func TestE2ERolesAndAudit(t *testing.T) {
 	if code, body := in.as(http.MethodPost, "/api/v1/stacks/app/sync", ciToken); code != http.StatusAccepted {
 		t.Fatalf("the operator's sync: %d %s", code, body)
 	}
-	in.waitStack("app", "the sync", time.Minute, func(v daemon.StackView) bool {
+	in.waitStack("app", "the sync", time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate.Name == "app-2"
 	})
 

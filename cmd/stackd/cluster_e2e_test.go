@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/cluster/etcdtest"
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // The cluster tests run stackd replicas as processes of their own, on
@@ -165,8 +165,8 @@ func getJSON(url string, v any) (int, error) {
 }
 
 // stacks lists r's view of every stack; nil when r does not answer.
-func (r *replica) stacks() []daemon.StackView {
-	var out struct{ Stacks []daemon.StackView }
+func (r *replica) stacks() []model.StackView {
+	var out struct{ Stacks []model.StackView }
 	if code, err := getJSON(r.url+"/api/v1/stacks", &out); err != nil || code != http.StatusOK {
 		return nil
 	}
@@ -175,12 +175,12 @@ func (r *replica) stacks() []daemon.StackView {
 
 // waitAll waits until every stack r lists satisfies cond, and r lists
 // want stacks.
-func (e *clusterEnv) waitAll(r *replica, want int, what string, timeout time.Duration, cond func(daemon.StackView) bool) []daemon.StackView {
+func (e *clusterEnv) waitAll(r *replica, want int, what string, timeout time.Duration, cond func(model.StackView) bool) []model.StackView {
 	e.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		vs := r.stacks()
-		if len(vs) == want && !slices.ContainsFunc(vs, func(v daemon.StackView) bool { return !cond(v) }) {
+		if len(vs) == want && !slices.ContainsFunc(vs, func(v model.StackView) bool { return !cond(v) }) {
 			return vs
 		}
 		if time.Now().After(deadline) {
@@ -198,9 +198,9 @@ func (e *clusterEnv) waitAll(r *replica, want int, what string, timeout time.Dur
 }
 
 // updatesOf lists a stack's updates, oldest first, as r serves them.
-func (e *clusterEnv) updatesOf(r *replica, stack string) []daemon.Update {
+func (e *clusterEnv) updatesOf(r *replica, stack string) []model.Update {
 	e.t.Helper()
-	var out struct{ Updates []daemon.Update }
+	var out struct{ Updates []model.Update }
 	if code, err := getJSON(r.url+"/api/v1/stacks/"+stack+"/updates?limit=100", &out); err != nil || code != http.StatusOK {
 		e.t.Fatalf("updates of %s from %s: %d %v", stack, r.name, code, err)
 	}
@@ -209,8 +209,8 @@ func (e *clusterEnv) updatesOf(r *replica, stack string) []daemon.Update {
 }
 
 // readyWith says whether a stack is Ready with its output duration d.
-func readyWith(d string) func(daemon.StackView) bool {
-	return func(v daemon.StackView) bool { return isReady(v) && output(v, "duration") == d && v.Holder != "" }
+func readyWith(d string) func(model.StackView) bool {
+	return func(v model.StackView) bool { return isReady(v) && output(v, "duration") == d && v.Holder != "" }
 }
 
 // checkNoOverlap fails when two updates of a stack overlap in time.
@@ -229,7 +229,7 @@ func (e *clusterEnv) checkNoOverlap(r *replica, names []string) {
 }
 
 // holders maps each stack to its holder, as r sees it.
-func holders(vs []daemon.StackView) map[string]string {
+func holders(vs []model.StackView) map[string]string {
 	out := map[string]string{}
 	for _, v := range vs {
 		out[v.Name] = v.Holder
@@ -271,11 +271,11 @@ func TestE2ECluster(t *testing.T) {
 	per := map[string]int{}
 	for _, name := range names {
 		per[owners[name]]++
-		if us := e.updatesOf(e.replicas["node-1"], name); len(us) != 1 || us[0].State != daemon.UpdateSucceeded || us[0].Node != owners[name] {
+		if us := e.updatesOf(e.replicas["node-1"], name); len(us) != 1 || us[0].State != model.UpdateSucceeded || us[0].Node != owners[name] {
 			t.Errorf("%s: updates %+v, want one succeeded by its holder %s", name, us, owners[name])
 		}
 	}
-	var cs daemon.ClusterStatus
+	var cs model.ClusterStatus
 	if code, err := getJSON(e.replicas["node-2"].url+"/api/v1/cluster", &cs); err != nil || code != 200 || len(cs.Members) != 3 {
 		t.Fatalf("/api/v1/cluster: %d %v %+v", code, err, cs)
 	}
@@ -293,7 +293,7 @@ func TestE2ECluster(t *testing.T) {
 
 	// The config changed twice after the start: the leader recorded each
 	// revision once for the cluster.
-	var revs struct{ Revisions []daemon.ConfigRevision }
+	var revs struct{ Revisions []model.ConfigRevision }
 	if code, err := getJSON(e.replicas["node-3"].url+"/api/v1/config/revisions", &revs); err != nil || code != 200 {
 		t.Fatalf("revisions: %d %v", code, err)
 	}
@@ -337,7 +337,7 @@ func killMidUpdate(t *testing.T, e *clusterEnv, names []string, owners map[strin
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		vs := e.replicas["node-1"].stacks()
-		if slices.ContainsFunc(vs, func(v daemon.StackView) bool {
+		if slices.ContainsFunc(vs, func(v model.StackView) bool {
 			return v.Holder == victim.name && v.Status.CurrentUpdate != nil && slices.Contains(slow, v.Name)
 		}) {
 			break
@@ -356,7 +356,7 @@ func killMidUpdate(t *testing.T, e *clusterEnv, names []string, owners map[strin
 	deadline = time.Now().Add(time.Minute)
 	for moved == 0 {
 		vs := survivor.stacks()
-		if len(vs) == 30 && !slices.ContainsFunc(vs, func(v daemon.StackView) bool { return v.Holder == "" || v.Holder == victim.name }) {
+		if len(vs) == 30 && !slices.ContainsFunc(vs, func(v model.StackView) bool { return v.Holder == "" || v.Holder == victim.name }) {
 			moved = time.Since(killed)
 		}
 		if time.Now().After(deadline) {
@@ -368,14 +368,14 @@ func killMidUpdate(t *testing.T, e *clusterEnv, names []string, owners map[strin
 	if limit := 2*clusterTTL + clusterGrace; moved > limit {
 		t.Errorf("taking node-2's stacks over took %s, more than two leases plus the grace (%s)", moved, limit)
 	}
-	e.waitAll(survivor, 30, "node-2's stacks Ready again", 3*time.Minute, func(v daemon.StackView) bool {
+	e.waitAll(survivor, 30, "node-2's stacks Ready again", 3*time.Minute, func(v model.StackView) bool {
 		return isReady(v) && (!slices.Contains(slow, v.Name) || output(v, "duration") == "8s")
 	})
 	aborted := 0
 	for _, n := range slow {
 		us := e.updatesOf(survivor, n)
 		for i, u := range us {
-			if u.State != daemon.UpdateAborted {
+			if u.State != model.UpdateAborted {
 				continue
 			}
 			aborted++
@@ -394,7 +394,7 @@ func killMidUpdate(t *testing.T, e *clusterEnv, names []string, owners map[strin
 		t.Error("no update of node-2 was recorded as aborted")
 	}
 	e.start("node-2")
-	e.waitAll(survivor, 30, "node-2 back", time.Minute, func(v daemon.StackView) bool { return isReady(v) && v.Holder != "" })
+	e.waitAll(survivor, 30, "node-2 back", time.Minute, func(v model.StackView) bool { return isReady(v) && v.Holder != "" })
 }
 
 // repoOf is the repository the config's stacks track.
@@ -415,7 +415,7 @@ func repoOf(t *testing.T, e *clusterEnv) *repo {
 func pauseLongerThanLease(t *testing.T, e *clusterEnv, names []string) {
 	t.Helper()
 	victim, survivor := e.replicas["node-3"], e.replicas["node-1"]
-	vs := e.waitAll(survivor, 30, "holders settled", time.Minute, func(v daemon.StackView) bool { return isReady(v) && v.Holder != "" })
+	vs := e.waitAll(survivor, 30, "holders settled", time.Minute, func(v model.StackView) bool { return isReady(v) && v.Holder != "" })
 	var slow []string
 	for _, v := range vs {
 		if v.Holder == victim.name {
@@ -446,21 +446,21 @@ func pauseLongerThanLease(t *testing.T, e *clusterEnv, names []string) {
 	if err := victim.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	e.waitAll(survivor, 30, "node-3's stacks Ready elsewhere", 3*time.Minute, func(v daemon.StackView) bool {
+	e.waitAll(survivor, 30, "node-3's stacks Ready elsewhere", 3*time.Minute, func(v model.StackView) bool {
 		return isReady(v) && (!slices.Contains(slow, v.Name) || output(v, "duration") == "5s")
 	})
 	// The update node-3 ran when it was paused stays aborted: node-3's
 	// late write of its outcome was refused.
 	time.Sleep(2 * time.Second)
 	us := e.updatesOf(survivor, target)
-	if !slices.ContainsFunc(us, func(u daemon.Update) bool { return u.Node == victim.name && u.State == daemon.UpdateAborted }) {
+	if !slices.ContainsFunc(us, func(u model.Update) bool { return u.Node == victim.name && u.State == model.UpdateAborted }) {
 		t.Errorf("%s: the update node-3 ran while paused is not recorded as aborted: %+v", target, e.updatesOf(survivor, target))
 	}
 	logs, _ := os.ReadFile(victim.log.Name())
 	if !strings.Contains(string(logs), "another replica holds the stack now") {
 		t.Errorf("node-3's late writes were not refused; its log:\n%s", logs)
 	}
-	var cs daemon.ClusterStatus
+	var cs model.ClusterStatus
 	deadline = time.Now().Add(time.Minute)
 	for cs.SessionsLost == 0 || !cs.Session {
 		if _, err := getJSON(victim.url+"/api/v1/cluster", &cs); err != nil || time.Now().After(deadline) {
@@ -475,18 +475,18 @@ func pauseLongerThanLease(t *testing.T, e *clusterEnv, names []string) {
 func rollingRestart(t *testing.T, e *clusterEnv, names, nodes []string) {
 	t.Helper()
 	before := map[string]int{}
-	settled := e.waitAll(e.replicas["node-1"], 30, "settled", 2*time.Minute, func(v daemon.StackView) bool { return isReady(v) && v.Holder != "" })
+	settled := e.waitAll(e.replicas["node-1"], 30, "settled", 2*time.Minute, func(v model.StackView) bool { return isReady(v) && v.Holder != "" })
 	for _, v := range settled {
 		before[v.Name] = len(e.updatesOf(e.replicas["node-1"], v.Name))
 	}
 	for i, n := range nodes {
 		other := e.replicas[nodes[(i+1)%len(nodes)]]
 		e.stop(e.replicas[n], syscall.SIGTERM)
-		e.waitAll(other, 30, n+" stopped: its stacks held elsewhere", time.Minute, func(v daemon.StackView) bool {
+		e.waitAll(other, 30, n+" stopped: its stacks held elsewhere", time.Minute, func(v model.StackView) bool {
 			return isReady(v) && v.Holder != "" && v.Holder != n
 		})
 		e.start(n)
-		e.waitAll(other, 30, n+" back", time.Minute, func(v daemon.StackView) bool { return isReady(v) && v.Holder != "" })
+		e.waitAll(other, 30, n+" back", time.Minute, func(v model.StackView) bool { return isReady(v) && v.Holder != "" })
 	}
 	time.Sleep(3 * time.Second) // time for a stack that would run again to start
 	for _, name := range names {
@@ -515,7 +515,7 @@ func TestE2EClusterQuorum(t *testing.T) {
 
 	etcd.Stop(2) // one of three: the quorum stays
 	e.writeConfig(src, 6, map[string]string{"c00": "2s", "c01": "2s"})
-	e.waitAll(r, 6, "a change applied with two etcd members", 2*time.Minute, func(v daemon.StackView) bool {
+	e.waitAll(r, 6, "a change applied with two etcd members", 2*time.Minute, func(v model.StackView) bool {
 		return isReady(v) && (v.Name > "c01" || output(v, "duration") == "2s")
 	})
 
@@ -550,10 +550,10 @@ func TestE2EClusterQuorum(t *testing.T) {
 		})
 	}
 	t.Logf("replicas acting again %s after the quorum came back", time.Since(back).Round(time.Millisecond))
-	vs := e.waitAll(r, 6, "Ready after the quorum came back", 2*time.Minute, func(v daemon.StackView) bool { return isReady(v) && v.Holder != "" })
+	vs := e.waitAll(r, 6, "Ready after the quorum came back", 2*time.Minute, func(v model.StackView) bool { return isReady(v) && v.Holder != "" })
 	for _, v := range vs {
 		for _, u := range e.updatesOf(r, v.Name) {
-			if u.Type == daemon.UpdateDestroy {
+			if u.Type == model.UpdateDestroy {
 				t.Errorf("%s was destroyed: %+v", v.Name, u)
 			}
 		}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/cluster/etcdtest"
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/model"
 )
 
@@ -37,8 +36,8 @@ func TestE2EClusterDecideAnyReplica(t *testing.T) {
 		}
 	}
 	n1, n2 := e.start("node-1", "--api-token-file", tokenFile), e.start("node-2", "--api-token-file", tokenFile)
-	v := e.waitAll(n1, 1, "the first plan awaiting approval", 3*time.Minute, func(v daemon.StackView) bool {
-		return v.Holder != "" && v.Status.Gate != nil && v.Status.Gate.State == daemon.GateAwaiting && v.Status.Gate.Plan != nil
+	v := e.waitAll(n1, 1, "the first plan awaiting approval", 3*time.Minute, func(v model.StackView) bool {
+		return v.Holder != "" && v.Status.Gate != nil && v.Status.Gate.State == model.GateAwaiting && v.Status.Gate.Plan != nil
 	})[0]
 	other := n1
 	if v.Holder == n1.name {
@@ -91,9 +90,9 @@ func TestE2EClusterDecideAnyReplica(t *testing.T) {
 	}
 	for _, r := range []*replica{n1, n2} {
 		waitFor(t, "the preview's result on "+r.name, 2*time.Minute, func() bool {
-			var p daemon.StackPreview
+			var p model.StackPreview
 			code, err := getJSON(r.url+"/api/v1/stacks/c00/preview", &p)
-			return err == nil && code == http.StatusOK && p.State == daemon.UpdateSucceeded
+			return err == nil && code == http.StatusOK && p.State == model.UpdateSucceeded
 		})
 	}
 	data, _ := os.ReadFile(other.log.Name())

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/cluster/etcdtest"
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // TestE2EClusterFreeze: a replica frozen (SIGSTOP) in the middle of an
@@ -63,7 +63,7 @@ func TestE2EClusterFreeze(t *testing.T) {
 
 	// The other replica finishes an update of its own, and whoever holds
 	// the stack in the end finds nothing more to do.
-	e.waitAll(other, 1, "c00 deployed by the other replica", 3*time.Minute, func(v daemon.StackView) bool {
+	e.waitAll(other, 1, "c00 deployed by the other replica", 3*time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate != nil && strings.HasPrefix(v.Status.LastUpdate.Name, "c00") &&
 			lastUpdateBy(e, other, other.name)
 	})
@@ -82,7 +82,7 @@ func TestE2EClusterFreeze(t *testing.T) {
 	aborted := 0
 	for _, u := range e.updatesOf(other, "c00") {
 		t.Logf("update %s by %s: %s %s", u.ID, u.Node, u.State, u.Message)
-		if u.State == daemon.UpdateAborted && u.Node == other.name {
+		if u.State == model.UpdateAborted && u.Node == other.name {
 			aborted++
 		}
 	}
@@ -96,7 +96,7 @@ func TestE2EClusterFreeze(t *testing.T) {
 // node's and succeeded.
 func lastUpdateBy(e *clusterEnv, r *replica, node string) bool {
 	us := e.updatesOf(r, "c00")
-	return len(us) > 0 && us[len(us)-1].Node == node && us[len(us)-1].State == daemon.UpdateSucceeded
+	return len(us) > 0 && us[len(us)-1].Node == node && us[len(us)-1].State == model.UpdateSucceeded
 }
 
 // processSampler looks at the process table every 25 ms and counts the

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // buildStackd builds the daemon binary for tests that need a process of
@@ -103,7 +103,7 @@ func TestE2ESIGKILLMidUp(t *testing.T) {
 	out, dataDir, config, logFile, addr, in := ps.out, ps.dataDir, ps.config, ps.log, ps.addr, ps.in
 
 	cmd := startProcess(t, exe, bin, config, dataDir, addr, logFile)
-	in.waitStack("app", "the update to start", time.Minute, func(v daemon.StackView) bool {
+	in.waitStack("app", "the update to start", time.Minute, func(v model.StackView) bool {
 		return v.Status.CurrentUpdate != nil
 	})
 	time.Sleep(2 * time.Second) // inside the provider's create
@@ -157,14 +157,14 @@ func TestE2ESIGTERMGrace(t *testing.T) {
 	bin := toolchainBin(t)
 	exe := buildStackd(t)
 	for _, tc := range []struct{ name, grace, want string }{
-		{"finishes", "1m", daemon.UpdateSucceeded},
-		{"interrupted", "500ms", daemon.UpdateAborted},
+		{"finishes", "1m", model.UpdateSucceeded},
+		{"interrupted", "500ms", model.UpdateAborted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ps := newSlowStack(t, "3s")
 			dataDir, config, logFile, addr, in := ps.dataDir, ps.config, ps.log, ps.addr, ps.in
 			cmd := startProcess(t, exe, bin, config, dataDir, addr, logFile, "--shutdown-grace", tc.grace)
-			in.waitStack("app", "the update to start", time.Minute, func(v daemon.StackView) bool {
+			in.waitStack("app", "the update to start", time.Minute, func(v model.StackView) bool {
 				return v.Status.CurrentUpdate != nil
 			})
 			time.Sleep(500 * time.Millisecond)

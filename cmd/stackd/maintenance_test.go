@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/store"
 )
 
@@ -33,13 +33,13 @@ func TestE2EBackupAndPause(t *testing.T) {
 	}
 	us, err := copied.Updates("app", 0, 0)
 	copied.Close()
-	if err != nil || len(us) != len(in.updates("app")) || us[0].State != daemon.UpdateSucceeded {
+	if err != nil || len(us) != len(in.updates("app")) || us[0].State != model.UpdateSucceeded {
 		t.Fatalf("the copy's history: %+v %v", us, err)
 	}
 
 	// A new commit starts an update; pause waits for it to end.
 	r.commit(map[string]string{"Pulumi.yaml": program("v2")})
-	in.waitStack("app", "the second update", time.Minute, func(v daemon.StackView) bool { return v.Status.CurrentUpdate != nil })
+	in.waitStack("app", "the second update", time.Minute, func(v model.StackView) bool { return v.Status.CurrentUpdate != nil })
 	start := time.Now()
 	if code, stdout, stderr := stackd(t, in.clientArgs("pause")...); code != exitOK || !strings.Contains(stdout, "paused") {
 		t.Fatalf("pause: exit %d\n%s%s", code, stdout, stderr)
@@ -59,7 +59,7 @@ func TestE2EBackupAndPause(t *testing.T) {
 		t.Fatalf("resume: exit %d %s", code, stdout)
 	}
 	checkPaused(t, in, false)
-	in.waitStack("app", "v3 after resume", time.Minute, func(v daemon.StackView) bool { return isReady(v) && output(v, "content") == "hello v3" })
+	in.waitStack("app", "v3 after resume", time.Minute, func(v model.StackView) bool { return isReady(v) && output(v, "content") == "hello v3" })
 }
 
 // checkPaused: GET /api/v1/config, /metrics, the UI's banner and stackd
@@ -67,7 +67,7 @@ func TestE2EBackupAndPause(t *testing.T) {
 func checkPaused(t *testing.T, in *instance, paused bool) {
 	t.Helper()
 	_, body := in.get("/api/v1/config", nil)
-	var cfg daemon.ConfigStatus
+	var cfg model.ConfigStatus
 	if err := json.Unmarshal(body, &cfg); err != nil || cfg.Paused != paused {
 		t.Errorf("paused=%v: GET /api/v1/config says %s (%v)", paused, body, err)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/stackd/stackd/audit"
 	"github.com/stackd/stackd/cluster"
 	"github.com/stackd/stackd/cluster/etcdtest"
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/storetest"
 	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/store"
@@ -35,9 +34,9 @@ func TestStoreMigrate(t *testing.T) {
 	if err := st.PutStack(storetest.Record("app", 2)); err != nil {
 		t.Fatal(err)
 	}
-	var last daemon.Update
+	var last model.Update
 	for range 3 {
-		u, err := st.BeginUpdate(daemon.Update{Stack: "app", Type: daemon.UpdateUp, State: daemon.UpdateSucceeded})
+		u, err := st.BeginUpdate(model.Update{Stack: "app", Type: model.UpdateUp, State: model.UpdateSucceeded})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,14 +45,14 @@ func TestStoreMigrate(t *testing.T) {
 		}
 		last = u
 	}
-	if _, err := st.PutRevision(daemon.ConfigRevision{Trigger: "start", Applied: true}); err != nil {
+	if _, err := st.PutRevision(model.ConfigRevision{Trigger: "start", Applied: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.PutMeta("source:abc", []byte(`{"commit":"x"}`)); err != nil {
 		t.Fatal(err)
 	}
 	resources := storetest.Resources("app", 12)
-	preview := daemon.StackPreview{Commit: "c0ffee", Time: storetest.T0, State: daemon.UpdateSucceeded, Diff: "~ 1 to update\n"}
+	preview := model.StackPreview{Commit: "c0ffee", Time: storetest.T0, State: model.UpdateSucceeded, Diff: "~ 1 to update\n"}
 	if err := st.PutResources("app", resources); err != nil {
 		t.Fatal(err)
 	}

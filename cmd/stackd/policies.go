@@ -13,6 +13,7 @@ import (
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/gitwatch"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/policy"
 	"github.com/stackd/stackd/web"
 )
@@ -87,7 +88,7 @@ type policyPush struct {
 	src *policySource
 }
 
-func (p policyPush) Push(urls []string, branch string) daemon.PushResult {
+func (p policyPush) Push(urls []string, branch string) model.PushResult {
 	res := p.Daemon.Push(urls, branch)
 	if p.src.push(spec.RepoKeys(urls), branch) {
 		res.Sources = append(res.Sources, "--policy "+p.src.name)

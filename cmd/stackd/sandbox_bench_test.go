@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/runner"
 	"github.com/stackd/stackd/sandbox"
 )
@@ -85,7 +86,7 @@ func newBenchStack(b *testing.B, bin string, sb runner.Confiner) *benchStack {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := &benchStack{r: r, op: daemon.Operation{Type: daemon.UpdateUp, Workspace: daemon.Workspace{
+	s := &benchStack{r: r, op: daemon.Operation{Type: model.UpdateUp, Workspace: daemon.Workspace{
 		Name: "bench", Stack: "dev", ProjectDir: project, WorkDir: work}}}
 	s.up(b)
 	return s

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // The secret values of TestE2ESecretsStaySecret: distinctive, so that a
@@ -138,11 +138,11 @@ func TestE2ESecretsStaySecret(t *testing.T) {
       return: value
 `})
 	// Follow the log of that update while it runs.
-	running := in.waitStack("app", "the second update", time.Minute, func(v daemon.StackView) bool {
+	running := in.waitStack("app", "the second update", time.Minute, func(v model.StackView) bool {
 		return v.Status.CurrentUpdate != nil && v.Status.CurrentUpdate.Name == "app-2"
 	})
 	_, streamed := in.get("/api/v1/updates/"+running.Status.CurrentUpdate.Name+"/log?follow=1", nil)
-	in.waitStack("app", "second commit", time.Minute, func(v daemon.StackView) bool {
+	in.waitStack("app", "second commit", time.Minute, func(v model.StackView) bool {
 		return isReady(v) && output(v, "content") == "hello v2"
 	})
 	if !strings.Contains(string(streamed), "leaked") || !strings.Contains(string(streamed), "[secret]") {
@@ -261,7 +261,7 @@ outputs:
 		t.Fatalf("the stack's own passphrase: %v, want one", own)
 	}
 	in.reload(config(own[0]))
-	v := in.waitStack("app", "deployed again", time.Minute, func(v daemon.StackView) bool {
+	v := in.waitStack("app", "deployed again", time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate.Name != first
 	})
 	passphrase, err := os.ReadFile(own[0])
@@ -304,8 +304,8 @@ func TestE2ESymlinkedProjectRefused(t *testing.T) {
 	r.git("add", "-A")
 	r.git("commit", "-q", "-m", "link")
 	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, ""), "")
-	v := in.waitStack("app", "refused", time.Minute, func(v daemon.StackView) bool {
-		return v.Status.LastUpdate != nil && v.Status.LastUpdate.State == daemon.UpdateFailed
+	v := in.waitStack("app", "refused", time.Minute, func(v model.StackView) bool {
+		return v.Status.LastUpdate != nil && v.Status.LastUpdate.State == model.UpdateFailed
 	})
 	if msg := v.Status.LastUpdate.Message; !strings.Contains(msg, "Pulumi.yaml is a symbolic link that leads outside") || strings.Contains(msg, "root:") {
 		t.Fatalf("message %q", msg)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/auth"
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // TestE2ESIGTERMKeepsServingReads: after SIGTERM, while an update runs to
@@ -24,7 +24,7 @@ func TestE2ESIGTERMKeepsServingReads(t *testing.T) {
 	exe := buildStackd(t)
 	ps := newSlowStack(t, "5s")
 	cmd := startProcess(t, exe, bin, ps.config, ps.dataDir, ps.addr, ps.log, "--shutdown-grace", "1m")
-	v := ps.in.waitStack("app", "the update to start", time.Minute, func(v daemon.StackView) bool {
+	v := ps.in.waitStack("app", "the update to start", time.Minute, func(v model.StackView) bool {
 		return v.Status.CurrentUpdate != nil
 	})
 	update := v.Status.CurrentUpdate.Name
@@ -65,7 +65,7 @@ func TestE2ESIGTERMKeepsServingReads(t *testing.T) {
 	if health.Operations != 1 {
 		t.Fatalf("/healthz while stopping: %+v, want 1 operation", health)
 	}
-	var cs daemon.ConfigStatus
+	var cs model.ConfigStatus
 	if code := call(http.MethodGet, "/api/v1/config", &cs); code != http.StatusOK || !cs.Stopping ||
 		!slices.Contains(cs.WaitingFor, "app ("+update+")") {
 		t.Fatalf("GET /api/v1/config while stopping: %d %+v", code, cs)
@@ -95,7 +95,7 @@ func TestE2ESIGTERMKeepsServingReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if u, err := s.Update(update); err != nil || u.State != daemon.UpdateSucceeded {
+	if u, err := s.Update(update); err != nil || u.State != model.UpdateSucceeded {
 		t.Fatalf("the update waited for: %+v %v", u, err)
 	}
 }
