@@ -72,8 +72,8 @@ func (d *Daemon) sourceDir(s *sourceState) string {
 	return filepath.Join(d.opts.DataDir, "config", s.key())
 }
 
-func (d *Daemon) sourceGit(s *sourceState) GitSource {
-	src := GitSource{URL: s.Git.URL, Ref: s.Git.Ref, Shallow: true, Auth: d.opts.SourceAuth}
+func (d *Daemon) sourceGit(s *sourceState) model.GitSource {
+	src := model.GitSource{URL: s.Git.URL, Ref: s.Git.Ref, Shallow: true, Auth: d.opts.SourceAuth}
 	if s.Git.Pinned() {
 		src.Ref = ""
 	} else if src.Ref == "" {
@@ -123,7 +123,7 @@ func (d *Daemon) fetchSource(ctx context.Context, s *sourceState) bool {
 // checkoutSource checks commit out into its own directory and returns
 // the source's directory in it. The directory may not exist: a commit
 // that deleted it holds no manifests.
-func (d *Daemon) checkoutSource(ctx context.Context, s *sourceState, src GitSource, commit string) (string, error) {
+func (d *Daemon) checkoutSource(ctx context.Context, s *sourceState, src model.GitSource, commit string) (string, error) {
 	root, err := d.opts.Fetcher.Checkout(ctx, src, commit, filepath.Join(d.sourceDir(s), commit[:12]))
 	if err != nil {
 		return "", err

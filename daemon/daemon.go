@@ -93,7 +93,7 @@ type Options struct {
 	// New's cfg nil, Start reads them; Reload reads them again.
 	Sources []spec.Source
 	// SourceAuth are the credentials of the Git sources; nil is anonymous.
-	SourceAuth *GitAuth
+	SourceAuth *model.GitAuth
 	// SourcePoll is how often Git sources are polled (DefaultSourcePoll).
 	SourcePoll time.Duration
 	// WatchConfig reloads the config when its local files change.

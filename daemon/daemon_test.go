@@ -245,7 +245,7 @@ func (f *fakeFetcher) set(url, commit string, err error) {
 	f.commits[url], f.err = commit, err
 }
 
-func (f *fakeFetcher) Resolve(_ context.Context, src GitSource) (string, error) {
+func (f *fakeFetcher) Resolve(_ context.Context, src model.GitSource) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
@@ -254,7 +254,7 @@ func (f *fakeFetcher) Resolve(_ context.Context, src GitSource) (string, error) 
 	return f.commits[src.URL], nil
 }
 
-func (f *fakeFetcher) Checkout(_ context.Context, src GitSource, commit, dir string) (string, error) {
+func (f *fakeFetcher) Checkout(_ context.Context, src model.GitSource, commit, dir string) (string, error) {
 	f.mu.Lock()
 	tree, ok := f.trees[commit]
 	f.mu.Unlock()
@@ -278,7 +278,7 @@ func (f *fakeFetcher) Forget(string) {}
 
 type fakeRunner struct {
 	mu      sync.Mutex
-	ops     []Operation
+	ops     []model.Operation
 	fail    map[string]error // by stack name
 	running int
 	peak    int
@@ -291,7 +291,7 @@ type fakeRunner struct {
 	exportFails bool
 }
 
-func (r *fakeRunner) Run(ctx context.Context, op Operation) (Result, error) {
+func (r *fakeRunner) Run(ctx context.Context, op model.Operation) (model.Result, error) {
 	r.mu.Lock()
 	r.ops = append(r.ops, op)
 	r.running++
@@ -305,19 +305,19 @@ func (r *fakeRunner) Run(ctx context.Context, op Operation) (Result, error) {
 		select {
 		case <-gate:
 		case <-ctx.Done():
-			return Result{}, ctx.Err()
+			return model.Result{}, ctx.Err()
 		}
 	}
 	if op.Log != nil {
 		fmt.Fprintf(op.Log, "running %s of %s\n", op.Type, op.Name)
 	}
 	if err != nil {
-		return Result{}, err
+		return model.Result{}, err
 	}
 	if op.Type == model.UpdateDrift {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		return Result{Drift: slices.Clone(r.drift)}, nil
+		return model.Result{Drift: slices.Clone(r.drift)}, nil
 	}
 	if op.Refresh {
 		r.mu.Lock()
@@ -325,7 +325,7 @@ func (r *fakeRunner) Run(ctx context.Context, op Operation) (Result, error) {
 		r.mu.Unlock()
 	}
 	out := map[string]json.RawMessage{"name": json.RawMessage(`"` + op.Name + `"`)}
-	res := Result{Outputs: out, Changes: map[string]int{"same": 1}}
+	res := model.Result{Outputs: out, Changes: map[string]int{"same": 1}}
 	r.mu.Lock()
 	switch {
 	case op.Export && r.exportFails:
@@ -337,7 +337,7 @@ func (r *fakeRunner) Run(ctx context.Context, op Operation) (Result, error) {
 	return res, nil
 }
 
-func (r *fakeRunner) Outputs(_ context.Context, ws Workspace) (map[string]any, error) {
+func (r *fakeRunner) Outputs(_ context.Context, ws model.Workspace) (map[string]any, error) {
 	return map[string]any{"name": ws.Name, "secret": "s3cr3t-" + ws.Name}, nil
 }
 
@@ -347,10 +347,10 @@ func (r *fakeRunner) setFail(name string, err error) {
 	r.fail[name] = err
 }
 
-func (r *fakeRunner) opsOf(name string) []Operation {
+func (r *fakeRunner) opsOf(name string) []model.Operation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []Operation
+	var out []model.Operation
 	for _, op := range r.ops {
 		if op.Name == name {
 			out = append(out, op)
@@ -1106,8 +1106,8 @@ func TestSyncOfDriftedStackRefreshes(t *testing.T) {
 	if _, err := h.d.Sync("app"); err != nil {
 		t.Fatal(err)
 	}
-	ups := func() []Operation {
-		var out []Operation
+	ups := func() []model.Operation {
+		var out []model.Operation
 		for _, op := range h.runner.opsOf("app") {
 			if op.Type == model.UpdateUp {
 				out = append(out, op)

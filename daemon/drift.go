@@ -77,7 +77,7 @@ func (d *Daemon) startDrift(st *stackState, obs Observation) {
 
 // recordDrift turns a finished check into the stack's drift status, and
 // asks for a remediation when the spec says so.
-func (d *Daemon) recordDrift(st *stackState, u model.Update, res Result, now time.Time) {
+func (d *Daemon) recordDrift(st *stackState, u model.Update, res model.Result, now time.Time) {
 	prev := st.rec.Status.Drift
 	dr := &spec.DriftStatus{State: spec.DriftInSync, LastCheck: now, Check: u.ID}
 	if u.State != model.UpdateSucceeded {

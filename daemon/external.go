@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // Config is the config in force; nil before the first one.
@@ -27,14 +28,14 @@ func (d *Daemon) ConfigInputs() ([]spec.Input, error) {
 // the reconcile loop (a pull request's preview): its Git source with
 // credentials (none for a programRef), its workspace without a project
 // directory, and the values to scrub from what it shows.
-func (d *Daemon) Resolve(ctx context.Context, cfg *spec.Config, s *spec.Stack) (GitSource, Workspace, []string, error) {
+func (d *Daemon) Resolve(ctx context.Context, cfg *spec.Config, s *spec.Stack) (model.GitSource, model.Workspace, []string, error) {
 	var secrets []string
 	refs := d.refSources(ctx, job{cfg: cfg, stack: s}, &secrets)
-	var src GitSource
+	var src model.GitSource
 	if s.Spec.ProgramRef == nil {
 		var err error
 		if src, err = d.stackGitSource(cfg, s, refs); err != nil {
-			return GitSource{}, Workspace{}, nil, err
+			return model.GitSource{}, model.Workspace{}, nil, err
 		}
 		if a := src.Auth; a != nil {
 			secrets = append(secrets, a.Secrets()...)

@@ -116,10 +116,10 @@ func (d *Daemon) gated(j job) bool {
 // that saves a plan, the policies' verdict and the approval decision,
 // then the operation constrained to the plan unless the change is held,
 // when it returns the Gate.
-func (d *Daemon) runGated(ctx context.Context, j job, commit string, op Operation) (Result, *model.Gate, error) {
+func (d *Daemon) runGated(ctx context.Context, j job, commit string, op model.Operation) (model.Result, *model.Gate, error) {
 	if g := j.gate; g != nil {
 		if g.Operation() == model.UpdateUp && commit != g.Commit {
-			return Result{}, nil, fmt.Errorf("%w: the checkout is at %s, the plan was made at %s", ErrPlanStale, commit, g.Commit)
+			return model.Result{}, nil, fmt.Errorf("%w: the checkout is at %s, the plan was made at %s", ErrPlanStale, commit, g.Commit)
 		}
 		op.Plan = g.Plan
 		res, err := d.opts.Runner.Run(ctx, op)
@@ -167,7 +167,7 @@ func (d *Daemon) runGated(ctx context.Context, j job, commit string, op Operatio
 // and what it previews: for an up, a preview with a saved plan and the
 // diff; for a destroy, a destroy preview that binds a plan (it neither
 // exports nor removes anything).
-func previewOf(op Operation) (Operation, string) {
+func previewOf(op model.Operation) (model.Operation, string) {
 	pre := op
 	pre.SavePlan = true
 	if op.Type == model.UpdateDestroy {
@@ -190,7 +190,7 @@ func denialMessage(deny []model.Violation) string {
 // hold records the preview's update u of a change that g holds, and the
 // stack's status: the stack waits for approval, or stalls on a denial,
 // until the change is superseded. Its last update stays as it was.
-func (d *Daemon) hold(j job, u model.Update, res Result, g *model.Gate) {
+func (d *Daemon) hold(j job, u model.Update, res model.Result, g *model.Gate) {
 	now := time.Now()
 	g.Update = u.ID
 	u.Type, u.EndTime, u.Changes, u.State = model.UpdatePreview, now, res.Changes, model.UpdateSucceeded

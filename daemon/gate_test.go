@@ -37,7 +37,7 @@ func newPlanRunner(steps ...model.Step) *planRunner {
 	return &planRunner{fakeRunner: &fakeRunner{fail: map[string]error{}}, steps: steps}
 }
 
-func (r *planRunner) Run(ctx context.Context, op Operation) (Result, error) {
+func (r *planRunner) Run(ctx context.Context, op model.Operation) (model.Result, error) {
 	r.mu.Lock()
 	stale := r.stale && op.Plan != nil
 	if stale {
@@ -46,7 +46,7 @@ func (r *planRunner) Run(ctx context.Context, op Operation) (Result, error) {
 	}
 	r.mu.Unlock()
 	if stale {
-		return Result{}, fmt.Errorf("stack %s: %w: the stack's state changed since the preview, so nothing was applied", op.Name, ErrPlanStale)
+		return model.Result{}, fmt.Errorf("stack %s: %w: the stack's state changed since the preview, so nothing was applied", op.Name, ErrPlanStale)
 	}
 	res, err := r.fakeRunner.Run(ctx, op)
 	if err != nil || !op.SavePlan {
@@ -225,7 +225,7 @@ func TestGatePolicySeesSecrets(t *testing.T) {
 	}
 	u, _ := h.d.Update(g.Update)
 	log, _ := h.store.Log(g.Update)
-	recorded, _ := json.Marshal([]any{rec, u, n.events, Result{PolicySteps: r.judged, PolicySecrets: r.revealed}})
+	recorded, _ := json.Marshal([]any{rec, u, n.events, model.Result{PolicySteps: r.judged, PolicySecrets: r.revealed}})
 	if strings.Contains(string(recorded)+string(log), "hidden-4711") {
 		t.Errorf("the secret path is recorded or shown:\n%s\n%s", recorded, log)
 	}

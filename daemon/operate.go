@@ -100,7 +100,7 @@ func (d *Daemon) operate(ctx context.Context, j job) {
 	op := d.operation(j, p)
 	op.Log = sw
 	j.refreshed = op.Refresh
-	var res Result
+	var res model.Result
 	var runErr error
 	if d.gated(j) {
 		var held *model.Gate
@@ -240,8 +240,8 @@ func (d *Daemon) begin(j job, p *prepared) (model.Update, error) {
 }
 
 // operation builds the runner's operation for a prepared job.
-func (d *Daemon) operation(j job, p *prepared) Operation {
-	op := Operation{Workspace: p.ws, Type: j.typ, Timeout: d.opts.OpTimeout, BreakLock: j.breakLock, Export: exportsState(j.typ)}
+func (d *Daemon) operation(j job, p *prepared) model.Operation {
+	op := model.Operation{Workspace: p.ws, Type: j.typ, Timeout: d.opts.OpTimeout, BreakLock: j.breakLock, Export: exportsState(j.typ)}
 	if j.stack == nil {
 		op.Remove = j.destroy != nil && j.destroy.Remove
 		return op
@@ -270,7 +270,7 @@ func (d *Daemon) operation(j job, p *prepared) Operation {
 
 // finish records an operation's outcome in the update, its log and the
 // stack's status, by PKO's rules.
-func (d *Daemon) finish(ctx context.Context, j job, u model.Update, res Result, runErr error) {
+func (d *Daemon) finish(ctx context.Context, j job, u model.Update, res model.Result, runErr error) {
 	now := time.Now()
 	u.EndTime, u.Changes, u.Permalink = now, res.Changes, res.Permalink
 	u.State = model.UpdateSucceeded
@@ -322,7 +322,7 @@ func (d *Daemon) finish(ctx context.Context, j job, u model.Update, res Result, 
 }
 
 // recordOutcome updates st's status for a finished update u.
-func (d *Daemon) recordOutcome(st *stackState, j job, u model.Update, res Result, now time.Time) {
+func (d *Daemon) recordOutcome(st *stackState, j job, u model.Update, res model.Result, now time.Time) {
 	s := &st.rec.Status
 	if u.Type == model.UpdateDrift {
 		s.CurrentUpdate = nil

@@ -8,15 +8,6 @@ import (
 	"github.com/stackd/stackd/model"
 )
 
-// JudgedSteps are the steps of r that policies judge: PolicySteps, secret
-// values in clear, when the runner made them; else Steps.
-func (r Result) JudgedSteps() []model.Step {
-	if r.PolicySteps != nil {
-		return r.PolicySteps
-	}
-	return r.Steps
-}
-
 // Policies judges previews; the policy package implements it. Evaluate
 // must be safe for concurrent use. An error means the policies could not
 // be evaluated: the caller treats it as a denial (fail closed).
@@ -54,7 +45,7 @@ func JudgeSteps(ctx context.Context, p Policies, in model.PolicyInput) model.Pol
 // the outcome. The policies judge the real values of secrets; the verdict
 // returned is scrubbed of them and of every secret the daemon knows, as
 // it is logged, stored and shown.
-func (d *Daemon) judge(ctx context.Context, j job, commit string, res Result) model.PolicyVerdict {
+func (d *Daemon) judge(ctx context.Context, j job, commit string, res model.Result) model.PolicyVerdict {
 	if d.opts.Policies == nil {
 		return model.PolicyVerdict{}
 	}

@@ -99,23 +99,23 @@ func (d *Daemon) previewNow(ctx context.Context, j job) {
 
 // runPreviewNow checks the latest commit out into a work dir of its own
 // and previews it read-only, writing the scrubbed output to w.
-func (d *Daemon) runPreviewNow(ctx context.Context, j job, w *bytes.Buffer) (Result, string, error) {
+func (d *Daemon) runPreviewNow(ctx context.Context, j job, w *bytes.Buffer) (model.Result, string, error) {
 	src, ws, secrets, err := d.Resolve(ctx, j.cfg, j.stack)
 	if err != nil {
-		return Result{}, "", err
+		return model.Result{}, "", err
 	}
 	red := d.red.With(secrets...)
 	dir := filepath.Join(d.opts.DataDir, "preview-now", j.stack.Name)
 	defer os.RemoveAll(dir)
 	commit, project, err := d.previewProgram(ctx, j, src, dir)
 	if err != nil {
-		return Result{}, commit, err
+		return model.Result{}, commit, err
 	}
 	ws.ProjectDir, ws.WorkDir = project, dir
 	sw := red.Writer(w)
 	defer sw.Close()
 	s := &j.stack.Spec
-	op := Operation{Workspace: ws, Type: model.UpdatePreview, ReadOnly: true, Diff: true, Log: sw,
+	op := model.Operation{Workspace: ws, Type: model.UpdatePreview, ReadOnly: true, Diff: true, Log: sw,
 		Refresh: s.Refresh, Targets: s.Targets, TargetDependents: s.TargetDependents,
 		Timeout: cmpDuration(s.OperationTimeout.Duration, d.opts.OpTimeout, previewTimeout)}
 	res, err := d.opts.Runner.Run(ctx, op)
@@ -128,7 +128,7 @@ func (d *Daemon) runPreviewNow(ctx context.Context, j job, w *bytes.Buffer) (Res
 // previewProgram puts j's program at its latest commit (the branch's head
 // asked of the remote afresh) in dir, and returns the commit and the
 // project directory.
-func (d *Daemon) previewProgram(ctx context.Context, j job, src GitSource, dir string) (string, string, error) {
+func (d *Daemon) previewProgram(ctx context.Context, j job, src model.GitSource, dir string) (string, string, error) {
 	s := &j.stack.Spec
 	if ref := s.ProgramRef; ref != nil {
 		prog := j.cfg.Programs[ref.Name]

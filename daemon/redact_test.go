@@ -57,7 +57,7 @@ type leakRunner struct {
 	runs  int
 }
 
-func (r *leakRunner) Run(ctx context.Context, op Operation) (Result, error) {
+func (r *leakRunner) Run(ctx context.Context, op model.Operation) (model.Result, error) {
 	if op.Name != r.leaky {
 		return r.fakeRunner.Run(ctx, op)
 	}
@@ -67,10 +67,10 @@ func (r *leakRunner) Run(ctx context.Context, op Operation) (Result, error) {
 	r.mu.Unlock()
 	fmt.Fprintf(op.Log, "the program prints %s\n", r.leak)
 	if first {
-		return Result{}, errors.New("the program failed: " + r.leak)
+		return model.Result{}, errors.New("the program failed: " + r.leak)
 	}
 	leak, _ := json.Marshal(r.leak)
-	return Result{Outputs: map[string]json.RawMessage{"leak": leak, "nested": json.RawMessage(`{"k":[` + string(leak) + `]}`)}}, nil
+	return model.Result{Outputs: map[string]json.RawMessage{"leak": leak, "nested": json.RawMessage(`{"k":[` + string(leak) + `]}`)}}, nil
 }
 
 // syncBuffer is a log destination safe for concurrent writers.

@@ -17,7 +17,7 @@ import (
 
 // prepared is a job's workspace, ready for the runner.
 type prepared struct {
-	ws     Workspace
+	ws     model.Workspace
 	commit string
 	// secrets are the values to scrub from the operation's log and
 	// messages.
@@ -86,7 +86,7 @@ func (d *Daemon) prepareRemoved(ctx context.Context, j job) (*prepared, error) {
 	if err != nil {
 		return nil, &prepareError{model.ReasonSpecInvalid, err}
 	}
-	ws := Workspace{Name: s.Name, Stack: ds.Stack, ProjectDir: ds.ProjectDir, WorkDir: d.stackDir(s.Name), Backend: ds.Backend,
+	ws := model.Workspace{Name: s.Name, Stack: ds.Stack, ProjectDir: ds.ProjectDir, WorkDir: d.stackDir(s.Name), Backend: ds.Backend,
 		SecretsProvider: ds.SecretsProvider, UseLocalStackOnly: true, Env: env, KeepConfig: true}
 	return &prepared{ws: ws, secrets: append(secrets, outSecrets...)}, nil
 }
@@ -256,7 +256,7 @@ func (d *Daemon) outputsOf(ctx context.Context, name string, cfg *spec.Config) (
 	if err != nil {
 		return nil, err
 	}
-	ws := Workspace{Name: s.Name, Stack: s.Spec.Stack, ProjectDir: dir, WorkDir: d.stackDir(s.Name), Backend: s.Spec.Backend,
+	ws := model.Workspace{Name: s.Name, Stack: s.Spec.Stack, ProjectDir: dir, WorkDir: d.stackDir(s.Name), Backend: s.Spec.Backend,
 		SecretsProvider: s.Spec.SecretsProvider, Env: env}
 	outs, err := d.opts.Runner.Outputs(ctx, ws)
 	if err != nil {
@@ -279,14 +279,14 @@ func (d *Daemon) existingProjectDir(s *spec.Stack) (string, error) {
 
 // stackWorkspace resolves s's config and environment for the runner. It
 // returns the values to scrub from logs.
-func stackWorkspace(c *spec.Config, s *spec.Stack, dir string, refs spec.RefSources) (Workspace, []string, error) {
+func stackWorkspace(c *spec.Config, s *spec.Stack, dir string, refs spec.RefSources) (model.Workspace, []string, error) {
 	spec := &s.Spec
-	ws := Workspace{Name: s.Name, Stack: spec.Stack, ProjectDir: dir, Backend: spec.Backend, Project: spec.Project,
+	ws := model.Workspace{Name: s.Name, Stack: spec.Stack, ProjectDir: dir, Backend: spec.Backend, Project: spec.Project,
 		SecretsProvider: spec.SecretsProvider, UseLocalStackOnly: spec.UseLocalStackOnly,
 		Environments: spec.Environment}
 	env, secrets, err := c.StackEnv(s, refs)
 	if err != nil {
-		return Workspace{}, nil, err
+		return model.Workspace{}, nil, err
 	}
 	ws.Env = env
 	for _, k := range slices.Sorted(maps.Keys(env)) {
@@ -296,7 +296,7 @@ func stackWorkspace(c *spec.Config, s *spec.Stack, dir string, refs spec.RefSour
 	}
 	cfg, more, err := c.StackConfig(s, refs)
 	if err != nil {
-		return Workspace{}, nil, err
+		return model.Workspace{}, nil, err
 	}
 	ws.Config = cfg
 	return ws, append(secrets, more...), nil
@@ -307,14 +307,14 @@ func stackWorkspace(c *spec.Config, s *spec.Stack, dir string, refs spec.RefSour
 // A local repository that s's config may not name is refused, again when
 // the stack runs: a symbolic link may have changed since the config was
 // validated.
-func (d *Daemon) stackGitSource(c *spec.Config, s *spec.Stack, refs spec.RefSources) (GitSource, error) {
-	src := GitSource{URL: s.Spec.ProjectRepo, Ref: s.Spec.Branch, RepoDir: s.Spec.RepoPath(), Shallow: s.Spec.Shallow}
+func (d *Daemon) stackGitSource(c *spec.Config, s *spec.Stack, refs spec.RefSources) (model.GitSource, error) {
+	src := model.GitSource{URL: s.Spec.ProjectRepo, Ref: s.Spec.Branch, RepoDir: s.Spec.RepoPath(), Shallow: s.Spec.Shallow}
 	dir, err := spec.RepoPath(src.URL, s.Dir)
 	if err == nil && dir != "" {
 		err = d.opts.HostPaths.CheckRepo(dir, s.Root != "")
 	}
 	if err != nil {
-		return GitSource{}, &spec.FieldError{Path: "projectRepo", Err: err}
+		return model.GitSource{}, &spec.FieldError{Path: "projectRepo", Err: err}
 	}
 	if spec.IsLocalPath(src.URL) {
 		p := src.URL
@@ -325,13 +325,13 @@ func (d *Daemon) stackGitSource(c *spec.Config, s *spec.Stack, refs spec.RefSour
 	}
 	auth, err := c.GitAuth(s, refs)
 	if err != nil {
-		return GitSource{}, err
+		return model.GitSource{}, err
 	}
 	src.Auth = auth
 	return src, nil
 }
 
 // gitSource is Config.gitSource with d's reference sources.
-func (d *Daemon) gitSource(s *spec.Stack) (GitSource, error) {
+func (d *Daemon) gitSource(s *spec.Stack) (model.GitSource, error) {
 	return d.stackGitSource(d.cfg, s, d.opts.Refs)
 }

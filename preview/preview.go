@@ -29,7 +29,7 @@ import (
 type Daemon interface {
 	Config() *spec.Config
 	ConfigInputs() ([]spec.Input, error)
-	Resolve(ctx context.Context, cfg *spec.Config, s *spec.Stack) (daemon.GitSource, daemon.Workspace, []string, error)
+	Resolve(ctx context.Context, cfg *spec.Config, s *spec.Stack) (model.GitSource, model.Workspace, []string, error)
 	// StackBackend is the backend stack s of cfg names, resolved (see
 	// spec.Config.StackBackend).
 	StackBackend(cfg *spec.Config, s *spec.Stack) (string, error)
@@ -70,7 +70,7 @@ type Options struct {
 	// (review.AuthorFinder).
 	Authors []string
 	// SourceAuth is the credentials of the Git config sources.
-	SourceAuth *daemon.GitAuth
+	SourceAuth *model.GitAuth
 	// Approval is the approval of stacks whose spec sets none
 	// (--approval): a preview says which stacks will wait for approval.
 	Approval *spec.Approval

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/model"
@@ -177,7 +176,7 @@ func (p *Previewer) runReview(ctx context.Context, ev review.Event, cfg *spec.Co
 	var buf bytes.Buffer
 	w := red.Writer(&limitWriter{w: &buf, n: maxLog})
 	defer w.Close()
-	op := daemon.Operation{Workspace: ws, Type: typ, Timeout: p.opts.Timeout, Log: w, BreakLock: breakLock,
+	op := model.Operation{Workspace: ws, Type: typ, Timeout: p.opts.Timeout, Log: w, BreakLock: breakLock,
 		Message: fmt.Sprintf("stackd: review stack of pull request #%d", ev.Number)}
 	if typ == model.UpdateDestroy {
 		op.Remove = true

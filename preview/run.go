@@ -79,8 +79,8 @@ func (p *Previewer) preview(ctx context.Context, pr *pullRequest, ev review.Even
 // resolved is what the daemon resolved of a target's stack, once per
 // preview: its source, its workspace, the values to scrub, or why not.
 type resolved struct {
-	src     daemon.GitSource
-	ws      daemon.Workspace
+	src     model.GitSource
+	ws      model.Workspace
 	secrets []string
 	err     error
 }
@@ -130,21 +130,21 @@ func (p *Previewer) programCommit(ctx context.Context, ev review.Event, t target
 // run checks the program out into the preview's own work dir and runs
 // the preview there. It returns the log scrubbed by red, the result and
 // error.
-func (p *Previewer) run(ctx context.Context, ev review.Event, t target, r resolved, commit string, red *scrub.Redactor) ([]byte, daemon.Result, error) {
+func (p *Previewer) run(ctx context.Context, ev review.Event, t target, r resolved, commit string, red *scrub.Redactor) ([]byte, model.Result, error) {
 	dir := p.stackDir(ev, t.stack.Name)
 	defer os.RemoveAll(dir)
 	if r.err != nil {
-		return nil, daemon.Result{}, r.err
+		return nil, model.Result{}, r.err
 	}
 	ws := r.ws
 	var err error
 	if ws.ProjectDir, err = p.program(ctx, ev, t, r.src, commit, dir); err != nil {
-		return nil, daemon.Result{}, err
+		return nil, model.Result{}, err
 	}
 	ws.WorkDir = dir
 	if t.new {
 		if err := ownBackend(&ws, dir); err != nil {
-			return nil, daemon.Result{}, err
+			return nil, model.Result{}, err
 		}
 	}
 	var buf bytes.Buffer
@@ -157,7 +157,7 @@ func (p *Previewer) run(ctx context.Context, ev review.Event, t target, r resolv
 			strings.Join(t.unresolved, ", "))
 	}
 	s := &t.stack.Spec
-	op := daemon.Operation{Workspace: ws, Type: model.UpdatePreview, ReadOnly: true, Diff: true, Log: w,
+	op := model.Operation{Workspace: ws, Type: model.UpdatePreview, ReadOnly: true, Diff: true, Log: w,
 		Refresh: s.Refresh, Targets: s.Targets, TargetDependents: s.TargetDependents, Timeout: p.opts.Timeout,
 		Message: fmt.Sprintf("stackd: preview of pull request #%d", ev.Number), Judged: p.opts.Policies != nil}
 	res, runErr := p.opts.Runner.Run(ctx, op)
@@ -166,7 +166,7 @@ func (p *Previewer) run(ctx context.Context, ev review.Event, t target, r resolv
 }
 
 // program puts t's program in dir and returns its project directory.
-func (p *Previewer) program(ctx context.Context, ev review.Event, t target, src daemon.GitSource, commit, dir string) (string, error) {
+func (p *Previewer) program(ctx context.Context, ev review.Event, t target, src model.GitSource, commit, dir string) (string, error) {
 	if ref := t.stack.Spec.ProgramRef; ref != nil {
 		prog := t.cfg.Programs[ref.Name]
 		if prog == nil {
@@ -183,7 +183,7 @@ func (p *Previewer) program(ctx context.Context, ev review.Event, t target, src 
 // judge evaluates the policies on a preview's steps, secret values in
 // clear, failing closed, and returns their messages scrubbed by red and
 // of those values.
-func (p *Previewer) judge(ctx context.Context, ev review.Event, t target, commit string, res daemon.Result, red *scrub.Redactor) (deny, warn []review.Violation) {
+func (p *Previewer) judge(ctx context.Context, ev review.Event, t target, commit string, res model.Result, red *scrub.Redactor) (deny, warn []review.Violation) {
 	if p.opts.Policies == nil {
 		return nil, nil
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/model"
 )
 
@@ -71,8 +70,8 @@ func TestEventsMessage(t *testing.T) {
 }
 
 func TestOperationArgs(t *testing.T) {
-	w := &workspace{Workspace: daemon.Workspace{Name: "n", Stack: "org/dev"}, configFile: "/c.yaml"}
-	op := daemon.Operation{Refresh: true, Targets: []string{"urn:a"}, TargetDependents: true, Parallel: 4,
+	w := &workspace{Workspace: model.Workspace{Name: "n", Stack: "org/dev"}, configFile: "/c.yaml"}
+	op := model.Operation{Refresh: true, Targets: []string{"urn:a"}, TargetDependents: true, Parallel: 4,
 		Message: "m", ExpectNoChanges: true, Replace: []string{"urn:b"}, ContinueOnError: true, Remove: true}
 	for typ, want := range map[string]string{
 		model.UpdateUp:      "up --yes --skip-preview --stack org/dev --config-file /c.yaml --color never --refresh --target urn:a --target-dependents --parallel 4 --message m --expect-no-changes --replace urn:b --continue-on-error",

@@ -15,13 +15,12 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/model"
 )
 
 // operationArgs are the CLI arguments of op on w, event log aside.
-func operationArgs(w *workspace, op daemon.Operation) ([]string, error) {
+func operationArgs(w *workspace, op model.Operation) ([]string, error) {
 	var args []string
 	switch op.Type {
 	case model.UpdateUp:
@@ -48,7 +47,7 @@ func operationArgs(w *workspace, op daemon.Operation) ([]string, error) {
 }
 
 // optionArgs are op's options as flags of the commands that take them.
-func optionArgs(op daemon.Operation) []string {
+func optionArgs(op model.Operation) []string {
 	var args []string
 	is := func(types ...string) bool { return slices.Contains(types, op.Type) }
 	up, preview, refresh, destroy := model.UpdateUp, model.UpdatePreview, model.UpdateRefresh, model.UpdateDestroy
@@ -86,22 +85,22 @@ func optionArgs(op daemon.Operation) []string {
 }
 
 // destroys says whether op destroys: a destroy that is not a preview.
-func destroys(op daemon.Operation) bool {
+func destroys(op model.Operation) bool {
 	return op.Type == model.UpdateDestroy && !op.PreviewOnly
 }
 
 // previewsDestroy says whether op is a destroy preview.
-func previewsDestroy(op daemon.Operation) bool {
+func previewsDestroy(op model.Operation) bool {
 	return op.Type == model.UpdateDestroy && op.PreviewOnly
 }
 
 // operate runs op as one CLI process and reads its result from the
 // engine's event log. A failure is an *Error whose message is the
 // engine's diagnostics; the result still holds what the log said.
-func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation) (daemon.Result, error) {
+func (r *Runner) operate(ctx context.Context, w *workspace, op model.Operation) (model.Result, error) {
 	args, err := operationArgs(w, op)
 	if err != nil {
-		return daemon.Result{}, err
+		return model.Result{}, err
 	}
 	eventLog := filepath.Join(w.dir, "events.json")
 	_ = os.Remove(eventLog)
@@ -109,7 +108,7 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation)
 	args = append(args, "--event-log", eventLog)
 	env, planID, args, err := r.planArgs(ctx, w, op, args)
 	if err != nil {
-		return daemon.Result{}, err
+		return model.Result{}, err
 	}
 	if op.Plan != nil {
 		defer os.Remove(w.planPath(planID))
@@ -134,7 +133,7 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation)
 	if evErr != nil {
 		r.log.Warn("cannot read the event log", "stack", w.Name, "err", evErr)
 	}
-	res := daemon.Result{Changes: changes(ev)}
+	res := model.Result{Changes: changes(ev)}
 	if link, err := auto.GetPermalink(stdout); err == nil {
 		res.Permalink = link
 	}
@@ -198,7 +197,7 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation)
 // runs as it is once the binding is checked to hold. It returns the
 // environment and the plan's ID. The plan of an up is deleted once the
 // up ran (see operate).
-func (r *Runner) planArgs(ctx context.Context, w *workspace, op daemon.Operation, args []string) ([]string, string, []string, error) {
+func (r *Runner) planArgs(ctx context.Context, w *workspace, op model.Operation, args []string) ([]string, string, []string, error) {
 	switch {
 	case op.SavePlan && op.Type == model.UpdatePreview:
 		id, path, err := newPlan(w)

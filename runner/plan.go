@@ -210,10 +210,10 @@ func (r *Runner) DiscardPlan(name, id string) error {
 	if !validPlanID(id) {
 		return fmt.Errorf("stack %s: invalid plan id %q", name, id)
 	}
-	if err := validateNames(daemon.Workspace{Name: name, Stack: "x", ProjectDir: "x"}); err != nil {
+	if err := validateNames(model.Workspace{Name: name, Stack: "x", ProjectDir: "x"}); err != nil {
 		return err
 	}
-	w := &workspace{Workspace: daemon.Workspace{Name: name}, dir: filepath.Join(r.opts.DataDir, "workspaces", name)}
+	w := &workspace{Workspace: model.Workspace{Name: name}, dir: filepath.Join(r.opts.DataDir, "workspaces", name)}
 	if err := os.Remove(w.planPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("stack %s: discard plan %s: %w", name, id, err)
 	}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/model"
 )
 
@@ -38,7 +37,7 @@ func groupProgram(dir string) string {
 func TestRunExportResources(t *testing.T) {
 	h := newHarness(t, groupProgram(t.TempDir()))
 	ws := h.workspace("x", secretOne)
-	res := h.run(daemon.Operation{Workspace: ws, Type: model.UpdateUp, Export: true})
+	res := h.run(model.Operation{Workspace: ws, Type: model.UpdateUp, Export: true})
 	if !res.Exported || res.ExportFailed {
 		t.Fatalf("an up with Export exported nothing (failed: %v); log:\n%s", res.ExportFailed, h.log.String())
 	}
@@ -66,7 +65,7 @@ func TestRunExportResources(t *testing.T) {
 			t.Errorf("%s: protect %v, retainOnDelete %v", name, r.Protect, r.RetainOnDelete)
 		}
 	}
-	res = h.run(daemon.Operation{Workspace: ws, Type: model.UpdatePreview, ReadOnly: true, Export: true})
+	res = h.run(model.Operation{Workspace: ws, Type: model.UpdatePreview, ReadOnly: true, Export: true})
 	if res.Exported || res.Resources != nil || res.ExportFailed {
 		t.Errorf("a read-only preview exported %d resources", len(res.Resources))
 	}
@@ -79,17 +78,17 @@ func TestRunExportResources(t *testing.T) {
 func TestRunKilledExportsNothing(t *testing.T) {
 	h := newHarness(t, testProgram)
 	ws := h.workspace("x", secretOne)
-	h.run(daemon.Operation{Workspace: ws, Type: model.UpdateUp})
+	h.run(model.Operation{Workspace: ws, Type: model.UpdateUp})
 	h.processes()
 	ws = h.workspace("y", secretOne) // an update, which takes 20s
 	ws.Env = map[string]string{"STACKDTEST_DELAY": "20s"}
 	type outcome struct {
-		res daemon.Result
+		res model.Result
 		err error
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := h.try(daemon.Operation{Workspace: ws, Type: model.UpdateUp, Export: true})
+		res, err := h.try(model.Operation{Workspace: ws, Type: model.UpdateUp, Export: true})
 		done <- outcome{res, err}
 	}()
 	var up int

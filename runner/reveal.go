@@ -16,13 +16,12 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/model"
 )
 
 // Policies judge what is applied, so a judged preview's steps are also
 // returned as policies see them: secret inputs in clear, where people see
-// "[secret]" (daemon.Result.PolicySteps). The engine writes no secret's
+// "[secret]" (model.Result.PolicySteps). The engine writes no secret's
 // plaintext into its event log, whatever the flags: CLI v3.250.0 writes
 // the log's events with secrets blinded ("ciphertext":"[secret]"), and
 // --show-secrets reaches only its display (stdout, which is the stored
@@ -65,7 +64,7 @@ const revealNamespace = "stackd-reveal"
 // save it: a judged up preview that saves a plan has it; another one
 // saves judgedPlan, which nothing applies. A destroy preview has none:
 // its steps are deletes, whose inputs are the state's.
-func policyPlan(w *workspace, op daemon.Operation, planID string) (string, []string) {
+func policyPlan(w *workspace, op model.Operation, planID string) (string, []string) {
 	switch {
 	case !op.Judged || op.Type != model.UpdatePreview:
 		return "", nil

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/model"
 )
 
@@ -88,7 +87,7 @@ resources:
 func TestRunPreviewSteps(t *testing.T) {
 	h := newHarness(t, twoFiles(true))
 	ws := h.workspace("one", secretOne)
-	preview := daemon.Operation{Workspace: ws, Type: model.UpdatePreview}
+	preview := model.Operation{Workspace: ws, Type: model.UpdatePreview}
 
 	res := h.run(preview)
 	creates := map[string]model.Step{}
@@ -109,7 +108,7 @@ func TestRunPreviewSteps(t *testing.T) {
 		t.Errorf("first preview steps %v, want the stack's create", creates)
 	}
 
-	if res = h.run(daemon.Operation{Workspace: ws, Type: model.UpdateUp}); res.Steps != nil {
+	if res = h.run(model.Operation{Workspace: ws, Type: model.UpdateUp}); res.Steps != nil {
 		t.Errorf("up result has steps %+v", res.Steps)
 	}
 	if res = h.run(preview); len(res.Steps) != 0 {

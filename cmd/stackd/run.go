@@ -18,11 +18,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/notify"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/gitwatch"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/preview"
 	"github.com/stackd/stackd/runner"
 	"github.com/stackd/stackd/sandbox"
@@ -499,7 +501,7 @@ func closeNotifier(wh *notify.Webhook, grace time.Duration) {
 	_ = wh.Close(ctx)
 }
 
-func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemon.GitAuth, dataDir string, hosts spec.HostPaths, st daemon.Store,
+func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *model.GitAuth, dataDir string, hosts spec.HostPaths, st daemon.Store,
 	own daemon.Ownership, obs daemon.Observer, notifier daemon.Notifier, red *scrub.Redactor, log *slog.Logger, pol daemon.Policies,
 ) (*daemon.Daemon, daemon.Runner, daemon.Fetcher, error) {
 	bin, err := pulumiBin(f.pulumiBin)
