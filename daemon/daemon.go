@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stackd/stackd/daemon/decide"
+	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/sched"
 	"github.com/stackd/stackd/daemon/scrub"
@@ -111,7 +113,7 @@ type Options struct {
 	// nil tells nobody.
 	Observer Observer
 	// Policies judge every preview made before an up; nil: no policies.
-	Policies Policies
+	Policies gate.Policies
 	// Approval is the approval of stacks whose spec sets none (--approval);
 	// nil: none.
 	Approval *spec.Approval
@@ -146,13 +148,13 @@ func (o Options) withDefaults() Options {
 		o.MaxConcurrent = DefaultMaxConcurrent
 	}
 	if o.MinResync <= 0 {
-		o.MinResync = DefaultResync
+		o.MinResync = decide.DefaultResync
 	}
 	if o.MaxFailures <= 0 {
-		o.MaxFailures = DefaultMaxFailures
+		o.MaxFailures = decide.DefaultMaxFailures
 	}
 	if o.BackoffBase <= 0 {
-		o.BackoffBase = baseBackoff
+		o.BackoffBase = decide.BaseBackoff
 	}
 	if o.PollTimeout <= 0 {
 		o.PollTimeout = DefaultPollTimeout

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/daemon/conditions"
+	"github.com/stackd/stackd/daemon/decide"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/model"
 
@@ -439,7 +441,7 @@ func (h *harness) ready(name string) bool {
 		return false
 	}
 	c := v.Status.Condition(model.ConditionReady)
-	return c != nil && c.Status == conditionTrue
+	return c != nil && c.Status == conditions.True
 }
 
 const sha1, sha2 = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
@@ -496,7 +498,7 @@ func TestFailuresBackOffThenStallThenRecover(t *testing.T) {
 	}
 	for i := 1; i < len(ups); i++ {
 		gap := ups[i].StartTime.Sub(ups[i-1].EndTime)
-		if want := backoff(20*time.Millisecond, int64(i-1), DefaultMaxBackoff); gap < want {
+		if want := decide.BackoffFrom(20*time.Millisecond, int64(i-1), decide.DefaultMaxBackoff); gap < want {
 			t.Errorf("attempt %d started %v after the previous failure, want >= %v", i+1, gap, want)
 		}
 		if ups[i].Message != "program failed: boom" {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stackd/stackd/daemon/decide"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/model"
 
@@ -70,9 +71,9 @@ func (d *Daemon) driftDue(st *stackState, now time.Time) (bool, time.Duration) {
 }
 
 // startDrift runs a drift check of st. Called with d.mu held.
-func (d *Daemon) startDrift(st *stackState, obs Observation) {
+func (d *Daemon) startDrift(st *stackState, obs decide.Observation) {
 	obs.Commit = st.rec.Status.LastUpdate.LastSuccessfulCommit
-	d.startOperation(st, Decision{Run: true, Type: model.UpdateDrift, Reason: "Drift check"}, obs)
+	d.startOperation(st, decide.Decision{Run: true, Type: model.UpdateDrift, Reason: "Drift check"}, obs)
 }
 
 // recordDrift turns a finished check into the stack's drift status, and

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/stackd/stackd/daemon/conditions"
+	"github.com/stackd/stackd/daemon/decide"
+	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/notify"
-	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/model"
 )
 
@@ -27,88 +28,9 @@ import (
 // config instead: the approved destroy runs only while they are those
 // the preview saw.
 
-// Actions of GateAction.
-const (
-	// GateDrop: the gate no longer holds anything (superseded, or the
-	// change is not wanted any more): discard it and decide as usual.
-	GateDrop = "drop"
-	// GateHold: nothing runs.
-	GateHold = "hold"
-	// GateExpire: the plan is too old: discard it and hold.
-	GateExpire = "expire"
-	// GateApply: run the up or the destroy constrained to the approved
-	// plan.
-	GateApply = "apply"
-)
-
-// GateAction decides what a stack held by g does when Decide says run g's
-// operation (wants) or not, given what the stack would deploy now (o). A
-// gate binds the generation and the sync request it was made for, and an
-// up's gate the commit too (a removed stack deploys no commit); the runner
-// checks the rest (the plan file, the config and the state). It is pure.
-// wait is when time alone changes the action (an expiry).
-func GateAction(g *model.Gate, o Observation, wants bool) (action string, wait time.Duration) {
-	if !wants || g.Generation != o.Generation || g.ReconcileRequest != o.ReconcileRequest ||
-		(g.Operation() == model.UpdateUp && g.Commit != o.Commit) {
-		return GateDrop, 0
-	}
-	switch g.State {
-	case model.GateAwaiting:
-		if !o.Now.Before(g.Expires) {
-			return GateExpire, 0
-		}
-		return GateHold, g.Expires.Sub(o.Now)
-	case model.GateApproved:
-		return GateApply, 0
-	}
-	return GateHold, 0
-}
-
-// approvalOf is the approval that applies to a stack: that of its spec
-// s, or for a removed stack (s nil) that of its last spec gone, else the
-// one its record kept (ds: gone is not known after a restart); and the
-// daemon's default def where none is set. It is pure.
-func approvalOf(s, gone *spec.Stack, ds *model.DestroySpec, def *spec.Approval) *spec.Approval {
-	switch {
-	case s != nil:
-		return s.Spec.ApprovalOr(def)
-	case gone != nil:
-		return gone.Spec.ApprovalOr(def)
-	case ds != nil && ds.Approval != nil:
-		return ds.Approval
-	}
-	return def
-}
-
-// labelsOf are the labels of a stack, as approvalOf chooses its spec.
-func labelsOf(s, gone *spec.Stack, ds *model.DestroySpec) map[string]string {
-	switch {
-	case s != nil:
-		return s.Labels
-	case gone != nil:
-		return gone.Labels
-	case ds != nil:
-		return ds.Labels
-	}
-	return nil
-}
-
-// ChangeControlled says whether an operation of type typ goes through
-// change control: an up of a stack in the config, or the destroy of a
-// removed one, when the daemon has policies or the approval a asks for
-// approval of anything. Refreshes, drift checks and previews change
-// nothing that policies judge. It is pure.
-func ChangeControlled(typ string, removed, policies bool, a *spec.Approval) bool {
-	switch {
-	case typ == model.UpdateUp && !removed, typ == model.UpdateDestroy && removed:
-		return policies || a.Gates()
-	}
-	return false
-}
-
 // gated says whether j's operation goes through change control.
 func (d *Daemon) gated(j job) bool {
-	return ChangeControlled(j.typ, j.stack == nil, d.opts.Policies != nil, j.approval)
+	return gate.ChangeControlled(j.typ, j.stack == nil, d.opts.Policies != nil, j.approval)
 }
 
 // runGated runs j's up or destroy through change control: with an
@@ -125,7 +47,7 @@ func (d *Daemon) runGated(ctx context.Context, j job, commit string, op model.Op
 		res, err := d.opts.Runner.Run(ctx, op)
 		return res, nil, err
 	}
-	pre, what := previewOf(op)
+	pre, what := gate.PreviewOf(op)
 	if op.Type == model.UpdateDestroy {
 		fmt.Fprintf(op.Log, "previewing the destroy before running it; its plan binds the stack's state\n")
 	} else {
@@ -148,10 +70,10 @@ func (d *Daemon) runGated(ctx context.Context, j job, commit string, op model.Op
 	if verdict.Denied() {
 		d.discardPlan(j.st.rec.Name, res.Plan)
 		g.State, g.Plan, g.Violations = model.GatePolicyDenied, nil, append(verdict.Deny, verdict.Warn...)
-		g.Reason = denialMessage(verdict.Deny)
+		g.Reason = gate.DenialMessage(verdict.Deny)
 		return res, g, nil
 	}
-	if need, why := NeedsApproval(j.approval, res.Steps); need {
+	if need, why := gate.NeedsApproval(j.approval, res.Steps); need {
 		g.State, g.Reason, g.Violations = model.GateAwaiting, why, verdict.Warn
 		g.Created = time.Now()
 		g.Expires = g.Created.Add(j.approval.PlanMaxAge())
@@ -163,28 +85,22 @@ func (d *Daemon) runGated(ctx context.Context, j job, commit string, op model.Op
 	return out, nil, err
 }
 
-// previewOf is the preview that comes before op under change control,
-// and what it previews: for an up, a preview with a saved plan and the
-// diff; for a destroy, a destroy preview that binds a plan (it neither
-// exports nor removes anything).
-func previewOf(op model.Operation) (model.Operation, string) {
-	pre := op
-	pre.SavePlan = true
-	if op.Type == model.UpdateDestroy {
-		pre.PreviewOnly, pre.Export, pre.Remove, pre.ContinueOnError = true, false, false, false
-		return pre, "destroy"
+// judge evaluates the daemon's policies on res, a preview of j's
+// operation (an up, or a removed stack's destroy), and tells the Observer
+// the outcome. The policies judge the real values of secrets; the verdict
+// returned is scrubbed of them and of every secret the daemon knows, as
+// it is logged, stored and shown.
+func (d *Daemon) judge(ctx context.Context, j job, commit string, res model.Result) model.PolicyVerdict {
+	if d.opts.Policies == nil {
+		return model.PolicyVerdict{}
 	}
-	pre.Type, pre.Diff = model.UpdatePreview, true
-	return pre, "update"
-}
-
-// denialMessage lists the policies' denials.
-func denialMessage(deny []model.Violation) string {
-	msgs := make([]string, len(deny))
-	for i, v := range deny {
-		msgs[i] = v.Policy + ": " + v.Message
+	in := model.PolicyInput{Stack: j.st.rec.Name, Operation: model.PolicyUp, Labels: j.labels, Commit: commit, Steps: res.JudgedSteps()}
+	if j.typ == model.UpdateDestroy {
+		in.Operation = model.PolicyDestroy
 	}
-	return "denied by policy: " + strings.Join(msgs, "; ")
+	v := gate.JudgeSteps(ctx, d.opts.Policies, in).Scrubbed(d.red.With(res.PolicySecrets...).Clean)
+	d.opts.Observer.PolicyEvaluated(in.Stack, v)
+	return v
 }
 
 // hold records the preview's update u of a change that g holds, and the
@@ -215,10 +131,10 @@ func (d *Daemon) hold(j job, u model.Update, res model.Result, g *model.Gate) {
 	s.ObservedGeneration, s.ObservedReconcileRequest = j.obs.Generation, j.obs.ReconcileRequest
 	event := notify.Event{Stack: st.rec.Name, Time: now, Update: u.ID, Commit: g.Commit, Message: u.Message}
 	if g.State == model.GatePolicyDenied {
-		MarkStalled(s, model.ReasonPolicyDenied, g.Reason, st.rec.Generation, now)
+		conditions.MarkStalled(s, model.ReasonPolicyDenied, g.Reason, st.rec.Generation, now)
 		event.Kind = notify.StackStalled
 	} else {
-		MarkAwaitingApproval(s, u.Message, st.rec.Generation, now)
+		conditions.MarkAwaitingApproval(s, u.Message, st.rec.Generation, now)
 		event.Kind = notify.ApprovalNeeded
 	}
 	d.putStack(st)
@@ -235,38 +151,38 @@ func (d *Daemon) hold(j job, u model.Update, res model.Result, g *model.Gate) {
 func (d *Daemon) planStale(st *stackState, u model.Update, now time.Time) {
 	s := &st.rec.Status
 	s.CurrentUpdate, st.refusedPlan = nil, u.Message
-	MarkReconciling(s, model.ReasonPlanStale, "the approved plan was not applied; a new preview follows: "+u.Message, st.rec.Generation, now)
+	conditions.MarkReconciling(s, model.ReasonPlanStale, "the approved plan was not applied; a new preview follows: "+u.Message, st.rec.Generation, now)
 	d.opts.Notifier.Notify(notify.Event{Kind: notify.UpdateFailed, Stack: st.rec.Name, Time: now, Update: u.ID, Commit: u.Commit, Message: u.Message})
 }
 
-// checkGate applies GateAction to st, held by a gate, once Decide decided
+// checkGate applies gate.Action to st, held by a gate, once Decide decided
 // dec. It returns whether st is held, and how long until time alone may
 // change that; for an approved plan it rewrites dec's reason. Called with
 // d.mu held.
-func (d *Daemon) checkGate(st *stackState, obs Observation, dec *Decision) (bool, time.Duration) {
+func (d *Daemon) checkGate(st *stackState, obs decide.Observation, dec *decide.Decision) (bool, time.Duration) {
 	g := st.rec.Status.Gate
 	if g == nil {
 		return false, 0
 	}
-	act, wait := GateAction(g, obs, dec.Run && dec.Type == g.Operation())
+	act, wait := gate.Action(g, obs, dec.Run && dec.Type == g.Operation())
 	switch act {
-	case GateDrop:
+	case gate.Drop:
 		d.discardPlan(st.rec.Name, g.Plan)
 		st.rec.Status.Gate = nil
-		removeCondition(&st.rec.Status, model.ConditionAwaitingApproval)
+		conditions.Remove(&st.rec.Status, model.ConditionAwaitingApproval)
 		d.putStack(st)
 		return false, 0
-	case GateExpire:
+	case gate.Expire:
 		d.discardPlan(st.rec.Name, g.Plan)
 		g.State, g.Plan = model.GateExpired, nil
 		msg := fmt.Sprintf("the plan expired unapproved after %s; a new commit or a sync request makes a new one", obs.Now.Sub(g.Created).Round(time.Second))
 		if g.Operation() == model.UpdateDestroy {
 			msg = fmt.Sprintf("the destroy plan expired unapproved after %s; a sync request makes a new one", obs.Now.Sub(g.Created).Round(time.Second))
 		}
-		MarkStalled(&st.rec.Status, model.ReasonPlanExpired, msg, st.rec.Generation, obs.Now)
+		conditions.MarkStalled(&st.rec.Status, model.ReasonPlanExpired, msg, st.rec.Generation, obs.Now)
 		d.putStack(st)
 		return true, 0
-	case GateApply:
+	case gate.Apply:
 		dec.Reason = fmt.Sprintf("Approved by %s: %s", g.By, g.PlanName())
 		return false, 0
 	}
@@ -329,7 +245,7 @@ func (d *Daemon) decidePlan(name, plan, who, comment string, approve bool) error
 	note := fmt.Sprintf("approved by %s at %s", who, now.UTC().Format(time.RFC3339))
 	if approve {
 		g.State = model.GateApproved
-		MarkReconciling(&st.rec.Status, model.ReasonStackProcessing, fmt.Sprintf("%s approved by %s", g.PlanName(), who), st.rec.Generation, now)
+		conditions.MarkReconciling(&st.rec.Status, model.ReasonStackProcessing, fmt.Sprintf("%s approved by %s", g.PlanName(), who), st.rec.Generation, now)
 	} else {
 		d.discardPlan(name, g.Plan)
 		note = fmt.Sprintf("rejected by %s at %s", who, now.UTC().Format(time.RFC3339))
@@ -340,7 +256,7 @@ func (d *Daemon) decidePlan(name, plan, who, comment string, approve bool) error
 		if g.Operation() == model.UpdateDestroy {
 			again = "nothing is destroyed until a sync request makes a new plan; adding the stack back to the config keeps it"
 		}
-		MarkStalled(&st.rec.Status, model.ReasonPlanRejected, fmt.Sprintf("%s %s; %s", g.PlanName(), note, again), st.rec.Generation, now)
+		conditions.MarkStalled(&st.rec.Status, model.ReasonPlanRejected, fmt.Sprintf("%s %s; %s", g.PlanName(), note, again), st.rec.Generation, now)
 		g.State = model.GateRejected
 	}
 	d.noteOnUpdate(g.Update, note)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/daemon/conditions"
+	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/notify"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
@@ -133,7 +135,7 @@ func (h *harness) stalled(name, reason string) bool {
 		return false
 	}
 	c := v.Status.Condition(model.ConditionStalled)
-	return c != nil && c.Status == conditionTrue && c.Reason == reason
+	return c != nil && c.Status == conditions.True && c.Reason == reason
 }
 
 const fileURN = "urn:pulumi:dev::app::stackdtest:index:File::note"
@@ -374,34 +376,6 @@ func TestGateStalePlan(t *testing.T) {
 	h.eventually("applied", func() bool { l := h.last("app"); return h.ready("app") && l != nil && l.LastSuccessfulCommit == sha1 })
 }
 
-// TestChangeControlled: which operations go through change control.
-func TestChangeControlled(t *testing.T) {
-	required := &spec.Approval{Required: true}
-	for _, c := range []struct {
-		name     string
-		typ      string
-		removed  bool
-		policies bool
-		a        *spec.Approval
-		want     bool
-	}{
-		{"up, nothing asks", model.UpdateUp, false, false, nil, false},
-		{"up, empty approval", model.UpdateUp, false, false, &spec.Approval{}, false},
-		{"up, approval", model.UpdateUp, false, false, required, true},
-		{"up, policies", model.UpdateUp, false, true, nil, true},
-		{"destroy of a removed stack, nothing asks", model.UpdateDestroy, true, false, nil, false},
-		{"destroy of a removed stack, approval", model.UpdateDestroy, true, false, &spec.Approval{When: []string{"delete"}}, true},
-		{"destroy of a removed stack, policies", model.UpdateDestroy, true, true, nil, true},
-		{"refresh", model.UpdateRefresh, false, true, required, false},
-		{"drift check", model.UpdateDrift, false, true, required, false},
-		{"preview", model.UpdatePreview, false, true, required, false},
-	} {
-		if got := ChangeControlled(c.typ, c.removed, c.policies, c.a); got != c.want {
-			t.Errorf("%s: %v, want %v", c.name, got, c.want)
-		}
-	}
-}
-
 // TestApprovalOf: a removed stack's destroy takes the approval and the
 // labels of its last spec, else those its record kept (after a restart),
 // else the daemon's default approval.
@@ -425,10 +399,10 @@ func TestApprovalOf(t *testing.T) {
 		{"removed, the record kept none: the default", nil, nil, &model.DestroySpec{}, def, ""},
 		{"removed, nothing known: the default", nil, nil, nil, def, ""},
 	} {
-		if got := approvalOf(c.s, c.gone, c.ds, def); got != c.want {
+		if got := gate.ApprovalOf(c.s, c.gone, c.ds, def); got != c.want {
 			t.Errorf("%s: approval %+v, want %+v", c.name, got, c.want)
 		}
-		if got := labelsOf(c.s, c.gone, c.ds)["env"]; got != c.wantLabel {
+		if got := gate.LabelsOf(c.s, c.gone, c.ds)["env"]; got != c.wantLabel {
 			t.Errorf("%s: label %q, want %q", c.name, got, c.wantLabel)
 		}
 	}
@@ -446,41 +420,6 @@ func TestApprovalOf(t *testing.T) {
 	var back model.StackRecord
 	if err := json.Unmarshal(data, &back); err != nil || !reflect.DeepEqual(back.Destroy, rec.Destroy) {
 		t.Errorf("the record %s reads back as %+v (%v)", data, back.Destroy, err)
-	}
-}
-
-// TestGateActionDestroy: a destroy's gate binds the generation and the
-// sync request, not a commit (a removed stack deploys none); it is
-// dropped when the destroy is no longer wanted (the stack is back).
-func TestGateActionDestroy(t *testing.T) {
-	now := time.Now()
-	o := Observation{Now: now, Generation: 3, ReconcileRequest: "r1"}
-	awaiting := func(mut func(*model.Gate)) *model.Gate {
-		g := &model.Gate{Type: model.UpdateDestroy, State: model.GateAwaiting, Commit: sha1, Generation: 3, ReconcileRequest: "r1", Expires: now.Add(time.Hour)}
-		if mut != nil {
-			mut(g)
-		}
-		return g
-	}
-	for _, c := range []struct {
-		name  string
-		g     *model.Gate
-		o     Observation
-		wants bool
-		want  string
-	}{
-		{"waiting", awaiting(nil), o, true, GateHold},
-		{"approved", awaiting(func(g *model.Gate) { g.State = model.GateApproved }), o, true, GateApply},
-		{"denied", awaiting(func(g *model.Gate) { g.State = model.GatePolicyDenied }), o, true, GateHold},
-		{"expired", awaiting(func(g *model.Gate) { g.Expires = now }), o, true, GateExpire},
-		{"the stack is back", awaiting(nil), o, false, GateDrop},
-		{"a sync request", awaiting(nil), Observation{Now: now, Generation: 3, ReconcileRequest: "r2"}, true, GateDrop},
-		{"an up's gate binds the commit", awaiting(func(g *model.Gate) { g.Type = model.UpdateUp }), o, true, GateDrop},
-		{"an older gate without a type is an up's", awaiting(func(g *model.Gate) { g.Type = "" }), o, true, GateDrop},
-	} {
-		if got, _ := GateAction(c.g, c.o, c.wants); got != c.want {
-			t.Errorf("%s: %s, want %s", c.name, got, c.want)
-		}
 	}
 }
 

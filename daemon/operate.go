@@ -7,6 +7,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/stackd/stackd/daemon/conditions"
+	"github.com/stackd/stackd/daemon/decide"
+	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/model"
@@ -21,7 +24,7 @@ type job struct {
 	cfg     *spec.Config
 	typ     string
 	reason  string
-	obs     Observation
+	obs     decide.Observation
 	destroy *model.DestroySpec
 	// remediate repairs drift: the up refreshes first.
 	remediate bool
@@ -49,14 +52,14 @@ type job struct {
 
 // startOperation marks st running and runs its operation in the
 // background. Called with d.mu held.
-func (d *Daemon) startOperation(st *stackState, dec Decision, obs Observation) {
+func (d *Daemon) startOperation(st *stackState, dec decide.Decision, obs decide.Observation) {
 	st.running = true
 	d.running++
 	ctx, cancel := context.WithCancel(d.opCtx)
 	st.cancel = cancel
 	st.live = livelog.New()
 	j := job{st: st, stack: st.stack, cfg: d.cfg, typ: dec.Type, reason: dec.Reason, obs: obs, destroy: st.rec.Destroy, newCommit: dec.NewCommit,
-		approval: approvalOf(st.stack, st.gone, st.rec.Destroy, d.opts.Approval), labels: labelsOf(st.stack, st.gone, st.rec.Destroy)}
+		approval: gate.ApprovalOf(st.stack, st.gone, st.rec.Destroy, d.opts.Approval), labels: gate.LabelsOf(st.stack, st.gone, st.rec.Destroy)}
 	if !st.breakLockAt.IsZero() {
 		j.breakLock, st.breakLockAt = true, time.Time{}
 	}
@@ -233,7 +236,7 @@ func (d *Daemon) begin(j job, p *prepared) (model.Update, error) {
 	st.rec.Status.CurrentUpdate = &model.CurrentUpdate{Generation: u.Generation, ReconcileRequest: u.ReconcileRequest, Name: u.ID, Commit: u.Commit}
 	if j.typ != model.UpdateDrift { // drift is an axis of its own
 		st.rec.Status.Retry = nil
-		MarkReconciling(&st.rec.Status, model.ReasonStackProcessing, "stack is being processed: "+j.reason, st.rec.Generation, now)
+		conditions.MarkReconciling(&st.rec.Status, model.ReasonStackProcessing, "stack is being processed: "+j.reason, st.rec.Generation, now)
 	}
 	d.putStack(st)
 	return u, nil
@@ -366,7 +369,7 @@ func (d *Daemon) recordOutcome(st *stackState, j job, u model.Update, res model.
 		}
 		s.LastUpdate, s.Retry = lu, nil
 		wasStalled := s.Condition(model.ConditionStalled) != nil
-		MarkReady(s, st.rec.Generation, now)
+		conditions.MarkReady(s, st.rec.Generation, now)
 		if wasStalled || (last != nil && last.State == model.UpdateFailed) {
 			d.opts.Notifier.Notify(notify.Event{Kind: notify.StackRecovered, Stack: st.rec.Name, Time: now, Update: u.ID, Commit: u.Commit,
 				Message: fmt.Sprintf("stack %s: %s succeeded after failing", st.rec.Name, u.Type)})
@@ -377,12 +380,12 @@ func (d *Daemon) recordOutcome(st *stackState, j job, u model.Update, res model.
 	if last != nil {
 		lu.LastSuccessfulCommit = last.LastSuccessfulCommit
 	}
-	lu.Failures = NextFailures(last, j.obs.Generation, j.obs.ReconcileRequest, u.Commit)
+	lu.Failures = decide.NextFailures(last, j.obs.Generation, j.obs.ReconcileRequest, u.Commit)
 	s.LastUpdate = lu
 	s.Retry = nil
 	event := notify.Event{Kind: notify.UpdateFailed, Stack: st.rec.Name, Time: now, Update: u.ID, Commit: u.Commit, Message: u.Message}
 	if lu.Failures >= d.opts.MaxFailures {
-		MarkStalled(s, model.ReasonUpdateFailed, failureMessage(u.Type, lu.Failures)+": "+u.Message, st.rec.Generation, now)
+		conditions.MarkStalled(s, model.ReasonUpdateFailed, conditions.FailureMessage(u.Type, lu.Failures)+": "+u.Message, st.rec.Generation, now)
 		event.Kind, event.Message = notify.StackStalled, s.Condition(model.ConditionStalled).Message
 		d.opts.Notifier.Notify(event)
 		d.log.Error("stack stalled: not retrying until its spec, its commit or a sync request changes",
@@ -390,12 +393,12 @@ func (d *Daemon) recordOutcome(st *stackState, j job, u model.Update, res model.
 		return
 	}
 	d.opts.Notifier.Notify(event)
-	s.Retry = &model.Retry{Attempt: lu.Failures + 1, Of: j.obs.maxFailures(),
-		At: now.Add(backoff(j.obs.BackoffBase, lu.Failures-1, j.obs.MaxBackoff))}
+	s.Retry = &model.Retry{Attempt: lu.Failures + 1, Of: j.obs.FailureLimit(),
+		At: now.Add(decide.BackoffFrom(j.obs.BackoffBase, lu.Failures-1, j.obs.MaxBackoff))}
 	// PKO's wording first, which Argo CD users read; then the error.
 	reason, msg := model.ReasonRetryingAfterFailure, fmt.Sprintf("%d update failure(s)", lu.Failures)
 	if u.Type == model.UpdatePreview {
 		reason, msg = model.ReasonPreviewFailed, fmt.Sprintf("preview failed (%d attempt(s))", lu.Failures)
 	}
-	MarkReconciling(s, reason, msg+": "+u.Message, st.rec.Generation, now)
+	conditions.MarkReconciling(s, reason, msg+": "+u.Message, st.rec.Generation, now)
 }

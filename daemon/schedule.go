@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stackd/stackd/daemon/conditions"
+	"github.com/stackd/stackd/daemon/decide"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/model"
 )
@@ -61,7 +63,7 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 		pass.busy(st)
 		return d.untilPoll(st, now)
 	}
-	dec := Decide(st.rec.Status.LastUpdate, obs)
+	dec := decide.Decide(st.rec.Status.LastUpdate, obs)
 	if held, wait := d.checkGate(st, obs, &dec); held {
 		pass.busy(st)
 		return minPositive(wait, d.untilPoll(st, now))
@@ -120,7 +122,7 @@ func (p *passState) busy(*stackState) { p.marked = true }
 // healthy says whether st is Healthy in Argo CD's sense: Ready at its
 // current generation.
 func healthy(st *stackState) bool {
-	return HealthOf(&st.rec.Status, st.rec.Generation).Status == model.HealthHealthy
+	return conditions.HealthOf(&st.rec.Status, st.rec.Generation).Status == model.HealthHealthy
 }
 
 func minPositive(a, b time.Duration) time.Duration {
@@ -168,7 +170,7 @@ func (d *Daemon) pollDue(st *stackState, now time.Time) bool {
 		return false
 	}
 	r := d.repoPollOf(st)
-	if p := ResyncPeriod(&st.stack.Spec, d.opts.MinResync); r.minPeriod == 0 || p < r.minPeriod {
+	if p := decide.ResyncPeriod(&st.stack.Spec, d.opts.MinResync); r.minPeriod == 0 || p < r.minPeriod {
 		r.minPeriod = p
 	}
 	if !now.Before(r.next) {
@@ -258,8 +260,8 @@ func (d *Daemon) pollSiblingsLocked(st *stackState) {
 
 // observe gathers Decide's inputs. ok is false while the commit to
 // deploy is not known yet.
-func (d *Daemon) observe(st *stackState, now time.Time) (Observation, bool) {
-	o := Observation{
+func (d *Daemon) observe(st *stackState, now time.Time) (decide.Observation, bool) {
+	o := decide.Observation{
 		Now:         now,
 		Generation:  st.rec.Generation,
 		MaxFailures: d.opts.MaxFailures,
@@ -269,7 +271,7 @@ func (d *Daemon) observe(st *stackState, now time.Time) (Observation, bool) {
 		o.Removed = true
 		o.DestroyOnRemoval = st.rec.Destroy != nil || (st.gone != nil && st.gone.Spec.DestroyOnFinalize)
 		o.Preview = st.rec.Destroy == nil && st.gone != nil && st.gone.Spec.Preview
-		o.MaxBackoff = DefaultMaxBackoff
+		o.MaxBackoff = decide.DefaultMaxBackoff
 		// Only an API sync can ask again: the annotation left with the
 		// spec. A stalled destroy is retried that way.
 		o.ReconcileRequest = d.request(st)
@@ -279,8 +281,8 @@ func (d *Daemon) observe(st *stackState, now time.Time) (Observation, bool) {
 	o.ReconcileRequest = d.request(st)
 	o.Preview = spec.Preview
 	o.ContinueResync = spec.ContinueResyncOnCommitMatch
-	o.ResyncPeriod = ResyncPeriod(spec, d.opts.MinResync)
-	o.MaxBackoff = MaxBackoff(spec)
+	o.ResyncPeriod = decide.ResyncPeriod(spec, d.opts.MinResync)
+	o.MaxBackoff = decide.MaxBackoff(spec)
 	o.Commit = d.commitOf(st)
 	if sc := st.rec.Status.SkippedCommit; sc != nil {
 		o.SkippedCommit = sc.Commit
@@ -398,7 +400,7 @@ func (d *Daemon) waiting(st *stackState, why string, now time.Time) {
 	if c != nil && c.Reason == model.ReasonPrerequisiteNotSatisfied && c.Message == why && st.rec.Status.ObservedGeneration == st.rec.Generation {
 		return
 	}
-	MarkReconciling(&st.rec.Status, model.ReasonPrerequisiteNotSatisfied, why, st.rec.Generation, now)
+	conditions.MarkReconciling(&st.rec.Status, model.ReasonPrerequisiteNotSatisfied, why, st.rec.Generation, now)
 	st.rec.Status.ObservedGeneration = st.rec.Generation // observed, as PKO writes on every reconcile
 	d.putStack(st)
 }
@@ -412,7 +414,7 @@ func (d *Daemon) blockLocked(st *stackState, reason string, err error, now time.
 	if c != nil && c.Reason == reason && c.Message == msg && st.rec.Status.ObservedGeneration == st.rec.Generation {
 		return
 	}
-	MarkStalled(&st.rec.Status, reason, msg, st.rec.Generation, now)
+	conditions.MarkStalled(&st.rec.Status, reason, msg, st.rec.Generation, now)
 	st.rec.Status.ObservedGeneration = st.rec.Generation
 	d.putStack(st)
 }
@@ -420,13 +422,13 @@ func (d *Daemon) blockLocked(st *stackState, reason string, err error, now time.
 // settle recomputes st's conditions when nothing is to run, as PKO does
 // on every reconcile: once a block cleared, a stack whose last update
 // succeeded at its generation is Ready again without an update.
-func (d *Daemon) settle(st *stackState, dec Decision, now time.Time) {
+func (d *Daemon) settle(st *stackState, dec decide.Decision, now time.Time) {
 	s, last := &st.rec.Status, st.rec.Status.LastUpdate
 	if st.stack == nil || st.blocked || dec.Stalled || last == nil || last.State != model.UpdateSucceeded || last.Generation != st.rec.Generation {
 		return
 	}
-	if c := s.Condition(model.ConditionReady); c == nil || c.Status != conditionTrue {
-		MarkReady(s, st.rec.Generation, now)
+	if c := s.Condition(model.ConditionReady); c == nil || c.Status != conditions.True {
+		conditions.MarkReady(s, st.rec.Generation, now)
 		d.putStack(st)
 	}
 }
@@ -449,7 +451,7 @@ func (d *Daemon) finalize(st *stackState) {
 // stays authoritative and the next transition writes again.
 func (d *Daemon) putStack(st *stackState) {
 	d.touch(st)
-	st.rec.Status.Health = healthPtr(HealthOf(&st.rec.Status, st.rec.Generation))
+	st.rec.Status.Health = healthPtr(conditions.HealthOf(&st.rec.Status, st.rec.Generation))
 	v := d.red.Version()
 	st.rec.Status, _ = scrubStatus(st.rec.Status, d.red)
 	st.scrubbed = v

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stackd/stackd/daemon/conditions"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/model"
 )
@@ -65,7 +66,7 @@ func (d *Daemon) viewLocked(st *stackState) model.StackView {
 	d.scrubLocked(st)
 	v := model.StackView{Name: st.rec.Name, Status: st.rec.Status.Clone(), Removed: st.rec.Removed, Orphaned: st.rec.Orphaned,
 		LastSuccess: st.rec.LastSuccess, AppliedCommit: st.rec.AppliedCommit, LatestCommit: st.rec.LatestCommit}
-	v.Status.Health = healthPtr(HealthOf(&st.rec.Status, st.rec.Generation))
+	v.Status.Health = healthPtr(conditions.HealthOf(&st.rec.Status, st.rec.Generation))
 	if st.stack != nil {
 		v.Spec, _ = scrubPlain(spec.Redacted(&st.stack.Spec), d.red).(map[string]any)
 		v.ExternalLink = st.stack.ExternalLink()

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stackd/stackd/daemon/conditions"
+	"github.com/stackd/stackd/daemon/decide"
+	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/daemon/window"
 	"github.com/stackd/stackd/model"
@@ -21,7 +24,7 @@ var ErrNoReason = errors.New("an override needs a reason")
 // for a run that changes nothing (a preview). A remediation of drift is
 // ChangeDrift only when it deploys what was deployed already: with a
 // new commit or spec it is a ChangeCommit too, and counts as one.
-func ChangeOf(last *model.LastUpdate, o Observation, dec Decision, remediating bool) string {
+func ChangeOf(last *model.LastUpdate, o decide.Observation, dec decide.Decision, remediating bool) string {
 	switch {
 	case dec.Type == model.UpdateDestroy:
 		return spec.ChangeDestroy
@@ -37,7 +40,7 @@ func ChangeOf(last *model.LastUpdate, o Observation, dec Decision, remediating b
 // run now, and records it in st's status; when it does, it returns
 // how long until the windows open. An override lets the run go.
 // Called with d.mu held.
-func (d *Daemon) windowClosed(st *stackState, dec Decision, obs Observation, now time.Time) (bool, time.Duration) {
+func (d *Daemon) windowClosed(st *stackState, dec decide.Decision, obs decide.Observation, now time.Time) (bool, time.Duration) {
 	change := ChangeOf(st.rec.Status.LastUpdate, obs, dec, st.remediate != "")
 	var v window.Verdict
 	if change == "" || st.rec.WindowOverride != nil {
@@ -57,7 +60,7 @@ func (d *Daemon) windowClosed(st *stackState, dec Decision, obs Observation, now
 	c := st.rec.Status.Condition(model.ConditionReconciling)
 	if c == nil || c.Reason != model.ReasonChangeWindowClosed || c.Message != msg || st.rec.Status.ObservedGeneration != st.rec.Generation {
 		st.rec.Status.ChangeWindow = ws
-		MarkReconciling(&st.rec.Status, model.ReasonChangeWindowClosed, msg, st.rec.Generation, now)
+		conditions.MarkReconciling(&st.rec.Status, model.ReasonChangeWindowClosed, msg, st.rec.Generation, now)
 		st.rec.Status.ObservedGeneration = st.rec.Generation
 		d.putStack(st)
 	}
@@ -71,7 +74,7 @@ func (d *Daemon) windowClosed(st *stackState, dec Decision, obs Observation, now
 // the labels it has or, once removed, had (kept in its record across
 // restarts).
 func windowStack(st *stackState) window.Stack {
-	return window.Stack{Name: st.rec.Name, Labels: labelsOf(st.stack, st.gone, st.rec.Destroy)}
+	return window.Stack{Name: st.rec.Name, Labels: gate.LabelsOf(st.stack, st.gone, st.rec.Destroy)}
 }
 
 // windowMessage says what waits, until when (in the time zone of the

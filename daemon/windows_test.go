@@ -7,30 +7,31 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/daemon/decide"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/model"
 )
 
 func TestChangeOf(t *testing.T) {
 	last := &model.LastUpdate{Generation: 2, LastSuccessfulCommit: sha1, State: model.UpdateSucceeded}
-	same := Observation{Generation: 2, Commit: sha1}
-	up, destroy, preview := Decision{Run: true, Type: model.UpdateUp}, Decision{Run: true, Type: model.UpdateDestroy}, Decision{Run: true, Type: model.UpdatePreview}
+	same := decide.Observation{Generation: 2, Commit: sha1}
+	up, destroy, preview := decide.Decision{Run: true, Type: model.UpdateUp}, decide.Decision{Run: true, Type: model.UpdateDestroy}, decide.Decision{Run: true, Type: model.UpdatePreview}
 	cases := []struct {
 		name        string
 		last        *model.LastUpdate
-		obs         Observation
-		dec         Decision
+		obs         decide.Observation
+		dec         decide.Decision
 		remediating bool
 		want        string
 	}{
 		{"first deploy", nil, same, up, false, spec.ChangeCommit},
-		{"new commit", last, Observation{Generation: 2, Commit: sha2}, up, false, spec.ChangeCommit},
+		{"new commit", last, decide.Observation{Generation: 2, Commit: sha2}, up, false, spec.ChangeCommit},
 		{"sync request", last, same, up, false, spec.ChangeCommit},
 		{"remediation", last, same, up, true, spec.ChangeDrift},
-		{"remediation with a new commit", last, Observation{Generation: 2, Commit: sha2}, up, true, spec.ChangeCommit},
-		{"remediation with a new spec", last, Observation{Generation: 3, Commit: sha1}, up, true, spec.ChangeCommit},
+		{"remediation with a new commit", last, decide.Observation{Generation: 2, Commit: sha2}, up, true, spec.ChangeCommit},
+		{"remediation with a new spec", last, decide.Observation{Generation: 3, Commit: sha1}, up, true, spec.ChangeCommit},
 		{"remediation never deployed", nil, same, up, true, spec.ChangeCommit},
-		{"destroy", last, Observation{Removed: true}, destroy, false, spec.ChangeDestroy},
+		{"destroy", last, decide.Observation{Removed: true}, destroy, false, spec.ChangeDestroy},
 		{"preview changes nothing", last, same, preview, false, ""},
 	}
 	for _, c := range cases {

@@ -15,7 +15,7 @@ import (
 // Live is the policy set in force, reloaded when its files change. A load
 // that fails keeps the set loaded before; before any set loaded, every
 // evaluation fails, so that every change is denied (fail closed). Live
-// implements daemon.Policies and daemon.PolicyReporter.
+// implements gate.Policies (daemon/gate) and daemon.PolicyReporter.
 type Live struct {
 	log    *slog.Logger
 	source string // the --policy value, shown in the status

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/model"
 )
 
@@ -21,7 +21,7 @@ func TestLiveFailsClosedBeforeALoad(t *testing.T) {
 	if err := l.Load(context.Background(), dir, "", ""); err == nil {
 		t.Fatal("a broken set loaded")
 	}
-	v := daemon.JudgeSteps(context.Background(), l, model.PolicyInput{Stack: "s"})
+	v := gate.JudgeSteps(context.Background(), l, model.PolicyInput{Stack: "s"})
 	if !v.Denied() || !strings.Contains(v.Deny[0].Message, "no policies are loaded from policies: "+filepath.Join(dir, "bad.rego")+":4:0: unexpected eof") {
 		t.Errorf("verdict %+v, want a denial naming the broken file", v)
 	}

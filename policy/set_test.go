@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/model"
 )
 
@@ -170,8 +170,8 @@ func TestEvaluateErrors(t *testing.T) {
 			if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 				t.Fatalf("verdict %+v, error %v; want an error starting with %q", v, err, c.want)
 			}
-			judged := daemon.JudgeSteps(context.Background(), set, model.PolicyInput{Stack: "web"})
-			if !judged.Denied() || judged.Deny[0].Policy != daemon.PolicyEvaluationFailed {
+			judged := gate.JudgeSteps(context.Background(), set, model.PolicyInput{Stack: "web"})
+			if !judged.Denied() || judged.Deny[0].Policy != gate.PolicyEvaluationFailed {
 				t.Errorf("judged %+v, want a denial (fail closed)", judged)
 			}
 		})

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/notify"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/daemon/scrub"
@@ -81,7 +82,7 @@ type Options struct {
 	// ReviewBounds bound the review stacks in all and per repository.
 	ReviewBounds review.Bounds
 	// Policies judge each preview's steps; nil: no policies.
-	Policies daemon.Policies
+	Policies gate.Policies
 	// Records keeps the open pull requests: they are listed again, and
 	// a round that a stop interrupted runs again, after Start. Nil keeps
 	// them in memory only.

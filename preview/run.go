@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/model"
@@ -61,7 +61,7 @@ func (p *Previewer) preview(ctx context.Context, pr *pullRequest, ev review.Even
 	default:
 		pv.Result = review.Succeeded
 		pv.Denied, pv.Warnings = p.judge(ctx, ev, t, commit, out, red)
-		if wait, why := daemon.NeedsApproval(t.stack.Spec.ApprovalOr(p.opts.Approval), out.Steps); wait {
+		if wait, why := gate.NeedsApproval(t.stack.Spec.ApprovalOr(p.opts.Approval), out.Steps); wait {
 			pv.Approval = why
 		}
 	}
@@ -187,7 +187,7 @@ func (p *Previewer) judge(ctx context.Context, ev review.Event, t target, commit
 	if p.opts.Policies == nil {
 		return nil, nil
 	}
-	v := daemon.JudgeSteps(ctx, p.opts.Policies, model.PolicyInput{Stack: t.stack.Name, Labels: t.stack.Labels,
+	v := gate.JudgeSteps(ctx, p.opts.Policies, model.PolicyInput{Stack: t.stack.Name, Labels: t.stack.Labels,
 		Commit: commit, PullRequest: ev.Number, Author: ev.Author, Steps: res.JudgedSteps()})
 	v = v.Scrubbed(red.With(res.PolicySecrets...).Clean)
 	if p.opts.Observer != nil {

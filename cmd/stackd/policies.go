@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/gitwatch"
 	"github.com/stackd/stackd/model"
@@ -30,7 +31,7 @@ func (f *policyFlags) define(fs *flag.FlagSet) {
 // policySetup is the --policy set in force and what keeps it current.
 type policySetup struct {
 	// policies is nil without --policy.
-	policies daemon.Policies
+	policies gate.Policies
 	// git is the Git source; nil for a directory or without --policy.
 	git *policySource
 	// stop ends the watch or the polling.

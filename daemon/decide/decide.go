@@ -1,4 +1,4 @@
-package daemon
+package decide
 
 import (
 	"fmt"
@@ -19,7 +19,8 @@ const (
 	DefaultMaxBackoff = 24 * time.Hour
 	// DefaultMaxFailures is how many consecutive failures stall a stack.
 	DefaultMaxFailures = 3
-	baseBackoff        = 10 * time.Second
+	// BaseBackoff is the first retry delay after a failure.
+	BaseBackoff = 10 * time.Second
 )
 
 // Observation is everything Decide needs about a stack at one moment.
@@ -113,10 +114,10 @@ func decideAfterFailure(last *model.LastUpdate, o Observation) Decision {
 	if !o.Removed && o.Commit != "" && last.LastAttemptedCommit != o.Commit {
 		return o.run(fmt.Sprintf("New commit detected: %q", o.Commit))
 	}
-	if last.Failures >= o.maxFailures() {
+	if last.Failures >= o.FailureLimit() {
 		return Decision{Stalled: true}
 	}
-	wait := backoff(o.BackoffBase, last.Failures-1, o.MaxBackoff)
+	wait := BackoffFrom(o.BackoffBase, last.Failures-1, o.MaxBackoff)
 	due := last.LastResyncTime.Add(wait)
 	if !o.Now.Before(due) {
 		return o.run(fmt.Sprintf("Backoff time elapsed: %s", wait))
@@ -135,7 +136,8 @@ func (o Observation) run(reason string) Decision {
 	return Decision{Run: true, Type: typ, Reason: reason}
 }
 
-func (o Observation) maxFailures() int64 {
+// FailureLimit is MaxFailures, or DefaultMaxFailures when not set.
+func (o Observation) FailureLimit() int64 {
 	if o.MaxFailures <= 0 {
 		return DefaultMaxFailures
 	}
@@ -151,13 +153,14 @@ func recheck(d time.Duration) time.Duration {
 // 10s·3^failures capped by limit (DefaultMaxBackoff when zero); the first
 // step, 10s, is never capped.
 func Backoff(failures int64, limit time.Duration) time.Duration {
-	return backoff(baseBackoff, failures, limit)
+	return BackoffFrom(BaseBackoff, failures, limit)
 }
 
-// backoff is Backoff with another first step; tests shorten it.
-func backoff(base time.Duration, failures int64, limit time.Duration) time.Duration {
+// BackoffFrom is Backoff with another first step (BaseBackoff when
+// zero or less); tests shorten it.
+func BackoffFrom(base time.Duration, failures int64, limit time.Duration) time.Duration {
 	if base <= 0 {
-		base = baseBackoff
+		base = BaseBackoff
 	}
 	if failures <= 0 {
 		return base

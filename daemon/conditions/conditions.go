@@ -1,4 +1,4 @@
-package daemon
+package conditions
 
 import (
 	"fmt"
@@ -7,48 +7,49 @@ import (
 	"github.com/stackd/stackd/model"
 )
 
+// The status of a condition.
 const (
-	conditionTrue  = "True"
-	conditionFalse = "False"
+	True  = "True"
+	False = "False"
 )
 
 // MarkReady sets Ready=True and drops Reconciling and Stalled, as PKO's
 // MarkReadyCondition does.
 func MarkReady(s *model.StackStatus, generation int64, now time.Time) {
-	setCondition(s, model.Condition{Type: model.ConditionReady, Status: conditionTrue, Reason: model.ReasonProcessingCompleted,
+	setCondition(s, model.Condition{Type: model.ConditionReady, Status: True, Reason: model.ReasonProcessingCompleted,
 		Message: "the stack has been processed and is up to date"}, generation, now)
-	removeCondition(s, model.ConditionReconciling)
-	removeCondition(s, model.ConditionStalled)
-	removeCondition(s, model.ConditionAwaitingApproval)
+	Remove(s, model.ConditionReconciling)
+	Remove(s, model.ConditionStalled)
+	Remove(s, model.ConditionAwaitingApproval)
 }
 
 // MarkReconciling sets Reconciling=True with reason and message, and
 // Ready=False.
 func MarkReconciling(s *model.StackStatus, reason, message string, generation int64, now time.Time) {
-	setCondition(s, model.Condition{Type: model.ConditionReady, Status: conditionFalse, Reason: model.ReasonNotReadyInProgress,
+	setCondition(s, model.Condition{Type: model.ConditionReady, Status: False, Reason: model.ReasonNotReadyInProgress,
 		Message: "reconciliation is in progress"}, generation, now)
-	setCondition(s, model.Condition{Type: model.ConditionReconciling, Status: conditionTrue, Reason: reason, Message: message}, generation, now)
-	removeCondition(s, model.ConditionStalled)
-	removeCondition(s, model.ConditionAwaitingApproval)
+	setCondition(s, model.Condition{Type: model.ConditionReconciling, Status: True, Reason: reason, Message: message}, generation, now)
+	Remove(s, model.ConditionStalled)
+	Remove(s, model.ConditionAwaitingApproval)
 }
 
 // MarkStalled sets Stalled=True with reason and message, and Ready=False.
 func MarkStalled(s *model.StackStatus, reason, message string, generation int64, now time.Time) {
-	setCondition(s, model.Condition{Type: model.ConditionReady, Status: conditionFalse, Reason: model.ReasonNotReadyStalled,
+	setCondition(s, model.Condition{Type: model.ConditionReady, Status: False, Reason: model.ReasonNotReadyStalled,
 		Message: "reconciliation is stalled"}, generation, now)
-	setCondition(s, model.Condition{Type: model.ConditionStalled, Status: conditionTrue, Reason: reason, Message: message}, generation, now)
-	removeCondition(s, model.ConditionReconciling)
-	removeCondition(s, model.ConditionAwaitingApproval)
+	setCondition(s, model.Condition{Type: model.ConditionStalled, Status: True, Reason: reason, Message: message}, generation, now)
+	Remove(s, model.ConditionReconciling)
+	Remove(s, model.ConditionAwaitingApproval)
 }
 
 // MarkAwaitingApproval sets AwaitingApproval=True with message, and
 // Ready=False: a plan waits for a person's decision.
 func MarkAwaitingApproval(s *model.StackStatus, message string, generation int64, now time.Time) {
-	setCondition(s, model.Condition{Type: model.ConditionReady, Status: conditionFalse, Reason: model.ReasonAwaitingApproval,
+	setCondition(s, model.Condition{Type: model.ConditionReady, Status: False, Reason: model.ReasonAwaitingApproval,
 		Message: "a plan awaits approval"}, generation, now)
-	setCondition(s, model.Condition{Type: model.ConditionAwaitingApproval, Status: conditionTrue, Reason: model.ReasonAwaitingApproval, Message: message}, generation, now)
-	removeCondition(s, model.ConditionReconciling)
-	removeCondition(s, model.ConditionStalled)
+	setCondition(s, model.Condition{Type: model.ConditionAwaitingApproval, Status: True, Reason: model.ReasonAwaitingApproval, Message: message}, generation, now)
+	Remove(s, model.ConditionReconciling)
+	Remove(s, model.ConditionStalled)
 }
 
 // setCondition replaces the condition of c's type, keeping its transition
@@ -65,7 +66,8 @@ func setCondition(s *model.StackStatus, c model.Condition, generation int64, now
 	s.Conditions = append(s.Conditions, c)
 }
 
-func removeCondition(s *model.StackStatus, typ string) {
+// Remove drops the condition of type typ.
+func Remove(s *model.StackStatus, typ string) {
 	kept := s.Conditions[:0]
 	for _, c := range s.Conditions {
 		if c.Type != typ {
@@ -82,7 +84,7 @@ func HealthOf(s *model.StackStatus, generation int64) model.Health {
 		return model.Health{Status: model.HealthProgressing, Message: "Waiting for the operator to observe the latest spec change"}
 	}
 	for _, c := range s.Conditions {
-		if c.Status != conditionTrue {
+		if c.Status != True {
 			continue
 		}
 		switch c.Type {
@@ -99,7 +101,7 @@ func HealthOf(s *model.StackStatus, generation int64) model.Health {
 	return model.Health{Status: model.HealthProgressing, Message: "Waiting for the stack to be reconciled"}
 }
 
-// failureMessage is PKO's message for a stack that stopped retrying.
-func failureMessage(typ string, failures int64) string {
+// FailureMessage is PKO's message for a stack that stopped retrying.
+func FailureMessage(typ string, failures int64) string {
 	return fmt.Sprintf("%s failed %d times; not retrying until the spec or source changes", typ, failures)
 }

@@ -1,4 +1,4 @@
-package daemon
+package conditions
 
 import (
 	"testing"
@@ -28,8 +28,8 @@ func TestConditionsAndHealth(t *testing.T) {
 	if h := HealthOf(&s, 2); h.Status != model.HealthProgressing || h.Message != "Waiting for the operator to observe the latest spec change" {
 		t.Fatalf("unobserved generation: %+v", h)
 	}
-	MarkStalled(&s, model.ReasonUpdateFailed, failureMessage("up", 3), 1, t0.Add(2*time.Minute))
-	MarkStalled(&s, model.ReasonUpdateFailed, failureMessage("up", 3), 1, t0.Add(3*time.Minute))
+	MarkStalled(&s, model.ReasonUpdateFailed, FailureMessage("up", 3), 1, t0.Add(2*time.Minute))
+	MarkStalled(&s, model.ReasonUpdateFailed, FailureMessage("up", 3), 1, t0.Add(3*time.Minute))
 	st := s.Condition(model.ConditionStalled)
 	if st == nil || st.LastTransitionTime != t0.Add(2*time.Minute) || s.Condition(model.ConditionReady).Reason != model.ReasonNotReadyStalled {
 		t.Fatalf("stalled: %+v", s.Conditions)
