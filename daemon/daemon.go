@@ -16,6 +16,7 @@ import (
 	"github.com/stackd/stackd/daemon/decide"
 	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/livelog"
+	"github.com/stackd/stackd/daemon/resource"
 	"github.com/stackd/stackd/daemon/sched"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
@@ -180,8 +181,8 @@ func (o Options) withDefaults() Options {
 type Daemon struct {
 	opts Options
 	log  *slog.Logger
-	// resources caches the stacks' resources (resourceCache).
-	resources *resourceCache
+	// resources caches the stacks' resources (resource.Cache).
+	resources *resource.Cache
 	// red scrubs every secret the daemon knows (Options.Redactor).
 	red *scrub.Redactor
 	// own says which stacks this replica acts on; clustered is set when
@@ -327,7 +328,7 @@ func New(cfg *spec.Config, opts Options) (*Daemon, error) {
 		red:       opts.Redactor,
 		own:       opts.Ownership,
 		clustered: opts.Ownership != nil,
-		resources: &resourceCache{off: opts.Ownership != nil},
+		resources: &resource.Cache{Off: opts.Ownership != nil},
 		cfg:       cfg,
 		sources:   newSourceStates(opts.Sources),
 		stacks:    map[string]*stackState{}, repoPolls: map[string]*repoPoll{}, waiters: map[string]bool{},

@@ -33,8 +33,16 @@ func TestImportRules(t *testing.T) {
 	}
 	forbid("daemon/spec", func(dep string) bool { return strings.HasPrefix(dep, mod) || isHeavy(dep) })
 	forbid("daemon/notify", func(dep string) bool { return strings.HasPrefix(dep, mod) && dep != mod+"daemon/spec" })
-	for _, pure := range []string{"daemon/livelog", "daemon/scrub", "daemon/sched"} {
+	for _, pure := range []string{"daemon/livelog", "daemon/sched"} {
 		forbid(pure, func(dep string) bool { return strings.HasPrefix(dep, mod) || isHeavy(dep) })
+	}
+	// The loop's pure parts that work on the shared words import those
+	// words and the spec, never the loop; gate reads decide's Observation.
+	words := []string{mod + "model", mod + "daemon/spec"}
+	for _, pure := range []string{"daemon/scrub", "daemon/conditions", "daemon/decide", "daemon/gate", "daemon/resource"} {
+		forbid(pure, func(dep string) bool {
+			return strings.HasPrefix(dep, mod) && !slices.Contains(words, dep) && dep != mod+"daemon/decide" || isHeavy(dep)
+		})
 	}
 	forbid("daemon/window", func(dep string) bool {
 		return strings.HasPrefix(dep, mod) && dep != mod+"daemon/spec" || isHeavy(dep)

@@ -207,62 +207,6 @@ func TestSecretLearnedLaterScrubsKnownStatus(t *testing.T) {
 	}
 }
 
-func TestConfigSecrets(t *testing.T) {
-	dir := t.TempDir()
-	writeSecretFile(t, dir, "db", "password", "from-file-1")
-	writeSecretFile(t, dir, "creds", "AWS_SECRET", "from-file-2")
-	writeSecretFile(t, dir, "pulumi", "accessToken", "from-file-3")
-	const text = `
-apiVersion: v1
-kind: Secret
-metadata: {name: doc}
-stringData: {k: from-doc-1}
----
-stacks:
-  - name: s
-    stack: dev
-    projectRepo: https://git.example/s.git
-    branch: main
-    secrets: {a: literal-1}
-    secretsRef:
-      b: {type: Secret, secret: {name: db, key: password}}
-      c: {type: StackOutput, stackOutput: {stack: t, output: x}}
-      missing: {type: Secret, secret: {name: nope, key: nope}}
-    envRefs:
-      TOKEN: {type: Env, env: {name: STACKD_TEST_TOKEN}}
-      PLAIN_ENV: {type: Env, env: {name: STACKD_TEST_PLAIN}}
-    envSecrets: [creds]
-    accessTokenSecret: pulumi
-    gitAuth:
-      accessToken: {type: Literal, literal: {value: git-token-1}}
-    reviewStacks:
-      enabled: true
-      config: {size: plain-2}
-      secretsRef:
-        d: {type: Literal, literal: {value: review-literal-1}}
-  - {name: t, stack: dev, projectRepo: https://git.example/t.git, branch: main}
-`
-	cfg, diags, err := spec.Parse("stacks.yaml", []byte(text))
-	if err != nil {
-		t.Fatalf("%v %v", err, diags)
-	}
-	env := map[string]string{"STACKD_TEST_TOKEN": "env-token-1", "STACKD_TEST_PLAIN": "plain-1"}
-	refs := spec.RefSources{SecretsDir: dir, LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
-		StackOutput: func(string, string) (string, error) { t.Error("a stack output was read"); return "", nil }}
-	got := strings.Join(configSecrets(cfg, refs), " ")
-	for _, want := range []string{"from-doc-1", "literal-1", "from-file-1", "env-token-1", "literal-1",
-		"from-file-2", "from-file-3", "git-token-1", "review-literal-1"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("secrets %q lack %s", got, want)
-		}
-	}
-	for _, not := range []string{"plain-1", "plain-2"} {
-		if strings.Contains(got, not) {
-			t.Errorf("secrets %q hold the plain value %s", got, not)
-		}
-	}
-}
-
 // writeSecretFile writes a Secret reference's file: <dir>/<name>/<key>.
 func writeSecretFile(t *testing.T, dir, name, key, value string) {
 	t.Helper()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/model"
 )
@@ -303,7 +304,7 @@ func (d *Daemon) ConfigStatus() model.ConfigStatus {
 		ps := r.PolicyStatus()
 		status.Policies = &ps
 	}
-	return scrubConfigStatus(status, d.red)
+	return scrub.ConfigStatus(status, d.red)
 }
 
 func (d *Daemon) sourceStatusLocked(s *sourceState) model.SourceStatus {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stackd/stackd/daemon/conditions"
 	"github.com/stackd/stackd/daemon/decide"
+	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/model"
 )
@@ -440,7 +441,7 @@ func (d *Daemon) finalize(st *stackState) {
 		d.storeError("cannot delete the record of a removed stack", name, err)
 		return
 	}
-	d.resources.forget(name)
+	d.resources.Forget(name)
 	d.forgetLocked(name)
 	d.declareStacksLocked()
 	d.removeStackDir(name)
@@ -453,7 +454,7 @@ func (d *Daemon) putStack(st *stackState) {
 	d.touch(st)
 	st.rec.Status.Health = healthPtr(conditions.HealthOf(&st.rec.Status, st.rec.Generation))
 	v := d.red.Version()
-	st.rec.Status, _ = scrubStatus(st.rec.Status, d.red)
+	st.rec.Status, _ = scrub.Status(st.rec.Status, d.red)
 	st.scrubbed = v
 	if !d.acts(st) {
 		return // its holder writes it

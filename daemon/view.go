@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/conditions"
+	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/model"
 )
@@ -68,7 +69,7 @@ func (d *Daemon) viewLocked(st *stackState) model.StackView {
 		LastSuccess: st.rec.LastSuccess, AppliedCommit: st.rec.AppliedCommit, LatestCommit: st.rec.LatestCommit}
 	v.Status.Health = healthPtr(conditions.HealthOf(&st.rec.Status, st.rec.Generation))
 	if st.stack != nil {
-		v.Spec, _ = scrubPlain(spec.Redacted(&st.stack.Spec), d.red).(map[string]any)
+		v.Spec, _ = scrub.Plain(spec.Redacted(&st.stack.Spec), d.red).(map[string]any)
 		v.ExternalLink = st.stack.ExternalLink()
 		v.Labels = st.stack.Labels
 		v.Tracking = tracking(&st.stack.Spec)

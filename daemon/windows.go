@@ -56,7 +56,7 @@ func (d *Daemon) windowClosed(st *stackState, dec decide.Decision, obs decide.Ob
 		return false, 0
 	}
 	ws := &model.ChangeWindowStatus{Change: change, NextOpen: v.NextOpen, Windows: v.Names()}
-	msg := windowMessage(change, v)
+	msg := window.Message(change, v)
 	c := st.rec.Status.Condition(model.ConditionReconciling)
 	if c == nil || c.Reason != model.ReasonChangeWindowClosed || c.Message != msg || st.rec.Status.ObservedGeneration != st.rec.Generation {
 		st.rec.Status.ChangeWindow = ws
@@ -75,27 +75,6 @@ func (d *Daemon) windowClosed(st *stackState, dec decide.Decision, obs decide.Ob
 // restarts).
 func windowStack(st *stackState) window.Stack {
 	return window.Stack{Name: st.rec.Name, Labels: gate.LabelsOf(st.stack, st.gone, st.rec.Destroy)}
-}
-
-// windowMessage says what waits, until when (in the time zone of the
-// first window), and for which windows: the time comes first, so that
-// a shortened message still says it.
-func windowMessage(change string, v window.Verdict) string {
-	windows := strings.Join(v.Names(), ", ")
-	if v.Until().IsZero() {
-		return fmt.Sprintf("the %s waits for %s; no window opens within a year", changeNoun(change), windows)
-	}
-	return fmt.Sprintf("the %s waits until %s for %s", changeNoun(change), v.Until().Format(spec.WindowTimeLayout), windows)
-}
-
-func changeNoun(change string) string {
-	switch change {
-	case spec.ChangeDrift:
-		return "drift remediation"
-	case spec.ChangeDestroy:
-		return "destroy"
-	}
-	return "change"
 }
 
 // OverrideWindow asks for a run of the named stack that the change
