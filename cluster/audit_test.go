@@ -102,14 +102,14 @@ func (trail) Updates(string, uint64, int) ([]model.Update, error)   { return nil
 func (trail) Log(string) ([]byte, error)                            { return nil, nil }
 func (trail) Revisions(uint64, int) ([]model.ConfigRevision, error) { return nil, nil }
 func (trail) MetaKeys() ([]string, error)                           { return nil, nil }
-func (trail) Meta(string) ([]byte, error)                           { return nil, daemon.ErrNotFound }
+func (trail) Meta(string) ([]byte, error)                           { return nil, model.ErrNotFound }
 func (trail) PutResources(string, model.Resources) error            { return nil }
 func (trail) Resources(string) (model.Resources, error) {
-	return model.Resources{}, daemon.ErrNotFound
+	return model.Resources{}, model.ErrNotFound
 }
 func (trail) PutPreview(string, model.StackPreview) error { return nil }
 func (trail) Preview(string) (model.StackPreview, error) {
-	return model.StackPreview{}, daemon.ErrNotFound
+	return model.StackPreview{}, model.ErrNotFound
 }
 func (tr trail) Audit(f audit.Filter) ([]model.AuditEntry, error) {
 	return scanTrail(tr, f), nil

@@ -110,11 +110,11 @@ func (c *Cluster) importStack(w *batch, src Exporter, rec model.StackRecord, n *
 			w.put(c.updateKey(rec.Name, u.Seq), uv)
 			n.Updates++
 			log, err := src.Log(u.ID)
-			if err != nil && !errors.Is(err, daemon.ErrNotFound) {
+			if err != nil && !errors.Is(err, model.ErrNotFound) {
 				return fmt.Errorf("cluster: import: log of %s: %w", u.ID, err)
 			}
 			if len(log) > 0 {
-				z, err := compress(daemon.TruncateLog(log, c.opts.LogLimit))
+				z, err := compress(model.TruncateLog(log, c.opts.LogLimit))
 				if err != nil {
 					return fmt.Errorf("cluster: import: log of %s: %w", u.ID, err)
 				}
@@ -143,7 +143,7 @@ func (c *Cluster) importView(w *batch, src Exporter, stack string) error {
 		v    any
 		err  error
 	}{{"resources/", rs, rerr}, {"previews/", p, perr}} {
-		if errors.Is(x.err, daemon.ErrNotFound) {
+		if errors.Is(x.err, model.ErrNotFound) {
 			continue
 		}
 		data, err := json.Marshal(x.v)

@@ -241,7 +241,7 @@ func (c *Cluster) BeginPullRequestPreview(key string, u model.Update) (model.Upd
 func (c *Cluster) PutPullRequestPreview(key string, u model.Update) error {
 	f, err := c.prFence(key)
 	if err != nil {
-		return fmt.Errorf("cluster: put preview %s: %w", daemon.UpdateID(u.Stack, u.Seq), err)
+		return fmt.Errorf("cluster: put preview %s: %w", model.UpdateID(u.Stack, u.Seq), err)
 	}
 	return c.putUpdate(u, f)
 }

@@ -19,7 +19,7 @@ func (c *Cluster) PutResources(stack string, r model.Resources) error {
 }
 
 // Resources reads the resources of stack; the error wraps
-// daemon.ErrNotFound when there are none.
+// model.ErrNotFound when there are none.
 func (c *Cluster) Resources(stack string) (model.Resources, error) {
 	var r model.Resources
 	return r, c.getStackJSON("resources/", "resources", stack, &r)
@@ -32,7 +32,7 @@ func (c *Cluster) PutPreview(stack string, p model.StackPreview) error {
 }
 
 // Preview reads the last preview of stack; the error wraps
-// daemon.ErrNotFound when there is none.
+// model.ErrNotFound when there is none.
 func (c *Cluster) Preview(stack string) (model.StackPreview, error) {
 	var p model.StackPreview
 	return p, c.getStackJSON("previews/", "preview", stack, &p)
@@ -58,7 +58,7 @@ func (c *Cluster) putStackJSON(part, what, stack string, v any) error {
 }
 
 // getStackJSON reads the gzipped JSON at the key of stack under part
-// into v; the error wraps daemon.ErrNotFound when it is not set.
+// into v; the error wraps model.ErrNotFound when it is not set.
 func (c *Cluster) getStackJSON(part, what, stack string, v any) error {
 	data, err := c.get(c.key(part, stack))
 	if err == nil {

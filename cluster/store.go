@@ -110,7 +110,7 @@ func (c *Cluster) PutStack(rec model.StackRecord) error {
 	return nil
 }
 
-// get reads the value of one key; the error wraps daemon.ErrNotFound when
+// get reads the value of one key; the error wraps model.ErrNotFound when
 // it is not set.
 func (c *Cluster) get(key string) ([]byte, error) {
 	ctx, cancel := c.ctx()
@@ -120,7 +120,7 @@ func (c *Cluster) get(key string) ([]byte, error) {
 		return nil, err
 	}
 	if len(resp.Kvs) == 0 {
-		return nil, daemon.ErrNotFound
+		return nil, model.ErrNotFound
 	}
 	return resp.Kvs[0].Value, nil
 }
@@ -196,7 +196,7 @@ func (c *Cluster) beginUpdate(u model.Update, f fence) (model.Update, error) {
 			return model.Update{}, fmt.Errorf("cluster: begin update of %s: %w", u.Stack, err)
 		}
 		u.Seq = last + 1
-		u.ID = daemon.UpdateID(u.Stack, u.Seq)
+		u.ID = model.UpdateID(u.Stack, u.Seq)
 		v, err := json.Marshal(u)
 		if err != nil {
 			return model.Update{}, fmt.Errorf("cluster: begin update of %s: %w", u.Stack, err)
@@ -239,13 +239,13 @@ func (c *Cluster) counter(key string) (uint64, int64, error) {
 func (c *Cluster) PutUpdate(u model.Update) error {
 	f, err := c.stackFence(u.Stack)
 	if err != nil {
-		return fmt.Errorf("cluster: put update %s: %w", daemon.UpdateID(u.Stack, u.Seq), err)
+		return fmt.Errorf("cluster: put update %s: %w", model.UpdateID(u.Stack, u.Seq), err)
 	}
 	return c.putUpdate(u, f)
 }
 
 func (c *Cluster) putUpdate(u model.Update, f fence) error {
-	u.ID = daemon.UpdateID(u.Stack, u.Seq)
+	u.ID = model.UpdateID(u.Stack, u.Seq)
 	v, err := json.Marshal(u)
 	if err != nil {
 		return fmt.Errorf("cluster: put update %s: %w", u.ID, err)
@@ -265,7 +265,7 @@ func (c *Cluster) putExisting(f fence, ukey, key string, value []byte) error {
 	case err != nil:
 		return err
 	case !ok:
-		return daemon.ErrNotFound
+		return model.ErrNotFound
 	}
 	return nil
 }
@@ -273,7 +273,7 @@ func (c *Cluster) putExisting(f fence, ukey, key string, value []byte) error {
 // PutLog stores the log of update id, its tail kept within LogLimit
 // bytes as the BoltDB store keeps it, compressed.
 func (c *Cluster) PutLog(id string, log []byte) error {
-	stack, _, err := daemon.ParseUpdateID(id)
+	stack, _, err := model.ParseUpdateID(id)
 	if err != nil {
 		return fmt.Errorf("cluster: put log %s: %w", id, err)
 	}
@@ -285,11 +285,11 @@ func (c *Cluster) PutLog(id string, log []byte) error {
 }
 
 func (c *Cluster) putLog(id string, log []byte, f fence) error {
-	stack, seq, err := daemon.ParseUpdateID(id)
+	stack, seq, err := model.ParseUpdateID(id)
 	if err != nil {
 		return fmt.Errorf("cluster: put log %s: %w", id, err)
 	}
-	z, err := compress(daemon.TruncateLog(log, c.opts.LogLimit))
+	z, err := compress(model.TruncateLog(log, c.opts.LogLimit))
 	if err != nil {
 		return fmt.Errorf("cluster: put log %s: %w", id, err)
 	}
@@ -316,7 +316,7 @@ func compress(b []byte) ([]byte, error) {
 
 // Update reads update id.
 func (c *Cluster) Update(id string) (model.Update, error) {
-	stack, seq, err := daemon.ParseUpdateID(id)
+	stack, seq, err := model.ParseUpdateID(id)
 	if err != nil {
 		return model.Update{}, fmt.Errorf("cluster: update %s: %w", id, err)
 	}
@@ -333,7 +333,7 @@ func (c *Cluster) Update(id string) (model.Update, error) {
 
 // Log reads the log of update id: empty when it has none yet.
 func (c *Cluster) Log(id string) ([]byte, error) {
-	stack, seq, err := daemon.ParseUpdateID(id)
+	stack, seq, err := model.ParseUpdateID(id)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: log %s: %w", id, err)
 	}
@@ -345,7 +345,7 @@ func (c *Cluster) Log(id string) ([]byte, error) {
 		return nil, fmt.Errorf("cluster: log %s: %w", id, err)
 	}
 	if resp.Responses[0].GetResponseRange().Count == 0 {
-		return nil, fmt.Errorf("cluster: log %s: %w", id, daemon.ErrNotFound)
+		return nil, fmt.Errorf("cluster: log %s: %w", id, model.ErrNotFound)
 	}
 	kvs := resp.Responses[1].GetResponseRange().Kvs
 	if len(kvs) == 0 {

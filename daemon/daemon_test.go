@@ -61,7 +61,7 @@ func (m *memStore) Preview(stack string) (model.StackPreview, error) {
 	defer m.mu.Unlock()
 	p, ok := m.previews[stack]
 	if !ok {
-		return model.StackPreview{}, ErrNotFound
+		return model.StackPreview{}, model.ErrNotFound
 	}
 	return p, nil
 }
@@ -71,7 +71,7 @@ func (m *memStore) Resources(stack string) (model.Resources, error) {
 	defer m.mu.Unlock()
 	r, ok := m.resources[stack]
 	if !ok {
-		return model.Resources{}, ErrNotFound
+		return model.Resources{}, model.ErrNotFound
 	}
 	return r, nil
 }
@@ -128,7 +128,7 @@ func (m *memStore) Stack(name string) (model.StackRecord, error) {
 	defer m.mu.Unlock()
 	r, ok := m.stacks[name]
 	if !ok {
-		return model.StackRecord{}, ErrNotFound
+		return model.StackRecord{}, model.ErrNotFound
 	}
 	return r, nil
 }

@@ -92,7 +92,7 @@ func (d *Daemon) previewNow(ctx context.Context, j job) {
 	if err != nil {
 		p.State, p.Message = model.UpdateFailed, d.red.Clean(err.Error())
 	}
-	p.Diff = string(TruncateLog(buf.Bytes(), maxPreviewDiff))
+	p.Diff = string(model.TruncateLog(buf.Bytes(), maxPreviewDiff))
 	d.putPreview(name, p)
 	d.log.Info("preview finished", "stack", name, "commit", commit, "state", p.State, "changes", p.Changes)
 }

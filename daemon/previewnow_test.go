@@ -21,7 +21,7 @@ func TestPreviewNowWhilePaused(t *testing.T) {
 	before, _ := h.d.Stack("app")
 	updates := len(h.store.updatesOf("app"))
 	h.fetcher.set("https://git.example/app.git", sha2, nil)
-	if _, err := h.d.LastPreview("app"); !errors.Is(err, ErrNotFound) {
+	if _, err := h.d.LastPreview("app"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("LastPreview before any = %v, want ErrNotFound", err)
 	}
 	if err := h.d.PreviewNow("app"); err != nil {

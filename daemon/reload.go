@@ -322,7 +322,7 @@ func (d *Daemon) sourceStatusLocked(s *sourceState) model.SourceStatus {
 	// The stacks' health is theirs (a failing program is no config error).
 	switch {
 	case ss.Error != "":
-		ss.Health = model.Health{Status: model.HealthDegraded, Message: ProblemSummary(ss.Error)}
+		ss.Health = model.Health{Status: model.HealthDegraded, Message: model.ProblemSummary(ss.Error)}
 	case d.cfg == nil || (s.Git != nil && s.applied == ""):
 		ss.Health = model.Health{Status: model.HealthProgressing, Message: "waiting for a first config"}
 	case s.Git != nil && s.latest != "" && s.latest != s.applied:
@@ -338,15 +338,4 @@ func (d *Daemon) sourceStatusLocked(s *sourceState) model.SourceStatus {
 func worse(a, b string) bool {
 	rank := map[string]int{model.HealthHealthy: 0, model.HealthProgressing: 1, model.HealthDegraded: 2}
 	return rank[a] > rank[b]
-}
-
-// ProblemSummary is the first of a list of problems, one a line (a
-// source's Error: the causes come first), after their count when there
-// are several: "3 problems: x.yaml:4:5: spec.brnach: unknown field …".
-func ProblemSummary(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) < 2 {
-		return lines[0]
-	}
-	return fmt.Sprintf("%d problems: %s", len(lines), lines[0])
 }

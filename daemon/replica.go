@@ -74,7 +74,7 @@ func (d *Daemon) gained(name string) {
 	switch {
 	case recErr == nil:
 		st.rec = rec
-	case !errors.Is(recErr, ErrNotFound):
+	case !errors.Is(recErr, model.ErrNotFound):
 		d.log.Error("cannot read the record of a stack taken over", "stack", name, "err", recErr)
 	}
 	st.commit, st.sourceErr, st.pollNow, st.blocked = "", nil, true, false

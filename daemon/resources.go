@@ -33,7 +33,7 @@ func exportsState(typ string) bool {
 // u, attributing changes to it. Called without d.mu held.
 func (d *Daemon) recordResources(u model.Update, exported []model.Resource) {
 	prev, err := d.opts.Store.Resources(u.Stack)
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, model.ErrNotFound) {
 		d.log.Warn("cannot read the stack's resources", "stack", u.Stack, "err", err)
 	}
 	for i := range exported { // an ID may echo a value the daemon keeps secret
@@ -66,7 +66,7 @@ func (d *Daemon) StackResources(name string) (model.Resources, error) {
 	if !ok {
 		var err error
 		r, err = d.opts.Store.Resources(name)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, model.ErrNotFound) {
 			return model.Resources{Resources: []model.Resource{}}, nil
 		}
 		if err != nil {

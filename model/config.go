@@ -1,6 +1,8 @@
 package model
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
@@ -126,4 +128,15 @@ type Stats struct {
 	// AwaitingApproval counts the stacks this replica acts on whose plan
 	// awaits approval.
 	AwaitingApproval int
+}
+
+// ProblemSummary is the first of a list of problems, one a line (a
+// source's Error: the causes come first), after their count when there
+// are several: "3 problems: x.yaml:4:5: spec.brnach: unknown field …".
+func ProblemSummary(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) < 2 {
+		return lines[0]
+	}
+	return fmt.Sprintf("%d problems: %s", len(lines), lines[0])
 }

@@ -34,7 +34,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // FileName is the name of the store file inside a data dir.
@@ -52,9 +52,9 @@ const (
 var ErrLocked = errors.New("another stackd is using the data dir")
 
 // ErrNotFound is returned (wrapped, test with errors.Is) when a stack,
-// update or metadata key does not exist. It is daemon.ErrNotFound, which
+// update or metadata key does not exist. It is model.ErrNotFound, which
 // every Store returns.
-var ErrNotFound = daemon.ErrNotFound
+var ErrNotFound = model.ErrNotFound
 
 // Options tune Open. Zero values mean the defaults in parentheses.
 type Options struct {

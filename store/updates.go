@@ -9,7 +9,6 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/model"
 )
 
@@ -35,7 +34,7 @@ func (s *Store) BeginUpdate(u model.Update) (model.Update, error) {
 		if u.Seq, err = b.NextSequence(); err != nil {
 			return err
 		}
-		u.ID = daemon.UpdateID(u.Stack, u.Seq)
+		u.ID = model.UpdateID(u.Stack, u.Seq)
 		v, err := json.Marshal(u)
 		if err != nil {
 			return err
@@ -93,7 +92,7 @@ func staleKeys(b *bbolt.Bucket, limit int) [][]byte {
 // set from them. The error wraps ErrNotFound when that update was never
 // begun or has been pruned. It writes.
 func (s *Store) PutUpdate(u model.Update) error {
-	u.ID = daemon.UpdateID(u.Stack, u.Seq)
+	u.ID = model.UpdateID(u.Stack, u.Seq)
 	v, err := json.Marshal(u)
 	if err != nil {
 		return fmt.Errorf("store: put update %s: %w", u.ID, err)
@@ -116,11 +115,11 @@ func (s *Store) PutUpdate(u model.Update) error {
 // UTF-8 character), after a line "[… N bytes truncated …]\n". The error
 // wraps ErrNotFound when the update does not exist. It writes.
 func (s *Store) PutLog(id string, log []byte) error {
-	stack, seq, err := daemon.ParseUpdateID(id)
+	stack, seq, err := model.ParseUpdateID(id)
 	if err != nil {
 		return fmt.Errorf("store: put log %s: %w", id, err)
 	}
-	log = daemon.TruncateLog(log, s.opts.LogLimit)
+	log = model.TruncateLog(log, s.opts.LogLimit)
 	err = s.update(func(tx *bbolt.Tx) error {
 		if b := history(tx, stack); b == nil || b.Get(seqKey(seq)) == nil {
 			return ErrNotFound
@@ -140,7 +139,7 @@ func (s *Store) PutLog(id string, log []byte) error {
 // Update reads update id; the error wraps ErrNotFound when it does not
 // exist (or id is not an update ID).
 func (s *Store) Update(id string) (model.Update, error) {
-	stack, seq, err := daemon.ParseUpdateID(id)
+	stack, seq, err := model.ParseUpdateID(id)
 	if err != nil {
 		return model.Update{}, fmt.Errorf("store: update %s: %w", id, err)
 	}
@@ -166,7 +165,7 @@ func (s *Store) Update(id string) (model.Update, error) {
 // but has no log yet; the error wraps ErrNotFound when the update does
 // not exist.
 func (s *Store) Log(id string) ([]byte, error) {
-	stack, seq, err := daemon.ParseUpdateID(id)
+	stack, seq, err := model.ParseUpdateID(id)
 	if err != nil {
 		return nil, fmt.Errorf("store: log %s: %w", id, err)
 	}

@@ -76,7 +76,7 @@ type API interface {
 	StackResources(name string) (model.Resources, error)
 	// PreviewNow starts a read-only preview of the stack at its latest
 	// commit, in the background; LastPreview is the last one (an error
-	// wrapping daemon.ErrNotFound before the first).
+	// wrapping model.ErrNotFound before the first).
 	PreviewNow(name string) error
 	LastPreview(name string) (model.StackPreview, error)
 }
@@ -515,7 +515,7 @@ func (s *Server) getCluster(w http.ResponseWriter, _ *http.Request) {
 
 // writeAPIError maps the daemon's errors to statuses.
 func writeAPIError(w http.ResponseWriter, err error) {
-	if errors.Is(err, daemon.ErrUnknownStack) || errors.Is(err, daemon.ErrUnknownUpdate) || errors.Is(err, daemon.ErrNotFound) {
+	if errors.Is(err, daemon.ErrUnknownStack) || errors.Is(err, daemon.ErrUnknownUpdate) || errors.Is(err, model.ErrNotFound) {
 		writeError(w, http.StatusNotFound, err.Error())
 		return
 	}

@@ -66,7 +66,7 @@ func (f *fakeAPI) LastPreview(name string) (model.StackPreview, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.preview == nil {
-		return model.StackPreview{}, daemon.ErrNotFound
+		return model.StackPreview{}, model.ErrNotFound
 	}
 	return *f.preview, nil
 }

@@ -17,7 +17,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web"
 )
@@ -279,7 +278,7 @@ func printSources(w io.Writer, sources []model.SourceStatus) {
 			commit += " → " + shortCommit(src.LatestCommit)
 		}
 		line := health + "\t" + src.Source + "\t" + commit
-		if errLine := daemon.ProblemSummary(src.Error); errLine != "" {
+		if errLine := model.ProblemSummary(src.Error); errLine != "" {
 			line += "\t" + errLine
 		}
 		fmt.Fprintln(tw, line)
@@ -539,7 +538,7 @@ func logsCommand(args []string, stdout io.Writer) error {
 		if id, err = lastOperation(c, fs.Arg(0)); err != nil {
 			return err
 		}
-	} else if stack, _, err := daemon.ParseUpdateID(id); err != nil || stack != fs.Arg(0) {
+	} else if stack, _, err := model.ParseUpdateID(id); err != nil || stack != fs.Arg(0) {
 		return usageErrorf("logs: %q is not an update of stack %s", id, fs.Arg(0))
 	}
 	path := "/api/v1/updates/" + url.PathEscape(id) + "/log"

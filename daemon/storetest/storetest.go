@@ -102,11 +102,11 @@ func Seqs(us []model.Update) []uint64 {
 	return out
 }
 
-// WantNotFound fails t unless err wraps daemon.ErrNotFound.
+// WantNotFound fails t unless err wraps model.ErrNotFound.
 func WantNotFound(t *testing.T, what string, err error) {
 	t.Helper()
-	if !errors.Is(err, daemon.ErrNotFound) {
-		t.Errorf("%s: got %v, want daemon.ErrNotFound", what, err)
+	if !errors.Is(err, model.ErrNotFound) {
+		t.Errorf("%s: got %v, want model.ErrNotFound", what, err)
 	}
 }
 
