@@ -68,38 +68,6 @@ func TestParseSource(t *testing.T) {
 	}
 }
 
-func TestMassRemovalPerSource(t *testing.T) {
-	cfg := func(stacks ...string) *spec.Config {
-		c := &spec.Config{}
-		for _, s := range stacks {
-			src, name, _ := strings.Cut(s, "/")
-			c.Stacks = append(c.Stacks, &spec.Stack{Name: name, Source: src})
-		}
-		return c
-	}
-	cur := cfg("a/1", "a/2", "a/3", "b/4", "b/5", "b/6", "b/7", "b/8", "b/9")
-	tests := []struct {
-		name string
-		next *spec.Config
-		want string // substring of the refusal; empty: allowed
-	}{
-		{"nothing removed", cfg("a/1", "a/2", "a/3", "b/4", "b/5", "b/6", "b/7", "b/8", "b/9"), ""},
-		{"one removed", cfg("a/1", "a/2", "b/4", "b/5", "b/6", "b/7", "b/8", "b/9"), ""},
-		{"one source emptied", cfg("b/4", "b/5", "b/6", "b/7", "b/8", "b/9"), "removes 3 of the 3 stacks of a"},
-		{"most of a source", cfg("a/1", "b/4", "b/5", "b/6", "b/7", "b/8", "b/9"), "removes 2 of the 3 stacks of a"},
-		{"everything", cfg(), "removes 9 of the 9 stacks"},
-		{"moved to another source", cfg("b/1", "b/2", "b/3", "b/4", "b/5", "b/6", "b/7", "b/8", "b/9"), ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := massRemoval(cur, tt.next)
-			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
-				t.Fatalf("massRemoval = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
 const manifestsURL = "https://git.example/org/manifests.git"
 
 // manifestDoc is a Stack document of the manifests repository.

@@ -850,32 +850,6 @@ func TestHotReload(t *testing.T) {
 	}
 }
 
-func TestMassRemoval(t *testing.T) {
-	cfg := func(names ...string) *spec.Config {
-		c := &spec.Config{}
-		for _, n := range names {
-			c.Stacks = append(c.Stacks, &spec.Stack{Name: n})
-		}
-		return c
-	}
-	tests := []struct {
-		cur, next []string
-		refused   bool
-	}{
-		{[]string{"a"}, nil, true},
-		{[]string{"a", "b"}, []string{"a"}, false},
-		{[]string{"a", "b", "c"}, []string{"a"}, true},
-		{[]string{"a", "b", "c", "d"}, []string{"a", "b"}, false},
-		{nil, nil, false},
-		{[]string{"a"}, []string{"a", "b"}, false},
-	}
-	for _, tt := range tests {
-		if got := massRemoval(cfg(tt.cur...), cfg(tt.next...)) != ""; got != tt.refused {
-			t.Errorf("%v -> %v: refused=%v, want %v", tt.cur, tt.next, got, tt.refused)
-		}
-	}
-}
-
 func TestDeprecatedEnvFields(t *testing.T) {
 	const cfg = `
 apiVersion: v1

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/stackd/stackd/daemon/resolve"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/model"
 )
@@ -34,14 +35,14 @@ func (d *Daemon) Resolve(ctx context.Context, cfg *spec.Config, s *spec.Stack) (
 	var src model.GitSource
 	if s.Spec.ProgramRef == nil {
 		var err error
-		if src, err = d.stackGitSource(cfg, s, refs); err != nil {
+		if src, err = resolve.GitSource(cfg, s, refs, d.opts.HostPaths); err != nil {
 			return model.GitSource{}, model.Workspace{}, nil, err
 		}
 		if a := src.Auth; a != nil {
 			secrets = append(secrets, a.Secrets()...)
 		}
 	}
-	ws, more, err := stackWorkspace(cfg, s, "", refs)
+	ws, more, err := resolve.Workspace(cfg, s, "", refs)
 	if err == nil {
 		err = d.opts.HostPaths.CheckStackBackend(s, ws.Backend, ws.Env)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/stackd/stackd/daemon/conditions"
 	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/notify"
+	"github.com/stackd/stackd/daemon/resolve"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/model"
 )
@@ -385,7 +386,7 @@ func TestApprovalOf(t *testing.T) {
 		}
 	}
 	s := &spec.Stack{Labels: map[string]string{"env": "prod"}, Spec: spec.StackSpec{Stack: "dev", DestroyOnFinalize: true, Approval: own}}
-	if got := destroySpec(s, "dir"); got.Approval != own || got.Labels["env"] != "prod" {
+	if got := resolve.DestroySpec(s, "dir"); got.Approval != own || got.Labels["env"] != "prod" {
 		t.Errorf("the record keeps %+v, want the spec's approval and labels", got)
 	}
 	// The record keeps them through its JSON form.

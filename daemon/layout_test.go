@@ -39,7 +39,7 @@ func TestImportRules(t *testing.T) {
 	// The loop's pure parts that work on the shared words import those
 	// words and the spec, never the loop; gate reads decide's Observation.
 	words := []string{mod + "model", mod + "daemon/spec"}
-	for _, pure := range []string{"daemon/scrub", "daemon/conditions", "daemon/decide", "daemon/gate", "daemon/resource"} {
+	for _, pure := range []string{"daemon/scrub", "daemon/conditions", "daemon/decide", "daemon/gate", "daemon/resource", "daemon/resolve"} {
 		forbid(pure, func(dep string) bool {
 			return strings.HasPrefix(dep, mod) && !slices.Contains(words, dep) && dep != mod+"daemon/decide" || isHeavy(dep)
 		})

@@ -184,10 +184,10 @@ func (d *Daemon) guardLocked(cfg *spec.Config, allowRemoval int) (why string, re
 		return "", 0
 	}
 	cur := d.currentLocked()
-	if why = massRemoval(cur, cfg); why == "" {
+	if why = spec.MassRemoval(cur, cfg); why == "" {
 		return "", 0
 	}
-	removes = removedCount(cur, cfg)
+	removes = spec.RemovedCount(cur, cfg)
 	switch {
 	case allowRemoval <= 0:
 		return why, removes

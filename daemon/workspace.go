@@ -2,15 +2,13 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 
+	"github.com/stackd/stackd/daemon/resolve"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/model"
 )
@@ -43,7 +41,7 @@ func (d *Daemon) prepare(ctx context.Context, j job) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	ws, secrets, err := stackWorkspace(j.cfg, j.stack, dir, refs)
+	ws, secrets, err := resolve.Workspace(j.cfg, j.stack, dir, refs)
 	if err == nil {
 		err = d.opts.HostPaths.CheckStackBackend(j.stack, ws.Backend, ws.Env)
 	}
@@ -53,7 +51,7 @@ func (d *Daemon) prepare(ctx context.Context, j job) (*prepared, error) {
 	ws.WorkDir = d.stackDir(j.stack.Name)
 	p.ws, p.secrets = ws, append(p.secrets, secrets...)
 	if j.stack.Spec.DestroyOnFinalize && !j.stack.Spec.Preview {
-		p.destroy = destroySpec(j.stack, dir)
+		p.destroy = resolve.DestroySpec(j.stack, dir)
 	}
 	return p, nil
 }
@@ -100,7 +98,7 @@ func (d *Daemon) prepareGone(ctx context.Context, j job) (*prepared, error) {
 	j.stack, j.cfg, j.obs.Commit = g.stack, j.st.goneCfg, d.commitOf(g)
 	d.mu.Unlock()
 	if j.obs.Commit == "" && tracksBranch(g) {
-		src, err := d.stackGitSource(j.cfg, j.stack, d.opts.Refs)
+		src, err := resolve.GitSource(j.cfg, j.stack, d.opts.Refs, d.opts.HostPaths)
 		if err == nil {
 			j.obs.Commit, err = d.opts.Fetcher.Resolve(ctx, src)
 		}
@@ -113,24 +111,6 @@ func (d *Daemon) prepareGone(ctx context.Context, j job) (*prepared, error) {
 		p.ws.UseLocalStackOnly = true
 	}
 	return p, err
-}
-
-func destroySpec(s *spec.Stack, dir string) *model.DestroySpec {
-	ds := &model.DestroySpec{Stack: s.Spec.Stack, Backend: s.Spec.Backend, SecretsProvider: s.Spec.SecretsProvider,
-		ProjectDir: dir, ConfigDir: s.Dir, Approval: s.Spec.Approval, Labels: maps.Clone(s.Labels)}
-	if t := s.Spec.UpdateTemplate; t != nil && t.Spec != nil {
-		ds.Remove = t.Spec.Remove
-	}
-	for k, r := range s.Spec.EnvRefs {
-		if r.Type == spec.RefLiteral {
-			continue // may be a secret: not stored
-		}
-		if ds.EnvRefs == nil {
-			ds.EnvRefs = map[string]spec.ResourceRef{}
-		}
-		ds.EnvRefs[k] = r
-	}
-	return ds
 }
 
 // projectDir puts the job's program in place: a checkout of the commit,
@@ -148,7 +128,7 @@ func (d *Daemon) projectDir(ctx context.Context, j job, refs spec.RefSources, p 
 		}
 		return out, nil
 	}
-	src, err := d.stackGitSource(j.cfg, j.stack, refs)
+	src, err := resolve.GitSource(j.cfg, j.stack, refs, d.opts.HostPaths)
 	if err != nil {
 		return "", &prepareError{model.ReasonSpecInvalid, err}
 	}
@@ -205,21 +185,13 @@ func (d *Daemon) refSources(ctx context.Context, j job, secrets *[]string) spec.
 		if !ok {
 			return "", fmt.Errorf("stack %q has no output %q", stack, output)
 		}
-		text, err := outputText(v)
+		text, err := resolve.OutputText(v)
 		if err == nil && d.secretOutput(stack, output) {
 			*secrets = append(*secrets, text)
 		}
 		return text, err
 	}
 	return refs
-}
-
-func outputText(v any) (string, error) {
-	if s, ok := v.(string); ok {
-		return s, nil
-	}
-	data, err := json.Marshal(v)
-	return string(data), err
 }
 
 // secretOutput says whether stack's recorded output is a secret.
@@ -277,61 +249,7 @@ func (d *Daemon) existingProjectDir(s *spec.Stack) (string, error) {
 	return dir, nil
 }
 
-// stackWorkspace resolves s's config and environment for the runner. It
-// returns the values to scrub from logs.
-func stackWorkspace(c *spec.Config, s *spec.Stack, dir string, refs spec.RefSources) (model.Workspace, []string, error) {
-	spec := &s.Spec
-	ws := model.Workspace{Name: s.Name, Stack: spec.Stack, ProjectDir: dir, Backend: spec.Backend, Project: spec.Project,
-		SecretsProvider: spec.SecretsProvider, UseLocalStackOnly: spec.UseLocalStackOnly,
-		Environments: spec.Environment}
-	env, secrets, err := c.StackEnv(s, refs)
-	if err != nil {
-		return model.Workspace{}, nil, err
-	}
-	ws.Env = env
-	for _, k := range slices.Sorted(maps.Keys(env)) {
-		if slices.Contains(secrets, env[k]) {
-			ws.SecretEnv = append(ws.SecretEnv, k)
-		}
-	}
-	cfg, more, err := c.StackConfig(s, refs)
-	if err != nil {
-		return model.Workspace{}, nil, err
-	}
-	ws.Config = cfg
-	return ws, append(secrets, more...), nil
-}
-
-// stackGitSource builds s's Git source with resolved credentials. A local
-// path as projectRepo is taken relative to the config file's directory.
-// A local repository that s's config may not name is refused, again when
-// the stack runs: a symbolic link may have changed since the config was
-// validated.
-func (d *Daemon) stackGitSource(c *spec.Config, s *spec.Stack, refs spec.RefSources) (model.GitSource, error) {
-	src := model.GitSource{URL: s.Spec.ProjectRepo, Ref: s.Spec.Branch, RepoDir: s.Spec.RepoPath(), Shallow: s.Spec.Shallow}
-	dir, err := spec.RepoPath(src.URL, s.Dir)
-	if err == nil && dir != "" {
-		err = d.opts.HostPaths.CheckRepo(dir, s.Root != "")
-	}
-	if err != nil {
-		return model.GitSource{}, &spec.FieldError{Path: "projectRepo", Err: err}
-	}
-	if spec.IsLocalPath(src.URL) {
-		p := src.URL
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(s.Dir, p)
-		}
-		src.URL = "file://" + filepath.ToSlash(filepath.Clean(p))
-	}
-	auth, err := c.GitAuth(s, refs)
-	if err != nil {
-		return model.GitSource{}, err
-	}
-	src.Auth = auth
-	return src, nil
-}
-
 // gitSource is Config.gitSource with d's reference sources.
 func (d *Daemon) gitSource(s *spec.Stack) (model.GitSource, error) {
-	return d.stackGitSource(d.cfg, s, d.opts.Refs)
+	return resolve.GitSource(d.cfg, s, d.opts.Refs, d.opts.HostPaths)
 }
