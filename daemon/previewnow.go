@@ -5,19 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/daemon/previewnow"
 	"github.com/stackd/stackd/model"
 )
 
 // maxPreviewDiff bounds the diff a preview keeps.
 const maxPreviewDiff = 1 << 20
-
-// previewTimeout bounds a preview when no operation timeout is set.
-const previewTimeout = 30 * time.Minute
 
 // ErrPreviewRefused is wrapped by PreviewNow for a stack that cannot be
 // previewed now (one runs already, the stack left the config, another
@@ -97,57 +93,18 @@ func (d *Daemon) previewNow(ctx context.Context, j job) {
 	d.log.Info("preview finished", "stack", name, "commit", commit, "state", p.State, "changes", p.Changes)
 }
 
-// runPreviewNow checks the latest commit out into a work dir of its own
-// and previews it read-only, writing the scrubbed output to w.
+// runPreviewNow resolves j's stack and previews it read-only at the
+// latest commit in a work dir of its own, writing the scrubbed output to
+// w (previewnow.Preview).
 func (d *Daemon) runPreviewNow(ctx context.Context, j job, w *bytes.Buffer) (model.Result, string, error) {
 	src, ws, secrets, err := d.Resolve(ctx, j.cfg, j.stack)
 	if err != nil {
 		return model.Result{}, "", err
 	}
-	red := d.red.With(secrets...)
-	dir := filepath.Join(d.opts.DataDir, "preview-now", j.stack.Name)
-	defer os.RemoveAll(dir)
-	commit, project, err := d.previewProgram(ctx, j, src, dir)
-	if err != nil {
-		return model.Result{}, commit, err
-	}
-	ws.ProjectDir, ws.WorkDir = project, dir
-	sw := red.Writer(w)
-	defer sw.Close()
-	s := &j.stack.Spec
-	op := model.Operation{Workspace: ws, Type: model.UpdatePreview, ReadOnly: true, Diff: true, Log: sw,
-		Refresh: s.Refresh, Targets: s.Targets, TargetDependents: s.TargetDependents,
-		Timeout: cmpDuration(s.OperationTimeout.Duration, d.opts.OpTimeout, previewTimeout)}
-	res, err := d.opts.Runner.Run(ctx, op)
-	if err != nil {
-		return res, commit, errors.New(red.Clean(err.Error()))
-	}
-	return res, commit, nil
-}
-
-// previewProgram puts j's program at its latest commit (the branch's head
-// asked of the remote afresh) in dir, and returns the commit and the
-// project directory.
-func (d *Daemon) previewProgram(ctx context.Context, j job, src model.GitSource, dir string) (string, string, error) {
-	s := &j.stack.Spec
-	if ref := s.ProgramRef; ref != nil {
-		prog := j.cfg.Programs[ref.Name]
-		if prog == nil {
-			return "", "", fmt.Errorf("program %q is not in the config", ref.Name)
-		}
-		project, err := prog.WriteProject(filepath.Join(dir, "program"))
-		return prog.Revision(), project, err
-	}
-	commit := s.Commit
-	if commit == "" {
-		d.opts.Fetcher.Forget(src.URL)
-		var err error
-		if commit, err = d.opts.Fetcher.Resolve(ctx, src); err != nil {
-			return "", "", fmt.Errorf("resolve %s: %w", spec.RedactURL(src.URL), err)
-		}
-	}
-	project, err := d.opts.Fetcher.Checkout(ctx, src, commit, filepath.Join(dir, "src"))
-	return commit, project, err
+	p := previewnow.Preview{Config: j.cfg, Stack: j.stack, Source: src, Work: ws,
+		Dir: filepath.Join(d.opts.DataDir, "preview-now", j.stack.Name), OpTimeout: d.opts.OpTimeout,
+		Fetcher: d.opts.Fetcher, Runner: d.opts.Runner, Redactor: d.red.With(secrets...)}
+	return p.Run(ctx, w)
 }
 
 // putPreview records p as stack's last preview; a failure is logged.
@@ -155,14 +112,4 @@ func (d *Daemon) putPreview(stack string, p model.StackPreview) {
 	if err := d.opts.Store.PutPreview(stack, p); err != nil {
 		d.storeError("cannot record the stack's preview", stack, err)
 	}
-}
-
-// cmpDuration is the first of ds above zero.
-func cmpDuration(ds ...time.Duration) time.Duration {
-	for _, d := range ds {
-		if d > 0 {
-			return d
-		}
-	}
-	return 0
 }
