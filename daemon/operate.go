@@ -45,7 +45,7 @@ type job struct {
 	gate      *model.Gate
 	stalePlan bool
 	// approval and labels are the stack's, for change control: a removed
-	// stack's come from its last spec or its record (approvalOf).
+	// stack's come from its last spec or its record (gate.ApprovalOf).
 	approval *spec.Approval
 	labels   map[string]string
 }

@@ -79,7 +79,7 @@ func TestGateAction(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got, wait := Action(tc.g, tc.o, tc.wants)
 			if got != tc.want || wait != tc.wait {
-				t.Errorf("GateAction = %s, %v; want %s, %v", got, wait, tc.want, tc.wait)
+				t.Errorf("Action = %s, %v; want %s, %v", got, wait, tc.want, tc.wait)
 			}
 		})
 	}
