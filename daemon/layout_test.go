@@ -136,18 +136,7 @@ func TestImportRules(t *testing.T) {
 func TestLeavesImportDaemonOnlyForInterfaces(t *testing.T) {
 	fset := token.NewFileSet()
 	types := map[string]bool{} // daemon's types: true for an interface
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range parseSources(t, fset, ".") {
 		for _, d := range f.Decls {
 			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE {
 				for _, s := range g.Specs {
@@ -162,18 +151,7 @@ func TestLeavesImportDaemonOnlyForInterfaces(t *testing.T) {
 		if !under(pkg, typeFree) {
 			continue
 		}
-		files, err := filepath.Glob(filepath.Join("..", pkg, "*.go"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, name := range files {
-			if strings.HasSuffix(name, "_test.go") {
-				continue
-			}
-			f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
-			if err != nil {
-				t.Fatal(err)
-			}
+		for _, f := range parseSources(t, fset, filepath.Join("..", pkg)) {
 			local := ""
 			for _, imp := range f.Imports {
 				if p, _ := strconv.Unquote(imp.Path.Value); p == mod+"daemon" {
@@ -252,9 +230,29 @@ func TestDocMapsEveryFile(t *testing.T) {
 // sourceFiles are daemon's non-test Go files.
 func sourceFiles(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob("*.go")
+	return sourcesIn(t, ".")
+}
+
+// sourcesIn are the non-test Go files of dir.
+func sourcesIn(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return slices.DeleteFunc(files, func(f string) bool { return strings.HasSuffix(f, "_test.go") })
+}
+
+// parseSources parses the non-test Go files of dir.
+func parseSources(t *testing.T, fset *token.FileSet, dir string) []*ast.File {
+	t.Helper()
+	var out []*ast.File
+	for _, name := range sourcesIn(t, dir) {
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, f)
+	}
+	return out
 }
