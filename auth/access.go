@@ -11,7 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/model"
 )
 
 // Options configure an Access.
@@ -31,7 +32,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Access implements daemon.Access: who a request is (the admin token, a
+// Access implements access.Access: who a request is (the admin token, a
 // named token of the roles file, a session cookie) and what it may do
 // (the roles file in force). It is safe for concurrent use; the roles
 // file is swapped in whole by Reload, Watch or SetPolicy.
@@ -52,7 +53,7 @@ type Access struct {
 	now        func() time.Time
 }
 
-var _ daemon.Access = (*Access)(nil)
+var _ access.Access = (*Access)(nil)
 
 // New makes an Access, loading the roles file if one is given: a file
 // with problems gives a *PolicyError, so that the daemon does not start
@@ -115,18 +116,18 @@ func (a *Access) Reload() (changed bool, err error) {
 // roles file in force. Every named token's hash is compared, in constant
 // time, whichever matches. A value in the format of a session (what
 // `stackd login` stores) is checked as a session instead: a user signed
-// in through the browser. Errors wrap daemon.ErrUnauthenticated and
+// in through the browser. Errors wrap access.ErrUnauthenticated and
 // never hold the token.
-func (a *Access) Bearer(tok string) (daemon.Principal, error) {
+func (a *Access) Bearer(tok string) (model.Principal, error) {
 	if tok == "" {
-		return anonymous, fmt.Errorf("empty API token: %w", daemon.ErrUnauthenticated)
+		return anonymous, fmt.Errorf("empty API token: %w", access.ErrUnauthenticated)
 	}
 	if strings.HasPrefix(tok, sessionPrefix) { // never a generated token: those are hex
 		return a.Session(tok)
 	}
 	sum := sha256.Sum256([]byte(tok))
 	if a.admin != nil && subtle.ConstantTimeCompare(sum[:], a.admin[:]) == 1 {
-		return daemon.Principal{Kind: daemon.PrincipalAdmin}, nil
+		return model.Principal{Kind: model.PrincipalAdmin}, nil
 	}
 	var found *token
 	for _, t := range a.policy.Load().tokens {
@@ -136,18 +137,18 @@ func (a *Access) Bearer(tok string) (daemon.Principal, error) {
 	}
 	switch {
 	case found == nil:
-		return anonymous, fmt.Errorf("unknown or revoked API token: %w", daemon.ErrUnauthenticated)
+		return anonymous, fmt.Errorf("unknown or revoked API token: %w", access.ErrUnauthenticated)
 	case !found.expires.IsZero() && !a.now().Before(found.expires):
-		return anonymous, fmt.Errorf("token %s expired at %s: %w", found.name, found.expires.UTC().Format(time.RFC3339), daemon.ErrUnauthenticated)
+		return anonymous, fmt.Errorf("token %s expired at %s: %w", found.name, found.expires.UTC().Format(time.RFC3339), access.ErrUnauthenticated)
 	}
-	return daemon.Principal{Kind: daemon.PrincipalToken, Name: found.name}, nil
+	return model.Principal{Kind: model.PrincipalToken, Name: found.name}, nil
 }
 
 // Session resolves the value of a session cookie: a user signed in
 // through OpenID Connect (SignIn). A cookie signed with another key,
 // altered, expired or malformed gives an error wrapping
-// daemon.ErrUnauthenticated.
-func (a *Access) Session(cookie string) (daemon.Principal, error) {
+// access.ErrUnauthenticated.
+func (a *Access) Session(cookie string) (model.Principal, error) {
 	return openSession(a.sessions, cookie, a.now())
 }
 
@@ -160,13 +161,13 @@ func (a *Access) Session(cookie string) (daemon.Principal, error) {
 // allows its actions (admin: every action) on the stacks its selector
 // matches, and daemon-wide only when it names no stacks, sources or
 // labels.
-func (a *Access) Allowed(p daemon.Principal, action string, stack *daemon.StackRef) (bool, string) {
+func (a *Access) Allowed(p model.Principal, action string, stack *access.StackRef) (bool, string) {
 	return a.policy.Load().allowed(p, a.emailNames.Load(), action, stack)
 }
 
 // RolesAllowing lists the roles that would allow action on stack, for a
 // refusal to name (the web server's RoleLister).
-func (a *Access) RolesAllowing(action string, stack *daemon.StackRef) []string {
+func (a *Access) RolesAllowing(action string, stack *access.StackRef) []string {
 	return a.policy.Load().RolesAllowing(action, stack)
 }
 

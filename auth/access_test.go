@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/model"
 )
 
 func testKey(b byte) []byte { return []byte(strings.Repeat(string(rune('a'+b%26)), 32)) }
@@ -49,16 +50,16 @@ func TestBearer(t *testing.T) {
 	}
 	cases := []struct {
 		token   string
-		want    daemon.Principal
+		want    model.Principal
 		wantErr string
 	}{
-		{"break-glass", daemon.Principal{Kind: daemon.PrincipalAdmin}, ""},
-		{"secret-ci", daemon.Principal{Kind: daemon.PrincipalToken, Name: "ci"}, ""},
-		{"secret-later", daemon.Principal{Kind: daemon.PrincipalToken, Name: "later"}, ""},
-		{"secret-old", daemon.Principal{}, "token old expired at 2026-11-30T00:00:00Z"},
-		{"secret-ci ", daemon.Principal{}, "unknown or revoked API token"},
-		{"nope", daemon.Principal{}, "unknown or revoked API token"},
-		{"", daemon.Principal{}, "empty API token"},
+		{"break-glass", model.Principal{Kind: model.PrincipalAdmin}, ""},
+		{"secret-ci", model.Principal{Kind: model.PrincipalToken, Name: "ci"}, ""},
+		{"secret-later", model.Principal{Kind: model.PrincipalToken, Name: "later"}, ""},
+		{"secret-old", model.Principal{}, "token old expired at 2026-11-30T00:00:00Z"},
+		{"secret-ci ", model.Principal{}, "unknown or revoked API token"},
+		{"nope", model.Principal{}, "unknown or revoked API token"},
+		{"", model.Principal{}, "empty API token"},
 	}
 	for _, c := range cases {
 		p, err := a.Bearer(c.token)
@@ -68,13 +69,13 @@ func TestBearer(t *testing.T) {
 			}
 			continue
 		}
-		if !errors.Is(err, daemon.ErrUnauthenticated) || !strings.Contains(err.Error(), c.wantErr) {
+		if !errors.Is(err, access.ErrUnauthenticated) || !strings.Contains(err.Error(), c.wantErr) {
 			t.Errorf("Bearer(%q) error = %v, want one wrapping ErrUnauthenticated saying %q", c.token, err, c.wantErr)
 		}
 		if c.token != "" && err != nil && strings.Contains(err.Error(), c.token) {
 			t.Errorf("Bearer(%q) error quotes the token: %v", c.token, err)
 		}
-		if p.Kind != daemon.PrincipalAnonymous {
+		if p.Kind != model.PrincipalAnonymous {
 			t.Errorf("Bearer(%q) refused as %+v, want anonymous", c.token, p)
 		}
 	}
@@ -85,7 +86,7 @@ func TestBearerWithoutRolesFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Bearer("anything"); !errors.Is(err, daemon.ErrUnauthenticated) {
+	if _, err := a.Bearer("anything"); !errors.Is(err, access.ErrUnauthenticated) {
 		t.Errorf("Bearer without admin token nor roles file = %v", err)
 	}
 }
@@ -104,14 +105,14 @@ func TestRevokedAfterReload(t *testing.T) {
 	if changed, err := a.Reload(); !changed || err != nil {
 		t.Fatalf("Reload = %v, %v", changed, err)
 	}
-	if _, err := a.Bearer("secret-ci"); !errors.Is(err, daemon.ErrUnauthenticated) {
+	if _, err := a.Bearer("secret-ci"); !errors.Is(err, access.ErrUnauthenticated) {
 		t.Errorf("a token removed from the file is still taken: %v", err)
 	}
 	if _, err := a.Bearer("secret-cd"); err != nil {
 		t.Errorf("the remaining token: %v", err)
 	}
 	// A principal resolved before the reload holds no role after it.
-	if ok, _ := a.Allowed(daemon.Principal{Kind: daemon.PrincipalToken, Name: "ci"}, daemon.ActionRead, &daemon.StackRef{Name: "s"}); ok {
+	if ok, _ := a.Allowed(model.Principal{Kind: model.PrincipalToken, Name: "ci"}, access.ActionRead, &access.StackRef{Name: "s"}); ok {
 		t.Error("a revoked token's principal still reads")
 	}
 	// A broken file leaves the policy in force.
@@ -221,13 +222,13 @@ func TestSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	other, _ := New(Options{SessionKey: testKey(2), Now: clock})
-	alice := daemon.Principal{Kind: daemon.PrincipalUser, Name: "alice@example.com", Subject: "id1", Groups: []string{"ops"}}
+	alice := model.Principal{Kind: model.PrincipalUser, Name: "alice@example.com", Subject: "id1", Groups: []string{"ops"}}
 	good, err := newSession(a.sessions, alice, now, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p, err := a.Session(good)
-	if err != nil || p.Name != alice.Name || p.Subject != "id1" || p.Kind != daemon.PrincipalUser || len(p.Groups) != 1 || p.Groups[0] != "ops" {
+	if err != nil || p.Name != alice.Name || p.Subject != "id1" || p.Kind != model.PrincipalUser || len(p.Groups) != 1 || p.Groups[0] != "ops" {
 		t.Fatalf("Session = %+v, %v", p, err)
 	}
 	if name, exp, ok := SessionHolder(good); !ok || name != alice.Name || !exp.Equal(now.Add(time.Hour)) {
@@ -237,7 +238,7 @@ func TestSession(t *testing.T) {
 		t.Error("SessionHolder reads a token as a session")
 	}
 	// The value `stackd login` stores is sent as a bearer token.
-	if p, err := a.Bearer(good); err != nil || p.Name != alice.Name || p.Kind != daemon.PrincipalUser {
+	if p, err := a.Bearer(good); err != nil || p.Name != alice.Name || p.Kind != model.PrincipalUser {
 		t.Fatalf("Bearer(session) = %+v, %v", p, err)
 	}
 
@@ -275,22 +276,22 @@ func TestSession(t *testing.T) {
 	}
 	for _, c := range cases {
 		p, err := a.Session(c.cookie)
-		if !errors.Is(err, daemon.ErrUnauthenticated) || !strings.Contains(err.Error(), c.want) {
+		if !errors.Is(err, access.ErrUnauthenticated) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Session error = %v, want one wrapping ErrUnauthenticated saying %q", c.name, err, c.want)
 		}
-		if p.Kind != daemon.PrincipalAnonymous {
+		if p.Kind != model.PrincipalAnonymous {
 			t.Errorf("%s: refused as %+v", c.name, p)
 		}
 		if c.cookie == "" || !strings.HasPrefix(c.cookie, sessionPrefix) {
 			continue
 		}
-		if p, err := a.Bearer(c.cookie); !errors.Is(err, daemon.ErrUnauthenticated) || !strings.Contains(err.Error(), c.want) ||
-			p.Kind != daemon.PrincipalAnonymous {
+		if p, err := a.Bearer(c.cookie); !errors.Is(err, access.ErrUnauthenticated) || !strings.Contains(err.Error(), c.want) ||
+			p.Kind != model.PrincipalAnonymous {
 			t.Errorf("%s: Bearer = %+v, %v; want a refusal saying %q", c.name, p, err, c.want)
 		}
 	}
 	noKey, _ := New(Options{})
-	if _, err := noKey.Session(good); !errors.Is(err, daemon.ErrUnauthenticated) {
+	if _, err := noKey.Session(good); !errors.Is(err, access.ErrUnauthenticated) {
 		t.Errorf("Session without a key = %v", err)
 	}
 }

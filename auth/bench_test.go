@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/model"
 )
 
 // BenchmarkBearer resolves a named token among 100, every hash compared.
@@ -32,7 +33,7 @@ func BenchmarkBearer(b *testing.B) {
 // BenchmarkSession checks a session cookie of a user in 20 groups.
 func BenchmarkSession(b *testing.B) {
 	a, _ := New(Options{SessionKey: testKey(1)})
-	p := daemon.Principal{Kind: daemon.PrincipalUser, Name: "alice@example.com", Subject: "u1"}
+	p := model.Principal{Kind: model.PrincipalUser, Name: "alice@example.com", Subject: "u1"}
 	for i := range 20 {
 		p.Groups = append(p.Groups, fmt.Sprint("group-", i))
 	}
@@ -51,10 +52,10 @@ func BenchmarkAllowed(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bob := daemon.Principal{Kind: daemon.PrincipalUser, Name: "bob@example.com", Groups: []string{"x", "y", "team-a"}}
-	stack := &daemon.StackRef{Name: "team-a-web", Source: "git+https://git.example.com/team-a/stacks", Labels: map[string]string{"team": "a"}}
+	bob := model.Principal{Kind: model.PrincipalUser, Name: "bob@example.com", Groups: []string{"x", "y", "team-a"}}
+	stack := &access.StackRef{Name: "team-a-web", Source: "git+https://git.example.com/team-a/stacks", Labels: map[string]string{"team": "a"}}
 	for b.Loop() {
-		if ok, _ := pol.Allowed(bob, daemon.ActionPause, stack); !ok {
+		if ok, _ := pol.Allowed(bob, access.ActionPause, stack); !ok {
 			b.Fatal("refused")
 		}
 	}

@@ -1,7 +1,7 @@
 // Package auth says who a request is and what it may do: the roles file
 // (--auth-file) with its named API tokens, roles and bindings; signed
 // session cookies; and sign-in through an OpenID Connect provider. It
-// implements daemon.Access and daemon.SignIn; web asks it about every
+// implements access.Access and access.SignIn; web asks it about every
 // request and serves the sign-in endpoints, cmd/stackd wires it.
 //
 // # Threat model: what each credential proves

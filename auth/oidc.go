@@ -19,7 +19,8 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/model"
 )
 
 // FlowTTL is how long a sign-in may take, from Start to Finish: the
@@ -84,7 +85,7 @@ type OIDCOptions struct {
 	Log *slog.Logger
 }
 
-// SignIn implements daemon.SignIn: OpenID Connect's authorization code
+// SignIn implements access.SignIn: OpenID Connect's authorization code
 // flow, with PKCE (S256), state and nonce, for the web UI. The provider
 // is discovered when first needed, so that the daemon starts while its
 // provider is down; Discover checks it at start.
@@ -103,7 +104,7 @@ type SignIn struct {
 	used map[string]time.Time
 }
 
-var _ daemon.SignIn = (*SignIn)(nil)
+var _ access.SignIn = (*SignIn)(nil)
 
 // NewSignIn sets up sign-in through the provider o names, with a's
 // session key (Options.SessionKey, which must be set) and roles file,
@@ -168,8 +169,8 @@ func (s *SignIn) SessionTTL() time.Duration { return s.opts.SessionTTL }
 // IssueSession signs a new session for p, a signed-in user, lasting
 // SessionTTL from now: the credential `stackd login` receives, which
 // Access.Bearer and Access.Session accept like the cookie.
-func (s *SignIn) IssueSession(p daemon.Principal) (string, error) {
-	if p.Kind != daemon.PrincipalUser || p.Name == "" {
+func (s *SignIn) IssueSession(p model.Principal) (string, error) {
+	if p.Kind != model.PrincipalUser || p.Name == "" {
 		return "", fmt.Errorf("a session is issued to a signed-in user only, not to a %s", p.Kind)
 	}
 	return newSession(s.access.sessions, p, s.access.now(), s.opts.SessionTTL)
@@ -228,7 +229,7 @@ func (s *SignIn) Start(returnTo string) (redirect, flowCookie string, err error)
 	if returnTo == "" {
 		returnTo = "/"
 	}
-	if !LocalPath(returnTo) {
+	if !access.LocalPath(returnTo) {
 		return "", "", fmt.Errorf("sign-in: %w", ErrReturnTo)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), discoveryTimeout)
@@ -260,30 +261,15 @@ func random() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// LocalPath says whether p is a path of this server that is safe to
-// redirect to: it starts with one slash, and no browser could read it as
-// another host ("//host", "/\host", control characters, which browsers
-// strip, and backslashes, which they read as slashes).
-func LocalPath(p string) bool {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") {
-		return false
-	}
-	if strings.ContainsFunc(p, func(r rune) bool { return r == '\\' || unicode.IsControl(r) || unicode.IsSpace(r) }) {
-		return false
-	}
-	u, err := url.Parse(p)
-	return err == nil && u.Scheme == "" && u.Host == "" && u.User == nil
-}
-
 // Finish completes a sign-in on the callback: from the callback's query
 // (code and state, or the provider's error) and the flow cookie, it
 // checks the state, exchanges the code with the PKCE verifier, verifies
 // the ID token and its nonce, and reads the user's name and groups. It
 // returns who signed in, their session cookie (HttpOnly, Secure,
 // SameSite=Lax, Max-Age SessionTTL) and the path to return to. Every
-// error wraps daemon.ErrUnauthenticated; web clears the flow cookie
+// error wraps access.ErrUnauthenticated; web clears the flow cookie
 // either way.
-func (s *SignIn) Finish(ctx context.Context, query url.Values, flowCookie string) (daemon.Principal, string, string, error) {
+func (s *SignIn) Finish(ctx context.Context, query url.Values, flowCookie string) (model.Principal, string, string, error) {
 	p, returnTo, err := s.finish(ctx, query, flowCookie)
 	if err != nil {
 		s.log.Warn("sign-in refused", "err", err)
@@ -302,15 +288,15 @@ func (s *SignIn) Finish(ctx context.Context, query url.Values, flowCookie string
 	return p, session, returnTo, nil
 }
 
-// refused wraps a sign-in's error with daemon.ErrUnauthenticated.
+// refused wraps a sign-in's error with access.ErrUnauthenticated.
 func refused(err error) error {
-	if errors.Is(err, daemon.ErrUnauthenticated) {
+	if errors.Is(err, access.ErrUnauthenticated) {
 		return fmt.Errorf("sign-in: %w", err)
 	}
-	return fmt.Errorf("sign-in: %w: %w", err, daemon.ErrUnauthenticated)
+	return fmt.Errorf("sign-in: %w: %w", err, access.ErrUnauthenticated)
 }
 
-func (s *SignIn) finish(ctx context.Context, query url.Values, flowCookie string) (daemon.Principal, string, error) {
+func (s *SignIn) finish(ctx context.Context, query url.Values, flowCookie string) (model.Principal, string, error) {
 	f, err := s.checkFlow(query, flowCookie)
 	if err != nil {
 		return anonymous, "", err
@@ -346,7 +332,7 @@ func (s *SignIn) finish(ctx context.Context, query url.Values, flowCookie string
 	if len(name) > maxNameLen || len(idt.Subject) > maxNameLen {
 		return anonymous, "", fmt.Errorf("the user's name or subject is longer than %d bytes", maxNameLen)
 	}
-	return daemon.Principal{Kind: daemon.PrincipalUser, Name: name, Subject: idt.Subject,
+	return model.Principal{Kind: model.PrincipalUser, Name: name, Subject: idt.Subject,
 		Groups: groupsOf(claims[s.opts.GroupsClaim])}, f.ReturnTo, nil
 }
 

@@ -30,7 +30,8 @@ import (
 	zoidc "github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/model"
 )
 
 const (
@@ -243,7 +244,7 @@ func TestSignInWithARealProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := daemon.Principal{Kind: daemon.PrincipalUser, Name: "alice@example.com", Subject: "u1", Groups: []string{"platform-admins", "team-a"}}
+	want := model.Principal{Kind: model.PrincipalUser, Name: "alice@example.com", Subject: "u1", Groups: []string{"platform-admins", "team-a"}}
 	if p.Kind != want.Kind || p.Name != want.Name || p.Subject != want.Subject || !slices.Equal(p.Groups, want.Groups) {
 		t.Errorf("signed in as %+v, want %+v", p, want)
 	}
@@ -254,7 +255,7 @@ func TestSignInWithARealProvider(t *testing.T) {
 	if err != nil || got.Name != want.Name || !slices.Equal(got.Groups, want.Groups) {
 		t.Errorf("Session(the new session) = %+v, %v", got, err)
 	}
-	if ok, why := a.Allowed(got, daemon.ActionReload, nil); !ok {
+	if ok, why := a.Allowed(got, access.ActionReload, nil); !ok {
 		t.Errorf("a platform admin may not reload: %s", why)
 	}
 
@@ -280,7 +281,7 @@ func TestSignInWithARealProvider(t *testing.T) {
 	}
 
 	// The same callback again is refused, before the provider is asked.
-	if _, _, _, err := s.Finish(context.Background(), callback, flow); !errors.Is(err, daemon.ErrUnauthenticated) || !strings.Contains(err.Error(), "already used") {
+	if _, _, _, err := s.Finish(context.Background(), callback, flow); !errors.Is(err, access.ErrUnauthenticated) || !strings.Contains(err.Error(), "already used") {
 		t.Errorf("replayed callback: %v", err)
 	}
 
@@ -288,7 +289,7 @@ func TestSignInWithARealProvider(t *testing.T) {
 	redirect, flow, _ = s.Start("/")
 	state := mustQuery(t, redirect).Get("state")
 	_, _, _, err = s.Finish(context.Background(), url.Values{"state": {state}, "code": {"forged-code"}}, flow)
-	if !errors.Is(err, daemon.ErrUnauthenticated) || !strings.Contains(err.Error(), "exchange the code") {
+	if !errors.Is(err, access.ErrUnauthenticated) || !strings.Contains(err.Error(), "exchange the code") {
 		t.Errorf("forged code: %v", err)
 	}
 }
@@ -302,8 +303,8 @@ func TestSignInWithARealProvider(t *testing.T) {
 func TestSignInNamesUsersByTheNameClaimOnly(t *testing.T) {
 	tp := startProvider(t)
 	a := newTestAccess(t, testKey(1))
-	stack := &daemon.StackRef{Name: "app"}
-	signIn := func(nameClaim, user string) (daemon.Principal, string, error) {
+	stack := &access.StackRef{Name: "app"}
+	signIn := func(nameClaim, user string) (model.Principal, string, error) {
 		t.Helper()
 		s, err := NewSignIn(a, OIDCOptions{IssuerURL: tp.issuer, ClientID: testClientID, ClientSecret: testClientSecret,
 			RedirectURL: testRedirectURL, NameClaim: nameClaim})
@@ -324,14 +325,14 @@ func TestSignInNamesUsersByTheNameClaimOnly(t *testing.T) {
 	} {
 		p, session, err := signIn("", c.user)
 		if err == nil {
-			ok, _ := a.Allowed(p, daemon.ActionSync, stack)
+			ok, _ := a.Allowed(p, access.ActionSync, stack)
 			t.Errorf("%s signed in as %q, allowed to sync: %v", c.user, p.Name, ok)
 			continue
 		}
-		if !errors.Is(err, daemon.ErrUnauthenticated) || !strings.Contains(err.Error(), c.want) {
+		if !errors.Is(err, access.ErrUnauthenticated) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Finish error = %v, want one wrapping ErrUnauthenticated saying %q", c.user, err, c.want)
 		}
-		if session != "" || p.Kind != daemon.PrincipalAnonymous {
+		if session != "" || p.Kind != model.PrincipalAnonymous {
 			t.Errorf("%s: refused with a session or as %+v", c.user, p)
 		}
 	}
@@ -342,7 +343,7 @@ func TestSignInNamesUsersByTheNameClaimOnly(t *testing.T) {
 	if err != nil || p.Name != "Alice@Example.com" {
 		t.Fatalf("sign-in by user name: %+v, %v", p, err)
 	}
-	if ok, _ := a.Allowed(p, daemon.ActionSync, stack); ok {
+	if ok, _ := a.Allowed(p, access.ActionSync, stack); ok {
 		t.Errorf("user name %q holds the roles bound to user alice@example.com", p.Name)
 	}
 }
@@ -558,10 +559,10 @@ func TestFinishRefusesBadIDTokens(t *testing.T) {
 			}
 			continue
 		}
-		if !errors.Is(err, daemon.ErrUnauthenticated) || !strings.Contains(err.Error(), c.want) {
+		if !errors.Is(err, access.ErrUnauthenticated) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Finish error = %v, want one wrapping ErrUnauthenticated saying %q", c.name, err, c.want)
 		}
-		if session != "" || p.Kind != daemon.PrincipalAnonymous {
+		if session != "" || p.Kind != model.PrincipalAnonymous {
 			t.Errorf("%s: refused with a session or as %+v", c.name, p)
 		}
 	}
@@ -595,7 +596,7 @@ func TestFinishRefusesBadCallbacks(t *testing.T) {
 	_, secondFlow := start()
 	_, otherFlow, _ := other.Start("/")
 	state, flow := start()
-	session, _ := newSession(a.sessions, daemon.Principal{Kind: daemon.PrincipalUser, Name: "x"}, time.Now(), time.Hour)
+	session, _ := newSession(a.sessions, model.Principal{Kind: model.PrincipalUser, Name: "x"}, time.Now(), time.Hour)
 	expiredFlow, _ := a.flows.sign(flowClaims{State: state, Nonce: "n", Verifier: "v", ReturnTo: "/", Expires: time.Now().Add(-time.Second).Unix()})
 	tampered := []byte(flow)
 	tampered[len(flow)/2] ^= 2
@@ -619,7 +620,7 @@ func TestFinishRefusesBadCallbacks(t *testing.T) {
 	}
 	for _, c := range cases {
 		err := finish(c.query, c.flow)
-		if !errors.Is(err, daemon.ErrUnauthenticated) || !strings.Contains(err.Error(), c.want) {
+		if !errors.Is(err, access.ErrUnauthenticated) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Finish error = %v, want one wrapping ErrUnauthenticated saying %q", c.name, err, c.want)
 		}
 	}
@@ -629,7 +630,7 @@ func TestFinishRefusesBadCallbacks(t *testing.T) {
 	if err := finish(good, flow); err != nil {
 		t.Fatalf("the good callback after the refusals: %v", err)
 	}
-	if err := finish(good, flow); !errors.Is(err, daemon.ErrUnauthenticated) || !strings.Contains(err.Error(), "already used") {
+	if err := finish(good, flow); !errors.Is(err, access.ErrUnauthenticated) || !strings.Contains(err.Error(), "already used") {
 		t.Errorf("replayed state: %v", err)
 	}
 }
@@ -750,17 +751,6 @@ func TestGroupsOf(t *testing.T) {
 	for _, c := range cases {
 		if got := groupsOf(c.v); !slices.Equal(got, c.want) {
 			t.Errorf("groupsOf(%v) = %v, want %v", c.v, got, c.want)
-		}
-	}
-}
-
-func TestLocalPath(t *testing.T) {
-	for p, want := range map[string]bool{
-		"/": true, "/stacks/a": true, "/a?b=c": true,
-		"": false, "//x": false, "/\\x": false, "x": false, "https://x": false, "/a b": false, "/\x7f": false,
-	} {
-		if got := LocalPath(p); got != want {
-			t.Errorf("LocalPath(%q) = %v, want %v", p, got, want)
 		}
 	}
 }

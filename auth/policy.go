@@ -7,7 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/model"
 )
 
 // AdminRole is the built-in role that allows every action, on every
@@ -17,8 +18,8 @@ const AdminRole = "admin"
 // actions are the actions a role may allow, in the order messages list
 // them.
 var actions = []string{
-	daemon.ActionRead, daemon.ActionSync, daemon.ActionPause, daemon.ActionReload,
-	daemon.ActionApprove, daemon.ActionCancel, daemon.ActionOverride, daemon.ActionAdmin,
+	access.ActionRead, access.ActionSync, access.ActionPause, access.ActionReload,
+	access.ActionApprove, access.ActionCancel, access.ActionOverride, access.ActionAdmin,
 }
 
 func knownAction(a string) bool { return slices.Contains(actions, a) }
@@ -62,7 +63,7 @@ type role struct {
 	labels  map[string]string // each must be in the stack's labels
 }
 
-var adminRole = &role{name: AdminRole, allow: []string{daemon.ActionAdmin}}
+var adminRole = &role{name: AdminRole, allow: []string{access.ActionAdmin}}
 
 // scoped says whether the role names stacks, sources or labels.
 func (r *role) scoped() bool {
@@ -71,12 +72,12 @@ func (r *role) scoped() bool {
 
 // allows says whether the role allows action somewhere.
 func (r *role) allows(action string) bool {
-	return slices.Contains(r.allow, action) || slices.Contains(r.allow, daemon.ActionAdmin)
+	return slices.Contains(r.allow, action) || slices.Contains(r.allow, access.ActionAdmin)
 }
 
 // grants says whether the role allows action on stack; a nil stack is a
 // daemon-wide action, which only a role that names no stacks grants.
-func (r *role) grants(action string, stack *daemon.StackRef) bool {
+func (r *role) grants(action string, stack *access.StackRef) bool {
 	if !r.allows(action) {
 		return false
 	}
@@ -87,7 +88,7 @@ func (r *role) grants(action string, stack *daemon.StackRef) bool {
 }
 
 // matches says whether the role's selector covers stack.
-func (r *role) matches(s *daemon.StackRef) bool {
+func (r *role) matches(s *access.StackRef) bool {
 	if len(r.stacks) > 0 && !slices.ContainsFunc(r.stacks, func(g string) bool {
 		ok, _ := path.Match(g, s.Name) // patterns are checked when loaded
 		return ok
@@ -119,16 +120,16 @@ func sourceMatch(pattern, source string) bool {
 // roles, a user's roles (userRoles; byEmail says users are named by
 // their email) and their groups' roles, and for everybody the anonymous
 // roles (signing in never takes a right away).
-func (pol *Policy) rolesOf(p daemon.Principal, byEmail bool) []string {
+func (pol *Policy) rolesOf(p model.Principal, byEmail bool) []string {
 	var out []string
 	switch p.Kind {
-	case daemon.PrincipalAdmin:
+	case model.PrincipalAdmin:
 		out = append(out, AdminRole)
-	case daemon.PrincipalToken:
+	case model.PrincipalToken:
 		if t := pol.token(p.Name); t != nil {
 			out = append(out, t.roles...)
 		}
-	case daemon.PrincipalUser:
+	case model.PrincipalUser:
 		out = append(out, pol.userRoles(p.Name, byEmail)...)
 		for _, g := range p.Groups {
 			out = append(out, pol.groups[g]...)
@@ -187,13 +188,13 @@ func (pol *Policy) role(name string) *role {
 // action) under the policy, and when not, why, in words for the user. A
 // user's name must be a user binding's exactly, as for any name claim
 // but email; Access.Allowed matches names as its sign-in names users.
-func (pol *Policy) Allowed(p daemon.Principal, action string, stack *daemon.StackRef) (bool, string) {
+func (pol *Policy) Allowed(p model.Principal, action string, stack *access.StackRef) (bool, string) {
 	return pol.allowed(p, false, action, stack)
 }
 
 // allowed is Allowed, with byEmail saying whether users are named by
 // their email (userRoles).
-func (pol *Policy) allowed(p daemon.Principal, byEmail bool, action string, stack *daemon.StackRef) (bool, string) {
+func (pol *Policy) allowed(p model.Principal, byEmail bool, action string, stack *access.StackRef) (bool, string) {
 	if !knownAction(action) {
 		return false, fmt.Sprintf("unknown action %q", action)
 	}
@@ -208,7 +209,7 @@ func (pol *Policy) allowed(p daemon.Principal, byEmail bool, action string, stac
 
 // RolesAllowing lists, sorted, the roles of the policy that would allow
 // action on stack (nil: daemon-wide): what a refusal can point to.
-func (pol *Policy) RolesAllowing(action string, stack *daemon.StackRef) []string {
+func (pol *Policy) RolesAllowing(action string, stack *access.StackRef) []string {
 	out := []string{AdminRole}
 	for name, r := range pol.roles {
 		if name != AdminRole && r.grants(action, stack) {
@@ -220,14 +221,14 @@ func (pol *Policy) RolesAllowing(action string, stack *daemon.StackRef) []string
 }
 
 // denial words a refusal: who, what was refused, and what would help.
-func denial(p daemon.Principal, action string, stack *daemon.StackRef, roles []string) string {
+func denial(p model.Principal, action string, stack *access.StackRef, roles []string) string {
 	what := action + " stack " + nameOf(stack)
 	if stack == nil {
 		what = action + " (a daemon-wide action, which only a role that names no stacks, sources or labels grants)"
 	}
 	who := describe(p)
 	switch {
-	case p.Kind == daemon.PrincipalAnonymous || p.Kind == "":
+	case p.Kind == model.PrincipalAnonymous || p.Kind == "":
 		return fmt.Sprintf("sign in or give an API token: requests without one may not %s", what)
 	case len(roles) == 0:
 		return fmt.Sprintf("%s holds no role in the roles file, so may not %s", who, what)
@@ -235,7 +236,7 @@ func denial(p daemon.Principal, action string, stack *daemon.StackRef, roles []s
 	return fmt.Sprintf("%s (roles: %s) may not %s", who, strings.Join(roles, ", "), what)
 }
 
-func nameOf(s *daemon.StackRef) string {
+func nameOf(s *access.StackRef) string {
 	if s == nil {
 		return ""
 	}
@@ -243,13 +244,13 @@ func nameOf(s *daemon.StackRef) string {
 }
 
 // describe names p for messages.
-func describe(p daemon.Principal) string {
+func describe(p model.Principal) string {
 	switch p.Kind {
-	case daemon.PrincipalToken:
+	case model.PrincipalToken:
 		return fmt.Sprintf("token %q", p.Name)
-	case daemon.PrincipalUser:
+	case model.PrincipalUser:
 		return fmt.Sprintf("user %q", p.Name)
-	case daemon.PrincipalAdmin:
+	case model.PrincipalAdmin:
 		return "the admin token"
 	}
 	return "an anonymous request"

@@ -5,7 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/model"
 )
 
 // examplePolicy is the roles file of docs/access.md's example.
@@ -49,52 +50,52 @@ func mustParse(t *testing.T, src string) *Policy {
 
 func TestAllowed(t *testing.T) {
 	pol := mustParse(t, examplePolicy)
-	teamA := &daemon.StackRef{Name: "team-a-web", Source: "git+https://git.example.com/team-a/stacks//prod?ref=main", Labels: map[string]string{"team": "a"}}
-	teamAOtherSource := &daemon.StackRef{Name: "team-a-web", Source: "/etc/stackd/stacks", Labels: map[string]string{"team": "a"}}
-	teamANoLabel := &daemon.StackRef{Name: "team-a-web", Source: teamA.Source}
-	db := &daemon.StackRef{Name: "db", Source: "/etc/stackd/stacks", Labels: map[string]string{"tier": "prod", "team": "b"}}
+	teamA := &access.StackRef{Name: "team-a-web", Source: "git+https://git.example.com/team-a/stacks//prod?ref=main", Labels: map[string]string{"team": "a"}}
+	teamAOtherSource := &access.StackRef{Name: "team-a-web", Source: "/etc/stackd/stacks", Labels: map[string]string{"team": "a"}}
+	teamANoLabel := &access.StackRef{Name: "team-a-web", Source: teamA.Source}
+	db := &access.StackRef{Name: "db", Source: "/etc/stackd/stacks", Labels: map[string]string{"tier": "prod", "team": "b"}}
 
-	ci := daemon.Principal{Kind: daemon.PrincipalToken, Name: "ci"}
-	bot := daemon.Principal{Kind: daemon.PrincipalToken, Name: "deploy-bot"}
-	revoked := daemon.Principal{Kind: daemon.PrincipalToken, Name: "gone"}
-	alice := daemon.Principal{Kind: daemon.PrincipalUser, Name: "Alice@Example.com"}
-	bob := daemon.Principal{Kind: daemon.PrincipalUser, Name: "bob@example.com", Groups: []string{"team-a"}}
-	root := daemon.Principal{Kind: daemon.PrincipalUser, Name: "carol@example.com", Groups: []string{"x", "platform-admins"}}
-	nobody := daemon.Principal{Kind: daemon.PrincipalUser, Name: "dave@example.com"}
-	admin := daemon.Principal{Kind: daemon.PrincipalAdmin}
-	anon := daemon.Principal{Kind: daemon.PrincipalAnonymous}
+	ci := model.Principal{Kind: model.PrincipalToken, Name: "ci"}
+	bot := model.Principal{Kind: model.PrincipalToken, Name: "deploy-bot"}
+	revoked := model.Principal{Kind: model.PrincipalToken, Name: "gone"}
+	alice := model.Principal{Kind: model.PrincipalUser, Name: "Alice@Example.com"}
+	bob := model.Principal{Kind: model.PrincipalUser, Name: "bob@example.com", Groups: []string{"team-a"}}
+	root := model.Principal{Kind: model.PrincipalUser, Name: "carol@example.com", Groups: []string{"x", "platform-admins"}}
+	nobody := model.Principal{Kind: model.PrincipalUser, Name: "dave@example.com"}
+	admin := model.Principal{Kind: model.PrincipalAdmin}
+	anon := model.Principal{Kind: model.PrincipalAnonymous}
 
 	cases := []struct {
 		name   string
-		p      daemon.Principal
+		p      model.Principal
 		action string
-		stack  *daemon.StackRef
+		stack  *access.StackRef
 		want   bool
 		reason string // a part of the reason for a refusal
 	}{
-		{"operator token reads", ci, daemon.ActionRead, db, true, ""},
-		{"operator token syncs any stack", ci, daemon.ActionSync, db, true, ""},
-		{"operator token may not pause", ci, daemon.ActionPause, db, false, `token "ci" (roles: operator, viewer) may not pause stack db`},
-		{"stacks [*] is a selector: not daemon-wide", ci, daemon.ActionSync, nil, false, "daemon-wide"},
-		{"viewer role has no selector: reads daemon-wide", ci, daemon.ActionRead, nil, true, ""},
-		{"token of a role scoped by name, source and labels", bot, daemon.ActionPause, teamA, true, ""},
-		{"another source is outside the role", bot, daemon.ActionPause, teamAOtherSource, false, "may not pause stack team-a-web"},
-		{"a missing label is outside the role", bot, daemon.ActionSync, teamANoLabel, false, ""},
-		{"another name is outside the role", bot, daemon.ActionSync, db, false, ""},
-		{"anonymous roles apply to tokens too", bot, daemon.ActionRead, db, true, ""},
-		{"a token not in the file holds only the anonymous roles", revoked, daemon.ActionSync, db, false, ""},
-		{"user bound by name", alice, daemon.ActionSync, teamA, true, ""},
-		{"user bound by a group", bob, daemon.ActionPause, teamA, true, ""},
-		{"group role does not reach other stacks", bob, daemon.ActionPause, db, false, ""},
-		{"admin role through a group: daemon-wide", root, daemon.ActionReload, nil, true, ""},
-		{"admin role: every action on every stack", root, daemon.ActionApprove, db, true, ""},
-		{"unbound user reads as anonymous", nobody, daemon.ActionRead, db, true, ""},
-		{"unbound user may not sync", nobody, daemon.ActionSync, db, false, `user "dave@example.com" (roles: viewer) may not sync stack db`},
-		{"admin token may do everything", admin, daemon.ActionReload, nil, true, ""},
-		{"admin token on a stack", admin, daemon.ActionCancel, db, true, ""},
-		{"anonymous reads", anon, daemon.ActionRead, db, true, ""},
-		{"anonymous may not sync", anon, daemon.ActionSync, db, false, "sign in or give an API token"},
-		{"empty principal is anonymous", daemon.Principal{}, daemon.ActionSync, db, false, "sign in"},
+		{"operator token reads", ci, access.ActionRead, db, true, ""},
+		{"operator token syncs any stack", ci, access.ActionSync, db, true, ""},
+		{"operator token may not pause", ci, access.ActionPause, db, false, `token "ci" (roles: operator, viewer) may not pause stack db`},
+		{"stacks [*] is a selector: not daemon-wide", ci, access.ActionSync, nil, false, "daemon-wide"},
+		{"viewer role has no selector: reads daemon-wide", ci, access.ActionRead, nil, true, ""},
+		{"token of a role scoped by name, source and labels", bot, access.ActionPause, teamA, true, ""},
+		{"another source is outside the role", bot, access.ActionPause, teamAOtherSource, false, "may not pause stack team-a-web"},
+		{"a missing label is outside the role", bot, access.ActionSync, teamANoLabel, false, ""},
+		{"another name is outside the role", bot, access.ActionSync, db, false, ""},
+		{"anonymous roles apply to tokens too", bot, access.ActionRead, db, true, ""},
+		{"a token not in the file holds only the anonymous roles", revoked, access.ActionSync, db, false, ""},
+		{"user bound by name", alice, access.ActionSync, teamA, true, ""},
+		{"user bound by a group", bob, access.ActionPause, teamA, true, ""},
+		{"group role does not reach other stacks", bob, access.ActionPause, db, false, ""},
+		{"admin role through a group: daemon-wide", root, access.ActionReload, nil, true, ""},
+		{"admin role: every action on every stack", root, access.ActionApprove, db, true, ""},
+		{"unbound user reads as anonymous", nobody, access.ActionRead, db, true, ""},
+		{"unbound user may not sync", nobody, access.ActionSync, db, false, `user "dave@example.com" (roles: viewer) may not sync stack db`},
+		{"admin token may do everything", admin, access.ActionReload, nil, true, ""},
+		{"admin token on a stack", admin, access.ActionCancel, db, true, ""},
+		{"anonymous reads", anon, access.ActionRead, db, true, ""},
+		{"anonymous may not sync", anon, access.ActionSync, db, false, "sign in or give an API token"},
+		{"empty principal is anonymous", model.Principal{}, access.ActionSync, db, false, "sign in"},
 		{"unknown action", admin, "deploy", db, false, `unknown action "deploy"`},
 	}
 	for _, c := range cases {
@@ -137,19 +138,19 @@ func TestUserBindingNames(t *testing.T) {
 		{"BOB", false, false},
 	}
 	for _, c := range cases {
-		p := daemon.Principal{Kind: daemon.PrincipalUser, Name: c.name}
-		if got, _ := pol.allowed(p, c.byEmail, daemon.ActionSync, nil); got != c.want {
+		p := model.Principal{Kind: model.PrincipalUser, Name: c.name}
+		if got, _ := pol.allowed(p, c.byEmail, access.ActionSync, nil); got != c.want {
 			t.Errorf("user %q (byEmail %v): allowed = %v, want %v", c.name, c.byEmail, got, c.want)
 		}
 	}
-	if got, _ := pol.Allowed(daemon.Principal{Kind: daemon.PrincipalUser, Name: "alice@example.com"}, daemon.ActionSync, nil); got {
+	if got, _ := pol.Allowed(model.Principal{Kind: model.PrincipalUser, Name: "alice@example.com"}, access.ActionSync, nil); got {
 		t.Error("Policy.Allowed folded a name's case")
 	}
 }
 
 func TestAllowedLabelsAllMustMatch(t *testing.T) {
 	pol := mustParse(t, "roles: {labelled: {allow: [cancel], labels: {tier: prod, team: b}}}\nbindings: [{user: u, roles: [labelled]}]")
-	u := daemon.Principal{Kind: daemon.PrincipalUser, Name: "u"}
+	u := model.Principal{Kind: model.PrincipalUser, Name: "u"}
 	for _, c := range []struct {
 		labels map[string]string
 		want   bool
@@ -160,7 +161,7 @@ func TestAllowedLabelsAllMustMatch(t *testing.T) {
 		{map[string]string{"tier": "prod", "team": "a"}, false},
 		{nil, false},
 	} {
-		if got, _ := pol.Allowed(u, daemon.ActionCancel, &daemon.StackRef{Name: "s", Labels: c.labels}); got != c.want {
+		if got, _ := pol.Allowed(u, access.ActionCancel, &access.StackRef{Name: "s", Labels: c.labels}); got != c.want {
 			t.Errorf("labels %v: Allowed = %v, want %v", c.labels, got, c.want)
 		}
 	}
@@ -168,12 +169,12 @@ func TestAllowedLabelsAllMustMatch(t *testing.T) {
 
 func TestEmptyPolicyGrantsNothing(t *testing.T) {
 	for _, pol := range []*Policy{{}, mustParse(t, ""), mustParse(t, "# nothing yet\n")} {
-		for _, p := range []daemon.Principal{{Kind: daemon.PrincipalUser, Name: "a"}, {Kind: daemon.PrincipalToken, Name: "ci"}, {}} {
-			if ok, _ := pol.Allowed(p, daemon.ActionRead, &daemon.StackRef{Name: "s"}); ok {
+		for _, p := range []model.Principal{{Kind: model.PrincipalUser, Name: "a"}, {Kind: model.PrincipalToken, Name: "ci"}, {}} {
+			if ok, _ := pol.Allowed(p, access.ActionRead, &access.StackRef{Name: "s"}); ok {
 				t.Errorf("%+v may read under an empty policy", p)
 			}
 		}
-		if ok, _ := pol.Allowed(daemon.Principal{Kind: daemon.PrincipalAdmin}, daemon.ActionReload, nil); !ok {
+		if ok, _ := pol.Allowed(model.Principal{Kind: model.PrincipalAdmin}, access.ActionReload, nil); !ok {
 			t.Error("the admin token may not reload under an empty policy")
 		}
 	}
@@ -323,19 +324,19 @@ func TestParseAliasBomb(t *testing.T) {
 // TestRolesAllowing: the roles a refusal can point to, admin always.
 func TestRolesAllowing(t *testing.T) {
 	pol := mustParse(t, examplePolicy)
-	teamA := &daemon.StackRef{Name: "team-a-web", Source: "git+https://git.example.com/team-a/stacks", Labels: map[string]string{"team": "a"}}
-	db := &daemon.StackRef{Name: "db", Labels: map[string]string{"tier": "prod", "team": "b"}}
+	teamA := &access.StackRef{Name: "team-a-web", Source: "git+https://git.example.com/team-a/stacks", Labels: map[string]string{"team": "a"}}
+	db := &access.StackRef{Name: "db", Labels: map[string]string{"tier": "prod", "team": "b"}}
 	cases := []struct {
 		action string
-		stack  *daemon.StackRef
+		stack  *access.StackRef
 		want   string
 	}{
-		{daemon.ActionSync, teamA, "admin operator team-a"},
-		{daemon.ActionPause, teamA, "admin team-a"},
-		{daemon.ActionCancel, db, "admin labelled"},
-		{daemon.ActionRead, db, "admin operator viewer"},
-		{daemon.ActionReload, nil, "admin reloader"},
-		{daemon.ActionSync, nil, "admin"},
+		{access.ActionSync, teamA, "admin operator team-a"},
+		{access.ActionPause, teamA, "admin team-a"},
+		{access.ActionCancel, db, "admin labelled"},
+		{access.ActionRead, db, "admin operator viewer"},
+		{access.ActionReload, nil, "admin reloader"},
+		{access.ActionSync, nil, "admin"},
 	}
 	for _, c := range cases {
 		if got := strings.Join(pol.RolesAllowing(c.action, c.stack), " "); got != c.want {

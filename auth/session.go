@@ -15,7 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/model"
 )
 
 // SessionKeyFile is the file in the data dir that holds the session key
@@ -165,18 +166,18 @@ func (s *signer) mac(body string) []byte {
 }
 
 // open checks value's signature in constant time and decodes it into v.
-// Errors wrap daemon.ErrUnauthenticated and never quote the value.
+// Errors wrap access.ErrUnauthenticated and never quote the value.
 func (s *signer) open(value string, v any) error {
 	if s == nil {
-		return fmt.Errorf("no session key is configured: %w", daemon.ErrUnauthenticated)
+		return fmt.Errorf("no session key is configured: %w", access.ErrUnauthenticated)
 	}
 	if len(value) > maxCookie || !strings.HasPrefix(value, s.prefix) {
-		return fmt.Errorf("not a cookie of this kind or version: %w", daemon.ErrUnauthenticated)
+		return fmt.Errorf("not a cookie of this kind or version: %w", access.ErrUnauthenticated)
 	}
 	// The prefix ends in a dot; the signature follows the last one.
 	i := strings.LastIndexByte(value, '.')
 	if i < len(s.prefix) {
-		return fmt.Errorf("malformed cookie: %w", daemon.ErrUnauthenticated)
+		return fmt.Errorf("malformed cookie: %w", access.ErrUnauthenticated)
 	}
 	body := value[:i]
 	// Strict: a signature has one spelling only. A lenient decoder
@@ -184,14 +185,14 @@ func (s *signer) open(value string, v any) error {
 	// cookie with that character changed would still pass.
 	mac, err := base64.RawURLEncoding.Strict().DecodeString(value[i+1:])
 	if err != nil || !hmac.Equal(mac, s.mac(body)) {
-		return fmt.Errorf("bad signature (another key, or altered): %w", daemon.ErrUnauthenticated)
+		return fmt.Errorf("bad signature (another key, or altered): %w", access.ErrUnauthenticated)
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(body, s.prefix))
 	if err == nil {
 		err = json.Unmarshal(payload, v)
 	}
 	if err != nil {
-		return fmt.Errorf("malformed cookie: %w", daemon.ErrUnauthenticated)
+		return fmt.Errorf("malformed cookie: %w", access.ErrUnauthenticated)
 	}
 	return nil
 }
@@ -207,7 +208,7 @@ type sessionClaims struct {
 }
 
 // newSession signs a session for p, a user, lasting ttl from now.
-func newSession(s *signer, p daemon.Principal, now time.Time, ttl time.Duration) (string, error) {
+func newSession(s *signer, p model.Principal, now time.Time, ttl time.Duration) (string, error) {
 	if s == nil {
 		return "", errors.New("no session key is configured")
 	}
@@ -216,23 +217,23 @@ func newSession(s *signer, p daemon.Principal, now time.Time, ttl time.Duration)
 }
 
 // openSession checks a session cookie's signature, format and times.
-func openSession(s *signer, value string, now time.Time) (daemon.Principal, error) {
+func openSession(s *signer, value string, now time.Time) (model.Principal, error) {
 	var c sessionClaims
 	if err := s.open(value, &c); err != nil {
 		return anonymous, fmt.Errorf("session: %w", err)
 	}
 	switch {
 	case c.Name == "" || c.Issued == 0 || c.Expires == 0:
-		return anonymous, fmt.Errorf("session: malformed cookie: %w", daemon.ErrUnauthenticated)
+		return anonymous, fmt.Errorf("session: malformed cookie: %w", access.ErrUnauthenticated)
 	case !now.Before(time.Unix(c.Expires, 0)):
-		return anonymous, fmt.Errorf("session of %s expired at %s: sign in again: %w", c.Name, time.Unix(c.Expires, 0).UTC().Format(time.RFC3339), daemon.ErrUnauthenticated)
+		return anonymous, fmt.Errorf("session of %s expired at %s: sign in again: %w", c.Name, time.Unix(c.Expires, 0).UTC().Format(time.RFC3339), access.ErrUnauthenticated)
 	case time.Unix(c.Issued, 0).After(now.Add(clockSkew)):
-		return anonymous, fmt.Errorf("session: issued in the future: %w", daemon.ErrUnauthenticated)
+		return anonymous, fmt.Errorf("session: issued in the future: %w", access.ErrUnauthenticated)
 	}
-	return daemon.Principal{Kind: daemon.PrincipalUser, Name: c.Name, Subject: c.Subject, Groups: c.Groups}, nil
+	return model.Principal{Kind: model.PrincipalUser, Name: c.Name, Subject: c.Subject, Groups: c.Groups}, nil
 }
 
-var anonymous = daemon.Principal{Kind: daemon.PrincipalAnonymous}
+var anonymous = model.Principal{Kind: model.PrincipalAnonymous}
 
 // sessionGroups chooses the groups a session keeps: all of them when they
 // fit the cookie, else those the policy binds to a role, as many as fit.

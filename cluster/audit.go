@@ -10,7 +10,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/audit"
+	"github.com/stackd/stackd/model"
 )
 
 // The audit trail is shared by every replica: each appends what it
@@ -24,7 +25,7 @@ import (
 // was pruned: reads and prunes range over Seqs from there to the counter,
 // never over the whole prefix.
 
-var _ daemon.AuditLog = (*Cluster)(nil)
+var _ audit.Log = (*Cluster)(nil)
 
 // auditWindow is how many Seqs one read of the trail spans at most:
 // about as many entries, well within etcd's limits on a response. A
@@ -52,7 +53,7 @@ func (c *Cluster) auditSeqKey() string { return c.opts.Prefix + "auditseq" }
 // the cluster's trail (never reused, even after pruning), and e.Time when
 // it is zero (now). It returns e as stored. Any replica may append, held
 // stacks or not.
-func (c *Cluster) PutAudit(e daemon.AuditEntry) (daemon.AuditEntry, error) {
+func (c *Cluster) PutAudit(e model.AuditEntry) (model.AuditEntry, error) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
@@ -64,7 +65,7 @@ func (c *Cluster) PutAudit(e daemon.AuditEntry) (daemon.AuditEntry, error) {
 		e.Seq = a.last + 1
 		v, err := json.Marshal(e)
 		if err != nil {
-			return daemon.AuditEntry{}, fmt.Errorf("cluster: put audit entry: %w", err)
+			return model.AuditEntry{}, fmt.Errorf("cluster: put audit entry: %w", err)
 		}
 		ctx, cancel := c.ctx()
 		resp, err := c.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(seqKey), "=", a.modRev)).
@@ -72,7 +73,7 @@ func (c *Cluster) PutAudit(e daemon.AuditEntry) (daemon.AuditEntry, error) {
 			Else(clientv3.OpGet(seqKey)).Commit()
 		cancel()
 		if err != nil {
-			return daemon.AuditEntry{}, fmt.Errorf("cluster: put audit entry: %w", err)
+			return model.AuditEntry{}, fmt.Errorf("cluster: put audit entry: %w", err)
 		}
 		if resp.Succeeded {
 			a.last, a.modRev = e.Seq, resp.Header.Revision
@@ -82,21 +83,21 @@ func (c *Cluster) PutAudit(e daemon.AuditEntry) (daemon.AuditEntry, error) {
 		a.last, a.modRev = 0, 0
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 			if a.last, err = strconv.ParseUint(string(kvs[0].Value), 10, 64); err != nil {
-				return daemon.AuditEntry{}, fmt.Errorf("cluster: put audit entry: counter %s: %w", seqKey, err)
+				return model.AuditEntry{}, fmt.Errorf("cluster: put audit entry: counter %s: %w", seqKey, err)
 			}
 			a.modRev = kvs[0].ModRevision
 		}
 	}
-	return daemon.AuditEntry{}, fmt.Errorf("cluster: put audit entry: other replicas' entries overtook it %d times", maxAuditTries)
+	return model.AuditEntry{}, fmt.Errorf("cluster: put audit entry: other replicas' entries overtook it %d times", maxAuditTries)
 }
 
 // Audit reads the entries f selects, of every replica, newest first:
 // those with Seq < f.Before when it is not 0, at most f.Limit
-// (daemon.AuditPageDefault when 0 or less, daemon.AuditPageMax at most).
+// (audit.PageDefault when 0 or less, audit.PageMax at most).
 // None gives an empty slice. It reads the trail a window of Seqs at a
 // time, in ascending ranges (etcd reads a whole range to sort it
 // descending), from the newest.
-func (c *Cluster) Audit(f daemon.AuditFilter) ([]daemon.AuditEntry, error) {
+func (c *Cluster) Audit(f audit.Filter) ([]model.AuditEntry, error) {
 	lo, hi, err := c.auditBounds()
 	if err != nil {
 		return nil, fmt.Errorf("cluster: audit: %w", err)
@@ -104,7 +105,7 @@ func (c *Cluster) Audit(f daemon.AuditFilter) ([]daemon.AuditEntry, error) {
 	if f.Before > 0 {
 		hi = min(hi, f.Before)
 	}
-	scan := daemon.NewAuditScan(f)
+	scan := audit.NewScan(f)
 	// The first window spans what a page without a filter needs; each
 	// next one twice the last, up to auditWindow.
 	window := min(auditWindow, uint64(max(scan.Remaining(), 16)))

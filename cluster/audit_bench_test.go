@@ -9,7 +9,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/daemon/storetest"
 )
 
@@ -29,7 +29,7 @@ func benchCluster(b *testing.B) *Cluster {
 // its web server records requests.
 func BenchmarkPutAuditEtcd(b *testing.B) {
 	c := benchCluster(b)
-	e := storetest.NewAuditEntry("alice", daemon.ActionSync, "web", 0)
+	e := storetest.NewAuditEntry("alice", access.ActionSync, "web", 0)
 	start := time.Now()
 	for b.Loop() {
 		if _, err := c.PutAudit(e); err != nil {
@@ -48,7 +48,7 @@ func BenchmarkAuditFilterEtcd(b *testing.B) {
 	ctx := context.Background()
 	var ops []clientv3.Op
 	for i := range n {
-		e := storetest.NewAuditEntry(fmt.Sprintf("user%d", i%20), daemon.ActionSync, fmt.Sprintf("stack-%d", i%50), 0)
+		e := storetest.NewAuditEntry(fmt.Sprintf("user%d", i%20), access.ActionSync, fmt.Sprintf("stack-%d", i%50), 0)
 		e.Time, e.Seq = storetest.T0.Add(time.Duration(i)*time.Second), uint64(i+1)
 		v, _ := json.Marshal(e)
 		ops = append(ops, clientv3.OpPut(c.auditKey(e.Seq), string(v)))

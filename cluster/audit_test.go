@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/audit"
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/storetest"
+	"github.com/stackd/stackd/model"
 )
 
 // openAt connects to etcd under prefix as node, without joining: the
@@ -52,7 +55,7 @@ func TestAuditAcrossReplicas(t *testing.T) {
 		for g := range 3 {
 			wg.Go(func() {
 				for i := range 10 {
-					e := storetest.NewAuditEntry(fmt.Sprintf("user%d", g), daemon.ActionSync, "web", i)
+					e := storetest.NewAuditEntry(fmt.Sprintf("user%d", g), access.ActionSync, "web", i)
 					e.Node = r.opts.Node
 					if _, err := r.PutAudit(e); err != nil {
 						t.Error(err)
@@ -63,9 +66,9 @@ func TestAuditAcrossReplicas(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	var first []daemon.AuditEntry
+	var first []model.AuditEntry
 	for _, r := range replicas {
-		es, err := r.Audit(daemon.AuditFilter{Limit: 1000})
+		es, err := r.Audit(audit.Filter{Limit: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,28 +95,28 @@ func TestAuditAcrossReplicas(t *testing.T) {
 }
 
 // trail is an Exporter of nothing but an audit trail.
-type trail []daemon.AuditEntry
+type trail []model.AuditEntry
 
-func (trail) Stacks() ([]daemon.StackRecord, error)                  { return nil, nil }
-func (trail) Updates(string, uint64, int) ([]daemon.Update, error)   { return nil, nil }
-func (trail) Log(string) ([]byte, error)                             { return nil, nil }
-func (trail) Revisions(uint64, int) ([]daemon.ConfigRevision, error) { return nil, nil }
-func (trail) MetaKeys() ([]string, error)                            { return nil, nil }
-func (trail) Meta(string) ([]byte, error)                            { return nil, daemon.ErrNotFound }
-func (trail) PutResources(string, daemon.Resources) error            { return nil }
-func (trail) Resources(string) (daemon.Resources, error) {
-	return daemon.Resources{}, daemon.ErrNotFound
+func (trail) Stacks() ([]model.StackRecord, error)                  { return nil, nil }
+func (trail) Updates(string, uint64, int) ([]model.Update, error)   { return nil, nil }
+func (trail) Log(string) ([]byte, error)                            { return nil, nil }
+func (trail) Revisions(uint64, int) ([]model.ConfigRevision, error) { return nil, nil }
+func (trail) MetaKeys() ([]string, error)                           { return nil, nil }
+func (trail) Meta(string) ([]byte, error)                           { return nil, model.ErrNotFound }
+func (trail) PutResources(string, model.Resources) error            { return nil }
+func (trail) Resources(string) (model.Resources, error) {
+	return model.Resources{}, model.ErrNotFound
 }
-func (trail) PutPreview(string, daemon.StackPreview) error { return nil }
-func (trail) Preview(string) (daemon.StackPreview, error) {
-	return daemon.StackPreview{}, daemon.ErrNotFound
+func (trail) PutPreview(string, model.StackPreview) error { return nil }
+func (trail) Preview(string) (model.StackPreview, error) {
+	return model.StackPreview{}, model.ErrNotFound
 }
-func (tr trail) Audit(f daemon.AuditFilter) ([]daemon.AuditEntry, error) {
+func (tr trail) Audit(f audit.Filter) ([]model.AuditEntry, error) {
 	return scanTrail(tr, f), nil
 }
 
-func scanTrail(tr trail, f daemon.AuditFilter) []daemon.AuditEntry {
-	s := daemon.NewAuditScan(f)
+func scanTrail(tr trail, f audit.Filter) []model.AuditEntry {
+	s := audit.NewScan(f)
 	for i := len(tr) - 1; i >= 0; i-- {
 		v, _ := json.Marshal(tr[i])
 		if more, _ := s.Add(v); !more {
@@ -134,7 +137,7 @@ func TestImportAudit(t *testing.T) {
 	t.Cleanup(func() { auditWindow = saved })
 	var src trail
 	for seq := uint64(5); seq <= 7; seq++ { // 1 to 4 were pruned
-		e := storetest.NewAuditEntry("alice", daemon.ActionSync, "web", int(seq))
+		e := storetest.NewAuditEntry("alice", access.ActionSync, "web", int(seq))
 		e.Seq = seq
 		src = append(src, e)
 	}
@@ -150,7 +153,7 @@ func TestImportAudit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := openAt(t, eps, newPrefix(), "migrate")
 			for i := range tc.existing {
-				if _, err := c.PutAudit(storetest.NewAuditEntry("ci", daemon.ActionReload, "", 100+i)); err != nil {
+				if _, err := c.PutAudit(storetest.NewAuditEntry("ci", access.ActionReload, "", 100+i)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -158,7 +161,7 @@ func TestImportAudit(t *testing.T) {
 			if err != nil || n.Audit != 3 {
 				t.Fatalf("Import = %+v, %v; want 3 audit entries", n, err)
 			}
-			es, err := c.Audit(daemon.AuditFilter{Actor: "alice"})
+			es, err := c.Audit(audit.Filter{Actor: "alice"})
 			if err != nil || !reflect.DeepEqual(storetest.AuditSeqs(es), tc.want) {
 				t.Fatalf("imported Seqs = %v, %v; want %v", storetest.AuditSeqs(es), err, tc.want)
 			}
@@ -174,14 +177,14 @@ func TestImportAudit(t *testing.T) {
 			}
 			// A replica that appended before the import learns the counter.
 			next := tc.want[0] + 1
-			if e, err := c.PutAudit(storetest.NewAuditEntry("bob", daemon.ActionSync, "web", 200)); err != nil || e.Seq != next {
+			if e, err := c.PutAudit(storetest.NewAuditEntry("bob", access.ActionSync, "web", 200)); err != nil || e.Seq != next {
 				t.Errorf("entry after the import has Seq %d, %v; want %d", e.Seq, err, next)
 			}
 			all := append([]uint64{next}, tc.want...)
 			for seq := uint64(tc.existing); seq >= 1; seq-- {
 				all = append(all, seq)
 			}
-			if es, err := c.Audit(daemon.AuditFilter{}); err != nil || !reflect.DeepEqual(storetest.AuditSeqs(es), all) {
+			if es, err := c.Audit(audit.Filter{}); err != nil || !reflect.DeepEqual(storetest.AuditSeqs(es), all) {
 				t.Errorf("whole trail = %v, %v; want %v", storetest.AuditSeqs(es), err, all)
 			}
 			if n, err := c.PruneAudit(storetest.T0.Add(1000 * time.Minute)); err != nil || n != len(all) {

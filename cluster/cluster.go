@@ -21,6 +21,7 @@ import (
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/model"
 )
 
 // Defaults of Options.
@@ -123,7 +124,7 @@ type Cluster struct {
 	// audit is the audit trail's counter as this replica last saw it.
 	audit auditCounter
 
-	events *queue[daemon.OwnershipEvent]
+	events *queue[model.OwnershipEvent]
 	// prs are the pull requests this replica knows, and prWork hands
 	// the work of those it holds to the previewer (pullrequests.go).
 	prs    map[string]*prState
@@ -167,7 +168,7 @@ func Open(ctx context.Context, opts Options) (*Cluster, error) {
 		opts: opts, log: opts.Logger, cli: cli, started: time.Now(),
 		members: map[string]member{}, owners: map[string]string{}, wanted: map[string]bool{},
 		held: map[string]int64{}, handover: map[string]bool{}, acquiring: map[string]bool{}, lostHere: map[string]bool{},
-		events: newQueue[daemon.OwnershipEvent](), prs: map[string]*prState{}, prWork: newQueue[review.Work](), kick: make(chan struct{}, 1), done: make(chan struct{}),
+		events: newQueue[model.OwnershipEvent](), prs: map[string]*prState{}, prWork: newQueue[review.Work](), kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}, nil
 }
 
@@ -403,7 +404,7 @@ func (c *Cluster) endSession(s *concurrency.Session, closing bool) {
 	}
 	c.mu.Unlock()
 	for _, name := range lost {
-		c.events.push(daemon.OwnershipEvent{Kind: daemon.OwnerLost, Stack: name})
+		c.events.push(model.OwnershipEvent{Kind: model.OwnerLost, Stack: name})
 	}
 	for _, key := range lostPRs {
 		c.prWork.push(review.Work{Key: key, Lost: true})

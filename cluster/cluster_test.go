@@ -18,6 +18,7 @@ import (
 	"github.com/stackd/stackd/cluster/etcdtest"
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/storetest"
+	"github.com/stackd/stackd/model"
 )
 
 var prefixes atomic.Int64
@@ -33,7 +34,7 @@ type replica struct {
 	*Cluster
 	manual bool
 	mu     sync.Mutex
-	events []daemon.OwnershipEvent
+	events []model.OwnershipEvent
 }
 
 func join(t *testing.T, endpoints []string, prefix, node string, opts Options) *replica {
@@ -63,7 +64,7 @@ func joinAs(t *testing.T, endpoints []string, prefix, node string, opts Options,
 			r.mu.Lock()
 			r.events = append(r.events, e)
 			r.mu.Unlock()
-			if (e.Kind == daemon.OwnerHandover || e.Kind == daemon.OwnerLost) && !manual {
+			if (e.Kind == model.OwnerHandover || e.Kind == model.OwnerLost) && !manual {
 				c.Release(e.Stack)
 			}
 		}
@@ -198,7 +199,7 @@ func TestHandover(t *testing.T) {
 	stacks := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
 	r1 := joinAs(t, eps, prefix, "node-1", Options{}, true)
 	r1.SetStacks(stacks)
-	eventually(t, "node-1 holding all", func() bool { return len(r1.seen(daemon.OwnerGained)) == len(stacks) })
+	eventually(t, "node-1 holding all", func() bool { return len(r1.seen(model.OwnerGained)) == len(stacks) })
 
 	r2 := join(t, eps, prefix, "node-2", Options{TTL: 30 * time.Second})
 	r2.SetStacks(stacks)
@@ -208,8 +209,8 @@ func TestHandover(t *testing.T) {
 			moving = append(moving, s)
 		}
 	}
-	eventually(t, "handover requests", func() bool { return len(r1.seen(daemon.OwnerHandover)) == len(moving) })
-	if got := r1.seen(daemon.OwnerHandover); !reflect.DeepEqual(sorted(got), moving) {
+	eventually(t, "handover requests", func() bool { return len(r1.seen(model.OwnerHandover)) == len(moving) })
+	if got := r1.seen(model.OwnerHandover); !reflect.DeepEqual(sorted(got), moving) {
 		t.Errorf("asked to hand over %v, want %v", got, moving)
 	}
 	time.Sleep(200 * time.Millisecond)
@@ -244,7 +245,7 @@ func TestSessionLoss(t *testing.T) {
 	r.SetStacks([]string{"a", "b"})
 	eventually(t, "holding", func() bool { return r.Holds("a") && r.Holds("b") })
 	revoke(t, eps, r.Cluster)
-	eventually(t, "lost events", func() bool { return len(r.seen(daemon.OwnerLost)) == 2 })
+	eventually(t, "lost events", func() bool { return len(r.seen(model.OwnerLost)) == 2 })
 	eventually(t, "held again", func() bool { return r.Holds("a") && r.Holds("b") })
 	if st := r.Status(); st.SessionsLost != 1 {
 		t.Errorf("SessionsLost = %d, want 1", st.SessionsLost)
@@ -261,14 +262,14 @@ func TestNoClaimBeforeLossAcknowledged(t *testing.T) {
 	r.SetStacks([]string{"a", "b"})
 	eventually(t, "holding", func() bool { return r.Holds("a") && r.Holds("b") })
 	revoke(t, eps, r.Cluster)
-	eventually(t, "lost events", func() bool { return len(r.seen(daemon.OwnerLost)) == 2 })
+	eventually(t, "lost events", func() bool { return len(r.seen(model.OwnerLost)) == 2 })
 	r.Release("a")
 	eventually(t, "a held again", func() bool { return r.Holds("a") })
 	time.Sleep(time.Second) // several passes of the ownership loop
 	if r.Holds("b") {
 		t.Fatal("b was claimed again before its loss was acknowledged")
 	}
-	if _, err := r.BeginUpdate(daemon.Update{Stack: "b"}); !errors.Is(err, daemon.ErrNotOwner) {
+	if _, err := r.BeginUpdate(model.Update{Stack: "b"}); !errors.Is(err, daemon.ErrNotOwner) {
 		t.Errorf("a write about b before its loss was acknowledged = %v, want ErrNotOwner", err)
 	}
 	r.Release("b")
@@ -302,7 +303,7 @@ func TestFencing(t *testing.T) {
 	if err := r1.PutStack(storetest.Record("s", 1)); err != nil {
 		t.Fatal(err)
 	}
-	u, err := r1.BeginUpdate(daemon.Update{Stack: "s", State: daemon.UpdateRunning})
+	u, err := r1.BeginUpdate(model.Update{Stack: "s", State: model.UpdateRunning})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +326,7 @@ func TestFencing(t *testing.T) {
 	r1.mu.Lock()
 	r1.held["s"] = stale
 	r1.mu.Unlock()
-	u.State = daemon.UpdateSucceeded
+	u.State = model.UpdateSucceeded
 	for what, err := range map[string]error{
 		"PutStack":    r1.PutStack(storetest.Record("s", 99)),
 		"PutUpdate":   r1.PutUpdate(u),
@@ -336,13 +337,13 @@ func TestFencing(t *testing.T) {
 			t.Errorf("%s by the old holder = %v, want ErrNotOwner", what, err)
 		}
 	}
-	if _, err := r1.BeginUpdate(daemon.Update{Stack: "s"}); !errors.Is(err, daemon.ErrNotOwner) {
+	if _, err := r1.BeginUpdate(model.Update{Stack: "s"}); !errors.Is(err, daemon.ErrNotOwner) {
 		t.Errorf("BeginUpdate by the old holder = %v, want ErrNotOwner", err)
 	}
 	if rec, err := r2.Stack("s"); err != nil || rec.Generation != 2 {
 		t.Errorf("record after the old holder's writes: generation %d, %v; want 2", rec.Generation, err)
 	}
-	if got, _ := r2.Update(u.ID); got.State != daemon.UpdateRunning {
+	if got, _ := r2.Update(u.ID); got.State != model.UpdateRunning {
 		t.Errorf("update after the old holder's write: %s, want running", got.State)
 	}
 }

@@ -14,7 +14,7 @@
 // stack (its record, updates and logs) is a transaction conditional on
 // the ownership key still being the one this replica created (fencing):
 // a replica that was paused or cut off and comes back cannot overwrite
-// what the new holder wrote. The audit trail (daemon.AuditLog) is not
+// what the new holder wrote. The audit trail (audit.Log) is not
 // about a stack's state: every replica appends what it served, unfenced,
 // and reads every replica's entries.
 //
@@ -23,12 +23,12 @@
 //	members/<node>             JSON member, bound to the node's lease
 //	owners/<stack>             the holder's node name, bound to its lease
 //	leader/                    the election of the member that records revisions
-//	stacks/<stack>             JSON daemon.StackRecord
+//	stacks/<stack>             JSON model.StackRecord
 //	seq/<stack>                the stack's last update sequence number
-//	updates/<stack>/<seq>      JSON daemon.Update (seq as 20 digits)
+//	updates/<stack>/<seq>      JSON model.Update (seq as 20 digits)
 //	logs/<stack>/<seq>         the update's log, gzip
 //	revseq, revisions/<seq>    config revisions
-//	auditseq, audit/<seq>      the audit trail of every replica, JSON daemon.AuditEntry
+//	auditseq, audit/<seq>      the audit trail of every replica, JSON model.AuditEntry
 //	auditlow                   the Seq below which the trail was pruned
 //	meta/<key>                 small values (config commits in force)
 //	requests/<stack>           the last sync request sent to the holder

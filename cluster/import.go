@@ -11,17 +11,19 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/stackd/stackd/audit"
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // Exporter is a store Import reads whole: the BoltDB store of a single
 // node.
 type Exporter interface {
-	Stacks() ([]daemon.StackRecord, error)
-	Updates(stack string, before uint64, limit int) ([]daemon.Update, error)
+	Stacks() ([]model.StackRecord, error)
+	Updates(stack string, before uint64, limit int) ([]model.Update, error)
 	Log(id string) ([]byte, error)
-	Revisions(before uint64, limit int) ([]daemon.ConfigRevision, error)
-	Audit(f daemon.AuditFilter) ([]daemon.AuditEntry, error)
+	Revisions(before uint64, limit int) ([]model.ConfigRevision, error)
+	Audit(f audit.Filter) ([]model.AuditEntry, error)
 	MetaKeys() ([]string, error)
 	Meta(key string) ([]byte, error)
 	daemon.ResourceStore
@@ -83,7 +85,7 @@ func (c *Cluster) Import(ctx context.Context, src Exporter) (Imported, error) {
 	return n, w.flush()
 }
 
-func (c *Cluster) importStack(w *batch, src Exporter, rec daemon.StackRecord, n *Imported) error {
+func (c *Cluster) importStack(w *batch, src Exporter, rec model.StackRecord, n *Imported) error {
 	v, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -108,11 +110,11 @@ func (c *Cluster) importStack(w *batch, src Exporter, rec daemon.StackRecord, n 
 			w.put(c.updateKey(rec.Name, u.Seq), uv)
 			n.Updates++
 			log, err := src.Log(u.ID)
-			if err != nil && !errors.Is(err, daemon.ErrNotFound) {
+			if err != nil && !errors.Is(err, model.ErrNotFound) {
 				return fmt.Errorf("cluster: import: log of %s: %w", u.ID, err)
 			}
 			if len(log) > 0 {
-				z, err := compress(daemon.TruncateLog(log, c.opts.LogLimit))
+				z, err := compress(model.TruncateLog(log, c.opts.LogLimit))
 				if err != nil {
 					return fmt.Errorf("cluster: import: log of %s: %w", u.ID, err)
 				}
@@ -141,7 +143,7 @@ func (c *Cluster) importView(w *batch, src Exporter, stack string) error {
 		v    any
 		err  error
 	}{{"resources/", rs, rerr}, {"previews/", p, perr}} {
-		if errors.Is(x.err, daemon.ErrNotFound) {
+		if errors.Is(x.err, model.ErrNotFound) {
 			continue
 		}
 		data, err := json.Marshal(x.v)
@@ -191,7 +193,7 @@ func (c *Cluster) importAudit(w *batch, src Exporter, n *Imported) error {
 		return fmt.Errorf("cluster: import: audit: %w", err)
 	}
 	var first, last uint64
-	for f := (daemon.AuditFilter{Limit: daemon.AuditPageMax}); ; {
+	for f := (audit.Filter{Limit: audit.PageMax}); ; {
 		es, err := src.Audit(f)
 		if err != nil {
 			return fmt.Errorf("cluster: import: audit: %w", err)

@@ -10,7 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // SetStacks declares the stacks the daemon knows; this replica claims its
@@ -35,7 +35,7 @@ func (c *Cluster) Holds(name string) bool {
 }
 
 // Events reports the changes that concern this replica.
-func (c *Cluster) Events() <-chan daemon.OwnershipEvent { return c.events.out }
+func (c *Cluster) Events() <-chan model.OwnershipEvent { return c.events.out }
 
 // Release gives up name: its ownership key is deleted, if it is still
 // this replica's. After a Lost event, it says that nothing of the lost
@@ -129,10 +129,10 @@ func (c *Cluster) reconcile(ctx context.Context) {
 	lease := c.session.Lease()
 	c.mu.Unlock()
 	for _, n := range p.handover {
-		c.events.push(daemon.OwnershipEvent{Kind: daemon.OwnerHandover, Stack: n})
+		c.events.push(model.OwnershipEvent{Kind: model.OwnerHandover, Stack: n})
 	}
 	for _, n := range p.keep {
-		c.events.push(daemon.OwnershipEvent{Kind: daemon.OwnerGained, Stack: n})
+		c.events.push(model.OwnershipEvent{Kind: model.OwnerGained, Stack: n})
 	}
 	for _, n := range p.drop {
 		c.Release(n)
@@ -174,7 +174,7 @@ func (c *Cluster) claim(ctx context.Context, name string, lease clientv3.LeaseID
 	c.moves++
 	c.mu.Unlock()
 	c.log.Info("holding stack", "stack", name)
-	c.events.push(daemon.OwnershipEvent{Kind: daemon.OwnerGained, Stack: name})
+	c.events.push(model.OwnershipEvent{Kind: model.OwnerGained, Stack: name})
 }
 
 // watchMembers follows who is live.
@@ -212,7 +212,7 @@ func (c *Cluster) watchOwners(ctx context.Context, rev int64) {
 		}
 		c.mu.Unlock()
 		if lost {
-			c.events.push(daemon.OwnershipEvent{Kind: daemon.OwnerLost, Stack: name})
+			c.events.push(model.OwnershipEvent{Kind: model.OwnerLost, Stack: name})
 		}
 		c.poke()
 	})
@@ -236,9 +236,9 @@ func (c *Cluster) recordChanged(name string, value []byte) {
 	if c.Holds(name) {
 		return // this replica wrote it
 	}
-	ev := daemon.OwnershipEvent{Kind: daemon.OwnerRecord, Stack: name}
+	ev := model.OwnershipEvent{Kind: model.OwnerRecord, Stack: name}
 	if value != nil {
-		var rec daemon.StackRecord
+		var rec model.StackRecord
 		if err := json.Unmarshal(value, &rec); err != nil {
 			c.log.Error("unreadable stack record in etcd", "stack", name, "err", err)
 			return
@@ -272,18 +272,18 @@ func (c *Cluster) watch(ctx context.Context, part string, rev int64, fn func(*cl
 }
 
 // Status is the cluster as this replica sees it.
-func (c *Cluster) Status() daemon.ClusterStatus {
+func (c *Cluster) Status() model.ClusterStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	count := map[string]int{}
 	for _, node := range c.owners {
 		count[node]++
 	}
-	st := daemon.ClusterStatus{Node: c.opts.Node, Session: c.session != nil, Leader: c.leader,
-		Moves: c.moves, SessionsLost: c.lost, LeaseTTL: daemon.Duration(c.opts.TTL), Members: []daemon.ClusterMember{}}
+	st := model.ClusterStatus{Node: c.opts.Node, Session: c.session != nil, Leader: c.leader,
+		Moves: c.moves, SessionsLost: c.lost, LeaseTTL: model.Duration(c.opts.TTL), Members: []model.ClusterMember{}}
 	for _, name := range slices.Sorted(maps.Keys(c.members)) {
 		m := c.members[name]
-		st.Members = append(st.Members, daemon.ClusterMember{Name: m.Name, URL: m.URL, Started: m.Started, Stacks: count[name]})
+		st.Members = append(st.Members, model.ClusterMember{Name: m.Name, URL: m.URL, Started: m.Started, Stacks: count[name]})
 	}
 	return st
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/model"
 )
 
 // Pull requests in a cluster. Any replica takes a pull-request event and
@@ -227,20 +228,20 @@ func (c *Cluster) PullRequests() ([]review.Record, error) {
 
 // BeginPullRequestPreview records the start of a preview of pull
 // request key in its stack's history, behind the pull request's lease.
-func (c *Cluster) BeginPullRequestPreview(key string, u daemon.Update) (daemon.Update, error) {
+func (c *Cluster) BeginPullRequestPreview(key string, u model.Update) (model.Update, error) {
 	f, err := c.prFence(key)
 	if err != nil {
-		return daemon.Update{}, fmt.Errorf("cluster: begin preview of %s: %w", u.Stack, err)
+		return model.Update{}, fmt.Errorf("cluster: begin preview of %s: %w", u.Stack, err)
 	}
 	return c.beginUpdate(u, f)
 }
 
 // PutPullRequestPreview overwrites the record of a preview of pull
 // request key.
-func (c *Cluster) PutPullRequestPreview(key string, u daemon.Update) error {
+func (c *Cluster) PutPullRequestPreview(key string, u model.Update) error {
 	f, err := c.prFence(key)
 	if err != nil {
-		return fmt.Errorf("cluster: put preview %s: %w", daemon.UpdateID(u.Stack, u.Seq), err)
+		return fmt.Errorf("cluster: put preview %s: %w", model.UpdateID(u.Stack, u.Seq), err)
 	}
 	return c.putUpdate(u, f)
 }

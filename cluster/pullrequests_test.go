@@ -11,6 +11,7 @@ import (
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/model"
 )
 
 func TestDecidePRs(t *testing.T) {
@@ -153,17 +154,17 @@ func TestPullRequestLease(t *testing.T) {
 	if err := other.PutPullRequest(rec); !errors.Is(err, daemon.ErrNotOwner) {
 		t.Errorf("the other replica wrote the record: %v", err)
 	}
-	if _, err := other.BeginPullRequestPreview(key, daemon.Update{Stack: "app", Type: daemon.UpdatePreview}); !errors.Is(err, daemon.ErrNotOwner) {
+	if _, err := other.BeginPullRequestPreview(key, model.Update{Stack: "app", Type: model.UpdatePreview}); !errors.Is(err, daemon.ErrNotOwner) {
 		t.Errorf("the other replica recorded a preview: %v", err)
 	}
 	if err := holder.PutPullRequest(rec); err != nil {
 		t.Fatal(err)
 	}
-	u, err := holder.BeginPullRequestPreview(key, daemon.Update{Stack: "app", Type: daemon.UpdatePreview, State: daemon.UpdateRunning, PullRequest: 3})
+	u, err := holder.BeginPullRequestPreview(key, model.Update{Stack: "app", Type: model.UpdatePreview, State: model.UpdateRunning, PullRequest: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.State = daemon.UpdateSucceeded
+	u.State = model.UpdateSucceeded
 	if err := holder.PutPullRequestPreview(key, u); err != nil {
 		t.Fatal(err)
 	}

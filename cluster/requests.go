@@ -8,7 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // push is a push event as replicas pass it on.
@@ -45,7 +45,7 @@ func (c *Cluster) watchRequests(ctx context.Context, rev int64) {
 	c.watch(ctx, "requests/", rev, func(ev *clientv3.Event) {
 		name := c.name("requests/", ev.Kv.Key)
 		if ev.Type == clientv3.EventTypePut && c.Holds(name) {
-			c.events.push(daemon.OwnershipEvent{Kind: daemon.OwnerSync, Stack: name, Token: string(ev.Kv.Value)})
+			c.events.push(model.OwnershipEvent{Kind: model.OwnerSync, Stack: name, Token: string(ev.Kv.Value)})
 		}
 	})
 }
@@ -57,7 +57,7 @@ func (c *Cluster) watchPush(ctx context.Context, rev int64) {
 		if ev.Type != clientv3.EventTypePut || json.Unmarshal(ev.Kv.Value, &p) != nil || p.From == c.opts.Node {
 			return
 		}
-		c.events.push(daemon.OwnershipEvent{Kind: daemon.OwnerPush, URLs: p.URLs, Branch: p.Branch})
+		c.events.push(model.OwnershipEvent{Kind: model.OwnerPush, URLs: p.URLs, Branch: p.Branch})
 	})
 }
 

@@ -9,32 +9,32 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // PutResources replaces the resources of stack, compressed, if this
 // replica holds it.
-func (c *Cluster) PutResources(stack string, r daemon.Resources) error {
+func (c *Cluster) PutResources(stack string, r model.Resources) error {
 	return c.putStackJSON("resources/", "resources", stack, r)
 }
 
 // Resources reads the resources of stack; the error wraps
-// daemon.ErrNotFound when there are none.
-func (c *Cluster) Resources(stack string) (daemon.Resources, error) {
-	var r daemon.Resources
+// model.ErrNotFound when there are none.
+func (c *Cluster) Resources(stack string) (model.Resources, error) {
+	var r model.Resources
 	return r, c.getStackJSON("resources/", "resources", stack, &r)
 }
 
 // PutPreview replaces the last preview of stack, compressed, if this
 // replica holds it.
-func (c *Cluster) PutPreview(stack string, p daemon.StackPreview) error {
+func (c *Cluster) PutPreview(stack string, p model.StackPreview) error {
 	return c.putStackJSON("previews/", "preview", stack, p)
 }
 
 // Preview reads the last preview of stack; the error wraps
-// daemon.ErrNotFound when there is none.
-func (c *Cluster) Preview(stack string) (daemon.StackPreview, error) {
-	var p daemon.StackPreview
+// model.ErrNotFound when there is none.
+func (c *Cluster) Preview(stack string) (model.StackPreview, error) {
+	var p model.StackPreview
 	return p, c.getStackJSON("previews/", "preview", stack, &p)
 }
 
@@ -58,7 +58,7 @@ func (c *Cluster) putStackJSON(part, what, stack string, v any) error {
 }
 
 // getStackJSON reads the gzipped JSON at the key of stack under part
-// into v; the error wraps daemon.ErrNotFound when it is not set.
+// into v; the error wraps model.ErrNotFound when it is not set.
 func (c *Cluster) getStackJSON(part, what, stack string, v any) error {
 	data, err := c.get(c.key(part, stack))
 	if err == nil {

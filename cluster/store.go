@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // The store keeps the same contract as the BoltDB store (the contract
@@ -95,7 +96,7 @@ func (c *Cluster) logKey(stack string, seq uint64) string {
 }
 
 // PutStack writes the record of rec.Name, if this replica holds it.
-func (c *Cluster) PutStack(rec daemon.StackRecord) error {
+func (c *Cluster) PutStack(rec model.StackRecord) error {
 	if rec.Name == "" {
 		return errors.New("cluster: put stack: empty name")
 	}
@@ -109,7 +110,7 @@ func (c *Cluster) PutStack(rec daemon.StackRecord) error {
 	return nil
 }
 
-// get reads the value of one key; the error wraps daemon.ErrNotFound when
+// get reads the value of one key; the error wraps model.ErrNotFound when
 // it is not set.
 func (c *Cluster) get(key string) ([]byte, error) {
 	ctx, cancel := c.ctx()
@@ -119,35 +120,35 @@ func (c *Cluster) get(key string) ([]byte, error) {
 		return nil, err
 	}
 	if len(resp.Kvs) == 0 {
-		return nil, daemon.ErrNotFound
+		return nil, model.ErrNotFound
 	}
 	return resp.Kvs[0].Value, nil
 }
 
 // Stack reads one record.
-func (c *Cluster) Stack(name string) (daemon.StackRecord, error) {
+func (c *Cluster) Stack(name string) (model.StackRecord, error) {
 	v, err := c.get(c.key("stacks/", name))
 	if err != nil {
-		return daemon.StackRecord{}, fmt.Errorf("cluster: stack %s: %w", name, err)
+		return model.StackRecord{}, fmt.Errorf("cluster: stack %s: %w", name, err)
 	}
-	var rec daemon.StackRecord
+	var rec model.StackRecord
 	if err := json.Unmarshal(v, &rec); err != nil {
-		return daemon.StackRecord{}, fmt.Errorf("cluster: stack %s: %w", name, err)
+		return model.StackRecord{}, fmt.Errorf("cluster: stack %s: %w", name, err)
 	}
 	return rec, nil
 }
 
 // Stacks reads every record, by name.
-func (c *Cluster) Stacks() ([]daemon.StackRecord, error) {
+func (c *Cluster) Stacks() ([]model.StackRecord, error) {
 	ctx, cancel := c.ctx()
 	defer cancel()
 	resp, err := c.cli.Get(ctx, c.opts.Prefix+"stacks/", clientv3.WithPrefix())
 	if err != nil {
 		return nil, fmt.Errorf("cluster: stacks: %w", err)
 	}
-	out := make([]daemon.StackRecord, 0, len(resp.Kvs))
+	out := make([]model.StackRecord, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
-		var rec daemon.StackRecord
+		var rec model.StackRecord
 		if err := json.Unmarshal(kv.Value, &rec); err != nil {
 			return nil, fmt.Errorf("cluster: stack %s: %w", c.name("stacks/", kv.Key), err)
 		}
@@ -175,30 +176,30 @@ func (c *Cluster) DeleteStack(name string) error {
 // BeginUpdate records the start of an update with the stack's next
 // sequence number, pruning the history beyond HistoryLimit in the same
 // transaction.
-func (c *Cluster) BeginUpdate(u daemon.Update) (daemon.Update, error) {
+func (c *Cluster) BeginUpdate(u model.Update) (model.Update, error) {
 	if u.Stack == "" {
-		return daemon.Update{}, errors.New("cluster: begin update: empty stack name")
+		return model.Update{}, errors.New("cluster: begin update: empty stack name")
 	}
 	f, err := c.stackFence(u.Stack)
 	if err != nil {
-		return daemon.Update{}, fmt.Errorf("cluster: begin update of %s: %w", u.Stack, err)
+		return model.Update{}, fmt.Errorf("cluster: begin update of %s: %w", u.Stack, err)
 	}
 	return c.beginUpdate(u, f)
 }
 
 // beginUpdate records the start of u behind fence f.
-func (c *Cluster) beginUpdate(u daemon.Update, f fence) (daemon.Update, error) {
+func (c *Cluster) beginUpdate(u model.Update, f fence) (model.Update, error) {
 	seqKey := c.key("seq/", u.Stack)
 	for {
 		last, modRev, err := c.counter(seqKey)
 		if err != nil {
-			return daemon.Update{}, fmt.Errorf("cluster: begin update of %s: %w", u.Stack, err)
+			return model.Update{}, fmt.Errorf("cluster: begin update of %s: %w", u.Stack, err)
 		}
 		u.Seq = last + 1
-		u.ID = daemon.UpdateID(u.Stack, u.Seq)
+		u.ID = model.UpdateID(u.Stack, u.Seq)
 		v, err := json.Marshal(u)
 		if err != nil {
-			return daemon.Update{}, fmt.Errorf("cluster: begin update of %s: %w", u.Stack, err)
+			return model.Update{}, fmt.Errorf("cluster: begin update of %s: %w", u.Stack, err)
 		}
 		ops := []clientv3.Op{
 			clientv3.OpPut(seqKey, strconv.FormatUint(u.Seq, 10)),
@@ -212,7 +213,7 @@ func (c *Cluster) beginUpdate(u daemon.Update, f fence) (daemon.Update, error) {
 		}
 		ok, err := c.txnBehind(f, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(seqKey), "=", modRev)}, ops...)
 		if err != nil {
-			return daemon.Update{}, fmt.Errorf("cluster: begin update of %s: %w", u.Stack, err)
+			return model.Update{}, fmt.Errorf("cluster: begin update of %s: %w", u.Stack, err)
 		}
 		if ok {
 			return u, nil
@@ -235,16 +236,16 @@ func (c *Cluster) counter(key string) (uint64, int64, error) {
 
 // PutUpdate overwrites a stored update; ErrNotFound when it was never
 // begun or has been pruned.
-func (c *Cluster) PutUpdate(u daemon.Update) error {
+func (c *Cluster) PutUpdate(u model.Update) error {
 	f, err := c.stackFence(u.Stack)
 	if err != nil {
-		return fmt.Errorf("cluster: put update %s: %w", daemon.UpdateID(u.Stack, u.Seq), err)
+		return fmt.Errorf("cluster: put update %s: %w", model.UpdateID(u.Stack, u.Seq), err)
 	}
 	return c.putUpdate(u, f)
 }
 
-func (c *Cluster) putUpdate(u daemon.Update, f fence) error {
-	u.ID = daemon.UpdateID(u.Stack, u.Seq)
+func (c *Cluster) putUpdate(u model.Update, f fence) error {
+	u.ID = model.UpdateID(u.Stack, u.Seq)
 	v, err := json.Marshal(u)
 	if err != nil {
 		return fmt.Errorf("cluster: put update %s: %w", u.ID, err)
@@ -264,7 +265,7 @@ func (c *Cluster) putExisting(f fence, ukey, key string, value []byte) error {
 	case err != nil:
 		return err
 	case !ok:
-		return daemon.ErrNotFound
+		return model.ErrNotFound
 	}
 	return nil
 }
@@ -272,7 +273,7 @@ func (c *Cluster) putExisting(f fence, ukey, key string, value []byte) error {
 // PutLog stores the log of update id, its tail kept within LogLimit
 // bytes as the BoltDB store keeps it, compressed.
 func (c *Cluster) PutLog(id string, log []byte) error {
-	stack, _, err := daemon.ParseUpdateID(id)
+	stack, _, err := model.ParseUpdateID(id)
 	if err != nil {
 		return fmt.Errorf("cluster: put log %s: %w", id, err)
 	}
@@ -284,11 +285,11 @@ func (c *Cluster) PutLog(id string, log []byte) error {
 }
 
 func (c *Cluster) putLog(id string, log []byte, f fence) error {
-	stack, seq, err := daemon.ParseUpdateID(id)
+	stack, seq, err := model.ParseUpdateID(id)
 	if err != nil {
 		return fmt.Errorf("cluster: put log %s: %w", id, err)
 	}
-	z, err := compress(daemon.TruncateLog(log, c.opts.LogLimit))
+	z, err := compress(model.TruncateLog(log, c.opts.LogLimit))
 	if err != nil {
 		return fmt.Errorf("cluster: put log %s: %w", id, err)
 	}
@@ -314,25 +315,25 @@ func compress(b []byte) ([]byte, error) {
 }
 
 // Update reads update id.
-func (c *Cluster) Update(id string) (daemon.Update, error) {
-	stack, seq, err := daemon.ParseUpdateID(id)
+func (c *Cluster) Update(id string) (model.Update, error) {
+	stack, seq, err := model.ParseUpdateID(id)
 	if err != nil {
-		return daemon.Update{}, fmt.Errorf("cluster: update %s: %w", id, err)
+		return model.Update{}, fmt.Errorf("cluster: update %s: %w", id, err)
 	}
 	v, err := c.get(c.updateKey(stack, seq))
 	if err != nil {
-		return daemon.Update{}, fmt.Errorf("cluster: update %s: %w", id, err)
+		return model.Update{}, fmt.Errorf("cluster: update %s: %w", id, err)
 	}
-	var u daemon.Update
+	var u model.Update
 	if err := json.Unmarshal(v, &u); err != nil {
-		return daemon.Update{}, fmt.Errorf("cluster: update %s: %w", id, err)
+		return model.Update{}, fmt.Errorf("cluster: update %s: %w", id, err)
 	}
 	return u, nil
 }
 
 // Log reads the log of update id: empty when it has none yet.
 func (c *Cluster) Log(id string) ([]byte, error) {
-	stack, seq, err := daemon.ParseUpdateID(id)
+	stack, seq, err := model.ParseUpdateID(id)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: log %s: %w", id, err)
 	}
@@ -344,7 +345,7 @@ func (c *Cluster) Log(id string) ([]byte, error) {
 		return nil, fmt.Errorf("cluster: log %s: %w", id, err)
 	}
 	if resp.Responses[0].GetResponseRange().Count == 0 {
-		return nil, fmt.Errorf("cluster: log %s: %w", id, daemon.ErrNotFound)
+		return nil, fmt.Errorf("cluster: log %s: %w", id, model.ErrNotFound)
 	}
 	kvs := resp.Responses[1].GetResponseRange().Kvs
 	if len(kvs) == 0 {
@@ -363,7 +364,7 @@ func (c *Cluster) Log(id string) ([]byte, error) {
 
 // Updates reads a stack's updates newest first, those with Seq < before
 // when before > 0, at most limit (50 when limit <= 0).
-func (c *Cluster) Updates(stack string, before uint64, limit int) ([]daemon.Update, error) {
+func (c *Cluster) Updates(stack string, before uint64, limit int) ([]model.Update, error) {
 	if limit <= 0 {
 		limit = defaultPageSize
 	}
@@ -382,7 +383,7 @@ func (c *Cluster) Updates(stack string, before uint64, limit int) ([]daemon.Upda
 }
 
 // RunningUpdates reads every update whose state is running.
-func (c *Cluster) RunningUpdates() ([]daemon.Update, error) {
+func (c *Cluster) RunningUpdates() ([]model.Update, error) {
 	ctx, cancel := c.ctx()
 	defer cancel()
 	resp, err := c.cli.Get(ctx, c.opts.Prefix+"updates/", clientv3.WithPrefix())
@@ -393,19 +394,19 @@ func (c *Cluster) RunningUpdates() ([]daemon.Update, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []daemon.Update{}
+	out := []model.Update{}
 	for _, u := range all {
-		if u.State == daemon.UpdateRunning {
+		if u.State == model.UpdateRunning {
 			out = append(out, u)
 		}
 	}
 	return out, nil
 }
 
-func decodeUpdates(kvs []*mvccpb.KeyValue, stack string) ([]daemon.Update, error) {
-	out := make([]daemon.Update, 0, len(kvs))
+func decodeUpdates(kvs []*mvccpb.KeyValue, stack string) ([]model.Update, error) {
+	out := make([]model.Update, 0, len(kvs))
 	for _, kv := range kvs {
-		var u daemon.Update
+		var u model.Update
 		if err := json.Unmarshal(kv.Value, &u); err != nil {
 			return nil, fmt.Errorf("cluster: updates %s: %s: %w", stack, kv.Key, err)
 		}
@@ -415,7 +416,7 @@ func decodeUpdates(kvs []*mvccpb.KeyValue, stack string) ([]daemon.Update, error
 }
 
 // PutRevision appends a config revision, assigning its Seq.
-func (c *Cluster) PutRevision(r daemon.ConfigRevision) (daemon.ConfigRevision, error) {
+func (c *Cluster) PutRevision(r model.ConfigRevision) (model.ConfigRevision, error) {
 	seqKey := c.opts.Prefix + "revseq"
 	for {
 		last, modRev, err := c.counter(seqKey)
@@ -445,7 +446,7 @@ func (c *Cluster) PutRevision(r daemon.ConfigRevision) (daemon.ConfigRevision, e
 
 // Revisions lists config revisions newest first, those with Seq < before
 // when before > 0, at most limit (50 when limit <= 0).
-func (c *Cluster) Revisions(before uint64, limit int) ([]daemon.ConfigRevision, error) {
+func (c *Cluster) Revisions(before uint64, limit int) ([]model.ConfigRevision, error) {
 	if limit <= 0 {
 		limit = defaultPageSize
 	}
@@ -460,9 +461,9 @@ func (c *Cluster) Revisions(before uint64, limit int) ([]daemon.ConfigRevision, 
 	if err != nil {
 		return nil, fmt.Errorf("cluster: revisions: %w", err)
 	}
-	out := make([]daemon.ConfigRevision, 0, len(resp.Kvs))
+	out := make([]model.ConfigRevision, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
-		var r daemon.ConfigRevision
+		var r model.ConfigRevision
 		if err := json.Unmarshal(kv.Value, &r); err != nil {
 			return nil, fmt.Errorf("cluster: revision %s: %w", kv.Key, err)
 		}

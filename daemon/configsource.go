@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // DefaultSourcePoll is how often Git config sources are polled.
@@ -71,8 +72,8 @@ func (d *Daemon) sourceDir(s *sourceState) string {
 	return filepath.Join(d.opts.DataDir, "config", s.key())
 }
 
-func (d *Daemon) sourceGit(s *sourceState) GitSource {
-	src := GitSource{URL: s.Git.URL, Ref: s.Git.Ref, Shallow: true, Auth: d.opts.SourceAuth}
+func (d *Daemon) sourceGit(s *sourceState) model.GitSource {
+	src := model.GitSource{URL: s.Git.URL, Ref: s.Git.Ref, Shallow: true, Auth: d.opts.SourceAuth}
 	if s.Git.Pinned() {
 		src.Ref = ""
 	} else if src.Ref == "" {
@@ -122,7 +123,7 @@ func (d *Daemon) fetchSource(ctx context.Context, s *sourceState) bool {
 // checkoutSource checks commit out into its own directory and returns
 // the source's directory in it. The directory may not exist: a commit
 // that deleted it holds no manifests.
-func (d *Daemon) checkoutSource(ctx context.Context, s *sourceState, src GitSource, commit string) (string, error) {
+func (d *Daemon) checkoutSource(ctx context.Context, s *sourceState, src model.GitSource, commit string) (string, error) {
 	root, err := d.opts.Fetcher.Checkout(ctx, src, commit, filepath.Join(d.sourceDir(s), commit[:12]))
 	if err != nil {
 		return "", err
@@ -289,13 +290,13 @@ func (d *Daemon) fetchUnapplied(ctx context.Context) {
 // inputsLocked lists what a reload reads: each local path, and each Git
 // source's newest checkout (or the one in force when no fetch succeeded
 // since the start).
-func (d *Daemon) inputsLocked() ([]spec.Input, []RevisionSource, error) {
+func (d *Daemon) inputsLocked() ([]spec.Input, []model.RevisionSource, error) {
 	var inputs []spec.Input
-	var revs []RevisionSource
+	var revs []model.RevisionSource
 	for _, s := range d.sources {
 		if s.Git == nil {
 			inputs = append(inputs, spec.Input{Source: s.name, Path: s.Path, MaxBytes: s.MaxBytes, HostPaths: d.opts.HostPaths})
-			revs = append(revs, RevisionSource{Source: s.name})
+			revs = append(revs, model.RevisionSource{Source: s.name})
 			continue
 		}
 		commit, dir := s.latest, s.latestDir
@@ -311,14 +312,14 @@ func (d *Daemon) inputsLocked() ([]spec.Input, []RevisionSource, error) {
 		}
 		inputs = append(inputs, spec.Input{Source: s.name, Path: dir, Shown: s.shown(), EmptyOK: true,
 			Root: filepath.Join(d.sourceDir(s), commit[:12]), MaxBytes: s.MaxBytes, HostPaths: d.opts.HostPaths})
-		revs = append(revs, RevisionSource{Source: s.name, Commit: commit})
+		revs = append(revs, model.RevisionSource{Source: s.name, Commit: commit})
 	}
 	return inputs, revs, nil
 }
 
 // markAppliedLocked records that revs are in force, and returns the Git
 // sources whose commit in force changed.
-func (d *Daemon) markAppliedLocked(revs []RevisionSource, now time.Time) []*sourceState {
+func (d *Daemon) markAppliedLocked(revs []model.RevisionSource, now time.Time) []*sourceState {
 	var moved []*sourceState
 	for i, s := range d.sources {
 		s.configErr = ""

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 func TestParseSource(t *testing.T) {
@@ -67,38 +68,6 @@ func TestParseSource(t *testing.T) {
 	}
 }
 
-func TestMassRemovalPerSource(t *testing.T) {
-	cfg := func(stacks ...string) *spec.Config {
-		c := &spec.Config{}
-		for _, s := range stacks {
-			src, name, _ := strings.Cut(s, "/")
-			c.Stacks = append(c.Stacks, &spec.Stack{Name: name, Source: src})
-		}
-		return c
-	}
-	cur := cfg("a/1", "a/2", "a/3", "b/4", "b/5", "b/6", "b/7", "b/8", "b/9")
-	tests := []struct {
-		name string
-		next *spec.Config
-		want string // substring of the refusal; empty: allowed
-	}{
-		{"nothing removed", cfg("a/1", "a/2", "a/3", "b/4", "b/5", "b/6", "b/7", "b/8", "b/9"), ""},
-		{"one removed", cfg("a/1", "a/2", "b/4", "b/5", "b/6", "b/7", "b/8", "b/9"), ""},
-		{"one source emptied", cfg("b/4", "b/5", "b/6", "b/7", "b/8", "b/9"), "removes 3 of the 3 stacks of a"},
-		{"most of a source", cfg("a/1", "b/4", "b/5", "b/6", "b/7", "b/8", "b/9"), "removes 2 of the 3 stacks of a"},
-		{"everything", cfg(), "removes 9 of the 9 stacks"},
-		{"moved to another source", cfg("b/1", "b/2", "b/3", "b/4", "b/5", "b/6", "b/7", "b/8", "b/9"), ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := massRemoval(cur, tt.next)
-			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
-				t.Fatalf("massRemoval = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
 const manifestsURL = "https://git.example/org/manifests.git"
 
 // manifestDoc is a Stack document of the manifests repository.
@@ -131,7 +100,7 @@ func newSourceHarness(t *testing.T, store *memStore, fetcher *fakeFetcher, dir s
 	return h
 }
 
-func (h *harness) sourceStatus() SourceStatus {
+func (h *harness) sourceStatus() model.SourceStatus {
 	return h.d.ConfigStatus().Sources[0]
 }
 
@@ -150,7 +119,7 @@ func TestGitConfigSource(t *testing.T) {
 	h := newSourceHarness(t, newMemStore(), fetcher, t.TempDir())
 	h.start()
 	h.eventually("three stacks deployed", func() bool { return h.ready("net") && h.ready("app") && h.ready("db") })
-	h.eventually("source healthy", func() bool { return h.sourceStatus().Health.Status == HealthHealthy })
+	h.eventually("source healthy", func() bool { return h.sourceStatus().Health.Status == model.HealthHealthy })
 	if s := h.sourceStatus(); s.Commit != sha1 || s.Stacks != 3 {
 		t.Fatalf("source status = %+v", s)
 	}
@@ -162,9 +131,9 @@ func TestGitConfigSource(t *testing.T) {
 	}
 	h.eventually("db failed", func() bool {
 		v, _ := h.d.Stack("db")
-		return v.Status.LastUpdate != nil && v.Status.LastUpdate.State == UpdateFailed
+		return v.Status.LastUpdate != nil && v.Status.LastUpdate.State == model.UpdateFailed
 	})
-	if st := h.d.ConfigStatus(); st.Health.Status != HealthHealthy || st.Sources[0].Health.Status != HealthHealthy {
+	if st := h.d.ConfigStatus(); st.Health.Status != model.HealthHealthy || st.Sources[0].Health.Status != model.HealthHealthy {
 		t.Fatalf("config health %+v, source health %+v with a failing stack; want both Healthy", st.Health, st.Sources[0].Health)
 	}
 	h.runner.setFail("db", nil)
@@ -176,10 +145,10 @@ func TestGitConfigSource(t *testing.T) {
 	fetcher.set(manifestsURL, sha2, nil)
 	h.eventually("broken commit reported", func() bool { return h.sourceStatus().LatestCommit == sha2 && h.sourceStatus().Error != "" })
 	s := h.sourceStatus()
-	if s.Commit != sha1 || s.Health.Status != HealthDegraded || !strings.Contains(s.Error, manifestsURL+"//env/staging/net.yaml:") {
+	if s.Commit != sha1 || s.Health.Status != model.HealthDegraded || !strings.Contains(s.Error, manifestsURL+"//env/staging/net.yaml:") {
 		t.Fatalf("after a broken commit, source = %+v", s)
 	}
-	if st := h.d.ConfigStatus(); st.Successful || st.Health.Status != HealthDegraded {
+	if st := h.d.ConfigStatus(); st.Successful || st.Health.Status != model.HealthDegraded {
 		t.Fatalf("config status = %+v", st)
 	}
 	if _, err := h.d.Stack("net"); err != nil {
@@ -235,7 +204,7 @@ func TestGitConfigSourceFirstFetchFails(t *testing.T) {
 	fetcher := &fakeFetcher{commits: map[string]string{}}
 	fetcher.set(manifestsURL, "", errors.New("connection refused"))
 	store := newMemStore()
-	_ = store.PutStack(StackRecord{Name: "kept", Generation: 1, SpecHash: "x"})
+	_ = store.PutStack(model.StackRecord{Name: "kept", Generation: 1, SpecHash: "x"})
 	h := newSourceHarness(t, store, fetcher, t.TempDir())
 	h.start()
 	if err := h.d.Ready(); err == nil {

@@ -13,34 +13,38 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stackd/stackd/daemon/decide"
+	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/livelog"
+	"github.com/stackd/stackd/daemon/resource"
 	"github.com/stackd/stackd/daemon/sched"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // Store keeps stack records, update history and logs; store implements it.
 type Store interface {
-	PutStack(rec StackRecord) error
+	PutStack(rec model.StackRecord) error
 	// Stack reads one record; the error wraps ErrNotFound when there is
 	// none.
-	Stack(name string) (StackRecord, error)
-	Stacks() ([]StackRecord, error)
+	Stack(name string) (model.StackRecord, error)
+	Stacks() ([]model.StackRecord, error)
 	DeleteStack(name string) error
-	BeginUpdate(u Update) (Update, error)
-	PutUpdate(u Update) error
+	BeginUpdate(u model.Update) (model.Update, error)
+	PutUpdate(u model.Update) error
 	PutLog(id string, log []byte) error
-	RunningUpdates() ([]Update, error)
+	RunningUpdates() ([]model.Update, error)
 	// Updates lists a stack's updates newest first, those with Seq below
 	// before when before > 0, at most limit.
-	Updates(stack string, before uint64, limit int) ([]Update, error)
-	Update(id string) (Update, error)
+	Updates(stack string, before uint64, limit int) ([]model.Update, error)
+	Update(id string) (model.Update, error)
 	Log(id string) ([]byte, error)
 	// PutRevision appends a config revision, assigning its Seq.
-	PutRevision(r ConfigRevision) (ConfigRevision, error)
+	PutRevision(r model.ConfigRevision) (model.ConfigRevision, error)
 	// Revisions lists config revisions newest first, those with Seq below
 	// before when before > 0, at most limit.
-	Revisions(before uint64, limit int) ([]ConfigRevision, error)
+	Revisions(before uint64, limit int) ([]model.ConfigRevision, error)
 	// Meta and PutMeta keep small values across restarts (the commits of
 	// the Git config sources in force). Meta's error for a missing key
 	// wraps ErrNotFound; any error reads as "no value".
@@ -92,7 +96,7 @@ type Options struct {
 	// New's cfg nil, Start reads them; Reload reads them again.
 	Sources []spec.Source
 	// SourceAuth are the credentials of the Git sources; nil is anonymous.
-	SourceAuth *GitAuth
+	SourceAuth *model.GitAuth
 	// SourcePoll is how often Git sources are polled (DefaultSourcePoll).
 	SourcePoll time.Duration
 	// WatchConfig reloads the config when its local files change.
@@ -110,7 +114,7 @@ type Options struct {
 	// nil tells nobody.
 	Observer Observer
 	// Policies judge every preview made before an up; nil: no policies.
-	Policies Policies
+	Policies gate.Policies
 	// Approval is the approval of stacks whose spec sets none (--approval);
 	// nil: none.
 	Approval *spec.Approval
@@ -145,13 +149,13 @@ func (o Options) withDefaults() Options {
 		o.MaxConcurrent = DefaultMaxConcurrent
 	}
 	if o.MinResync <= 0 {
-		o.MinResync = DefaultResync
+		o.MinResync = decide.DefaultResync
 	}
 	if o.MaxFailures <= 0 {
-		o.MaxFailures = DefaultMaxFailures
+		o.MaxFailures = decide.DefaultMaxFailures
 	}
 	if o.BackoffBase <= 0 {
-		o.BackoffBase = baseBackoff
+		o.BackoffBase = decide.BaseBackoff
 	}
 	if o.PollTimeout <= 0 {
 		o.PollTimeout = DefaultPollTimeout
@@ -177,8 +181,8 @@ func (o Options) withDefaults() Options {
 type Daemon struct {
 	opts Options
 	log  *slog.Logger
-	// resources caches the stacks' resources (resourceCache).
-	resources *resourceCache
+	// resources caches the stacks' resources (resource.Cache).
+	resources *resource.Cache
 	// red scrubs every secret the daemon knows (Options.Redactor).
 	red *scrub.Redactor
 	// own says which stacks this replica acts on; clustered is set when
@@ -206,10 +210,10 @@ type Daemon struct {
 	waiters map[string]bool
 	// sources are the config sources, in Options.Sources order.
 	sources []*sourceState
-	reload  ConfigStatus
+	reload  model.ConfigStatus
 	// lastRefused is the last revision refused, so that a broken commit
 	// seen again is not recorded again.
-	lastRefused *ConfigRevision
+	lastRefused *model.ConfigRevision
 	stacks      map[string]*stackState
 	// running counts operations in flight, for MaxConcurrent, work of
 	// AcquireSlot included; starved are the stacks that wait for a
@@ -240,7 +244,7 @@ type Daemon struct {
 // Daemon.mu.
 type stackState struct {
 	stack *spec.Stack // nil once the stack left the config
-	rec   StackRecord
+	rec   model.StackRecord
 	// gone and goneCfg are the spec and the config a stack had when it
 	// left the config: a stack never deployed is checked out from them
 	// for its destroy (kept in memory only).
@@ -324,7 +328,7 @@ func New(cfg *spec.Config, opts Options) (*Daemon, error) {
 		red:       opts.Redactor,
 		own:       opts.Ownership,
 		clustered: opts.Ownership != nil,
-		resources: &resourceCache{off: opts.Ownership != nil},
+		resources: &resource.Cache{Off: opts.Ownership != nil},
 		cfg:       cfg,
 		sources:   newSourceStates(opts.Sources),
 		stacks:    map[string]*stackState{}, repoPolls: map[string]*repoPoll{}, waiters: map[string]bool{},
@@ -337,7 +341,7 @@ func New(cfg *spec.Config, opts Options) (*Daemon, error) {
 	}
 	if cfg != nil {
 		now := time.Now()
-		d.reload = ConfigStatus{Successful: true, LastSuccess: now, LastAttempt: now}
+		d.reload = model.ConfigStatus{Successful: true, LastSuccess: now, LastAttempt: now}
 	}
 	return d, nil
 }
@@ -426,7 +430,7 @@ func (d *Daemon) recover() error {
 		return fmt.Errorf("daemon: read running updates: %w", err)
 	}
 	for _, u := range running {
-		u.State, u.EndTime = UpdateAborted, time.Now()
+		u.State, u.EndTime = model.UpdateAborted, time.Now()
 		u.Message = "stackd stopped while the update was running"
 		if err := d.opts.Store.PutUpdate(u); err != nil {
 			return fmt.Errorf("daemon: mark update %s aborted: %w", u.ID, err)
@@ -465,7 +469,7 @@ func (d *Daemon) applyConfirmingLocked(cfg *spec.Config, confirm bool) error {
 		inConfig[s.Name] = true
 		st := d.stacks[s.Name]
 		if st == nil {
-			st = &stackState{rec: StackRecord{Name: s.Name}}
+			st = &stackState{rec: model.StackRecord{Name: s.Name}}
 			d.stacks[s.Name] = st
 		}
 		if err := d.observeSpec(st, s); err != nil {

@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/daemon/conditions"
+	"github.com/stackd/stackd/daemon/decide"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 
 	"github.com/stackd/stackd/daemon/notify"
 )
@@ -23,57 +26,57 @@ import (
 
 type memStore struct {
 	mu        sync.Mutex
-	stacks    map[string]StackRecord
-	updates   map[string]Update
+	stacks    map[string]model.StackRecord
+	updates   map[string]model.Update
 	logs      map[string][]byte
 	seq       map[string]uint64
-	revisions []ConfigRevision
+	revisions []model.ConfigRevision
 	meta      map[string][]byte
-	resources map[string]Resources
-	previews  map[string]StackPreview
+	resources map[string]model.Resources
+	previews  map[string]model.StackPreview
 }
 
 func newMemStore() *memStore {
-	return &memStore{stacks: map[string]StackRecord{}, updates: map[string]Update{}, logs: map[string][]byte{},
-		seq: map[string]uint64{}, meta: map[string][]byte{}, resources: map[string]Resources{},
-		previews: map[string]StackPreview{}}
+	return &memStore{stacks: map[string]model.StackRecord{}, updates: map[string]model.Update{}, logs: map[string][]byte{},
+		seq: map[string]uint64{}, meta: map[string][]byte{}, resources: map[string]model.Resources{},
+		previews: map[string]model.StackPreview{}}
 }
 
-func (m *memStore) PutResources(stack string, r Resources) error {
+func (m *memStore) PutResources(stack string, r model.Resources) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.resources[stack] = r
 	return nil
 }
 
-func (m *memStore) PutPreview(stack string, p StackPreview) error {
+func (m *memStore) PutPreview(stack string, p model.StackPreview) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.previews[stack] = p
 	return nil
 }
 
-func (m *memStore) Preview(stack string) (StackPreview, error) {
+func (m *memStore) Preview(stack string) (model.StackPreview, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p, ok := m.previews[stack]
 	if !ok {
-		return StackPreview{}, ErrNotFound
+		return model.StackPreview{}, model.ErrNotFound
 	}
 	return p, nil
 }
 
-func (m *memStore) Resources(stack string) (Resources, error) {
+func (m *memStore) Resources(stack string) (model.Resources, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.resources[stack]
 	if !ok {
-		return Resources{}, ErrNotFound
+		return model.Resources{}, model.ErrNotFound
 	}
 	return r, nil
 }
 
-func (m *memStore) PutRevision(r ConfigRevision) (ConfigRevision, error) {
+func (m *memStore) PutRevision(r model.ConfigRevision) (model.ConfigRevision, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r.Seq = uint64(len(m.revisions) + 1)
@@ -81,10 +84,10 @@ func (m *memStore) PutRevision(r ConfigRevision) (ConfigRevision, error) {
 	return r, nil
 }
 
-func (m *memStore) Revisions(before uint64, limit int) ([]ConfigRevision, error) {
+func (m *memStore) Revisions(before uint64, limit int) ([]model.ConfigRevision, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []ConfigRevision
+	var out []model.ConfigRevision
 	for i := len(m.revisions) - 1; i >= 0 && len(out) < limit; i-- {
 		if r := m.revisions[i]; before == 0 || r.Seq < before {
 			out = append(out, r)
@@ -110,30 +113,30 @@ func (m *memStore) PutMeta(key string, value []byte) error {
 	return nil
 }
 
-func (m *memStore) PutStack(r StackRecord) error {
+func (m *memStore) PutStack(r model.StackRecord) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	data, _ := json.Marshal(r) // deep copy, as a real store keeps bytes
-	var c StackRecord
+	var c model.StackRecord
 	_ = json.Unmarshal(data, &c)
 	m.stacks[r.Name] = c
 	return nil
 }
 
-func (m *memStore) Stack(name string) (StackRecord, error) {
+func (m *memStore) Stack(name string) (model.StackRecord, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.stacks[name]
 	if !ok {
-		return StackRecord{}, ErrNotFound
+		return model.StackRecord{}, model.ErrNotFound
 	}
 	return r, nil
 }
 
-func (m *memStore) Stacks() ([]StackRecord, error) {
+func (m *memStore) Stacks() ([]model.StackRecord, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []StackRecord
+	var out []model.StackRecord
 	for _, r := range m.stacks {
 		out = append(out, r)
 	}
@@ -147,7 +150,7 @@ func (m *memStore) DeleteStack(name string) error {
 	return nil
 }
 
-func (m *memStore) BeginUpdate(u Update) (Update, error) {
+func (m *memStore) BeginUpdate(u model.Update) (model.Update, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.seq[u.Stack]++
@@ -157,7 +160,7 @@ func (m *memStore) BeginUpdate(u Update) (Update, error) {
 	return u, nil
 }
 
-func (m *memStore) PutUpdate(u Update) error {
+func (m *memStore) PutUpdate(u model.Update) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.updates[u.ID] = u
@@ -171,21 +174,21 @@ func (m *memStore) PutLog(id string, log []byte) error {
 	return nil
 }
 
-func (m *memStore) RunningUpdates() ([]Update, error) {
+func (m *memStore) RunningUpdates() ([]model.Update, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []Update
+	var out []model.Update
 	for _, u := range m.updates {
-		if u.State == UpdateRunning {
+		if u.State == model.UpdateRunning {
 			out = append(out, u)
 		}
 	}
 	return out, nil
 }
 
-func (m *memStore) Updates(stack string, before uint64, limit int) ([]Update, error) {
+func (m *memStore) Updates(stack string, before uint64, limit int) ([]model.Update, error) {
 	all := m.updatesOf(stack)
-	var out []Update
+	var out []model.Update
 	for i := len(all) - 1; i >= 0 && len(out) < limit; i-- {
 		if before == 0 || all[i].Seq < before {
 			out = append(out, all[i])
@@ -194,12 +197,12 @@ func (m *memStore) Updates(stack string, before uint64, limit int) ([]Update, er
 	return out, nil
 }
 
-func (m *memStore) Update(id string) (Update, error) {
+func (m *memStore) Update(id string) (model.Update, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	u, ok := m.updates[id]
 	if !ok {
-		return Update{}, errors.New("not found")
+		return model.Update{}, errors.New("not found")
 	}
 	return u, nil
 }
@@ -210,10 +213,10 @@ func (m *memStore) Log(id string) ([]byte, error) {
 	return m.logs[id], nil
 }
 
-func (m *memStore) updatesOf(stack string) []Update {
+func (m *memStore) updatesOf(stack string) []model.Update {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []Update
+	var out []model.Update
 	for i := uint64(1); i <= m.seq[stack]; i++ {
 		out = append(out, m.updates[fmt.Sprintf("%s-%d", stack, i)])
 	}
@@ -244,7 +247,7 @@ func (f *fakeFetcher) set(url, commit string, err error) {
 	f.commits[url], f.err = commit, err
 }
 
-func (f *fakeFetcher) Resolve(_ context.Context, src GitSource) (string, error) {
+func (f *fakeFetcher) Resolve(_ context.Context, src model.GitSource) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
@@ -253,7 +256,7 @@ func (f *fakeFetcher) Resolve(_ context.Context, src GitSource) (string, error) 
 	return f.commits[src.URL], nil
 }
 
-func (f *fakeFetcher) Checkout(_ context.Context, src GitSource, commit, dir string) (string, error) {
+func (f *fakeFetcher) Checkout(_ context.Context, src model.GitSource, commit, dir string) (string, error) {
 	f.mu.Lock()
 	tree, ok := f.trees[commit]
 	f.mu.Unlock()
@@ -277,7 +280,7 @@ func (f *fakeFetcher) Forget(string) {}
 
 type fakeRunner struct {
 	mu      sync.Mutex
-	ops     []Operation
+	ops     []model.Operation
 	fail    map[string]error // by stack name
 	running int
 	peak    int
@@ -285,12 +288,12 @@ type fakeRunner struct {
 	deaf    bool                   // the gate ignores cancellation, as a CLI slow to stop
 	drift   []spec.DriftedResource // what drift checks find
 	// resources are what an operation that exports gives.
-	resources []Resource
+	resources []model.Resource
 	// exportFails makes every export fail.
 	exportFails bool
 }
 
-func (r *fakeRunner) Run(ctx context.Context, op Operation) (Result, error) {
+func (r *fakeRunner) Run(ctx context.Context, op model.Operation) (model.Result, error) {
 	r.mu.Lock()
 	r.ops = append(r.ops, op)
 	r.running++
@@ -304,19 +307,19 @@ func (r *fakeRunner) Run(ctx context.Context, op Operation) (Result, error) {
 		select {
 		case <-gate:
 		case <-ctx.Done():
-			return Result{}, ctx.Err()
+			return model.Result{}, ctx.Err()
 		}
 	}
 	if op.Log != nil {
 		fmt.Fprintf(op.Log, "running %s of %s\n", op.Type, op.Name)
 	}
 	if err != nil {
-		return Result{}, err
+		return model.Result{}, err
 	}
-	if op.Type == UpdateDrift {
+	if op.Type == model.UpdateDrift {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		return Result{Drift: slices.Clone(r.drift)}, nil
+		return model.Result{Drift: slices.Clone(r.drift)}, nil
 	}
 	if op.Refresh {
 		r.mu.Lock()
@@ -324,7 +327,7 @@ func (r *fakeRunner) Run(ctx context.Context, op Operation) (Result, error) {
 		r.mu.Unlock()
 	}
 	out := map[string]json.RawMessage{"name": json.RawMessage(`"` + op.Name + `"`)}
-	res := Result{Outputs: out, Changes: map[string]int{"same": 1}}
+	res := model.Result{Outputs: out, Changes: map[string]int{"same": 1}}
 	r.mu.Lock()
 	switch {
 	case op.Export && r.exportFails:
@@ -336,7 +339,7 @@ func (r *fakeRunner) Run(ctx context.Context, op Operation) (Result, error) {
 	return res, nil
 }
 
-func (r *fakeRunner) Outputs(_ context.Context, ws Workspace) (map[string]any, error) {
+func (r *fakeRunner) Outputs(_ context.Context, ws model.Workspace) (map[string]any, error) {
 	return map[string]any{"name": ws.Name, "secret": "s3cr3t-" + ws.Name}, nil
 }
 
@@ -346,10 +349,10 @@ func (r *fakeRunner) setFail(name string, err error) {
 	r.fail[name] = err
 }
 
-func (r *fakeRunner) opsOf(name string) []Operation {
+func (r *fakeRunner) opsOf(name string) []model.Operation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []Operation
+	var out []model.Operation
 	for _, op := range r.ops {
 		if op.Name == name {
 			out = append(out, op)
@@ -426,7 +429,7 @@ func (h *harness) dump() string {
 	return string(data)
 }
 
-func (h *harness) last(name string) *LastUpdate {
+func (h *harness) last(name string) *model.LastUpdate {
 	v, err := h.d.Stack(name)
 	if err != nil {
 		return nil
@@ -439,8 +442,8 @@ func (h *harness) ready(name string) bool {
 	if err != nil {
 		return false
 	}
-	c := v.Status.Condition(ConditionReady)
-	return c != nil && c.Status == conditionTrue
+	c := v.Status.Condition(model.ConditionReady)
+	return c != nil && c.Status == conditions.True
 }
 
 const sha1, sha2 = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
@@ -458,7 +461,7 @@ func TestNewCommitIsApplied(t *testing.T) {
 	h.fetcher.set("https://git.example/app.git", sha1, nil)
 	h.start()
 	h.eventually("first deploy", func() bool { return h.ready("app") })
-	if l := h.last("app"); l.LastSuccessfulCommit != sha1 || l.Type != UpdateUp {
+	if l := h.last("app"); l.LastSuccessfulCommit != sha1 || l.Type != model.UpdateUp {
 		t.Fatalf("last update = %+v", l)
 	}
 	h.fetcher.set("https://git.example/app.git", sha2, nil)
@@ -471,7 +474,7 @@ func TestNewCommitIsApplied(t *testing.T) {
 		t.Fatalf("log = %q", h.store.logs[ups[0].ID])
 	}
 	v, _ := h.d.Stack("app")
-	if string(v.Status.Outputs["name"]) != `"app"` || v.Status.Health.Status != HealthHealthy {
+	if string(v.Status.Outputs["name"]) != `"app"` || v.Status.Health.Status != model.HealthHealthy {
 		t.Fatalf("status = %+v", v.Status)
 	}
 }
@@ -483,8 +486,8 @@ func TestFailuresBackOffThenStallThenRecover(t *testing.T) {
 	h.start()
 	h.eventually("stalled", func() bool {
 		v, _ := h.d.Stack("app")
-		c := v.Status.Condition(ConditionStalled)
-		return c != nil && c.Reason == ReasonUpdateFailed
+		c := v.Status.Condition(model.ConditionStalled)
+		return c != nil && c.Reason == model.ReasonUpdateFailed
 	})
 	ups := h.store.updatesOf("app")
 	if len(ups) != 3 {
@@ -492,12 +495,12 @@ func TestFailuresBackOffThenStallThenRecover(t *testing.T) {
 	}
 	// The count, the message and the record agree.
 	v, _ := h.d.Stack("app")
-	if l := v.Status.LastUpdate; l.Failures != 3 || !strings.Contains(v.Status.Condition(ConditionStalled).Message, "up failed 3 times") {
-		t.Fatalf("failures %d, message %q", l.Failures, v.Status.Condition(ConditionStalled).Message)
+	if l := v.Status.LastUpdate; l.Failures != 3 || !strings.Contains(v.Status.Condition(model.ConditionStalled).Message, "up failed 3 times") {
+		t.Fatalf("failures %d, message %q", l.Failures, v.Status.Condition(model.ConditionStalled).Message)
 	}
 	for i := 1; i < len(ups); i++ {
 		gap := ups[i].StartTime.Sub(ups[i-1].EndTime)
-		if want := backoff(20*time.Millisecond, int64(i-1), DefaultMaxBackoff); gap < want {
+		if want := decide.BackoffFrom(20*time.Millisecond, int64(i-1), decide.DefaultMaxBackoff); gap < want {
 			t.Errorf("attempt %d started %v after the previous failure, want >= %v", i+1, gap, want)
 		}
 		if ups[i].Message != "program failed: boom" {
@@ -568,8 +571,8 @@ func TestPrerequisiteAndStackOutput(t *testing.T) {
 	h.start()
 	h.eventually("b waiting", func() bool {
 		v, _ := h.d.Stack("b")
-		c := v.Status.Condition(ConditionReconciling)
-		return c != nil && c.Reason == ReasonPrerequisiteNotSatisfied
+		c := v.Status.Condition(model.ConditionReconciling)
+		return c != nil && c.Reason == model.ReasonPrerequisiteNotSatisfied
 	})
 	if n := len(h.runner.opsOf("b")); n != 0 {
 		t.Fatalf("b ran %d times before a succeeded", n)
@@ -640,14 +643,14 @@ stacks:
 		t.Fatal(err)
 	}
 	h.eventually("keep forgotten without destroy", func() bool { _, err := h.d.Stack("keep"); return err != nil })
-	h.eventually("failed destroy", func() bool { l := h.last("gone"); return l != nil && l.Type == UpdateDestroy })
+	h.eventually("failed destroy", func() bool { l := h.last("gone"); return l != nil && l.Type == model.UpdateDestroy })
 	if _, err := h.d.Stack("gone"); err != nil {
 		t.Fatal("record dropped before the destroy succeeded")
 	}
 	h.eventually("stalled destroy", func() bool {
 		v, _ := h.d.Stack("gone")
-		c := v.Status.Condition(ConditionStalled)
-		return c != nil && c.Reason == ReasonUpdateFailed
+		c := v.Status.Condition(model.ConditionStalled)
+		return c != nil && c.Reason == model.ReasonUpdateFailed
 	})
 	h.runner.setFail("gone", nil)
 	time.Sleep(100 * time.Millisecond)
@@ -659,7 +662,7 @@ stacks:
 	}
 	h.eventually("gone forgotten after destroy", func() bool { _, err := h.d.Stack("gone"); return err != nil })
 	for _, op := range h.runner.opsOf("keep") {
-		if op.Type == UpdateDestroy {
+		if op.Type == model.UpdateDestroy {
 			t.Fatal("a stack without destroyOnFinalize was destroyed")
 		}
 	}
@@ -681,13 +684,13 @@ stacks:
 	stalled := func(reason, text string) func() bool {
 		return func() bool {
 			v, _ := h.d.Stack("app")
-			c := v.Status.Condition(ConditionStalled)
+			c := v.Status.Condition(model.ConditionStalled)
 			return c != nil && c.Reason == reason && strings.Contains(c.Message, text)
 		}
 	}
-	h.eventually("SourceUnavailable", stalled(ReasonSourceUnavailable, "connection refused"))
+	h.eventually("SourceUnavailable", stalled(model.ReasonSourceUnavailable, "connection refused"))
 	h.fetcher.set("https://git.example/app.git", sha1, nil)
-	h.eventually("SpecInvalid naming the file", stalled(ReasonSpecInvalid, filepath.Join("secrets", "db", "password")))
+	h.eventually("SpecInvalid naming the file", stalled(model.ReasonSpecInvalid, filepath.Join("secrets", "db", "password")))
 	if err := os.MkdirAll(filepath.Join(h.dir, "secrets", "db"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -845,39 +848,13 @@ func TestHotReload(t *testing.T) {
 			t.Fatalf("stack %s changed after an emptied config", n)
 		}
 		for _, op := range h.runner.opsOf(n) {
-			if op.Type == UpdateDestroy {
+			if op.Type == model.UpdateDestroy {
 				t.Fatalf("stack %s was destroyed", n)
 			}
 		}
 	}
 	if n := len(h.runner.opsOf("a")); n != 1 {
 		t.Fatalf("a ran %d times; a reordered config must not re-run it", n)
-	}
-}
-
-func TestMassRemoval(t *testing.T) {
-	cfg := func(names ...string) *spec.Config {
-		c := &spec.Config{}
-		for _, n := range names {
-			c.Stacks = append(c.Stacks, &spec.Stack{Name: n})
-		}
-		return c
-	}
-	tests := []struct {
-		cur, next []string
-		refused   bool
-	}{
-		{[]string{"a"}, nil, true},
-		{[]string{"a", "b"}, []string{"a"}, false},
-		{[]string{"a", "b", "c"}, []string{"a"}, true},
-		{[]string{"a", "b", "c", "d"}, []string{"a", "b"}, false},
-		{nil, nil, false},
-		{[]string{"a"}, []string{"a", "b"}, false},
-	}
-	for _, tt := range tests {
-		if got := massRemoval(cfg(tt.cur...), cfg(tt.next...)) != ""; got != tt.refused {
-			t.Errorf("%v -> %v: refused=%v, want %v", tt.cur, tt.next, got, tt.refused)
-		}
 	}
 }
 
@@ -962,7 +939,7 @@ stacks:
 					t.Fatal("drift made the stack un-Ready")
 				}
 				for _, op := range h.runner.opsOf("app") {
-					if op.Type == UpdateUp && op.Refresh {
+					if op.Type == model.UpdateUp && op.Refresh {
 						t.Fatal("remediated without remediate: true")
 					}
 				}
@@ -970,7 +947,7 @@ stacks:
 			}
 			h.eventually("remediated", func() bool {
 				for _, op := range h.runner.opsOf("app") {
-					if op.Type == UpdateUp && op.Refresh {
+					if op.Type == model.UpdateUp && op.Refresh {
 						return true
 					}
 				}
@@ -1035,8 +1012,8 @@ func TestNotifications(t *testing.T) {
 func TestQueueDepthForgetsStacksThatNoLongerWait(t *testing.T) {
 	h := newHarness(t, oneStack, nil)
 	st := &stackState{stack: h.d.cfg.Stack("app"), waiting: true, commit: sha1,
-		rec: StackRecord{Name: "app", Generation: 1, Status: StackStatus{LastUpdate: &LastUpdate{
-			Generation: 1, State: UpdateSucceeded, Type: UpdateUp, LastSuccessfulCommit: sha1, LastAttemptedCommit: sha1}}}}
+		rec: model.StackRecord{Name: "app", Generation: 1, Status: model.StackStatus{LastUpdate: &model.LastUpdate{
+			Generation: 1, State: model.UpdateSucceeded, Type: model.UpdateUp, LastSuccessfulCommit: sha1, LastAttemptedCommit: sha1}}}}
 	st.round = 1 // polled in its repository's current round
 	h.d.repoPolls[spec.RepoKey(st.stack.Spec.ProjectRepo)] = &repoPoll{round: 1, next: time.Now().Add(time.Hour)}
 	h.d.stacks["app"], h.d.waiters["app"] = st, true
@@ -1075,7 +1052,7 @@ stacks:
 	h.start()
 	h.eventually("net stalled", func() bool {
 		v, _ := h.d.Stack("net")
-		return v.Status.Health != nil && v.Status.Health.Status == HealthDegraded
+		return v.Status.Health != nil && v.Status.Health.Status == model.HealthDegraded
 	})
 	h.eventually("other deployed", func() bool { return h.ready("other") })
 	// net fails for as long as the test says: once app says it waits for
@@ -1114,10 +1091,10 @@ func TestSyncOfDriftedStackRefreshes(t *testing.T) {
 	if _, err := h.d.Sync("app"); err != nil {
 		t.Fatal(err)
 	}
-	ups := func() []Operation {
-		var out []Operation
+	ups := func() []model.Operation {
+		var out []model.Operation
 		for _, op := range h.runner.opsOf("app") {
-			if op.Type == UpdateUp {
+			if op.Type == model.UpdateUp {
 				out = append(out, op)
 			}
 		}
@@ -1127,7 +1104,7 @@ func TestSyncOfDriftedStackRefreshes(t *testing.T) {
 	op := ups()[1]
 	all := h.store.updatesOf("app")
 	up := all[len(all)-1]
-	if op.Type != UpdateUp || !op.Refresh || !strings.HasPrefix(up.Reason, SyncWithRefresh+" (drift found by check app-9)") {
+	if op.Type != model.UpdateUp || !op.Refresh || !strings.HasPrefix(up.Reason, SyncWithRefresh+" (drift found by check app-9)") {
 		t.Fatalf("the sync ran %s refresh=%v, reason %q", op.Type, op.Refresh, up.Reason)
 	}
 	h.eventually("drift cleared", func() bool {
@@ -1154,7 +1131,7 @@ func TestFailingStackSaysWhenItRetries(t *testing.T) {
 	h.fetcher.set("https://git.example/app.git", sha1, nil)
 	h.runner.setFail("app", errors.New("program failed: boom"))
 	h.start()
-	var v StackView
+	var v model.StackView
 	h.eventually("a first failure", func() bool {
 		v, _ = h.d.Stack("app")
 		return v.Status.LastUpdate != nil && v.Status.CurrentUpdate == nil
@@ -1167,7 +1144,7 @@ func TestFailingStackSaysWhenItRetries(t *testing.T) {
 	if want := "failing, retry 2 of 3 at " + r.At.UTC().Format(time.RFC3339); r.String() != want {
 		t.Fatalf("retry says %q, want %q", r, want)
 	}
-	if c := v.Status.Condition(ConditionReconciling); c == nil || c.Reason != ReasonRetryingAfterFailure {
+	if c := v.Status.Condition(model.ConditionReconciling); c == nil || c.Reason != model.ReasonRetryingAfterFailure {
 		t.Fatalf("PKO's condition changed: %+v", v.Status.Conditions)
 	}
 	h.runner.setFail("app", nil)

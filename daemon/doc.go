@@ -3,33 +3,41 @@
 // per stack at a time within a global limit, and records every step.
 //
 // It declares what it needs from the outside as small interfaces
-// (Fetcher, Runner, Store, Observer, Notifier) and imports no sibling of
-// stackd's; cmd wires gitwatch, runner, store, web and cluster to it.
-// The Stack spec lives in daemon/spec, notification delivery in
-// daemon/notify, secret scrubbing in daemon/scrub, the running
-// operation's log in daemon/livelog and the scheduler's bookkeeping
-// (dirty stacks, a timer heap, busy sync waves) in daemon/sched: they
-// import nothing of the loop.
+// (Fetcher, Runner, Store, Observer, Notifier, Ownership) and imports no
+// sibling of stackd's but model, the words every package shares (a
+// stack's record and status, updates, plans, resources, …); cmd wires
+// gitwatch, runner, store, web and cluster to it. Its pure parts are
+// sub-packages that import nothing of the loop: the Stack spec
+// (daemon/spec), PKO's decision table (daemon/decide), a status's
+// conditions and health (daemon/conditions), change control's decisions
+// and the policies' verdict (daemon/gate), a stack's spec resolved for
+// the runner (daemon/resolve), the resource model (daemon/resource), the
+// "preview now" runner (daemon/previewnow), change windows
+// (daemon/window), notification delivery (daemon/notify), secret
+// scrubbing (daemon/scrub), the running operation's log
+// (daemon/livelog) and the scheduler's bookkeeping (daemon/sched).
 //
 // Where things are:
 //
 //	daemon.go        Daemon, Options, the Store interface; New, Start, Stop
-//	interfaces.go    Fetcher, Runner and the values they take and return
+//	interfaces.go    Fetcher, Runner, CommitReader, PlanDiscarder and their errors
 //	schedule.go      the scheduler: when each stack polls, waits or runs
-//	decide.go        PKO's decision table and backoff, as pure functions
 //	operate.go       one operation: start, record, finish, failure counting
-//	workspace.go     a stack's spec resolved into what the runner needs
+//	workspace.go     a job's workspace put in place: checkout, references, outputs
+//	gate.go          change control in the loop: the gated up or destroy, holding, approving
+//	windows.go       change windows in the loop: holding a change back, overrides
 //	drift.go         drift checks: when they are due, ignore rules, events
-//	status.go        records, updates and PKO's StackStatus
-//	conditions.go    Ready/Reconciling/Stalled conditions and health
+//	resources.go     recording a stack's resources and reading them back
+//	previewnow.go    "preview now": when one may run, and its record
 //	configsource.go  config sources: local paths and polled Git directories
 //	reload.go        reload: read, validate, guard, then swap in whole
-//	watch.go         file watching and the mass-removal guard
-//	view.go          what the API and the UI read
-//	observe.go       the Observer (metrics) and the config's status
+//	watch.go         file watching of local config sources
+//	redact.go        the redactor's choke points: the Store, the Notifier, the status in memory
+//	view.go          what the API and the UI read, and sync requests
+//	observe.go       the Observer (metrics), history reads, push webhooks
+//	external.go      what work outside the loop (pull-request previews) takes of it
 //	event.go         the Notifier interface
 //	ownership.go     the Ownership interface of cluster mode
 //	replica.go       gaining, losing and handing over stacks in a cluster
-//	records.go       update IDs and log truncation every Store shares
 //	maintenance.go   backup and pause
 package daemon

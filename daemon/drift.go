@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stackd/stackd/daemon/decide"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 
 	"github.com/stackd/stackd/daemon/notify"
 )
@@ -42,7 +44,7 @@ func (d *Daemon) driftSchedule(st *stackState) *spec.Cron {
 // last update succeeded is checked, against the commit it applied.
 func (d *Daemon) driftDue(st *stackState, now time.Time) (bool, time.Duration) {
 	last := st.rec.Status.LastUpdate
-	if last == nil || last.State != UpdateSucceeded || last.LastSuccessfulCommit == "" || last.Type != UpdateUp {
+	if last == nil || last.State != model.UpdateSucceeded || last.LastSuccessfulCommit == "" || last.Type != model.UpdateUp {
 		return false, 0
 	}
 	var lastCheck time.Time
@@ -69,17 +71,17 @@ func (d *Daemon) driftDue(st *stackState, now time.Time) (bool, time.Duration) {
 }
 
 // startDrift runs a drift check of st. Called with d.mu held.
-func (d *Daemon) startDrift(st *stackState, obs Observation) {
+func (d *Daemon) startDrift(st *stackState, obs decide.Observation) {
 	obs.Commit = st.rec.Status.LastUpdate.LastSuccessfulCommit
-	d.startOperation(st, Decision{Run: true, Type: UpdateDrift, Reason: "Drift check"}, obs)
+	d.startOperation(st, decide.Decision{Run: true, Type: model.UpdateDrift, Reason: "Drift check"}, obs)
 }
 
 // recordDrift turns a finished check into the stack's drift status, and
 // asks for a remediation when the spec says so.
-func (d *Daemon) recordDrift(st *stackState, u Update, res Result, now time.Time) {
+func (d *Daemon) recordDrift(st *stackState, u model.Update, res model.Result, now time.Time) {
 	prev := st.rec.Status.Drift
 	dr := &spec.DriftStatus{State: spec.DriftInSync, LastCheck: now, Check: u.ID}
-	if u.State != UpdateSucceeded {
+	if u.State != model.UpdateSucceeded {
 		dr.State, dr.Message = spec.DriftCheckFailed, u.Message
 		if prev != nil {
 			dr.Since = prev.Since
@@ -109,7 +111,7 @@ func (d *Daemon) recordDrift(st *stackState, u Update, res Result, now time.Time
 // driftHealed clears a drifted stack's drift once an up that refreshed
 // first succeeded (u): the resources match the program again, so that the
 // status and drift_resolved need not wait for the next check.
-func (d *Daemon) driftHealed(st *stackState, u Update, now time.Time) {
+func (d *Daemon) driftHealed(st *stackState, u model.Update, now time.Time) {
 	prev := st.rec.Status.Drift
 	if prev == nil || prev.State != spec.DriftDrifted {
 		return

@@ -4,7 +4,9 @@ import (
 	"context"
 	"sync"
 
+	"github.com/stackd/stackd/daemon/resolve"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // Config is the config in force; nil before the first one.
@@ -27,20 +29,20 @@ func (d *Daemon) ConfigInputs() ([]spec.Input, error) {
 // the reconcile loop (a pull request's preview): its Git source with
 // credentials (none for a programRef), its workspace without a project
 // directory, and the values to scrub from what it shows.
-func (d *Daemon) Resolve(ctx context.Context, cfg *spec.Config, s *spec.Stack) (GitSource, Workspace, []string, error) {
+func (d *Daemon) Resolve(ctx context.Context, cfg *spec.Config, s *spec.Stack) (model.GitSource, model.Workspace, []string, error) {
 	var secrets []string
 	refs := d.refSources(ctx, job{cfg: cfg, stack: s}, &secrets)
-	var src GitSource
+	var src model.GitSource
 	if s.Spec.ProgramRef == nil {
 		var err error
-		if src, err = d.stackGitSource(cfg, s, refs); err != nil {
-			return GitSource{}, Workspace{}, nil, err
+		if src, err = resolve.GitSource(cfg, s, refs, d.opts.HostPaths); err != nil {
+			return model.GitSource{}, model.Workspace{}, nil, err
 		}
 		if a := src.Auth; a != nil {
 			secrets = append(secrets, a.Secrets()...)
 		}
 	}
-	ws, more, err := stackWorkspace(cfg, s, "", refs)
+	ws, more, err := resolve.Workspace(cfg, s, "", refs)
 	if err == nil {
 		err = d.opts.HostPaths.CheckStackBackend(s, ws.Backend, ws.Env)
 	}

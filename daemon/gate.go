@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 	"time"
 
+	"github.com/stackd/stackd/daemon/conditions"
+	"github.com/stackd/stackd/daemon/decide"
+	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/notify"
-	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // Change control: an up of a stack under approval, or of any stack while
@@ -28,168 +28,9 @@ import (
 // config instead: the approved destroy runs only while they are those
 // the preview saw.
 
-// Gate states.
-const (
-	GateAwaiting     = "AwaitingApproval"
-	GateApproved     = "Approved"
-	GateRejected     = "Rejected"
-	GateExpired      = "Expired"
-	GatePolicyDenied = "PolicyDenied"
-)
-
-// Gate is an update that change control holds, and what it was made for:
-// the commit, the spec's generation and the sync request. A newer one of
-// any of these supersedes it.
-type Gate struct {
-	State string `json:"state"`
-	// Type is the operation held: UpdateUp or UpdateDestroy (empty in
-	// gates recorded before destroys were held: an up).
-	Type string `json:"type,omitempty"`
-	// Reason says why the plan needs approval, or why it was denied.
-	Reason           string `json:"reason"`
-	Commit           string `json:"commit"`
-	Generation       int64  `json:"generation"`
-	ReconcileRequest string `json:"reconcileRequest,omitempty"`
-	// Update is the preview's update, whose log holds the full diff.
-	Update string `json:"update"`
-	// Plan is the saved plan that awaits approval (nil once discarded).
-	Plan *Plan `json:"plan,omitempty"`
-	// Changes and Steps are the plan's summary and its steps (secret
-	// values "[secret]").
-	Changes    map[string]int `json:"changes,omitempty"`
-	Steps      []Step         `json:"steps,omitempty"`
-	Violations []Violation    `json:"violations,omitempty"`
-	Created    time.Time      `json:"created"`
-	Expires    time.Time      `json:"expires,omitzero"`
-	// Refused says why the plan approved before this one was not
-	// applied: it no longer held.
-	Refused string `json:"refused,omitempty"`
-	// By, Decided and Comment say who approved or rejected the plan,
-	// when, and why.
-	By      string    `json:"by,omitempty"`
-	Decided time.Time `json:"decided,omitzero"`
-	Comment string    `json:"comment,omitempty"`
-}
-
-// Operation is the operation g holds: UpdateUp or UpdateDestroy.
-func (g *Gate) Operation() string {
-	if g.Type == "" {
-		return UpdateUp
-	}
-	return g.Type
-}
-
-// PlanName names g's plan in messages: "plan ID", "destroy plan ID" for a
-// destroy.
-func (g *Gate) PlanName() string {
-	id := ""
-	if g.Plan != nil {
-		id = g.Plan.ID
-	}
-	if g.Operation() == UpdateDestroy {
-		return "destroy plan " + id
-	}
-	return "plan " + id
-}
-
-// Clone returns a deep copy of g.
-func (g *Gate) Clone() *Gate {
-	if g == nil {
-		return nil
-	}
-	c := *g
-	if g.Plan != nil {
-		p := *g.Plan
-		c.Plan = &p
-	}
-	c.Changes = maps.Clone(g.Changes)
-	c.Steps = slices.Clone(g.Steps)
-	c.Violations = slices.Clone(g.Violations)
-	return &c
-}
-
-// Actions of GateAction.
-const (
-	// GateDrop: the gate no longer holds anything (superseded, or the
-	// change is not wanted any more): discard it and decide as usual.
-	GateDrop = "drop"
-	// GateHold: nothing runs.
-	GateHold = "hold"
-	// GateExpire: the plan is too old: discard it and hold.
-	GateExpire = "expire"
-	// GateApply: run the up or the destroy constrained to the approved
-	// plan.
-	GateApply = "apply"
-)
-
-// GateAction decides what a stack held by g does when Decide says run g's
-// operation (wants) or not, given what the stack would deploy now (o). A
-// gate binds the generation and the sync request it was made for, and an
-// up's gate the commit too (a removed stack deploys no commit); the runner
-// checks the rest (the plan file, the config and the state). It is pure.
-// wait is when time alone changes the action (an expiry).
-func GateAction(g *Gate, o Observation, wants bool) (action string, wait time.Duration) {
-	if !wants || g.Generation != o.Generation || g.ReconcileRequest != o.ReconcileRequest ||
-		(g.Operation() == UpdateUp && g.Commit != o.Commit) {
-		return GateDrop, 0
-	}
-	switch g.State {
-	case GateAwaiting:
-		if !o.Now.Before(g.Expires) {
-			return GateExpire, 0
-		}
-		return GateHold, g.Expires.Sub(o.Now)
-	case GateApproved:
-		return GateApply, 0
-	}
-	return GateHold, 0
-}
-
-// approvalOf is the approval that applies to a stack: that of its spec
-// s, or for a removed stack (s nil) that of its last spec gone, else the
-// one its record kept (ds: gone is not known after a restart); and the
-// daemon's default def where none is set. It is pure.
-func approvalOf(s, gone *spec.Stack, ds *DestroySpec, def *spec.Approval) *spec.Approval {
-	switch {
-	case s != nil:
-		return s.Spec.ApprovalOr(def)
-	case gone != nil:
-		return gone.Spec.ApprovalOr(def)
-	case ds != nil && ds.Approval != nil:
-		return ds.Approval
-	}
-	return def
-}
-
-// labelsOf are the labels of a stack, as approvalOf chooses its spec.
-func labelsOf(s, gone *spec.Stack, ds *DestroySpec) map[string]string {
-	switch {
-	case s != nil:
-		return s.Labels
-	case gone != nil:
-		return gone.Labels
-	case ds != nil:
-		return ds.Labels
-	}
-	return nil
-}
-
-// ChangeControlled says whether an operation of type typ goes through
-// change control: an up of a stack in the config, or the destroy of a
-// removed one, when the daemon has policies or the approval a asks for
-// approval of anything. Refreshes, drift checks and previews change
-// nothing that policies judge. It is pure.
-func ChangeControlled(typ string, removed, policies bool, a *spec.Approval) bool {
-	switch {
-	case typ == UpdateUp && !removed, typ == UpdateDestroy && removed:
-		return policies || a.Gates()
-	}
-	return false
-}
-
 // gated says whether j's operation goes through change control.
 func (d *Daemon) gated(j job) bool {
-	return ChangeControlled(j.typ, j.stack == nil, d.opts.Policies != nil, j.approval)
+	return gate.ChangeControlled(j.typ, j.stack == nil, d.opts.Policies != nil, j.approval)
 }
 
 // runGated runs j's up or destroy through change control: with an
@@ -197,17 +38,17 @@ func (d *Daemon) gated(j job) bool {
 // that saves a plan, the policies' verdict and the approval decision,
 // then the operation constrained to the plan unless the change is held,
 // when it returns the Gate.
-func (d *Daemon) runGated(ctx context.Context, j job, commit string, op Operation) (Result, *Gate, error) {
+func (d *Daemon) runGated(ctx context.Context, j job, commit string, op model.Operation) (model.Result, *model.Gate, error) {
 	if g := j.gate; g != nil {
-		if g.Operation() == UpdateUp && commit != g.Commit {
-			return Result{}, nil, fmt.Errorf("%w: the checkout is at %s, the plan was made at %s", ErrPlanStale, commit, g.Commit)
+		if g.Operation() == model.UpdateUp && commit != g.Commit {
+			return model.Result{}, nil, fmt.Errorf("%w: the checkout is at %s, the plan was made at %s", ErrPlanStale, commit, g.Commit)
 		}
 		op.Plan = g.Plan
 		res, err := d.opts.Runner.Run(ctx, op)
 		return res, nil, err
 	}
-	pre, what := previewOf(op)
-	if op.Type == UpdateDestroy {
+	pre, what := gate.PreviewOf(op)
+	if op.Type == model.UpdateDestroy {
 		fmt.Fprintf(op.Log, "previewing the destroy before running it; its plan binds the stack's state\n")
 	} else {
 		fmt.Fprintf(op.Log, "previewing the change with a saved plan before applying it\n")
@@ -220,7 +61,7 @@ func (d *Daemon) runGated(ctx context.Context, j job, commit string, op Operatio
 	if res.Plan == nil {
 		return res, nil, fmt.Errorf("preview before the %s: the runner saved no plan", what)
 	}
-	g := &Gate{Type: op.Type, Commit: commit, Generation: j.obs.Generation, ReconcileRequest: j.obs.ReconcileRequest,
+	g := &model.Gate{Type: op.Type, Commit: commit, Generation: j.obs.Generation, ReconcileRequest: j.obs.ReconcileRequest,
 		Plan: res.Plan, Changes: res.Changes, Steps: res.Steps}
 	verdict := d.judge(ctx, j, commit, res)
 	for _, w := range verdict.Warn {
@@ -228,12 +69,12 @@ func (d *Daemon) runGated(ctx context.Context, j job, commit string, op Operatio
 	}
 	if verdict.Denied() {
 		d.discardPlan(j.st.rec.Name, res.Plan)
-		g.State, g.Plan, g.Violations = GatePolicyDenied, nil, append(verdict.Deny, verdict.Warn...)
-		g.Reason = denialMessage(verdict.Deny)
+		g.State, g.Plan, g.Violations = model.GatePolicyDenied, nil, append(verdict.Deny, verdict.Warn...)
+		g.Reason = gate.DenialMessage(verdict.Deny)
 		return res, g, nil
 	}
-	if need, why := NeedsApproval(j.approval, res.Steps); need {
-		g.State, g.Reason, g.Violations = GateAwaiting, why, verdict.Warn
+	if need, why := gate.NeedsApproval(j.approval, res.Steps); need {
+		g.State, g.Reason, g.Violations = model.GateAwaiting, why, verdict.Warn
 		g.Created = time.Now()
 		g.Expires = g.Created.Add(j.approval.PlanMaxAge())
 		return res, g, nil
@@ -244,39 +85,33 @@ func (d *Daemon) runGated(ctx context.Context, j job, commit string, op Operatio
 	return out, nil, err
 }
 
-// previewOf is the preview that comes before op under change control,
-// and what it previews: for an up, a preview with a saved plan and the
-// diff; for a destroy, a destroy preview that binds a plan (it neither
-// exports nor removes anything).
-func previewOf(op Operation) (Operation, string) {
-	pre := op
-	pre.SavePlan = true
-	if op.Type == UpdateDestroy {
-		pre.PreviewOnly, pre.Export, pre.Remove, pre.ContinueOnError = true, false, false, false
-		return pre, "destroy"
+// judge evaluates the daemon's policies on res, a preview of j's
+// operation (an up, or a removed stack's destroy), and tells the Observer
+// the outcome. The policies judge the real values of secrets; the verdict
+// returned is scrubbed of them and of every secret the daemon knows, as
+// it is logged, stored and shown.
+func (d *Daemon) judge(ctx context.Context, j job, commit string, res model.Result) model.PolicyVerdict {
+	if d.opts.Policies == nil {
+		return model.PolicyVerdict{}
 	}
-	pre.Type, pre.Diff = UpdatePreview, true
-	return pre, "update"
-}
-
-// denialMessage lists the policies' denials.
-func denialMessage(deny []Violation) string {
-	msgs := make([]string, len(deny))
-	for i, v := range deny {
-		msgs[i] = v.Policy + ": " + v.Message
+	in := model.PolicyInput{Stack: j.st.rec.Name, Operation: model.PolicyUp, Labels: j.labels, Commit: commit, Steps: res.JudgedSteps()}
+	if j.typ == model.UpdateDestroy {
+		in.Operation = model.PolicyDestroy
 	}
-	return "denied by policy: " + strings.Join(msgs, "; ")
+	v := gate.JudgeSteps(ctx, d.opts.Policies, in).Scrubbed(d.red.With(res.PolicySecrets...).Clean)
+	d.opts.Observer.PolicyEvaluated(in.Stack, v)
+	return v
 }
 
 // hold records the preview's update u of a change that g holds, and the
 // stack's status: the stack waits for approval, or stalls on a denial,
 // until the change is superseded. Its last update stays as it was.
-func (d *Daemon) hold(j job, u Update, res Result, g *Gate) {
+func (d *Daemon) hold(j job, u model.Update, res model.Result, g *model.Gate) {
 	now := time.Now()
 	g.Update = u.ID
-	u.Type, u.EndTime, u.Changes, u.State = UpdatePreview, now, res.Changes, UpdateSucceeded
-	if g.State == GatePolicyDenied {
-		u.State, u.Message = UpdateFailed, g.Reason
+	u.Type, u.EndTime, u.Changes, u.State = model.UpdatePreview, now, res.Changes, model.UpdateSucceeded
+	if g.State == model.GatePolicyDenied {
+		u.State, u.Message = model.UpdateFailed, g.Reason
 	} else {
 		u.Message = fmt.Sprintf("%s awaits approval: %s", g.PlanName(), g.Reason)
 	}
@@ -295,11 +130,11 @@ func (d *Daemon) hold(j job, u Update, res Result, g *Gate) {
 	s.CurrentUpdate, s.Gate = nil, g
 	s.ObservedGeneration, s.ObservedReconcileRequest = j.obs.Generation, j.obs.ReconcileRequest
 	event := notify.Event{Stack: st.rec.Name, Time: now, Update: u.ID, Commit: g.Commit, Message: u.Message}
-	if g.State == GatePolicyDenied {
-		s.MarkStalled(ReasonPolicyDenied, g.Reason, st.rec.Generation, now)
+	if g.State == model.GatePolicyDenied {
+		conditions.MarkStalled(s, model.ReasonPolicyDenied, g.Reason, st.rec.Generation, now)
 		event.Kind = notify.StackStalled
 	} else {
-		s.MarkAwaitingApproval(u.Message, st.rec.Generation, now)
+		conditions.MarkAwaitingApproval(s, u.Message, st.rec.Generation, now)
 		event.Kind = notify.ApprovalNeeded
 	}
 	d.putStack(st)
@@ -313,41 +148,41 @@ func (d *Daemon) hold(j job, u Update, res Result, g *Gate) {
 // was: the change still wants to run, so a new preview asks again at
 // once; a person stands between each such preview and the next refusal.
 // Called with d.mu held.
-func (d *Daemon) planStale(st *stackState, u Update, now time.Time) {
+func (d *Daemon) planStale(st *stackState, u model.Update, now time.Time) {
 	s := &st.rec.Status
 	s.CurrentUpdate, st.refusedPlan = nil, u.Message
-	s.MarkReconciling(ReasonPlanStale, "the approved plan was not applied; a new preview follows: "+u.Message, st.rec.Generation, now)
+	conditions.MarkReconciling(s, model.ReasonPlanStale, "the approved plan was not applied; a new preview follows: "+u.Message, st.rec.Generation, now)
 	d.opts.Notifier.Notify(notify.Event{Kind: notify.UpdateFailed, Stack: st.rec.Name, Time: now, Update: u.ID, Commit: u.Commit, Message: u.Message})
 }
 
-// checkGate applies GateAction to st, held by a gate, once Decide decided
+// checkGate applies gate.Action to st, held by a gate, once Decide decided
 // dec. It returns whether st is held, and how long until time alone may
 // change that; for an approved plan it rewrites dec's reason. Called with
 // d.mu held.
-func (d *Daemon) checkGate(st *stackState, obs Observation, dec *Decision) (bool, time.Duration) {
+func (d *Daemon) checkGate(st *stackState, obs decide.Observation, dec *decide.Decision) (bool, time.Duration) {
 	g := st.rec.Status.Gate
 	if g == nil {
 		return false, 0
 	}
-	act, wait := GateAction(g, obs, dec.Run && dec.Type == g.Operation())
+	act, wait := gate.Action(g, obs, dec.Run && dec.Type == g.Operation())
 	switch act {
-	case GateDrop:
+	case gate.Drop:
 		d.discardPlan(st.rec.Name, g.Plan)
 		st.rec.Status.Gate = nil
-		st.rec.Status.removeCondition(ConditionAwaitingApproval)
+		conditions.Remove(&st.rec.Status, model.ConditionAwaitingApproval)
 		d.putStack(st)
 		return false, 0
-	case GateExpire:
+	case gate.Expire:
 		d.discardPlan(st.rec.Name, g.Plan)
-		g.State, g.Plan = GateExpired, nil
+		g.State, g.Plan = model.GateExpired, nil
 		msg := fmt.Sprintf("the plan expired unapproved after %s; a new commit or a sync request makes a new one", obs.Now.Sub(g.Created).Round(time.Second))
-		if g.Operation() == UpdateDestroy {
+		if g.Operation() == model.UpdateDestroy {
 			msg = fmt.Sprintf("the destroy plan expired unapproved after %s; a sync request makes a new one", obs.Now.Sub(g.Created).Round(time.Second))
 		}
-		st.rec.Status.MarkStalled(ReasonPlanExpired, msg, st.rec.Generation, obs.Now)
+		conditions.MarkStalled(&st.rec.Status, model.ReasonPlanExpired, msg, st.rec.Generation, obs.Now)
 		d.putStack(st)
 		return true, 0
-	case GateApply:
+	case gate.Apply:
 		dec.Reason = fmt.Sprintf("Approved by %s: %s", g.By, g.PlanName())
 		return false, 0
 	}
@@ -356,7 +191,7 @@ func (d *Daemon) checkGate(st *stackState, obs Observation, dec *Decision) (bool
 
 // discardPlan deletes p, a plan of the stack name, when the runner saves
 // plans; a failure is logged: a new preview supersedes it anyway.
-func (d *Daemon) discardPlan(name string, p *Plan) {
+func (d *Daemon) discardPlan(name string, p *model.Plan) {
 	pd, ok := d.opts.Runner.(PlanDiscarder)
 	if p == nil || !ok {
 		return
@@ -397,7 +232,7 @@ func (d *Daemon) decidePlan(name, plan, who, comment string, approve bool) error
 	}
 	now := time.Now()
 	g := st.rec.Status.Gate
-	if g == nil || g.State != GateAwaiting || g.Plan == nil {
+	if g == nil || g.State != model.GateAwaiting || g.Plan == nil {
 		return fmt.Errorf("stack %s: %w", name, ErrNoPlan)
 	}
 	if plan != g.Plan.ID && plan != g.Plan.Digest {
@@ -409,8 +244,8 @@ func (d *Daemon) decidePlan(name, plan, who, comment string, approve bool) error
 	g.By, g.Decided, g.Comment = who, now, comment
 	note := fmt.Sprintf("approved by %s at %s", who, now.UTC().Format(time.RFC3339))
 	if approve {
-		g.State = GateApproved
-		st.rec.Status.MarkReconciling(ReasonStackProcessing, fmt.Sprintf("%s approved by %s", g.PlanName(), who), st.rec.Generation, now)
+		g.State = model.GateApproved
+		conditions.MarkReconciling(&st.rec.Status, model.ReasonStackProcessing, fmt.Sprintf("%s approved by %s", g.PlanName(), who), st.rec.Generation, now)
 	} else {
 		d.discardPlan(name, g.Plan)
 		note = fmt.Sprintf("rejected by %s at %s", who, now.UTC().Format(time.RFC3339))
@@ -418,11 +253,11 @@ func (d *Daemon) decidePlan(name, plan, who, comment string, approve bool) error
 			note += ": " + comment
 		}
 		again := "a new commit or a sync request makes a new plan"
-		if g.Operation() == UpdateDestroy {
+		if g.Operation() == model.UpdateDestroy {
 			again = "nothing is destroyed until a sync request makes a new plan; adding the stack back to the config keeps it"
 		}
-		st.rec.Status.MarkStalled(ReasonPlanRejected, fmt.Sprintf("%s %s; %s", g.PlanName(), note, again), st.rec.Generation, now)
-		g.State = GateRejected
+		conditions.MarkStalled(&st.rec.Status, model.ReasonPlanRejected, fmt.Sprintf("%s %s; %s", g.PlanName(), note, again), st.rec.Generation, now)
+		g.State = model.GateRejected
 	}
 	d.noteOnUpdate(g.Update, note)
 	d.putStack(st)

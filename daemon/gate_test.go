@@ -12,19 +12,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/daemon/conditions"
+	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/notify"
-	"github.com/stackd/stackd/daemon/scrub"
+	"github.com/stackd/stackd/daemon/resolve"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // planRunner is a fakeRunner that saves plans: a preview with SavePlan
 // returns a new plan and steps; it records the plans discarded.
 type planRunner struct {
 	*fakeRunner
-	steps []Step
+	steps []model.Step
 	// judged and revealed are a judged preview's PolicySteps and
 	// PolicySecrets; nil: the preview makes none.
-	judged    []Step
+	judged    []model.Step
 	revealed  []string
 	saved     int
 	discarded []string
@@ -32,11 +35,11 @@ type planRunner struct {
 	stale bool
 }
 
-func newPlanRunner(steps ...Step) *planRunner {
+func newPlanRunner(steps ...model.Step) *planRunner {
 	return &planRunner{fakeRunner: &fakeRunner{fail: map[string]error{}}, steps: steps}
 }
 
-func (r *planRunner) Run(ctx context.Context, op Operation) (Result, error) {
+func (r *planRunner) Run(ctx context.Context, op model.Operation) (model.Result, error) {
 	r.mu.Lock()
 	stale := r.stale && op.Plan != nil
 	if stale {
@@ -45,7 +48,7 @@ func (r *planRunner) Run(ctx context.Context, op Operation) (Result, error) {
 	}
 	r.mu.Unlock()
 	if stale {
-		return Result{}, fmt.Errorf("stack %s: %w: the stack's state changed since the preview, so nothing was applied", op.Name, ErrPlanStale)
+		return model.Result{}, fmt.Errorf("stack %s: %w: the stack's state changed since the preview, so nothing was applied", op.Name, ErrPlanStale)
 	}
 	res, err := r.fakeRunner.Run(ctx, op)
 	if err != nil || !op.SavePlan {
@@ -54,7 +57,7 @@ func (r *planRunner) Run(ctx context.Context, op Operation) (Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.saved++
-	res.Plan = &Plan{ID: fmt.Sprintf("%016x", r.saved), Digest: fmt.Sprintf("digest-%d", r.saved)}
+	res.Plan = &model.Plan{ID: fmt.Sprintf("%016x", r.saved), Digest: fmt.Sprintf("digest-%d", r.saved)}
 	res.Steps, res.Changes = slices.Clone(r.steps), map[string]int{"update": len(r.steps)}
 	if op.Judged && r.judged != nil {
 		res.PolicySteps, res.PolicySecrets = slices.Clone(r.judged), slices.Clone(r.revealed)
@@ -62,7 +65,7 @@ func (r *planRunner) Run(ctx context.Context, op Operation) (Result, error) {
 	return res, nil
 }
 
-func (r *planRunner) setSteps(steps ...Step) {
+func (r *planRunner) setSteps(steps ...model.Step) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.steps = steps
@@ -105,20 +108,20 @@ func (r *planRunner) kinds(name string) string {
 // denyDeletes is a policy that denies deletes and warns of updates.
 type denyDeletes struct{}
 
-func (denyDeletes) Evaluate(_ context.Context, in PolicyInput) (PolicyVerdict, error) {
-	var v PolicyVerdict
+func (denyDeletes) Evaluate(_ context.Context, in model.PolicyInput) (model.PolicyVerdict, error) {
+	var v model.PolicyVerdict
 	for _, s := range in.Steps {
 		switch s.Op {
 		case "delete":
-			v.Deny = append(v.Deny, Violation{Policy: "files", Level: PolicyDeny, Message: "no deleting " + s.URN})
+			v.Deny = append(v.Deny, model.Violation{Policy: "files", Level: model.PolicyDeny, Message: "no deleting " + s.URN})
 		case "update":
-			v.Warn = append(v.Warn, Violation{Policy: "files", Level: PolicyWarn, Message: "updating " + s.URN})
+			v.Warn = append(v.Warn, model.Violation{Policy: "files", Level: model.PolicyWarn, Message: "updating " + s.URN})
 		}
 	}
 	return v, nil
 }
 
-func (h *harness) gate(name string) *Gate {
+func (h *harness) gate(name string) *model.Gate {
 	v, err := h.d.Stack(name)
 	if err != nil {
 		return nil
@@ -131,8 +134,8 @@ func (h *harness) stalled(name, reason string) bool {
 	if err != nil {
 		return false
 	}
-	c := v.Status.Condition(ConditionStalled)
-	return c != nil && c.Status == conditionTrue && c.Reason == reason
+	c := v.Status.Condition(model.ConditionStalled)
+	return c != nil && c.Status == conditions.True && c.Reason == reason
 }
 
 const fileURN = "urn:pulumi:dev::app::stackdtest:index:File::note"
@@ -142,14 +145,14 @@ const fileURN = "urn:pulumi:dev::app::stackdtest:index:File::note"
 // PolicyDenied and each message, and the plan is discarded. An allowed
 // one is applied constrained to its plan.
 func TestGatePolicyDenied(t *testing.T) {
-	r := newPlanRunner(Step{Op: "delete", URN: fileURN, Type: "stackdtest:index:File"})
+	r := newPlanRunner(model.Step{Op: "delete", URN: fileURN, Type: "stackdtest:index:File"})
 	n := &recordingNotifier{}
 	h := newHarness(t, oneStack, func(o *Options) { o.Runner, o.Policies, o.Notifier = r, denyDeletes{}, n })
 	h.fetcher.set("https://git.example/app.git", sha1, nil)
 	h.start()
-	h.eventually("denied", func() bool { return h.stalled("app", ReasonPolicyDenied) })
+	h.eventually("denied", func() bool { return h.stalled("app", model.ReasonPolicyDenied) })
 	g := h.gate("app")
-	if g == nil || g.State != GatePolicyDenied || len(g.Violations) != 1 || g.Violations[0].Message != "no deleting "+fileURN || g.Plan != nil {
+	if g == nil || g.State != model.GatePolicyDenied || len(g.Violations) != 1 || g.Violations[0].Message != "no deleting "+fileURN || g.Plan != nil {
 		t.Fatalf("gate = %+v", g)
 	}
 	if got := r.kinds("app"); got != "preview+plan" {
@@ -161,13 +164,13 @@ func TestGatePolicyDenied(t *testing.T) {
 	if !strings.Contains(n.kinds(), notify.StackStalled) {
 		t.Errorf("events %s", n.kinds())
 	}
-	if u, _ := h.d.Update(g.Update); u.Type != UpdatePreview || u.State != UpdateFailed || !strings.Contains(u.Message, "denied by policy: files: no deleting") {
+	if u, _ := h.d.Update(g.Update); u.Type != model.UpdatePreview || u.State != model.UpdateFailed || !strings.Contains(u.Message, "denied by policy: files: no deleting") {
 		t.Errorf("the preview's update = %+v", u)
 	}
 
 	// A new commit whose change the policies allow: applied with its plan.
 	r.mu.Lock()
-	r.steps = []Step{{Op: "update", URN: fileURN, Type: "stackdtest:index:File"}}
+	r.steps = []model.Step{{Op: "update", URN: fileURN, Type: "stackdtest:index:File"}}
 	r.mu.Unlock()
 	h.fetcher.set("https://git.example/app.git", sha2, nil)
 	h.eventually("applied", func() bool { l := h.last("app"); return h.ready("app") && l != nil && l.LastSuccessfulCommit == sha2 })
@@ -183,12 +186,12 @@ func TestGatePolicyDenied(t *testing.T) {
 // path, naming the path.
 type absolutePaths struct{}
 
-func (absolutePaths) Evaluate(_ context.Context, in PolicyInput) (PolicyVerdict, error) {
-	var v PolicyVerdict
+func (absolutePaths) Evaluate(_ context.Context, in model.PolicyInput) (model.PolicyVerdict, error) {
+	var v model.PolicyVerdict
 	for _, s := range in.Steps {
 		if p, _ := s.New["path"].(string); strings.HasPrefix(p, "/") {
-			v.Deny = append(v.Deny, Violation{Policy: "paths", Level: PolicyDeny, Message: "absolute path " + p})
-			v.Warn = append(v.Warn, Violation{Policy: "paths", Level: PolicyWarn, Message: "writes " + p})
+			v.Deny = append(v.Deny, model.Violation{Policy: "paths", Level: model.PolicyDeny, Message: "absolute path " + p})
+			v.Warn = append(v.Warn, model.Violation{Policy: "paths", Level: model.PolicyWarn, Message: "writes " + p})
 		}
 	}
 	return v, nil
@@ -202,19 +205,19 @@ func (absolutePaths) Evaluate(_ context.Context, in PolicyInput) (PolicyVerdict,
 // from nowhere else.
 func TestGatePolicySeesSecrets(t *testing.T) {
 	const path = "/srv/hidden-4711/key"
-	r := newPlanRunner(Step{Op: "create", URN: fileURN, Type: "stackdtest:index:File", New: map[string]any{"path": "[secret]"}})
-	r.judged = []Step{{Op: "create", URN: fileURN, Type: "stackdtest:index:File", New: map[string]any{"path": path}}}
+	r := newPlanRunner(model.Step{Op: "create", URN: fileURN, Type: "stackdtest:index:File", New: map[string]any{"path": "[secret]"}})
+	r.judged = []model.Step{{Op: "create", URN: fileURN, Type: "stackdtest:index:File", New: map[string]any{"path": path}}}
 	r.revealed = []string{path}
 	n := &recordingNotifier{}
 	h := newHarness(t, oneStack, func(o *Options) { o.Runner, o.Policies, o.Notifier = r, absolutePaths{}, n })
 	h.fetcher.set("https://git.example/app.git", sha1, nil)
 	h.start()
-	h.eventually("denied", func() bool { return h.stalled("app", ReasonPolicyDenied) })
+	h.eventually("denied", func() bool { return h.stalled("app", model.ReasonPolicyDenied) })
 	if ops := r.opsOf("app"); len(ops) != 1 || !ops[0].Judged {
 		t.Fatalf("operations %+v, want one judged preview", ops)
 	}
 	g := h.gate("app")
-	if g.State != GatePolicyDenied || len(g.Violations) != 2 || g.Violations[0].Message != "absolute path [secret]" ||
+	if g.State != model.GatePolicyDenied || len(g.Violations) != 2 || g.Violations[0].Message != "absolute path [secret]" ||
 		g.Steps[0].New["path"] != "[secret]" || !strings.Contains(g.Reason, "paths: absolute path [secret]") {
 		t.Fatalf("gate %+v, want the denial with the path masked", g)
 	}
@@ -224,7 +227,7 @@ func TestGatePolicySeesSecrets(t *testing.T) {
 	}
 	u, _ := h.d.Update(g.Update)
 	log, _ := h.store.Log(g.Update)
-	recorded, _ := json.Marshal([]any{rec, u, n.events, Result{PolicySteps: r.judged, PolicySecrets: r.revealed}})
+	recorded, _ := json.Marshal([]any{rec, u, n.events, model.Result{PolicySteps: r.judged, PolicySecrets: r.revealed}})
 	if strings.Contains(string(recorded)+string(log), "hidden-4711") {
 		t.Errorf("the secret path is recorded or shown:\n%s\n%s", recorded, log)
 	}
@@ -237,18 +240,21 @@ func TestGatePolicySeesSecrets(t *testing.T) {
 // newer commit, and applies once approved by its ID; an approval naming
 // another plan is refused; a rejection discards the plan.
 func TestGateApproval(t *testing.T) {
-	r := newPlanRunner(Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
+	r := newPlanRunner(model.Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
 	n := &recordingNotifier{}
 	h := newHarness(t, oneStack+"    approval: {required: true}\n", func(o *Options) { o.Runner, o.Notifier = r, n })
 	url := "https://git.example/app.git"
 	h.fetcher.set(url, sha1, nil)
 	h.start()
 	awaiting := func(commit string) func() bool {
-		return func() bool { g := h.gate("app"); return g != nil && g.State == GateAwaiting && g.Commit == commit }
+		return func() bool {
+			g := h.gate("app")
+			return g != nil && g.State == model.GateAwaiting && g.Commit == commit
+		}
 	}
 	h.eventually("awaiting approval", awaiting(sha1))
 	v, _ := h.d.Stack("app")
-	if v.Status.Health.Status != HealthAwaitingApproval || !strings.Contains(n.kinds(), notify.ApprovalNeeded) || h.d.Stats().AwaitingApproval != 1 {
+	if v.Status.Health.Status != model.HealthAwaitingApproval || !strings.Contains(n.kinds(), notify.ApprovalNeeded) || h.d.Stats().AwaitingApproval != 1 {
 		t.Fatalf("health %+v, events %s, stats %+v", v.Status.Health, n.kinds(), h.d.Stats())
 	}
 	if v.Status.LastUpdate != nil {
@@ -285,26 +291,26 @@ func TestGateApproval(t *testing.T) {
 	if err := h.d.Reject("app", "0000000000000003", "bob", "too risky"); err != nil {
 		t.Fatal(err)
 	}
-	h.eventually("rejected", func() bool { return h.stalled("app", ReasonPlanRejected) })
+	h.eventually("rejected", func() bool { return h.stalled("app", model.ReasonPlanRejected) })
 	if !r.wasDiscarded("0000000000000003") || len(r.opsOf("app")) != 4 {
 		t.Errorf("discarded %v, operations %s", r.discarded, r.kinds("app"))
 	}
 	h.d.Sync("app")
 	h.eventually("a plan after the sync", func() bool {
 		g := h.gate("app")
-		return g != nil && g.State == GateAwaiting && g.Plan.ID == "0000000000000004"
+		return g != nil && g.State == model.GateAwaiting && g.Plan.ID == "0000000000000004"
 	})
 }
 
 // TestGateExpiry: a plan unapproved for maxAge expires: it is discarded
 // and the stack stalls with PlanExpired.
 func TestGateExpiry(t *testing.T) {
-	r := newPlanRunner(Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
+	r := newPlanRunner(model.Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
 	h := newHarness(t, oneStack+"    approval: {required: true, maxAge: 100ms}\n", func(o *Options) { o.Runner = r })
 	h.fetcher.set("https://git.example/app.git", sha1, nil)
 	h.start()
-	h.eventually("expired", func() bool { return h.stalled("app", ReasonPlanExpired) })
-	if g := h.gate("app"); g == nil || g.State != GateExpired || !r.wasDiscarded("0000000000000001") {
+	h.eventually("expired", func() bool { return h.stalled("app", model.ReasonPlanExpired) })
+	if g := h.gate("app"); g == nil || g.State != model.GateExpired || !r.wasDiscarded("0000000000000001") {
 		t.Fatalf("gate %+v, discarded %v", g, r.discarded)
 	}
 	if err := h.d.Approve("app", "0000000000000001", "alice"); !errors.Is(err, ErrNoPlan) {
@@ -312,43 +318,22 @@ func TestGateExpiry(t *testing.T) {
 	}
 }
 
-// TestScrubGate: a held plan's texts and input values lose the secrets
-// the daemon knows before they are stored or served.
-func TestScrubGate(t *testing.T) {
-	const secret = "hunter2-gate-secret"
-	r := scrub.NewRedactor(secret)
-	g := &Gate{State: GatePolicyDenied, Reason: "denied by policy: files: token " + secret,
-		Steps:      []Step{{Op: "update", URN: fileURN, New: map[string]any{"content": "x " + secret}}},
-		Violations: []Violation{{Policy: "files", Level: PolicyDeny, Message: secret}}}
-	s, changed := scrubStatus(StackStatus{Gate: g}, r)
-	raw, _ := json.Marshal(s.Gate)
-	if !changed || strings.Contains(string(raw), secret) || !strings.Contains(s.Gate.Reason, "denied by policy: files: token ") {
-		t.Fatalf("changed %v, gate %s", changed, raw)
-	}
-	if g.Steps[0].New["content"] != "x "+secret || g.Reason != "denied by policy: files: token "+secret {
-		t.Error("scrubbing changed the gate it was given")
-	}
-	if _, changed := scrubStatus(StackStatus{Gate: &Gate{State: GateAwaiting, Reason: "fine"}}, r); changed {
-		t.Error("a clean gate was changed")
-	}
-}
-
 // TestGateStalePlan: an approved plan that the runner refuses (it no
 // longer holds) counts no failure: the history records the refusal, the
 // stack says why, and a new preview asks again at once.
 func TestGateStalePlan(t *testing.T) {
-	r := newPlanRunner(Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
+	r := newPlanRunner(model.Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
 	r.stale = true
 	h := newHarness(t, oneStack+"    approval: {required: true}\n", func(o *Options) { o.Runner = r })
 	h.fetcher.set("https://git.example/app.git", sha1, nil)
 	h.start()
-	h.eventually("awaiting approval", func() bool { g := h.gate("app"); return g != nil && g.State == GateAwaiting })
+	h.eventually("awaiting approval", func() bool { g := h.gate("app"); return g != nil && g.State == model.GateAwaiting })
 	if err := h.d.Approve("app", "0000000000000001", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	h.eventually("a new plan", func() bool {
 		g := h.gate("app")
-		return g != nil && g.State == GateAwaiting && g.Plan.ID == "0000000000000002"
+		return g != nil && g.State == model.GateAwaiting && g.Plan.ID == "0000000000000002"
 	})
 	if g := h.gate("app"); !strings.Contains(g.Refused, "the saved plan no longer holds") {
 		t.Errorf("the new plan does not say why the approved one was not applied: %+v", g)
@@ -360,42 +345,14 @@ func TestGateStalePlan(t *testing.T) {
 		t.Errorf("the refusal changed the last update: %+v", l)
 	}
 	ups, _ := h.d.Updates("app", 0, 10)
-	i := slices.IndexFunc(ups, func(u Update) bool { return u.Type == UpdateUp })
-	if i < 0 || ups[i].State != UpdateFailed || !strings.Contains(ups[i].Message, "the saved plan no longer holds: the stack's state changed") {
+	i := slices.IndexFunc(ups, func(u model.Update) bool { return u.Type == model.UpdateUp })
+	if i < 0 || ups[i].State != model.UpdateFailed || !strings.Contains(ups[i].Message, "the saved plan no longer holds: the stack's state changed") {
 		t.Fatalf("history %+v", ups)
 	}
 	if err := h.d.Approve("app", "0000000000000002", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	h.eventually("applied", func() bool { l := h.last("app"); return h.ready("app") && l != nil && l.LastSuccessfulCommit == sha1 })
-}
-
-// TestChangeControlled: which operations go through change control.
-func TestChangeControlled(t *testing.T) {
-	required := &spec.Approval{Required: true}
-	for _, c := range []struct {
-		name     string
-		typ      string
-		removed  bool
-		policies bool
-		a        *spec.Approval
-		want     bool
-	}{
-		{"up, nothing asks", UpdateUp, false, false, nil, false},
-		{"up, empty approval", UpdateUp, false, false, &spec.Approval{}, false},
-		{"up, approval", UpdateUp, false, false, required, true},
-		{"up, policies", UpdateUp, false, true, nil, true},
-		{"destroy of a removed stack, nothing asks", UpdateDestroy, true, false, nil, false},
-		{"destroy of a removed stack, approval", UpdateDestroy, true, false, &spec.Approval{When: []string{"delete"}}, true},
-		{"destroy of a removed stack, policies", UpdateDestroy, true, true, nil, true},
-		{"refresh", UpdateRefresh, false, true, required, false},
-		{"drift check", UpdateDrift, false, true, required, false},
-		{"preview", UpdatePreview, false, true, required, false},
-	} {
-		if got := ChangeControlled(c.typ, c.removed, c.policies, c.a); got != c.want {
-			t.Errorf("%s: %v, want %v", c.name, got, c.want)
-		}
-	}
 }
 
 // TestApprovalOf: a removed stack's destroy takes the approval and the
@@ -405,11 +362,11 @@ func TestApprovalOf(t *testing.T) {
 	def, own, kept := &spec.Approval{Required: true}, &spec.Approval{MaxChanges: 3}, &spec.Approval{When: []string{"delete"}}
 	withApproval := &spec.Stack{Labels: map[string]string{"env": "prod"}, Spec: spec.StackSpec{Approval: own}}
 	without := &spec.Stack{Labels: map[string]string{"env": "dev"}}
-	ds := &DestroySpec{Approval: kept, Labels: map[string]string{"env": "kept"}}
+	ds := &model.DestroySpec{Approval: kept, Labels: map[string]string{"env": "kept"}}
 	for _, c := range []struct {
 		name      string
 		s, gone   *spec.Stack
-		ds        *DestroySpec
+		ds        *model.DestroySpec
 		want      *spec.Approval
 		wantLabel string
 	}{
@@ -418,65 +375,30 @@ func TestApprovalOf(t *testing.T) {
 		{"removed, its last spec's", nil, withApproval, ds, own, "prod"},
 		{"removed, its last spec has none: the default", nil, without, ds, def, "dev"},
 		{"removed, after a restart: the record's", nil, nil, ds, kept, "kept"},
-		{"removed, the record kept none: the default", nil, nil, &DestroySpec{}, def, ""},
+		{"removed, the record kept none: the default", nil, nil, &model.DestroySpec{}, def, ""},
 		{"removed, nothing known: the default", nil, nil, nil, def, ""},
 	} {
-		if got := approvalOf(c.s, c.gone, c.ds, def); got != c.want {
+		if got := gate.ApprovalOf(c.s, c.gone, c.ds, def); got != c.want {
 			t.Errorf("%s: approval %+v, want %+v", c.name, got, c.want)
 		}
-		if got := labelsOf(c.s, c.gone, c.ds)["env"]; got != c.wantLabel {
+		if got := gate.LabelsOf(c.s, c.gone, c.ds)["env"]; got != c.wantLabel {
 			t.Errorf("%s: label %q, want %q", c.name, got, c.wantLabel)
 		}
 	}
 	s := &spec.Stack{Labels: map[string]string{"env": "prod"}, Spec: spec.StackSpec{Stack: "dev", DestroyOnFinalize: true, Approval: own}}
-	if got := destroySpec(s, "dir"); got.Approval != own || got.Labels["env"] != "prod" {
+	if got := resolve.DestroySpec(s, "dir"); got.Approval != own || got.Labels["env"] != "prod" {
 		t.Errorf("the record keeps %+v, want the spec's approval and labels", got)
 	}
 	// The record keeps them through its JSON form.
-	rec := StackRecord{Name: "app", Destroy: &DestroySpec{Labels: map[string]string{"env": "prod"},
+	rec := model.StackRecord{Name: "app", Destroy: &model.DestroySpec{Labels: map[string]string{"env": "prod"},
 		Approval: &spec.Approval{When: []string{"delete"}, MaxChanges: 2, Types: []string{"aws:rds/*"}, MaxAge: spec.Duration{Duration: time.Hour}}}}
 	data, err := json.Marshal(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back StackRecord
+	var back model.StackRecord
 	if err := json.Unmarshal(data, &back); err != nil || !reflect.DeepEqual(back.Destroy, rec.Destroy) {
 		t.Errorf("the record %s reads back as %+v (%v)", data, back.Destroy, err)
-	}
-}
-
-// TestGateActionDestroy: a destroy's gate binds the generation and the
-// sync request, not a commit (a removed stack deploys none); it is
-// dropped when the destroy is no longer wanted (the stack is back).
-func TestGateActionDestroy(t *testing.T) {
-	now := time.Now()
-	o := Observation{Now: now, Generation: 3, ReconcileRequest: "r1"}
-	awaiting := func(mut func(*Gate)) *Gate {
-		g := &Gate{Type: UpdateDestroy, State: GateAwaiting, Commit: sha1, Generation: 3, ReconcileRequest: "r1", Expires: now.Add(time.Hour)}
-		if mut != nil {
-			mut(g)
-		}
-		return g
-	}
-	for _, c := range []struct {
-		name  string
-		g     *Gate
-		o     Observation
-		wants bool
-		want  string
-	}{
-		{"waiting", awaiting(nil), o, true, GateHold},
-		{"approved", awaiting(func(g *Gate) { g.State = GateApproved }), o, true, GateApply},
-		{"denied", awaiting(func(g *Gate) { g.State = GatePolicyDenied }), o, true, GateHold},
-		{"expired", awaiting(func(g *Gate) { g.Expires = now }), o, true, GateExpire},
-		{"the stack is back", awaiting(nil), o, false, GateDrop},
-		{"a sync request", awaiting(nil), Observation{Now: now, Generation: 3, ReconcileRequest: "r2"}, true, GateDrop},
-		{"an up's gate binds the commit", awaiting(func(g *Gate) { g.Type = UpdateUp }), o, true, GateDrop},
-		{"an older gate without a type is an up's", awaiting(func(g *Gate) { g.Type = "" }), o, true, GateDrop},
-	} {
-		if got, _ := GateAction(c.g, c.o, c.wants); got != c.want {
-			t.Errorf("%s: %s, want %s", c.name, got, c.want)
-		}
 	}
 }
 
@@ -492,7 +414,7 @@ func destroyable(extra string) string {
 // stack is then forgotten. A refused plan (the state moved) counts no
 // failure and asks again.
 func TestGateDestroyApproval(t *testing.T) {
-	r := newPlanRunner(Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
+	r := newPlanRunner(model.Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
 	n := &recordingNotifier{}
 	h := newHarness(t, destroyable("    approval: {when: [delete]}\n    updateTemplate: {spec: {remove: true}}\n"),
 		func(o *Options) { o.Runner, o.Notifier = r, n })
@@ -503,7 +425,7 @@ func TestGateDestroyApproval(t *testing.T) {
 		t.Fatalf("operations %s, want the update within the budget applied with its plan", got)
 	}
 
-	r.setSteps(Step{Op: "delete", URN: fileURN, Type: "stackdtest:index:File", Old: map[string]any{"path": "note.txt"}})
+	r.setSteps(model.Step{Op: "delete", URN: fileURN, Type: "stackdtest:index:File", Old: map[string]any{"path": "note.txt"}})
 	r.mu.Lock()
 	r.stale = true
 	r.mu.Unlock()
@@ -513,12 +435,12 @@ func TestGateDestroyApproval(t *testing.T) {
 	awaiting := func(id string) func() bool {
 		return func() bool {
 			g := h.gate("app")
-			return g != nil && g.State == GateAwaiting && g.Plan != nil && g.Plan.ID == id
+			return g != nil && g.State == model.GateAwaiting && g.Plan != nil && g.Plan.ID == id
 		}
 	}
 	h.eventually("the destroy awaits approval", awaiting("0000000000000002"))
 	g := h.gate("app")
-	if g.Type != UpdateDestroy || len(g.Steps) != 1 || g.Steps[0].Op != "delete" || !strings.Contains(g.Reason, "approval.when: delete") {
+	if g.Type != model.UpdateDestroy || len(g.Steps) != 1 || g.Steps[0].Op != "delete" || !strings.Contains(g.Reason, "approval.when: delete") {
 		t.Fatalf("gate %+v, want the destroy's delete waiting", g)
 	}
 	if got := r.kinds("app"); got != "preview+plan,up@0000000000000001,destroy-preview+plan" {
@@ -529,10 +451,10 @@ func TestGateDestroyApproval(t *testing.T) {
 		t.Errorf("the destroy preview %+v exports, removes or is constrained", pre)
 	}
 	v, err := h.d.Stack("app")
-	if err != nil || v.Status.Health.Status != HealthAwaitingApproval || !strings.Contains(n.kinds(), notify.ApprovalNeeded) {
+	if err != nil || v.Status.Health.Status != model.HealthAwaitingApproval || !strings.Contains(n.kinds(), notify.ApprovalNeeded) {
 		t.Fatalf("stack %+v %v, events %s", v.Status, err, n.kinds())
 	}
-	if u, _ := h.d.Update(g.Update); u.Type != UpdatePreview || !strings.Contains(u.Message, "destroy plan 0000000000000002 awaits approval") {
+	if u, _ := h.d.Update(g.Update); u.Type != model.UpdatePreview || !strings.Contains(u.Message, "destroy plan 0000000000000002 awaits approval") {
 		t.Errorf("the destroy preview's update = %+v", u)
 	}
 
@@ -561,7 +483,7 @@ func TestGateDestroyApproval(t *testing.T) {
 		t.Errorf("the approved destroy %+v does not remove the stack", last)
 	}
 	ups := h.store.updatesOf("app")
-	i := slices.IndexFunc(ups, func(u Update) bool { return u.Type == UpdateDestroy && u.State == UpdateSucceeded })
+	i := slices.IndexFunc(ups, func(u model.Update) bool { return u.Type == model.UpdateDestroy && u.State == model.UpdateSucceeded })
 	if i < 0 || ups[i].Reason != "Approved by alice: destroy plan 0000000000000003" {
 		t.Errorf("history %+v, want the destroy approved by alice", ups)
 	}
@@ -572,7 +494,7 @@ func TestGateDestroyApproval(t *testing.T) {
 // nothing is destroyed. A stack removed without destroyOnFinalize is
 // forgotten without a preview, approval or not.
 func TestGateDestroySuperseded(t *testing.T) {
-	r := newPlanRunner(Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
+	r := newPlanRunner(model.Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
 	const other = "  - {name: other, stack: dev, projectRepo: https://git.example/o.git, branch: main, approval: {required: true}}\n"
 	cfg := destroyable("    approval: {when: [delete]}\n") + other
 	h := newHarness(t, cfg, func(o *Options) { o.Runner = r })
@@ -580,15 +502,15 @@ func TestGateDestroySuperseded(t *testing.T) {
 	h.fetcher.set("https://git.example/o.git", sha1, nil)
 	h.start()
 	h.eventually("deployed", func() bool { return h.ready("app") })
-	h.eventually("other awaits approval", func() bool { g := h.gate("other"); return g != nil && g.State == GateAwaiting })
-	r.setSteps(Step{Op: "delete", URN: fileURN, Type: "stackdtest:index:File"})
+	h.eventually("other awaits approval", func() bool { g := h.gate("other"); return g != nil && g.State == model.GateAwaiting })
+	r.setSteps(model.Step{Op: "delete", URN: fileURN, Type: "stackdtest:index:File"})
 
 	if err := h.d.Apply(h.parse("stacks: []\n")); err != nil {
 		t.Fatal(err)
 	}
 	h.eventually("the destroy awaits approval", func() bool {
 		g := h.gate("app")
-		return g != nil && g.State == GateAwaiting && g.Type == UpdateDestroy
+		return g != nil && g.State == model.GateAwaiting && g.Type == model.UpdateDestroy
 	})
 	plan := h.gate("app").Plan.ID
 	h.eventually("other forgotten", func() bool { _, err := h.d.Stack("other"); return err != nil })
@@ -605,7 +527,7 @@ func TestGateDestroySuperseded(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond)
 	for _, op := range r.opsOf("app") {
-		if op.Type == UpdateDestroy && !op.PreviewOnly {
+		if op.Type == model.UpdateDestroy && !op.PreviewOnly {
 			t.Fatalf("a destroy ran: %s", r.kinds("app"))
 		}
 	}
@@ -614,10 +536,10 @@ func TestGateDestroySuperseded(t *testing.T) {
 // recordingPolicies is denyDeletes that records what it judged.
 type recordingPolicies struct {
 	mu  sync.Mutex
-	ins []PolicyInput
+	ins []model.PolicyInput
 }
 
-func (p *recordingPolicies) Evaluate(ctx context.Context, in PolicyInput) (PolicyVerdict, error) {
+func (p *recordingPolicies) Evaluate(ctx context.Context, in model.PolicyInput) (model.PolicyVerdict, error) {
 	p.mu.Lock()
 	p.ins = append(p.ins, in)
 	p.mu.Unlock()
@@ -640,20 +562,20 @@ func (p *recordingPolicies) operations() string {
 // PolicyDenied, and destroys nothing. A sync request judges it again.
 // Without policies or approval, the destroy runs as it is.
 func TestGateDestroyPolicyDenied(t *testing.T) {
-	r := newPlanRunner(Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
+	r := newPlanRunner(model.Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
 	p := &recordingPolicies{}
 	h := newHarness(t, destroyable("    labels: {env: prod}\n"), func(o *Options) { o.Runner, o.Policies = r, p })
 	h.fetcher.set("https://git.example/app.git", sha1, nil)
 	h.start()
 	h.eventually("deployed", func() bool { return h.ready("app") })
 
-	r.setSteps(Step{Op: "delete", URN: fileURN, Type: "stackdtest:index:File"})
+	r.setSteps(model.Step{Op: "delete", URN: fileURN, Type: "stackdtest:index:File"})
 	if err := h.d.Apply(h.parse("stacks: []\n")); err != nil {
 		t.Fatal(err)
 	}
-	h.eventually("denied", func() bool { return h.stalled("app", ReasonPolicyDenied) })
+	h.eventually("denied", func() bool { return h.stalled("app", model.ReasonPolicyDenied) })
 	g := h.gate("app")
-	if g.Type != UpdateDestroy || g.State != GatePolicyDenied || g.Plan != nil || !strings.Contains(g.Reason, "denied by policy: files: no deleting "+fileURN) {
+	if g.Type != model.UpdateDestroy || g.State != model.GatePolicyDenied || g.Plan != nil || !strings.Contains(g.Reason, "denied by policy: files: no deleting "+fileURN) {
 		t.Fatalf("gate %+v", g)
 	}
 	if got := p.operations(); got != "up/prod,destroy/prod" {
@@ -671,7 +593,7 @@ func TestGateDestroyPolicyDenied(t *testing.T) {
 	}
 
 	// The policy allows it now; a sync request judges it again.
-	r.setSteps(Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
+	r.setSteps(model.Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
 	if _, err := h.d.Sync("app"); err != nil {
 		t.Fatal(err)
 	}
@@ -702,11 +624,11 @@ func TestGateDestroyPolicyDenied(t *testing.T) {
 // does not exist has nothing to destroy: the removed stack is forgotten,
 // and no destroy runs.
 func TestGateDestroyNothingThere(t *testing.T) {
-	r := newPlanRunner(Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
+	r := newPlanRunner(model.Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
 	h := newHarness(t, destroyable("    approval: {required: true}\n"), func(o *Options) { o.Runner = r })
 	h.fetcher.set("https://git.example/app.git", sha1, nil)
 	h.start()
-	h.eventually("awaiting approval", func() bool { g := h.gate("app"); return g != nil && g.State == GateAwaiting })
+	h.eventually("awaiting approval", func() bool { g := h.gate("app"); return g != nil && g.State == model.GateAwaiting })
 	if err := h.d.Approve("app", "0000000000000001", "alice"); err != nil {
 		t.Fatal(err)
 	}
@@ -725,7 +647,7 @@ func TestGateDestroyNothingThere(t *testing.T) {
 // no last spec in memory; its record kept the approval, so its destroy
 // still waits for approval.
 func TestGateDestroyAfterRestart(t *testing.T) {
-	r := newPlanRunner(Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
+	r := newPlanRunner(model.Step{Op: "update", URN: fileURN, Type: "stackdtest:index:File"})
 	h := newHarness(t, destroyable("    approval: {when: [delete]}\n"), func(o *Options) { o.Runner = r })
 	h.fetcher.set("https://git.example/app.git", sha1, nil)
 	h.start()
@@ -734,12 +656,12 @@ func TestGateDestroyAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r.setSteps(Step{Op: "delete", URN: fileURN, Type: "stackdtest:index:File"})
+	r.setSteps(model.Step{Op: "delete", URN: fileURN, Type: "stackdtest:index:File"})
 	h2 := newHarness(t, "stacks: []\n", func(o *Options) { o.Store, o.Runner, o.DataDir = h.store, r, h.dir })
 	h2.start()
 	h2.eventually("the destroy awaits approval", func() bool {
 		g := h2.gate("app")
-		return g != nil && g.State == GateAwaiting && g.Type == UpdateDestroy
+		return g != nil && g.State == model.GateAwaiting && g.Type == model.UpdateDestroy
 	})
 	if got := r.kinds("app"); got != "preview+plan,up@0000000000000001,destroy-preview+plan" {
 		t.Fatalf("operations %s, want nothing destroyed", got)

@@ -2,48 +2,10 @@ package daemon
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"io"
-	"time"
 
-	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
-
-// GitSource is a repository to resolve and check out, with its resolved
-// credentials.
-type GitSource struct {
-	// URL is projectRepo as written: https://, http://, ssh://, git://,
-	// file:// or scp-like git@host:path. It never carries credentials.
-	URL string
-	// Ref is the branch or tag to resolve, short ("main", "v1.2") or full
-	// ("refs/heads/main"); empty for a pinned commit.
-	Ref string
-	// RepoDir is the project's directory inside the repository.
-	RepoDir string
-	Shallow bool
-	// Auth is nil for anonymous access.
-	Auth *GitAuth
-}
-
-// GitAuth holds resolved Git credentials (see spec.GitAuth).
-type GitAuth = spec.GitAuth
-
-// Key identifies the source's URL together with its credentials without
-// revealing them: sources with equal keys may share one ls-remote.
-func (s GitSource) Key() string {
-	h := sha256.New()
-	h.Write([]byte(s.URL))
-	if a := s.Auth; a != nil {
-		for _, part := range a.Parts() {
-			h.Write([]byte{0})
-			h.Write(part)
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
-}
 
 // Fetcher resolves and checks out Git sources. gitwatch implements it.
 // Its methods are safe for concurrent use, and every error it returns is
@@ -52,175 +14,15 @@ type Fetcher interface {
 	// Resolve returns the full SHA that src.Ref points at, by ls-remote.
 	// Calls for sources with the same Key within the fetcher's cache
 	// period share one remote call.
-	Resolve(ctx context.Context, src GitSource) (string, error)
+	Resolve(ctx context.Context, src model.GitSource) (string, error)
 	// Checkout makes dir hold the tree of commit and returns the project
 	// directory (dir joined with src.RepoDir, checked to stay inside dir).
 	// dir is replaced only by a complete checkout, never left half
 	// written; a dir already at commit is reused.
-	Checkout(ctx context.Context, src GitSource, commit, dir string) (string, error)
+	Checkout(ctx context.Context, src model.GitSource, commit, dir string) (string, error)
 	// Forget drops what is cached for url, so that the next Resolve asks
 	// the remote: a push webhook calls it.
 	Forget(url string)
-}
-
-// Workspace is one stack's Pulumi side: where its program is, which stack
-// of which backend it is, and what config and environment it runs with.
-// It carries resolved secrets: never log or store it.
-type Workspace struct {
-	// Name is stackd's name of the stack; it keys the runner's per-stack
-	// state directory.
-	Name string
-	// Stack is the Pulumi stack name: "dev", "org/dev" or "org/project/dev".
-	Stack string
-	// ProjectDir holds Pulumi.yaml: a checkout (joined with repoDir) or the
-	// directory a Program document was written to.
-	ProjectDir string
-	// WorkDir is the directory of the stack's program that its processes
-	// may read and write in the sandbox: the whole checkout, of which
-	// ProjectDir is the repoDir. Empty means ProjectDir.
-	WorkDir string
-	// Backend is spec.backend; empty means the runner's default backend.
-	Backend string
-	// Project is spec.project: the Pulumi project the program must name,
-	// empty for any (see the runner's checkProject).
-	Project string
-	// SecretsProvider is used when the stack is created; empty means the
-	// backend's default (passphrase on the default backend).
-	SecretsProvider string
-	// UseLocalStackOnly forbids creating the stack.
-	UseLocalStackOnly bool
-	// Env is added to the pulumi process's environment (envRefs). Values
-	// may be secrets.
-	Env map[string]string
-	// SecretEnv names the variables of Env whose values are secrets (by
-	// kind: Secret, FS, Literal; or by name): the runner hides those in
-	// logs and outputs, and leaves plain values such as a region readable.
-	SecretEnv []string
-	// Environments are Pulumi ESC environments to import (spec.environment).
-	Environments []string
-	// Config is applied in order: config, then configRef, then secretsRef.
-	Config []ConfigValue
-	// KeepConfig uses the stack config the runner holds from earlier
-	// operations instead of Config: a removed stack's destroy has no spec
-	// left to take it from.
-	KeepConfig bool
-}
-
-// ConfigValue is one stack config value.
-type ConfigValue = spec.ConfigValue
-
-// Operation is one Pulumi operation on a workspace.
-type Operation struct {
-	Workspace
-	// Type is UpdateUp, UpdatePreview, UpdateRefresh or UpdateDestroy.
-	Type string
-	// Options from the spec and its updateTemplate.
-	Refresh          bool
-	Targets          []string
-	TargetDependents bool
-	Parallel         int
-	Message          string
-	ExpectNoChanges  bool
-	Replace          []string
-	ContinueOnError  bool
-	// ReadOnly is a pull request's preview: the runner's state of the
-	// stack is copied, never changed, and a stack that does not exist is
-	// previewed on a scratch backend instead of being created.
-	ReadOnly bool
-	// Diff asks a preview for the resources' property diffs.
-	Diff bool
-	// PreviewOnly makes a destroy a preview of it (`pulumi destroy
-	// --preview-only`): nothing changes, and the Result's Steps and
-	// Changes are the deletes the destroy would make. It takes neither
-	// Export nor Remove nor ContinueOnError.
-	PreviewOnly bool
-	// Export asks for the stack's resources from its state once the
-	// operation ended (Result.Resources), whether it succeeded or not.
-	Export bool
-	// Remove deletes the stack itself after a successful destroy.
-	Remove bool
-	// BreakLock breaks a lock on the stack whoever holds it: the daemon
-	// sets it only when the lock's holder is known to be gone (a replica
-	// whose lease expired, after the handover grace).
-	BreakLock bool
-	// SavePlan asks a preview to save the plan it makes in the runner's
-	// state of the stack (mode 0600): Result.Plan names it. Saving a plan
-	// discards the stack's older plans, which it supersedes. A destroy
-	// preview (PreviewOnly) saves no file: its plan binds the stack's
-	// state and config as the preview saw them.
-	SavePlan bool
-	// Judged says that policies judge the preview's steps: the runner
-	// then also returns them as policies see them (Result.PolicySteps).
-	Judged bool
-	// Plan constrains an up to a saved plan: the runner refuses (an error
-	// that is ErrPlanStale) when the plan file, the stack's config and
-	// secrets or its state changed since the plan was made, and the
-	// engine stops at the first step the plan does not allow. The plan is
-	// discarded once the up ran, whatever its outcome. A destroy with the
-	// plan of a destroy preview runs only while the stack's state and
-	// config are those the preview saw (`destroy` takes no plan file), and
-	// is refused the same way otherwise.
-	Plan *Plan
-	// Timeout bounds the whole operation; zero means the runner's default.
-	Timeout time.Duration
-	// Log receives the operation's output while it runs; nil discards it.
-	Log io.Writer
-}
-
-// Result is what a finished operation reports.
-type Result struct {
-	// Outputs are the stack's outputs after an up, as JSON values; secret
-	// outputs are the JSON string "[secret]". Nil for other operations.
-	Outputs map[string]json.RawMessage
-	// Changes counts resources by operation (create, update, delete,
-	// same, …) as the engine's summary reports them.
-	Changes map[string]int
-	// Permalink links to the update on backends that have one.
-	Permalink string
-	// Drift lists, for an UpdateDrift check, the resources whose real
-	// state differs from the stack's state.
-	Drift []spec.DriftedResource
-	// Steps are, for a preview (also a destroy's, PreviewOnly), the steps
-	// it plans that change something ("same" steps are left out), in the
-	// engine's order.
-	Steps []Step
-	// PolicySteps are, for a preview that is Judged, its steps as
-	// policies judge them: the values of secret inputs in clear where
-	// Steps show "[secret]", and nothing scrubbed. A secret hides a value
-	// from people, not from the rules. They live in memory only, for
-	// Policies.Evaluate: never stored, served, logged or sent (hence
-	// json:"-"); a verdict's messages, which may quote them, are scrubbed
-	// of PolicySecrets before anything shows them.
-	PolicySteps []Step `json:"-"`
-	// PolicySecrets are the texts of the secret values PolicySteps show
-	// in clear (their strings and numbers), to scrub from what policies
-	// say. In memory only, as PolicySteps.
-	PolicySecrets []string `json:"-"`
-	// Plan is the plan a preview with SavePlan saved.
-	Plan *Plan
-	// Resources are the stack's resources exported from its state after
-	// an operation that changes or checks it (up, refresh, destroy,
-	// drift), when Exported; an export that failed leaves Exported false
-	// and sets ExportFailed (the stack's resources then show an older
-	// state).
-	Resources    []Resource
-	Exported     bool
-	ExportFailed bool
-}
-
-// Plan is a saved plan and digests of what it was made against. The
-// digests are keyed or of encrypted data: they reveal no secret.
-type Plan struct {
-	// ID names the plan among the stack's plans.
-	ID string `json:"id"`
-	// Digest is the SHA-256 of the plan file; for a destroy's plan, which
-	// has no file, a keyed digest of Config and State.
-	Digest string `json:"digest"`
-	// Config digests the stack's config, its secrets and its environment.
-	Config string `json:"config"`
-	// State digests the stack's state (its checkpoint) the plan starts
-	// from.
-	State string `json:"state"`
 }
 
 // ErrPlanStale is returned (wrapped) by a Runner for an up or a destroy
@@ -248,23 +50,14 @@ type Runner interface {
 	// is the engine's diagnostic (the program's error), free of
 	// credentials and of the daemon's own secrets; the Result may still
 	// hold the change summary.
-	Run(ctx context.Context, op Operation) (Result, error)
+	Run(ctx context.Context, op model.Operation) (model.Result, error)
 	// Outputs reads ws's current outputs with secret values in clear, for
 	// StackOutput references of other stacks.
-	Outputs(ctx context.Context, ws Workspace) (map[string]any, error)
-}
-
-// Commit is what the UI shows of a commit: never its files.
-type Commit struct {
-	SHA string `json:"sha"`
-	// Subject is the message's first line.
-	Subject string    `json:"subject,omitempty"`
-	Author  string    `json:"author,omitempty"`
-	Time    time.Time `json:"time,omitzero"`
+	Outputs(ctx context.Context, ws model.Workspace) (map[string]any, error)
 }
 
 // CommitReader reads a commit of a checkout the Fetcher made, without a
 // network call; gitwatch's Fetcher implements it.
 type CommitReader interface {
-	CommitInfo(dir, sha string) (Commit, error)
+	CommitInfo(dir, sha string) (model.Commit, error)
 }

@@ -1,18 +1,75 @@
 package daemon
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
 
+// The package layout docs/contributing.md describes, package by package.
+const mod = "github.com/stackd/stackd/"
+
+var (
+	// leaves are the packages around the loop, each the only user of a
+	// heavy dependency or a concern of its own; with their sub-packages
+	// they never import each other.
+	leaves = []string{"gitwatch", "runner", "store", "web", "cluster", "forge", "preview", "auth", "policy"}
+	// typeFree import daemon for no type: only for the interfaces it
+	// declares (and its errors), their values being model's. auth, web,
+	// store and cluster were the first; every leaf is now.
+	typeFree = leaves
+	// shared are the words every package shares (model, which imports
+	// only the spec) and the contracts between leaves (access, audit),
+	// which import only the words.
+	shared = []string{"model", "access", "audit"}
+	// selfContained of daemon's sub-packages import nothing of stackd's;
+	// onSpec import only the spec.
+	selfContained = []string{"daemon/spec", "daemon/livelog", "daemon/sched", "daemon/dirwatch"}
+	onSpec        = []string{"daemon/notify", "daemon/window", "daemon/review"}
+	// pure are the loop's parts that work on the shared words: they import
+	// the words, the spec and each other, never the loop.
+	pure = []string{"daemon/scrub", "daemon/conditions", "daemon/decide", "daemon/gate", "daemon/resource",
+		"daemon/resolve", "daemon/previewnow"}
+	// others: the command that joins them all, the loop, the Store
+	// contract's tests, the sandbox (which imports no sibling) and the
+	// docs' tests.
+	others = []string{"cmd/stackd", "daemon", "daemon/storetest", "sandbox", "docs"}
+)
+
+// under says whether pkg is one of pkgs or a sub-package of one.
+func under(pkg string, pkgs []string) bool {
+	return slices.ContainsFunc(pkgs, func(p string) bool { return pkg == p || strings.HasPrefix(pkg, p+"/") })
+}
+
+// modulePackages lists the module's packages, without the module path.
+func modulePackages(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", mod+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []string
+	for _, p := range strings.Fields(string(out)) {
+		pkgs = append(pkgs, strings.TrimPrefix(p, mod))
+	}
+	return pkgs
+}
+
 // TestImportRules keeps the package layout docs/contributing.md describes: the
-// spec is pure, notifications and the loop import no sibling of stackd's,
-// and the leaves (gitwatch, runner, store, web, cluster, auth, …) never import each
-// other.
+// spec is pure, the shared words import only the spec, the loop's pure
+// sub-packages import nothing of the loop, the loop imports no sibling of
+// stackd's but the words, and the leaves (gitwatch, runner, store, web,
+// cluster, auth, …) never import each other. Every package of the module
+// has a rule: a new one fails here until it is given one.
 func TestImportRules(t *testing.T) {
-	const mod = "github.com/stackd/stackd/"
 	deps := func(pkg string) []string {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
 		if err != nil {
@@ -31,30 +88,171 @@ func TestImportRules(t *testing.T) {
 	isHeavy := func(dep string) bool {
 		return slices.ContainsFunc(heavy, func(h string) bool { return strings.HasPrefix(dep, h) })
 	}
-	forbid("daemon/spec", func(dep string) bool { return strings.HasPrefix(dep, mod) || isHeavy(dep) })
-	forbid("daemon/notify", func(dep string) bool { return strings.HasPrefix(dep, mod) && dep != mod+"daemon/spec" })
-	for _, pure := range []string{"daemon/livelog", "daemon/scrub", "daemon/sched"} {
-		forbid(pure, func(dep string) bool { return strings.HasPrefix(dep, mod) || isHeavy(dep) })
-	}
-	forbid("daemon/window", func(dep string) bool {
-		return strings.HasPrefix(dep, mod) && dep != mod+"daemon/spec" || isHeavy(dep)
-	})
-	forbid("daemon/review", func(dep string) bool {
-		return strings.HasPrefix(dep, mod) && dep != mod+"daemon/spec" || isHeavy(dep)
-	})
-	forbid("daemon", func(dep string) bool {
-		return strings.HasPrefix(dep, mod) && !strings.HasPrefix(dep, mod+"daemon/")
-	})
-	leaves := []string{"gitwatch", "runner", "store", "web", "cluster", "forge", "preview", "auth", "policy"}
-	// A leaf's own packages (web/metrics, …) are part of it: the leaf
-	// may import them, and they are held to the leaf's rule.
-	own := []string{"web/forgehook", "web/metrics", "web/tlscert", "web/view", "web/webtest"}
-	for _, pkg := range append(slices.Clone(leaves), own...) {
-		leaf, _, _ := strings.Cut(pkg, "/")
-		forbid(pkg, func(dep string) bool {
-			return slices.ContainsFunc(leaves, func(l string) bool {
-				return l != leaf && (dep == mod+l || strings.HasPrefix(dep, mod+l+"/"))
+	ours := func(dep string) bool { return strings.HasPrefix(dep, mod) }
+	for _, pkg := range modulePackages(t) {
+		switch {
+		case slices.Contains(selfContained, pkg):
+			forbid(pkg, func(dep string) bool { return ours(dep) || isHeavy(dep) })
+		case slices.Contains(onSpec, pkg):
+			// notify delivers webhooks: it may use net/http.
+			forbid(pkg, func(dep string) bool {
+				return ours(dep) && dep != mod+"daemon/spec" || isHeavy(dep) && pkg != "daemon/notify"
 			})
-		})
+		case pkg == "model":
+			forbid(pkg, func(dep string) bool { return ours(dep) && dep != mod+"daemon/spec" || isHeavy(dep) })
+		case slices.Contains(shared, pkg):
+			forbid(pkg, func(dep string) bool {
+				return ours(dep) && dep != mod+"model" && dep != mod+"daemon/spec" || isHeavy(dep)
+			})
+		case slices.Contains(pure, pkg):
+			forbid(pkg, func(dep string) bool {
+				return ours(dep) && dep != mod+"model" && !slices.Contains(pure, strings.TrimPrefix(dep, mod)) &&
+					!slices.Contains(selfContained, strings.TrimPrefix(dep, mod)) || isHeavy(dep)
+			})
+		case pkg == "daemon":
+			forbid(pkg, func(dep string) bool {
+				return ours(dep) && !strings.HasPrefix(dep, mod+"daemon/") && dep != mod+"model"
+			})
+		case under(pkg, leaves):
+			forbid(pkg, func(dep string) bool {
+				return slices.ContainsFunc(leaves, func(l string) bool {
+					return !under(pkg, []string{l}) && (dep == mod+l || strings.HasPrefix(dep, mod+l+"/"))
+				})
+			})
+		case pkg == "sandbox", pkg == "tools/testreport":
+			forbid(pkg, ours)
+		case slices.Contains(others, pkg):
+		default:
+			t.Errorf("package %s has no rule: give it one in daemon/layout_test.go and a line in docs/contributing.md", pkg)
+		}
 	}
+	// auth needs nothing of the loop: its words are model's and access's.
+	forbid("auth", func(dep string) bool { return dep == mod+"daemon" })
+}
+
+// TestLeavesImportDaemonOnlyForInterfaces: the leaves (auth, web, store,
+// cluster, …) and their sub-packages name no type of daemon but the
+// interfaces it declares; the values they read and write are model's.
+func TestLeavesImportDaemonOnlyForInterfaces(t *testing.T) {
+	fset := token.NewFileSet()
+	types := map[string]bool{} // daemon's types: true for an interface
+	for _, f := range parseSources(t, fset, ".") {
+		for _, d := range f.Decls {
+			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE {
+				for _, s := range g.Specs {
+					ts := s.(*ast.TypeSpec)
+					_, iface := ts.Type.(*ast.InterfaceType)
+					types[ts.Name.Name] = iface
+				}
+			}
+		}
+	}
+	for _, pkg := range modulePackages(t) {
+		if !under(pkg, typeFree) {
+			continue
+		}
+		for _, f := range parseSources(t, fset, filepath.Join("..", pkg)) {
+			local := ""
+			for _, imp := range f.Imports {
+				if p, _ := strconv.Unquote(imp.Path.Value); p == mod+"daemon" {
+					local = "daemon"
+					if imp.Name != nil {
+						local = imp.Name.Name
+					}
+				}
+			}
+			if local == "" {
+				continue
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				if id, ok := sel.X.(*ast.Ident); ok && id.Name == local {
+					if iface, isType := types[sel.Sel.Name]; isType && !iface {
+						t.Errorf("%s: names the type daemon.%s; the values leaves share are model's", fset.Position(sel.Pos()), sel.Sel.Name)
+					}
+				}
+				return true
+			})
+		}
+	}
+}
+
+// maxLines bounds the loop's own files (DESIGN.md §1): what leaves the
+// loop goes to a package whose name says what it is.
+const maxLines = 4500
+
+// TestDaemonSize fails when daemon's own non-test files pass maxLines.
+func TestDaemonSize(t *testing.T) {
+	n := 0
+	for _, name := range sourceFiles(t) {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += strings.Count(string(data), "\n")
+	}
+	if n > maxLines {
+		t.Errorf("daemon's non-test files hold %d lines, more than %d: move what is not the loop to a package of its own", n, maxLines)
+	}
+}
+
+// TestDocMapsEveryFile: doc.go's "Where things are" names every non-test
+// file of daemon but itself, and no file that is gone.
+func TestDocMapsEveryFile(t *testing.T) {
+	data, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, m, ok := strings.Cut(string(data), "// Where things are:")
+	if !ok {
+		t.Fatal(`doc.go has no "Where things are:" map`)
+	}
+	mapped := map[string]bool{}
+	for _, f := range regexp.MustCompile(`(?m)^//\t(\S+\.go)\s`).FindAllStringSubmatch(m, -1) {
+		mapped[f[1]] = true
+	}
+	files := sourceFiles(t)
+	for _, name := range files {
+		if !mapped[name] && name != "doc.go" {
+			t.Errorf("doc.go's map does not name %s", name)
+		}
+	}
+	for name := range mapped {
+		if !slices.Contains(files, name) {
+			t.Errorf("doc.go's map names %s, which is not a file of daemon", name)
+		}
+	}
+}
+
+// sourceFiles are daemon's non-test Go files.
+func sourceFiles(t *testing.T) []string {
+	t.Helper()
+	return sourcesIn(t, ".")
+}
+
+// sourcesIn are the non-test Go files of dir.
+func sourcesIn(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.DeleteFunc(files, func(f string) bool { return strings.HasSuffix(f, "_test.go") })
+}
+
+// parseSources parses the non-test Go files of dir.
+func parseSources(t *testing.T, fset *token.FileSet, dir string) []*ast.File {
+	t.Helper()
+	var out []*ast.File
+	for _, name := range sourcesIn(t, dir) {
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, f)
+	}
+	return out
 }

@@ -7,8 +7,12 @@ import (
 	"io"
 	"time"
 
+	"github.com/stackd/stackd/daemon/conditions"
+	"github.com/stackd/stackd/daemon/decide"
+	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 
 	"github.com/stackd/stackd/daemon/notify"
 )
@@ -20,8 +24,8 @@ type job struct {
 	cfg     *spec.Config
 	typ     string
 	reason  string
-	obs     Observation
-	destroy *DestroySpec
+	obs     decide.Observation
+	destroy *model.DestroySpec
 	// remediate repairs drift: the up refreshes first.
 	remediate bool
 	// refreshed is set once the operation is built when it refreshes
@@ -34,38 +38,38 @@ type job struct {
 	// pathsHash digests the checkout's files of spec.paths.
 	pathsHash string
 	// override is the change windows' override the update runs under.
-	override *WindowOverride
+	override *model.WindowOverride
 	// gate is the approved plan the up or the destroy is constrained to
 	// (nil: none); stalePlan says the runner refused it: it no longer
 	// holds.
-	gate      *Gate
+	gate      *model.Gate
 	stalePlan bool
 	// approval and labels are the stack's, for change control: a removed
-	// stack's come from its last spec or its record (approvalOf).
+	// stack's come from its last spec or its record (gate.ApprovalOf).
 	approval *spec.Approval
 	labels   map[string]string
 }
 
 // startOperation marks st running and runs its operation in the
 // background. Called with d.mu held.
-func (d *Daemon) startOperation(st *stackState, dec Decision, obs Observation) {
+func (d *Daemon) startOperation(st *stackState, dec decide.Decision, obs decide.Observation) {
 	st.running = true
 	d.running++
 	ctx, cancel := context.WithCancel(d.opCtx)
 	st.cancel = cancel
 	st.live = livelog.New()
 	j := job{st: st, stack: st.stack, cfg: d.cfg, typ: dec.Type, reason: dec.Reason, obs: obs, destroy: st.rec.Destroy, newCommit: dec.NewCommit,
-		approval: approvalOf(st.stack, st.gone, st.rec.Destroy, d.opts.Approval), labels: labelsOf(st.stack, st.gone, st.rec.Destroy)}
+		approval: gate.ApprovalOf(st.stack, st.gone, st.rec.Destroy, d.opts.Approval), labels: gate.LabelsOf(st.stack, st.gone, st.rec.Destroy)}
 	if !st.breakLockAt.IsZero() {
 		j.breakLock, st.breakLockAt = true, time.Time{}
 	}
-	if dec.Type != UpdateDrift {
+	if dec.Type != model.UpdateDrift {
 		j.override = st.rec.WindowOverride
 	}
-	if g := st.rec.Status.Gate; g != nil && g.State == GateApproved && dec.Type == g.Operation() {
+	if g := st.rec.Status.Gate; g != nil && g.State == model.GateApproved && dec.Type == g.Operation() {
 		j.gate = g.Clone()
 	}
-	if st.remediate != "" && dec.Type == UpdateUp {
+	if st.remediate != "" && dec.Type == model.UpdateUp {
 		j.reason, j.remediate = st.remediate, true
 		st.remediate = ""
 	}
@@ -91,7 +95,7 @@ func (d *Daemon) operate(ctx context.Context, j job) {
 	}
 	u, err := d.begin(j, p)
 	if err != nil {
-		d.notPrepared(j, &prepareError{ReasonWorkspaceFailed, err})
+		d.notPrepared(j, &prepareError{model.ReasonWorkspaceFailed, err})
 		return
 	}
 	d.red.Add(p.secrets...)
@@ -99,10 +103,10 @@ func (d *Daemon) operate(ctx context.Context, j job) {
 	op := d.operation(j, p)
 	op.Log = sw
 	j.refreshed = op.Refresh
-	var res Result
+	var res model.Result
 	var runErr error
 	if d.gated(j) {
-		var held *Gate
+		var held *model.Gate
 		if res, held, runErr = d.runGated(ctx, j, p.commit, op); held != nil {
 			sw.Close()
 			d.hold(j, u, res, held)
@@ -111,7 +115,7 @@ func (d *Daemon) operate(ctx context.Context, j job) {
 	} else {
 		res, runErr = d.opts.Runner.Run(ctx, op)
 	}
-	if j.typ == UpdateDestroy && errors.Is(runErr, ErrStackNotFound) {
+	if j.typ == model.UpdateDestroy && errors.Is(runErr, ErrStackNotFound) {
 		_, _ = io.WriteString(sw, "nothing to destroy: "+runErr.Error()+"\n")
 		runErr = nil
 	}
@@ -143,7 +147,7 @@ func (e *prepareError) Unwrap() error { return e.err }
 // reason until it is tried again; no update is recorded and no failure
 // counted, as in PKO.
 func (d *Daemon) notPrepared(j job, err error) {
-	reason := ReasonWorkspaceFailed
+	reason := model.ReasonWorkspaceFailed
 	var pe *prepareError
 	if errors.As(err, &pe) {
 		reason = pe.reason
@@ -191,7 +195,7 @@ func (d *Daemon) skipCommit(j job) bool {
 	}
 	globs, _ := j.stack.Spec.PathFilter()
 	reason := fmt.Sprintf("changes no file of paths %v", globs)
-	st.rec.Status.SkippedCommit = &SkippedCommit{Commit: j.obs.Commit, Reason: reason, Time: time.Now()}
+	st.rec.Status.SkippedCommit = &model.SkippedCommit{Commit: j.obs.Commit, Reason: reason, Time: time.Now()}
 	d.release(st)
 	d.putStack(st)
 	d.log.Info("new commit skipped", "stack", st.rec.Name, "commit", j.obs.Commit, "reason", reason)
@@ -199,9 +203,9 @@ func (d *Daemon) skipCommit(j job) bool {
 }
 
 // begin records the update as running.
-func (d *Daemon) begin(j job, p *prepared) (Update, error) {
+func (d *Daemon) begin(j job, p *prepared) (model.Update, error) {
 	now := time.Now()
-	u, err := d.opts.Store.BeginUpdate(Update{
+	u, err := d.opts.Store.BeginUpdate(model.Update{
 		Stack:            j.st.rec.Name,
 		Type:             j.typ,
 		Reason:           j.reason,
@@ -210,12 +214,12 @@ func (d *Daemon) begin(j job, p *prepared) (Update, error) {
 		Commit:           p.commit,
 		CommitInfo:       p.commitInfo,
 		StartTime:        now,
-		State:            UpdateRunning,
+		State:            model.UpdateRunning,
 		Node:             d.opts.Node,
 		WindowOverride:   j.override,
 	})
 	if err != nil {
-		return Update{}, fmt.Errorf("record the update: %w", err)
+		return model.Update{}, fmt.Errorf("record the update: %w", err)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -229,18 +233,18 @@ func (d *Daemon) begin(j job, p *prepared) (Update, error) {
 	} else if j.stack != nil {
 		st.rec.Destroy = nil
 	}
-	st.rec.Status.CurrentUpdate = &CurrentUpdate{Generation: u.Generation, ReconcileRequest: u.ReconcileRequest, Name: u.ID, Commit: u.Commit}
-	if j.typ != UpdateDrift { // drift is an axis of its own
+	st.rec.Status.CurrentUpdate = &model.CurrentUpdate{Generation: u.Generation, ReconcileRequest: u.ReconcileRequest, Name: u.ID, Commit: u.Commit}
+	if j.typ != model.UpdateDrift { // drift is an axis of its own
 		st.rec.Status.Retry = nil
-		st.rec.Status.MarkReconciling(ReasonStackProcessing, "stack is being processed: "+j.reason, st.rec.Generation, now)
+		conditions.MarkReconciling(&st.rec.Status, model.ReasonStackProcessing, "stack is being processed: "+j.reason, st.rec.Generation, now)
 	}
 	d.putStack(st)
 	return u, nil
 }
 
 // operation builds the runner's operation for a prepared job.
-func (d *Daemon) operation(j job, p *prepared) Operation {
-	op := Operation{Workspace: p.ws, Type: j.typ, Timeout: d.opts.OpTimeout, BreakLock: j.breakLock, Export: exportsState(j.typ)}
+func (d *Daemon) operation(j job, p *prepared) model.Operation {
+	op := model.Operation{Workspace: p.ws, Type: j.typ, Timeout: d.opts.OpTimeout, BreakLock: j.breakLock, Export: exportsState(j.typ)}
 	if j.stack == nil {
 		op.Remove = j.destroy != nil && j.destroy.Remove
 		return op
@@ -259,9 +263,9 @@ func (d *Daemon) operation(j job, p *prepared) Operation {
 		op.Replace, op.ContinueOnError, op.Remove = ts.Replace, ts.ContinueOnError, ts.Remove
 	}
 	switch j.typ {
-	case UpdateDestroy:
+	case model.UpdateDestroy:
 		op.Refresh, op.Targets, op.TargetDependents = false, nil, false
-	case UpdateUp:
+	case model.UpdateUp:
 		op.Refresh = op.Refresh || j.remediate
 	}
 	return op
@@ -269,14 +273,14 @@ func (d *Daemon) operation(j job, p *prepared) Operation {
 
 // finish records an operation's outcome in the update, its log and the
 // stack's status, by PKO's rules.
-func (d *Daemon) finish(ctx context.Context, j job, u Update, res Result, runErr error) {
+func (d *Daemon) finish(ctx context.Context, j job, u model.Update, res model.Result, runErr error) {
 	now := time.Now()
 	u.EndTime, u.Changes, u.Permalink = now, res.Changes, res.Permalink
-	u.State = UpdateSucceeded
+	u.State = model.UpdateSucceeded
 	if runErr != nil {
-		u.State, u.Message = UpdateFailed, runErr.Error()
+		u.State, u.Message = model.UpdateFailed, runErr.Error()
 		if ctx.Err() != nil {
-			u.State, u.Message = UpdateAborted, "interrupted: stackd was stopping"
+			u.State, u.Message = model.UpdateAborted, "interrupted: stackd was stopping"
 		}
 	}
 	d.mu.Lock()
@@ -306,14 +310,14 @@ func (d *Daemon) finish(ctx context.Context, j job, u Update, res Result, runErr
 	if j.gate != nil {
 		st.rec.Status.Gate = nil // applied, or it failed: a new preview asks again
 	}
-	if j.stalePlan && u.State == UpdateFailed {
+	if j.stalePlan && u.State == model.UpdateFailed {
 		d.planStale(st, u, now)
 	} else {
 		d.recordOutcome(st, j, u, res, now)
 	}
 	d.putStack(st)
 	d.opts.Observer.UpdateFinished(u)
-	if u.State == UpdateFailed {
+	if u.State == model.UpdateFailed {
 		d.log.Warn("operation failed", "stack", st.rec.Name, "type", u.Type, "update", u.ID, "commit", u.Commit, "err", u.Message)
 	} else {
 		d.log.Info("operation finished", "stack", st.rec.Name, "type", u.Type, "state", u.State, "update", u.ID)
@@ -321,80 +325,80 @@ func (d *Daemon) finish(ctx context.Context, j job, u Update, res Result, runErr
 }
 
 // recordOutcome updates st's status for a finished update u.
-func (d *Daemon) recordOutcome(st *stackState, j job, u Update, res Result, now time.Time) {
+func (d *Daemon) recordOutcome(st *stackState, j job, u model.Update, res model.Result, now time.Time) {
 	s := &st.rec.Status
-	if u.Type == UpdateDrift {
+	if u.Type == model.UpdateDrift {
 		s.CurrentUpdate = nil
 		d.recordDrift(st, u, res, now)
 		return
 	}
-	if u.State == UpdateAborted { // a stop or a handover: no failure, it runs again
+	if u.State == model.UpdateAborted { // a stop or a handover: no failure, it runs again
 		s.CurrentUpdate = nil
 		return
 	}
 	if u.CommitInfo != nil {
 		st.rec.LatestCommit = u.CommitInfo
-		if u.State == UpdateSucceeded && u.Type == UpdateUp {
+		if u.State == model.UpdateSucceeded && u.Type == model.UpdateUp {
 			st.rec.AppliedCommit = u.CommitInfo
 		}
 	}
 	last := s.LastUpdate
-	lu := &LastUpdate{
+	lu := &model.LastUpdate{
 		Generation: j.obs.Generation, ReconcileRequest: j.obs.ReconcileRequest,
-		Name: u.ID, Type: u.Type, State: UpdateSucceeded, Message: u.Message,
+		Name: u.ID, Type: u.Type, State: model.UpdateSucceeded, Message: u.Message,
 		LastAttemptedCommit: u.Commit, Permalink: u.Permalink, LastResyncTime: now,
 	}
 	s.CurrentUpdate = nil
 	s.ObservedGeneration, s.ObservedReconcileRequest = j.obs.Generation, j.obs.ReconcileRequest
-	if u.State == UpdateSucceeded {
+	if u.State == model.UpdateSucceeded {
 		st.rec.LastSuccess = now
-		if u.Type == UpdateUp && (last == nil || last.LastSuccessfulCommit != u.Commit) &&
+		if u.Type == model.UpdateUp && (last == nil || last.LastSuccessfulCommit != u.Commit) &&
 			u.Commit == st.commit && !st.commitSeen.IsZero() {
 			d.opts.Observer.CommitApplied(now.Sub(st.commitSeen))
 		}
 		lu.LastSuccessfulCommit = u.Commit
 		switch u.Type {
-		case UpdateUp:
+		case model.UpdateUp:
 			s.Outputs = res.Outputs
 			st.rec.PathsHash, s.SkippedCommit = j.pathsHash, nil
 			if j.refreshed {
 				d.driftHealed(st, u, now)
 			}
-		case UpdateDestroy:
+		case model.UpdateDestroy:
 			s.Outputs = nil
 		}
 		s.LastUpdate, s.Retry = lu, nil
-		wasStalled := s.Condition(ConditionStalled) != nil
-		s.MarkReady(st.rec.Generation, now)
-		if wasStalled || (last != nil && last.State == UpdateFailed) {
+		wasStalled := s.Condition(model.ConditionStalled) != nil
+		conditions.MarkReady(s, st.rec.Generation, now)
+		if wasStalled || (last != nil && last.State == model.UpdateFailed) {
 			d.opts.Notifier.Notify(notify.Event{Kind: notify.StackRecovered, Stack: st.rec.Name, Time: now, Update: u.ID, Commit: u.Commit,
 				Message: fmt.Sprintf("stack %s: %s succeeded after failing", st.rec.Name, u.Type)})
 		}
 		return
 	}
-	lu.State = UpdateFailed
+	lu.State = model.UpdateFailed
 	if last != nil {
 		lu.LastSuccessfulCommit = last.LastSuccessfulCommit
 	}
-	lu.Failures = NextFailures(last, j.obs.Generation, j.obs.ReconcileRequest, u.Commit)
+	lu.Failures = decide.NextFailures(last, j.obs.Generation, j.obs.ReconcileRequest, u.Commit)
 	s.LastUpdate = lu
 	s.Retry = nil
 	event := notify.Event{Kind: notify.UpdateFailed, Stack: st.rec.Name, Time: now, Update: u.ID, Commit: u.Commit, Message: u.Message}
 	if lu.Failures >= d.opts.MaxFailures {
-		s.MarkStalled(ReasonUpdateFailed, failureMessage(u.Type, lu.Failures)+": "+u.Message, st.rec.Generation, now)
-		event.Kind, event.Message = notify.StackStalled, s.Condition(ConditionStalled).Message
+		conditions.MarkStalled(s, model.ReasonUpdateFailed, conditions.FailureMessage(u.Type, lu.Failures)+": "+u.Message, st.rec.Generation, now)
+		event.Kind, event.Message = notify.StackStalled, s.Condition(model.ConditionStalled).Message
 		d.opts.Notifier.Notify(event)
 		d.log.Error("stack stalled: not retrying until its spec, its commit or a sync request changes",
 			"stack", st.rec.Name, "commit", u.Commit, "failures", lu.Failures, "err", u.Message)
 		return
 	}
 	d.opts.Notifier.Notify(event)
-	s.Retry = &Retry{Attempt: lu.Failures + 1, Of: j.obs.maxFailures(),
-		At: now.Add(backoff(j.obs.BackoffBase, lu.Failures-1, j.obs.MaxBackoff))}
+	s.Retry = &model.Retry{Attempt: lu.Failures + 1, Of: j.obs.FailureLimit(),
+		At: now.Add(decide.BackoffFrom(j.obs.BackoffBase, lu.Failures-1, j.obs.MaxBackoff))}
 	// PKO's wording first, which Argo CD users read; then the error.
-	reason, msg := ReasonRetryingAfterFailure, fmt.Sprintf("%d update failure(s)", lu.Failures)
-	if u.Type == UpdatePreview {
-		reason, msg = ReasonPreviewFailed, fmt.Sprintf("preview failed (%d attempt(s))", lu.Failures)
+	reason, msg := model.ReasonRetryingAfterFailure, fmt.Sprintf("%d update failure(s)", lu.Failures)
+	if u.Type == model.UpdatePreview {
+		reason, msg = model.ReasonPreviewFailed, fmt.Sprintf("preview failed (%d attempt(s))", lu.Failures)
 	}
-	s.MarkReconciling(reason, msg+": "+u.Message, st.rec.Generation, now)
+	conditions.MarkReconciling(s, reason, msg+": "+u.Message, st.rec.Generation, now)
 }

@@ -5,38 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/daemon/previewnow"
+	"github.com/stackd/stackd/model"
 )
-
-// StackPreview is the last "preview now" of a stack: what the next sync
-// would do at the latest commit, as `pulumi preview --diff` said it. It
-// is kept apart from the stack's status, history and resources, which a
-// preview never changes.
-type StackPreview struct {
-	// Commit is the commit previewed (a Program's revision for a Program
-	// stack), Time when the preview started, Duration how long it took.
-	Commit   string        `json:"commit"`
-	Time     time.Time     `json:"time"`
-	Duration time.Duration `json:"duration"`
-	// State is running, succeeded or failed (the Update states); Message
-	// the error of a failed one.
-	State   string         `json:"state"`
-	Message string         `json:"message,omitempty"`
-	Changes map[string]int `json:"changes,omitempty"`
-	// Diff is the preview's output, scrubbed of every secret the daemon
-	// knows, cut at maxPreviewDiff bytes.
-	Diff string `json:"diff"`
-}
 
 // maxPreviewDiff bounds the diff a preview keeps.
 const maxPreviewDiff = 1 << 20
-
-// previewTimeout bounds a preview when no operation timeout is set.
-const previewTimeout = 30 * time.Minute
 
 // ErrPreviewRefused is wrapped by PreviewNow for a stack that cannot be
 // previewed now (one runs already, the stack left the config, another
@@ -46,9 +23,9 @@ var ErrPreviewRefused = errors.New("cannot preview the stack now")
 // PreviewStore keeps the last StackPreview of each stack; the BoltDB and
 // the etcd stores implement it as part of Store. DeleteStack deletes it.
 type PreviewStore interface {
-	PutPreview(stack string, p StackPreview) error
+	PutPreview(stack string, p model.StackPreview) error
 	// Preview reads it; the error wraps ErrNotFound when there is none.
-	Preview(stack string) (StackPreview, error)
+	Preview(stack string) (model.StackPreview, error)
 }
 
 // PreviewNow starts a read-only preview of the named stack at the latest
@@ -71,7 +48,7 @@ func (d *Daemon) PreviewNow(name string) error {
 		return fmt.Errorf("stack %s: a preview runs already: %w", name, ErrPreviewRefused)
 	}
 	st.previewing = true
-	j := job{st: st, stack: st.stack, cfg: d.cfg, typ: UpdatePreview}
+	j := job{st: st, stack: st.stack, cfg: d.cfg, typ: model.UpdatePreview}
 	d.workWG.Add(1)
 	go func() {
 		defer d.workWG.Done()
@@ -85,16 +62,16 @@ func (d *Daemon) PreviewNow(name string) error {
 
 // LastPreview returns the named stack's last preview; ErrNotFound
 // (wrapped) when it never had one.
-func (d *Daemon) LastPreview(name string) (StackPreview, error) {
+func (d *Daemon) LastPreview(name string) (model.StackPreview, error) {
 	d.mu.Lock()
 	st := d.stacks[name]
 	d.mu.Unlock()
 	if st == nil {
-		return StackPreview{}, ErrUnknownStack
+		return model.StackPreview{}, ErrUnknownStack
 	}
 	p, err := d.opts.Store.Preview(name)
 	if err != nil {
-		return StackPreview{}, fmt.Errorf("stack %s: last preview: %w", name, err)
+		return model.StackPreview{}, fmt.Errorf("stack %s: last preview: %w", name, err)
 	}
 	return p, nil
 }
@@ -103,85 +80,36 @@ func (d *Daemon) LastPreview(name string) (StackPreview, error) {
 // outcome.
 func (d *Daemon) previewNow(ctx context.Context, j job) {
 	name := j.stack.Name
-	p := StackPreview{Time: time.Now(), State: UpdateRunning}
+	p := model.StackPreview{Time: time.Now(), State: model.UpdateRunning}
 	d.putPreview(name, p)
 	var buf bytes.Buffer
 	res, commit, err := d.runPreviewNow(ctx, j, &buf)
-	p.Commit, p.Duration, p.Changes, p.State = commit, time.Since(p.Time).Round(time.Millisecond), res.Changes, UpdateSucceeded
+	p.Commit, p.Duration, p.Changes, p.State = commit, time.Since(p.Time).Round(time.Millisecond), res.Changes, model.UpdateSucceeded
 	if err != nil {
-		p.State, p.Message = UpdateFailed, d.red.Clean(err.Error())
+		p.State, p.Message = model.UpdateFailed, d.red.Clean(err.Error())
 	}
-	p.Diff = string(TruncateLog(buf.Bytes(), maxPreviewDiff))
+	p.Diff = string(model.TruncateLog(buf.Bytes(), maxPreviewDiff))
 	d.putPreview(name, p)
 	d.log.Info("preview finished", "stack", name, "commit", commit, "state", p.State, "changes", p.Changes)
 }
 
-// runPreviewNow checks the latest commit out into a work dir of its own
-// and previews it read-only, writing the scrubbed output to w.
-func (d *Daemon) runPreviewNow(ctx context.Context, j job, w *bytes.Buffer) (Result, string, error) {
+// runPreviewNow resolves j's stack and previews it read-only at the
+// latest commit in a work dir of its own, writing the scrubbed output to
+// w (previewnow.Preview).
+func (d *Daemon) runPreviewNow(ctx context.Context, j job, w *bytes.Buffer) (model.Result, string, error) {
 	src, ws, secrets, err := d.Resolve(ctx, j.cfg, j.stack)
 	if err != nil {
-		return Result{}, "", err
+		return model.Result{}, "", err
 	}
-	red := d.red.With(secrets...)
-	dir := filepath.Join(d.opts.DataDir, "preview-now", j.stack.Name)
-	defer os.RemoveAll(dir)
-	commit, project, err := d.previewProgram(ctx, j, src, dir)
-	if err != nil {
-		return Result{}, commit, err
-	}
-	ws.ProjectDir, ws.WorkDir = project, dir
-	sw := red.Writer(w)
-	defer sw.Close()
-	s := &j.stack.Spec
-	op := Operation{Workspace: ws, Type: UpdatePreview, ReadOnly: true, Diff: true, Log: sw,
-		Refresh: s.Refresh, Targets: s.Targets, TargetDependents: s.TargetDependents,
-		Timeout: cmpDuration(s.OperationTimeout.Duration, d.opts.OpTimeout, previewTimeout)}
-	res, err := d.opts.Runner.Run(ctx, op)
-	if err != nil {
-		return res, commit, errors.New(red.Clean(err.Error()))
-	}
-	return res, commit, nil
-}
-
-// previewProgram puts j's program at its latest commit (the branch's head
-// asked of the remote afresh) in dir, and returns the commit and the
-// project directory.
-func (d *Daemon) previewProgram(ctx context.Context, j job, src GitSource, dir string) (string, string, error) {
-	s := &j.stack.Spec
-	if ref := s.ProgramRef; ref != nil {
-		prog := j.cfg.Programs[ref.Name]
-		if prog == nil {
-			return "", "", fmt.Errorf("program %q is not in the config", ref.Name)
-		}
-		project, err := prog.WriteProject(filepath.Join(dir, "program"))
-		return prog.Revision(), project, err
-	}
-	commit := s.Commit
-	if commit == "" {
-		d.opts.Fetcher.Forget(src.URL)
-		var err error
-		if commit, err = d.opts.Fetcher.Resolve(ctx, src); err != nil {
-			return "", "", fmt.Errorf("resolve %s: %w", spec.RedactURL(src.URL), err)
-		}
-	}
-	project, err := d.opts.Fetcher.Checkout(ctx, src, commit, filepath.Join(dir, "src"))
-	return commit, project, err
+	p := previewnow.Preview{Config: j.cfg, Stack: j.stack, Source: src, Work: ws,
+		Dir: filepath.Join(d.opts.DataDir, "preview-now", j.stack.Name), OpTimeout: d.opts.OpTimeout,
+		Fetcher: d.opts.Fetcher, Runner: d.opts.Runner, Redactor: d.red.With(secrets...)}
+	return p.Run(ctx, w)
 }
 
 // putPreview records p as stack's last preview; a failure is logged.
-func (d *Daemon) putPreview(stack string, p StackPreview) {
+func (d *Daemon) putPreview(stack string, p model.StackPreview) {
 	if err := d.opts.Store.PutPreview(stack, p); err != nil {
 		d.storeError("cannot record the stack's preview", stack, err)
 	}
-}
-
-// cmpDuration is the first of ds above zero.
-func cmpDuration(ds ...time.Duration) time.Duration {
-	for _, d := range ds {
-		if d > 0 {
-			return d
-		}
-	}
-	return 0
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/stackd/stackd/model"
 )
 
 // TestPreviewNowWhilePaused: with the daemon paused and a new commit on
@@ -19,23 +21,23 @@ func TestPreviewNowWhilePaused(t *testing.T) {
 	before, _ := h.d.Stack("app")
 	updates := len(h.store.updatesOf("app"))
 	h.fetcher.set("https://git.example/app.git", sha2, nil)
-	if _, err := h.d.LastPreview("app"); !errors.Is(err, ErrNotFound) {
+	if _, err := h.d.LastPreview("app"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("LastPreview before any = %v, want ErrNotFound", err)
 	}
 	if err := h.d.PreviewNow("app"); err != nil {
 		t.Fatal(err)
 	}
-	var p StackPreview
+	var p model.StackPreview
 	h.eventually("the preview", func() bool {
 		var err error
 		p, err = h.d.LastPreview("app")
-		return err == nil && p.State != UpdateRunning
+		return err == nil && p.State != model.UpdateRunning
 	})
-	if p.State != UpdateSucceeded || p.Commit != sha2 || p.Diff != "running preview of app\n" {
+	if p.State != model.UpdateSucceeded || p.Commit != sha2 || p.Diff != "running preview of app\n" {
 		t.Errorf("preview = %+v, want a success at %s with the runner's output", p, sha2)
 	}
 	ops := h.runner.opsOf("app")
-	if op := ops[len(ops)-1]; op.Type != UpdatePreview || !op.ReadOnly || !op.Diff || op.Export {
+	if op := ops[len(ops)-1]; op.Type != model.UpdatePreview || !op.ReadOnly || !op.Diff || op.Export {
 		t.Errorf("the preview ran %+v, want a read-only preview with a diff that exports nothing", op)
 	}
 	after, _ := h.d.Stack("app")

@@ -16,6 +16,7 @@ import (
 	"github.com/stackd/stackd/daemon/notify"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // Secrets of TestOneStacksSecretsScrubbedFromAnother: distinctive, so
@@ -56,7 +57,7 @@ type leakRunner struct {
 	runs  int
 }
 
-func (r *leakRunner) Run(ctx context.Context, op Operation) (Result, error) {
+func (r *leakRunner) Run(ctx context.Context, op model.Operation) (model.Result, error) {
 	if op.Name != r.leaky {
 		return r.fakeRunner.Run(ctx, op)
 	}
@@ -66,10 +67,10 @@ func (r *leakRunner) Run(ctx context.Context, op Operation) (Result, error) {
 	r.mu.Unlock()
 	fmt.Fprintf(op.Log, "the program prints %s\n", r.leak)
 	if first {
-		return Result{}, errors.New("the program failed: " + r.leak)
+		return model.Result{}, errors.New("the program failed: " + r.leak)
 	}
 	leak, _ := json.Marshal(r.leak)
-	return Result{Outputs: map[string]json.RawMessage{"leak": leak, "nested": json.RawMessage(`{"k":[` + string(leak) + `]}`)}}, nil
+	return model.Result{Outputs: map[string]json.RawMessage{"leak": leak, "nested": json.RawMessage(`{"k":[` + string(leak) + `]}`)}}, nil
 }
 
 // syncBuffer is a log destination safe for concurrent writers.
@@ -114,7 +115,7 @@ func TestOneStacksSecretsScrubbedFromAnother(t *testing.T) {
 	h.start()
 	h.eventually("b succeeds after its failure", func() bool {
 		l := h.last("b")
-		return l != nil && l.State == UpdateSucceeded && h.ready("a")
+		return l != nil && l.State == model.UpdateSucceeded && h.ready("a")
 	})
 	if lr.runs < 2 {
 		t.Fatalf("b ran %d times, want a failure and a success", lr.runs)
@@ -150,7 +151,7 @@ func TestOneStacksSecretsScrubbedFromAnother(t *testing.T) {
 		t.Errorf("tracking = %q", b.Tracking)
 	}
 	failed := ups[len(ups)-1]
-	if failed.State != UpdateFailed || !strings.Contains(failed.Message, "the program failed: [secret] [secret]") {
+	if failed.State != model.UpdateFailed || !strings.Contains(failed.Message, "the program failed: [secret] [secret]") {
 		t.Errorf("first update = %+v", failed)
 	}
 	for _, want := range []string{"the program prints [secret] [secret] [secret] [secret]", "error: the program failed: [secret]"} {
@@ -203,62 +204,6 @@ func TestSecretLearnedLaterScrubsKnownStatus(t *testing.T) {
 	defer h.store.mu.Unlock()
 	if got := string(h.store.stacks["app"].Status.Outputs["leak"]); got != `"[secret]"` {
 		t.Errorf("stored output = %s", got)
-	}
-}
-
-func TestConfigSecrets(t *testing.T) {
-	dir := t.TempDir()
-	writeSecretFile(t, dir, "db", "password", "from-file-1")
-	writeSecretFile(t, dir, "creds", "AWS_SECRET", "from-file-2")
-	writeSecretFile(t, dir, "pulumi", "accessToken", "from-file-3")
-	const text = `
-apiVersion: v1
-kind: Secret
-metadata: {name: doc}
-stringData: {k: from-doc-1}
----
-stacks:
-  - name: s
-    stack: dev
-    projectRepo: https://git.example/s.git
-    branch: main
-    secrets: {a: literal-1}
-    secretsRef:
-      b: {type: Secret, secret: {name: db, key: password}}
-      c: {type: StackOutput, stackOutput: {stack: t, output: x}}
-      missing: {type: Secret, secret: {name: nope, key: nope}}
-    envRefs:
-      TOKEN: {type: Env, env: {name: STACKD_TEST_TOKEN}}
-      PLAIN_ENV: {type: Env, env: {name: STACKD_TEST_PLAIN}}
-    envSecrets: [creds]
-    accessTokenSecret: pulumi
-    gitAuth:
-      accessToken: {type: Literal, literal: {value: git-token-1}}
-    reviewStacks:
-      enabled: true
-      config: {size: plain-2}
-      secretsRef:
-        d: {type: Literal, literal: {value: review-literal-1}}
-  - {name: t, stack: dev, projectRepo: https://git.example/t.git, branch: main}
-`
-	cfg, diags, err := spec.Parse("stacks.yaml", []byte(text))
-	if err != nil {
-		t.Fatalf("%v %v", err, diags)
-	}
-	env := map[string]string{"STACKD_TEST_TOKEN": "env-token-1", "STACKD_TEST_PLAIN": "plain-1"}
-	refs := spec.RefSources{SecretsDir: dir, LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
-		StackOutput: func(string, string) (string, error) { t.Error("a stack output was read"); return "", nil }}
-	got := strings.Join(configSecrets(cfg, refs), " ")
-	for _, want := range []string{"from-doc-1", "literal-1", "from-file-1", "env-token-1", "literal-1",
-		"from-file-2", "from-file-3", "git-token-1", "review-literal-1"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("secrets %q lack %s", got, want)
-		}
-	}
-	for _, not := range []string{"plain-1", "plain-2"} {
-		if strings.Contains(got, not) {
-			t.Errorf("secrets %q hold the plain value %s", got, not)
-		}
 	}
 }
 

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // Reload reads the config again and applies it: Git sources are polled
@@ -68,11 +70,11 @@ func (d *Daemon) reloadConfig(trigger string, allowRemoval int) error {
 // swap applies cfg unless it means what the config in force means or
 // removes too many stacks (more than allowRemoval). It records the
 // revision it applied.
-func (d *Daemon) swap(cfg *spec.Config, revs []RevisionSource, trigger string, now time.Time, allowRemoval int) error {
+func (d *Daemon) swap(cfg *spec.Config, revs []model.RevisionSource, trigger string, now time.Time, allowRemoval int) error {
 	d.learnConfig(cfg) // also when it is the same: a Secret file may have changed
 	d.mu.Lock()
 	sameConfig := d.cfg != nil && cfg.Fingerprint() == d.cfg.Fingerprint()
-	rev := ConfigRevision{Time: now, Trigger: trigger, Sources: revs, Applied: true}
+	rev := model.ConfigRevision{Time: now, Trigger: trigger, Sources: revs, Applied: true}
 	// Stacks whose source is no longer configured are kept unless the
 	// override covers every stack this reload removes, them included.
 	orphans := d.orphansOfLocked(cfg)
@@ -119,12 +121,12 @@ func (d *Daemon) swap(cfg *spec.Config, revs []RevisionSource, trigger string, n
 
 // refused records a revision that was not applied, unless it repeats the
 // last one refused (a broken commit is seen again on every poll).
-func (d *Daemon) refused(revs []RevisionSource, trigger string, now time.Time, err error) {
+func (d *Daemon) refused(revs []model.RevisionSource, trigger string, now time.Time, err error) {
 	d.mu.Lock()
 	d.attributeLocked(err)
 	last := d.lastRefused
 	d.mu.Unlock()
-	rev := ConfigRevision{Time: now, Trigger: trigger, Sources: revs, Error: err.Error()}
+	rev := model.ConfigRevision{Time: now, Trigger: trigger, Sources: revs, Error: err.Error()}
 	if last != nil && last.Error == rev.Error && slices.Equal(last.Sources, rev.Sources) {
 		return
 	}
@@ -134,7 +136,7 @@ func (d *Daemon) refused(revs []RevisionSource, trigger string, now time.Time, e
 	d.mu.Unlock()
 }
 
-func (d *Daemon) putRevision(rev ConfigRevision) {
+func (d *Daemon) putRevision(rev model.ConfigRevision) {
 	if !d.leads() {
 		return // the cluster's leader records it
 	}
@@ -182,10 +184,10 @@ func (d *Daemon) guardLocked(cfg *spec.Config, allowRemoval int) (why string, re
 		return "", 0
 	}
 	cur := d.currentLocked()
-	if why = massRemoval(cur, cfg); why == "" {
+	if why = spec.MassRemoval(cur, cfg); why == "" {
 		return "", 0
 	}
-	removes = removedCount(cur, cfg)
+	removes = spec.RemovedCount(cur, cfg)
 	switch {
 	case allowRemoval <= 0:
 		return why, removes
@@ -272,7 +274,7 @@ func (d *Daemon) recordReload(now time.Time, err error) error {
 
 // ConfigStatus reports the last config load, each source's state and the
 // config's health.
-func (d *Daemon) ConfigStatus() ConfigStatus {
+func (d *Daemon) ConfigStatus() model.ConfigStatus {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	status := d.reload
@@ -284,16 +286,16 @@ func (d *Daemon) ConfigStatus() ConfigStatus {
 	for _, s := range d.sources {
 		status.Sources = append(status.Sources, d.sourceStatusLocked(s))
 	}
-	h := Health{Status: HealthHealthy, Message: "the config is applied and every source is healthy"}
+	h := model.Health{Status: model.HealthHealthy, Message: "the config is applied and every source is healthy"}
 	switch {
 	case status.Error != "":
-		h = Health{Status: HealthDegraded, Message: status.Error}
+		h = model.Health{Status: model.HealthDegraded, Message: status.Error}
 	case d.cfg == nil:
-		h = Health{Status: HealthProgressing, Message: "waiting for a first config"}
+		h = model.Health{Status: model.HealthProgressing, Message: "waiting for a first config"}
 	default:
 		for _, ss := range status.Sources {
 			if worse(ss.Health.Status, h.Status) {
-				h = Health{Status: ss.Health.Status, Message: ss.Source + ": " + ss.Health.Message}
+				h = model.Health{Status: ss.Health.Status, Message: ss.Source + ": " + ss.Health.Message}
 			}
 		}
 	}
@@ -302,11 +304,11 @@ func (d *Daemon) ConfigStatus() ConfigStatus {
 		ps := r.PolicyStatus()
 		status.Policies = &ps
 	}
-	return scrubConfigStatus(status, d.red)
+	return scrub.ConfigStatus(status, d.red)
 }
 
-func (d *Daemon) sourceStatusLocked(s *sourceState) SourceStatus {
-	ss := SourceStatus{Source: s.name, Git: s.Git, Commit: s.applied, LatestCommit: s.latest,
+func (d *Daemon) sourceStatusLocked(s *sourceState) model.SourceStatus {
+	ss := model.SourceStatus{Source: s.name, Git: s.Git, Commit: s.applied, LatestCommit: s.latest,
 		LastPoll: s.lastPoll, AppliedAt: s.appliedAt, Error: s.configErr}
 	if s.fetchErr != nil {
 		ss.Error = strings.TrimSpace(s.fetchErr.Error() + "\n" + ss.Error)
@@ -320,13 +322,13 @@ func (d *Daemon) sourceStatusLocked(s *sourceState) SourceStatus {
 	// The stacks' health is theirs (a failing program is no config error).
 	switch {
 	case ss.Error != "":
-		ss.Health = Health{Status: HealthDegraded, Message: ProblemSummary(ss.Error)}
+		ss.Health = model.Health{Status: model.HealthDegraded, Message: model.ProblemSummary(ss.Error)}
 	case d.cfg == nil || (s.Git != nil && s.applied == ""):
-		ss.Health = Health{Status: HealthProgressing, Message: "waiting for a first config"}
+		ss.Health = model.Health{Status: model.HealthProgressing, Message: "waiting for a first config"}
 	case s.Git != nil && s.latest != "" && s.latest != s.applied:
-		ss.Health = Health{Status: HealthProgressing, Message: "applying commit " + shortCommit(s.latest)}
+		ss.Health = model.Health{Status: model.HealthProgressing, Message: "applying commit " + shortCommit(s.latest)}
 	default:
-		ss.Health = Health{Status: HealthHealthy, Message: "applied"}
+		ss.Health = model.Health{Status: model.HealthHealthy, Message: "applied"}
 	}
 	return ss
 }
@@ -334,17 +336,6 @@ func (d *Daemon) sourceStatusLocked(s *sourceState) SourceStatus {
 // worse says whether health a is worse than b: Degraded, then
 // Progressing, then Healthy.
 func worse(a, b string) bool {
-	rank := map[string]int{HealthHealthy: 0, HealthProgressing: 1, HealthDegraded: 2}
+	rank := map[string]int{model.HealthHealthy: 0, model.HealthProgressing: 1, model.HealthDegraded: 2}
 	return rank[a] > rank[b]
-}
-
-// ProblemSummary is the first of a list of problems, one a line (a
-// source's Error: the causes come first), after their count when there
-// are several: "3 problems: x.yaml:4:5: spec.brnach: unknown field …".
-func ProblemSummary(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) < 2 {
-		return lines[0]
-	}
-	return fmt.Sprintf("%d problems: %s", len(lines), lines[0])
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // This file is the daemon's side of cluster mode: what it does when it
@@ -32,19 +33,19 @@ func (d *Daemon) followOwnership(ctx context.Context) {
 	}
 }
 
-func (d *Daemon) ownershipChanged(e OwnershipEvent) {
+func (d *Daemon) ownershipChanged(e model.OwnershipEvent) {
 	switch e.Kind {
-	case OwnerGained:
+	case model.OwnerGained:
 		d.gained(e.Stack)
-	case OwnerLost:
+	case model.OwnerLost:
 		d.lost(e.Stack)
-	case OwnerHandover:
+	case model.OwnerHandover:
 		d.handover(e.Stack)
-	case OwnerRecord:
+	case model.OwnerRecord:
 		d.recordFrom(e.Stack, e.Record)
-	case OwnerSync:
+	case model.OwnerSync:
 		d.syncRequested(e.Stack, e.Token)
-	case OwnerPush:
+	case model.OwnerPush:
 		d.pushStacks(spec.RepoKeys(e.URLs), e.Branch)
 	}
 }
@@ -73,20 +74,20 @@ func (d *Daemon) gained(name string) {
 	switch {
 	case recErr == nil:
 		st.rec = rec
-	case !errors.Is(recErr, ErrNotFound):
+	case !errors.Is(recErr, model.ErrNotFound):
 		d.log.Error("cannot read the record of a stack taken over", "stack", name, "err", recErr)
 	}
 	st.commit, st.sourceErr, st.pollNow, st.blocked = "", nil, true, false
-	if len(recent) > 0 && recent[0].State == UpdateAborted && recent[0].PullRequest == 0 {
+	if len(recent) > 0 && recent[0].State == model.UpdateAborted && recent[0].PullRequest == 0 {
 		// Interrupted by the last holder (a handover after its grace): its
 		// CLI has ended, but may not have released the lock.
 		st.breakLockAt = now.Add(d.opts.HandoverGrace)
 	}
 	for _, u := range recent {
-		if u.State != UpdateRunning || u.Type == UpdatePreview {
+		if u.State != model.UpdateRunning || u.Type == model.UpdatePreview {
 			continue // a preview is its pull request's holder's to end
 		}
-		u.State, u.EndTime = UpdateAborted, now
+		u.State, u.EndTime = model.UpdateAborted, now
 		u.Message = "the replica running the update stopped holding the stack"
 		if u.Node != "" {
 			u.Message = fmt.Sprintf("replica %s stopped holding the stack during the update", u.Node)
@@ -165,7 +166,7 @@ func (d *Daemon) handingOver(st *stackState, _ time.Time) (bool, time.Duration) 
 
 // recordFrom takes the record another replica wrote of a stack it holds;
 // nil when it deleted the stack.
-func (d *Daemon) recordFrom(name string, rec *StackRecord) {
+func (d *Daemon) recordFrom(name string, rec *model.StackRecord) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := d.stacks[name]
@@ -230,7 +231,7 @@ func (d *Daemon) RemoteLog(id string) string {
 		return ""
 	}
 	u, err := d.opts.Store.Update(id)
-	if err != nil || u.State != UpdateRunning {
+	if err != nil || u.State != model.UpdateRunning {
 		return ""
 	}
 	return d.HolderURL(u.Stack)
@@ -261,9 +262,9 @@ func (d *Daemon) HolderURL(name string) string {
 
 // ClusterStatus is the cluster as this replica sees it; ok is false
 // outside cluster mode.
-func (d *Daemon) ClusterStatus() (ClusterStatus, bool) {
+func (d *Daemon) ClusterStatus() (model.ClusterStatus, bool) {
 	if !d.clustered {
-		return ClusterStatus{}, false
+		return model.ClusterStatus{}, false
 	}
 	return d.own.Status(), true
 }

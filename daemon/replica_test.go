@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stackd/stackd/model"
 )
 
 // fakeOwnership is a cluster as one replica ("me") sees it, driven by the
@@ -19,11 +21,11 @@ type fakeOwnership struct {
 	held     map[string]bool
 	released []string
 	requests map[string]string
-	events   chan OwnershipEvent
+	events   chan model.OwnershipEvent
 }
 
 func newFakeOwnership() *fakeOwnership {
-	return &fakeOwnership{held: map[string]bool{}, requests: map[string]string{}, events: make(chan OwnershipEvent, 16)}
+	return &fakeOwnership{held: map[string]bool{}, requests: map[string]string{}, events: make(chan model.OwnershipEvent, 16)}
 }
 
 func (o *fakeOwnership) SetStacks([]string) {}
@@ -48,7 +50,7 @@ func (o *fakeOwnership) Release(name string) {
 	o.released = append(o.released, name)
 }
 
-func (o *fakeOwnership) Events() <-chan OwnershipEvent { return o.events }
+func (o *fakeOwnership) Events() <-chan model.OwnershipEvent { return o.events }
 
 func (o *fakeOwnership) RequestSync(name, token string) error {
 	o.mu.Lock()
@@ -59,8 +61,8 @@ func (o *fakeOwnership) RequestSync(name, token string) error {
 
 func (o *fakeOwnership) Push([]string, string) error { return nil }
 
-func (o *fakeOwnership) Status() ClusterStatus {
-	return ClusterStatus{Node: "me", Leader: "me", Session: true}
+func (o *fakeOwnership) Status() model.ClusterStatus {
+	return model.ClusterStatus{Node: "me", Leader: "me", Session: true}
 }
 
 func (o *fakeOwnership) set(name string, held bool) {
@@ -73,7 +75,7 @@ func (o *fakeOwnership) set(name string, held bool) {
 // then the event.
 func (o *fakeOwnership) gain(name string) {
 	o.set(name, true)
-	o.events <- OwnershipEvent{Kind: OwnerGained, Stack: name}
+	o.events <- model.OwnershipEvent{Kind: model.OwnerGained, Stack: name}
 }
 
 func (o *fakeOwnership) wasReleased(name string) bool {
@@ -127,7 +129,7 @@ func TestClusterActsOnHeldStacksOnly(t *testing.T) {
 // stack, one that joined or came back, waits), and starts nothing more.
 func TestClusterHandoverWaitsForTheOperation(t *testing.T) {
 	o, h := gainedRunning(t, false)
-	o.events <- OwnershipEvent{Kind: OwnerHandover, Stack: "app"}
+	o.events <- model.OwnershipEvent{Kind: model.OwnerHandover, Stack: "app"}
 	// The daemon took the handover in (it may take a while on a busy
 	// machine); from then on, well past the grace, the stack stays.
 	h.eventually("the handover taken in", func() bool {
@@ -145,7 +147,7 @@ func TestClusterHandoverWaitsForTheOperation(t *testing.T) {
 	if n := len(h.runner.opsOf("app")); n != 1 {
 		t.Fatalf("%d operations after the handover", n)
 	}
-	if u := h.store.updatesOf("app"); len(u) != 1 || u[0].State != UpdateSucceeded {
+	if u := h.store.updatesOf("app"); len(u) != 1 || u[0].State != model.UpdateSucceeded {
 		t.Fatalf("updates = %+v, want the one succeeded", u)
 	}
 }
@@ -171,7 +173,7 @@ func gainedRunning(t *testing.T, deaf bool) (*fakeOwnership, *harness) {
 func TestClusterLostInterrupts(t *testing.T) {
 	o, h := gainedRunning(t, false)
 	o.set("app", false)
-	o.events <- OwnershipEvent{Kind: OwnerLost, Stack: "app"}
+	o.events <- model.OwnershipEvent{Kind: model.OwnerLost, Stack: "app"}
 	h.eventually("operation interrupted", func() bool {
 		h.runner.mu.Lock()
 		defer h.runner.mu.Unlock()
@@ -189,7 +191,7 @@ func TestClusterLostInterrupts(t *testing.T) {
 func TestClusterLossAcknowledgedAfterOperation(t *testing.T) {
 	o, h := gainedRunning(t, true)
 	o.set("app", false)
-	o.events <- OwnershipEvent{Kind: OwnerLost, Stack: "app"}
+	o.events <- model.OwnershipEvent{Kind: model.OwnerLost, Stack: "app"}
 	// The daemon took the loss in (it may take a while on a busy
 	// machine); then a few passes come and go.
 	h.eventually("the loss taken in", func() bool {
@@ -203,7 +205,7 @@ func TestClusterLossAcknowledgedAfterOperation(t *testing.T) {
 	}
 	h.runner.gate <- struct{}{}
 	h.eventually("loss acknowledged", func() bool { return o.wasReleased("app") })
-	if u := h.store.updatesOf("app"); len(u) != 1 || u[0].State != UpdateRunning {
+	if u := h.store.updatesOf("app"); len(u) != 1 || u[0].State != model.UpdateRunning {
 		t.Errorf("updates after a lost operation ended = %+v, want its record untouched", u)
 	}
 }
@@ -214,7 +216,7 @@ func TestClusterLossAcknowledgedAfterOperation(t *testing.T) {
 func TestClusterGainedFromDeadHolder(t *testing.T) {
 	o := newFakeOwnership()
 	h := clusterHarness(t, o)
-	left, err := h.store.BeginUpdate(Update{Stack: "app", Type: UpdateUp, State: UpdateRunning, Node: "node-9", StartTime: time.Now()})
+	left, err := h.store.BeginUpdate(model.Update{Stack: "app", Type: model.UpdateUp, State: model.UpdateRunning, Node: "node-9", StartTime: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +225,7 @@ func TestClusterGainedFromDeadHolder(t *testing.T) {
 	o.gain("app")
 	h.eventually("app deployed", func() bool { return h.ready("app") })
 	u, _ := h.store.Update(left.ID)
-	if u.State != UpdateAborted || !strings.Contains(u.Message, "node-9") {
+	if u.State != model.UpdateAborted || !strings.Contains(u.Message, "node-9") {
 		t.Fatalf("update left running = %+v", u)
 	}
 	ops := h.runner.opsOf("app")
@@ -242,11 +244,11 @@ func TestClusterGainedFromDeadHolder(t *testing.T) {
 func TestClusterGainedAfterInterruption(t *testing.T) {
 	o := newFakeOwnership()
 	h := clusterHarness(t, o)
-	u, err := h.store.BeginUpdate(Update{Stack: "app", Type: UpdateUp, State: UpdateRunning, Node: "node-9", StartTime: time.Now()})
+	u, err := h.store.BeginUpdate(model.Update{Stack: "app", Type: model.UpdateUp, State: model.UpdateRunning, Node: "node-9", StartTime: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.State, u.EndTime = UpdateAborted, time.Now()
+	u.State, u.EndTime = model.UpdateAborted, time.Now()
 	if err := h.store.PutUpdate(u); err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +297,7 @@ func TestStopAbortsWithoutFailing(t *testing.T) {
 		_ = h.d.Stop(ctx)
 		cancel()
 		us := store.updatesOf("app")
-		if len(us) != i+1 || us[i].State != UpdateAborted {
+		if len(us) != i+1 || us[i].State != model.UpdateAborted {
 			t.Fatalf("restart %d: updates %+v", i+1, us)
 		}
 		rec, _ := store.Stack("app")
@@ -319,13 +321,13 @@ func TestConditionMessagesInPKOWording(t *testing.T) {
 	h.start()
 	h.eventually("running", func() bool { return len(h.runner.opsOf("app")) == 1 })
 	v, _ := h.d.Stack("app")
-	if c := v.Status.Condition(ConditionReconciling); c == nil || c.Message != "stack is being processed: Initial stack update" {
+	if c := v.Status.Condition(model.ConditionReconciling); c == nil || c.Message != "stack is being processed: Initial stack update" {
 		t.Errorf("while running: %+v", c)
 	}
 	h.runner.gate <- struct{}{}
 	h.eventually("failed once", func() bool { l := h.last("app"); return l != nil && l.Failures == 1 })
 	v, _ = h.d.Stack("app")
-	if c := v.Status.Condition(ConditionReconciling); c == nil || c.Reason != ReasonRetryingAfterFailure || c.Message != "1 update failure(s): program failed: boom" {
+	if c := v.Status.Condition(model.ConditionReconciling); c == nil || c.Reason != model.ReasonRetryingAfterFailure || c.Message != "1 update failure(s): program failed: boom" {
 		t.Errorf("after a failure: %+v", c)
 	}
 }
@@ -343,7 +345,7 @@ func TestPrerequisiteZeroDurationAlwaysStale(t *testing.T) {
 		t.Fatalf("b ran %d times on an always stale prerequisite", n)
 	}
 	v, _ := h.d.Stack("b")
-	if c := v.Status.Condition(ConditionReconciling); c == nil || c.Reason != ReasonPrerequisiteNotSatisfied || !strings.Contains(c.Message, `prerequisite "a"`) {
+	if c := v.Status.Condition(model.ConditionReconciling); c == nil || c.Reason != model.ReasonPrerequisiteNotSatisfied || !strings.Contains(c.Message, `prerequisite "a"`) {
 		t.Errorf("b's condition: %+v", c)
 	}
 }
@@ -361,8 +363,8 @@ func TestConditionsRecomputedOnEveryEvaluation(t *testing.T) {
 	h.fetcher.set("https://git.example/app.git", sha1, errors.New("connection refused"))
 	h.eventually("source unavailable", func() bool {
 		v, _ := h.d.Stack("app")
-		c := v.Status.Condition(ConditionStalled)
-		return c != nil && c.Reason == ReasonSourceUnavailable
+		c := v.Status.Condition(model.ConditionStalled)
+		return c != nil && c.Reason == model.ReasonSourceUnavailable
 	})
 	h.fetcher.set("https://git.example/app.git", sha1, nil)
 	h.eventually("Ready again on the same commit", func() bool { return h.ready("app") })
@@ -376,7 +378,7 @@ func TestConditionsRecomputedOnEveryEvaluation(t *testing.T) {
 	}
 	h.eventually("the new generation observed and Degraded", func() bool {
 		v, _ := h.d.Stack("app")
-		return v.Status.ObservedGeneration == 2 && v.Status.Health != nil && v.Status.Health.Status == HealthDegraded
+		return v.Status.ObservedGeneration == 2 && v.Status.Health != nil && v.Status.Health.Status == model.HealthDegraded
 	})
 }
 

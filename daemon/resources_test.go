@@ -2,97 +2,14 @@ package daemon
 
 import (
 	"errors"
-	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stackd/stackd/daemon/scrub"
-	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
-
-func TestAttribute(t *testing.T) {
-	start := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	before, after := start.Add(-time.Hour), start.Add(time.Second)
-	prev := []Resource{{URN: "kept", ChangedBy: "s-1"}, {URN: "changed", ChangedBy: "s-1"}}
-	cur := []Resource{
-		{URN: "kept", Created: before, Modified: before},
-		{URN: "changed", Created: before, Modified: after},
-		{URN: "new", Created: after, Modified: after},
-		{URN: "old-unknown", Created: before, Modified: before},
-		{URN: "no-times"},
-		{URN: "created-at-start", Created: start},
-	}
-	attribute(cur, prev, "s-2", start)
-	want := map[string]string{"kept": "s-1", "changed": "s-2", "new": "s-2", "old-unknown": "", "no-times": "", "created-at-start": "s-2"}
-	for _, r := range cur {
-		if r.ChangedBy != want[r.URN] {
-			t.Errorf("%s: ChangedBy = %q, want %q", r.URN, r.ChangedBy, want[r.URN])
-		}
-	}
-}
-
-func TestMarkDrift(t *testing.T) {
-	check := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	resources := func() []Resource {
-		return []Resource{
-			{URN: "a", Modified: check.Add(-time.Hour)},
-			{URN: "b", Modified: check.Add(-time.Hour)},
-			{URN: "c"},
-			{URN: "newer", Created: check.Add(time.Minute), Modified: check.Add(time.Minute)},
-			{URN: "stack", Type: "pulumi:pulumi:Stack"},
-			{URN: "provider", Type: "pulumi:providers:stackdtest"},
-		}
-	}
-	found := []spec.DriftedResource{{URN: "a", Op: "update", Properties: []string{"content"}}, {URN: "c", Op: "delete"}}
-	for _, tc := range []struct {
-		name  string
-		drift *spec.DriftStatus
-		want  map[string]string
-	}{
-		{"no check", nil, map[string]string{"a": "", "b": "", "c": "", "newer": "", "stack": "", "provider": ""}},
-		{"check failed", &spec.DriftStatus{State: spec.DriftCheckFailed, LastCheck: check, Resources: found},
-			map[string]string{"a": "", "b": "", "c": "", "newer": "", "stack": "", "provider": ""}},
-		{"in sync", &spec.DriftStatus{State: spec.DriftInSync, LastCheck: check},
-			map[string]string{"a": ResourceInSync, "b": ResourceInSync, "c": ResourceInSync, "newer": "", "stack": "", "provider": ""}},
-		{"drifted", &spec.DriftStatus{State: spec.DriftDrifted, LastCheck: check, Resources: found},
-			map[string]string{"a": ResourceDrifted, "b": ResourceInSync, "c": ResourceDeleted, "newer": "", "stack": "", "provider": ""}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			rs := resources()
-			markDrift(rs, tc.drift)
-			got := map[string]string{}
-			for _, r := range rs {
-				got[r.URN] = r.Drift
-			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("drift = %v, want %v", got, tc.want)
-			}
-			if tc.name == "drifted" && !reflect.DeepEqual(rs[0].DriftProperties, []string{"content"}) {
-				t.Errorf("a's properties = %v, want [content]", rs[0].DriftProperties)
-			}
-		})
-	}
-}
-
-func TestCommitURL(t *testing.T) {
-	for _, tc := range []struct{ repo, want string }{
-		{"https://github.com/acme/web.git", "https://github.com/acme/web/commit/{sha}"},
-		{"https://user:token@gitlab.example.com/group/sub/app/", "https://gitlab.example.com/group/sub/app/commit/{sha}"},
-		{"git@github.com:acme/web.git", "https://github.com/acme/web/commit/{sha}"},
-		{"ssh://git@gitea.example.com:2222/acme/web.git", "https://gitea.example.com/acme/web/commit/{sha}"},
-		{"file:///srv/repo", ""},
-		{"/srv/repo", ""},
-		{"../repo", ""},
-		{"", ""},
-		{"https://example.com", ""},
-	} {
-		if got := CommitURL(tc.repo); got != tc.want {
-			t.Errorf("CommitURL(%q) = %q, want %q", tc.repo, got, tc.want)
-		}
-	}
-}
 
 // TestResourcesRecorded: an up's exported resources are stored with the
 // up as their creator and IDs scrubbed of the daemon's secrets, and read
@@ -101,7 +18,7 @@ func TestResourcesRecorded(t *testing.T) {
 	h := newHarness(t, oneStack, func(o *Options) { o.Redactor = scrub.NewRedactor("hunter2-secret") })
 	h.fetcher.set("https://git.example/app.git", sha1, nil)
 	now := time.Now()
-	h.runner.resources = []Resource{
+	h.runner.resources = []model.Resource{
 		{URN: "urn:s", Type: "pulumi:pulumi:Stack", Name: "s", Created: now.Add(time.Second), Modified: now.Add(time.Second)},
 		{URN: "urn:f", Type: "stackdtest:index:File", Name: "f", ID: "/srv/hunter2-secret", Parent: "urn:s",
 			Created: now.Add(time.Second), Modified: now.Add(time.Second)},
@@ -135,7 +52,7 @@ func TestResourcesExportFailed(t *testing.T) {
 	obs := &exportObserver{}
 	h := newHarness(t, oneStack, func(o *Options) { o.Observer = obs })
 	h.fetcher.set("https://git.example/app.git", sha1, nil)
-	h.runner.resources = []Resource{{URN: "urn:s", Type: "pulumi:pulumi:Stack", Name: "s"}}
+	h.runner.resources = []model.Resource{{URN: "urn:s", Type: "pulumi:pulumi:Stack", Name: "s"}}
 	h.start()
 	h.eventually("first deploy", func() bool { return h.ready("app") })
 	first := h.last("app").Name

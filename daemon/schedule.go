@@ -9,7 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stackd/stackd/daemon/conditions"
+	"github.com/stackd/stackd/daemon/decide"
+	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // sourceRetry is how soon a stack whose source or references could not be
@@ -60,7 +64,7 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 		pass.busy(st)
 		return d.untilPoll(st, now)
 	}
-	dec := Decide(st.rec.Status.LastUpdate, obs)
+	dec := decide.Decide(st.rec.Status.LastUpdate, obs)
 	if held, wait := d.checkGate(st, obs, &dec); held {
 		pass.busy(st)
 		return minPositive(wait, d.untilPoll(st, now))
@@ -119,7 +123,7 @@ func (p *passState) busy(*stackState) { p.marked = true }
 // healthy says whether st is Healthy in Argo CD's sense: Ready at its
 // current generation.
 func healthy(st *stackState) bool {
-	return HealthOf(&st.rec.Status, st.rec.Generation).Status == HealthHealthy
+	return conditions.HealthOf(&st.rec.Status, st.rec.Generation).Status == model.HealthHealthy
 }
 
 func minPositive(a, b time.Duration) time.Duration {
@@ -167,7 +171,7 @@ func (d *Daemon) pollDue(st *stackState, now time.Time) bool {
 		return false
 	}
 	r := d.repoPollOf(st)
-	if p := ResyncPeriod(&st.stack.Spec, d.opts.MinResync); r.minPeriod == 0 || p < r.minPeriod {
+	if p := decide.ResyncPeriod(&st.stack.Spec, d.opts.MinResync); r.minPeriod == 0 || p < r.minPeriod {
 		r.minPeriod = p
 	}
 	if !now.Before(r.next) {
@@ -195,7 +199,7 @@ func (d *Daemon) startPoll(st *stackState) {
 	src, err := d.gitSource(st.stack)
 	if err != nil {
 		st.polling = false
-		d.blockLocked(st, ReasonSpecInvalid, err, time.Now())
+		d.blockLocked(st, model.ReasonSpecInvalid, err, time.Now())
 		return
 	}
 	stack := st.stack
@@ -223,7 +227,7 @@ func (d *Daemon) polled(st *stackState, commit string, err error) {
 			d.log.Warn("cannot resolve the stack's branch", "stack", st.rec.Name, "err", err)
 		}
 		st.sourceErr = err
-		d.blockLocked(st, ReasonSourceUnavailable, err, time.Now())
+		d.blockLocked(st, model.ReasonSourceUnavailable, err, time.Now())
 		return
 	}
 	if st.sourceErr != nil {
@@ -257,8 +261,8 @@ func (d *Daemon) pollSiblingsLocked(st *stackState) {
 
 // observe gathers Decide's inputs. ok is false while the commit to
 // deploy is not known yet.
-func (d *Daemon) observe(st *stackState, now time.Time) (Observation, bool) {
-	o := Observation{
+func (d *Daemon) observe(st *stackState, now time.Time) (decide.Observation, bool) {
+	o := decide.Observation{
 		Now:         now,
 		Generation:  st.rec.Generation,
 		MaxFailures: d.opts.MaxFailures,
@@ -268,7 +272,7 @@ func (d *Daemon) observe(st *stackState, now time.Time) (Observation, bool) {
 		o.Removed = true
 		o.DestroyOnRemoval = st.rec.Destroy != nil || (st.gone != nil && st.gone.Spec.DestroyOnFinalize)
 		o.Preview = st.rec.Destroy == nil && st.gone != nil && st.gone.Spec.Preview
-		o.MaxBackoff = DefaultMaxBackoff
+		o.MaxBackoff = decide.DefaultMaxBackoff
 		// Only an API sync can ask again: the annotation left with the
 		// spec. A stalled destroy is retried that way.
 		o.ReconcileRequest = d.request(st)
@@ -278,8 +282,8 @@ func (d *Daemon) observe(st *stackState, now time.Time) (Observation, bool) {
 	o.ReconcileRequest = d.request(st)
 	o.Preview = spec.Preview
 	o.ContinueResync = spec.ContinueResyncOnCommitMatch
-	o.ResyncPeriod = ResyncPeriod(spec, d.opts.MinResync)
-	o.MaxBackoff = MaxBackoff(spec)
+	o.ResyncPeriod = decide.ResyncPeriod(spec, d.opts.MinResync)
+	o.MaxBackoff = decide.MaxBackoff(spec)
 	o.Commit = d.commitOf(st)
 	if sc := st.rec.Status.SkippedCommit; sc != nil {
 		o.SkippedCommit = sc.Commit
@@ -365,7 +369,7 @@ func (d *Daemon) prerequisite(p spec.Prerequisite, now time.Time) string {
 	switch {
 	case dep.running || busyElsewhere(dep) || last == nil || last.Generation != dep.rec.Generation || last.ReconcileRequest != d.request(dep):
 		return fmt.Sprintf("prerequisite %q has not run to completion", p.Name)
-	case last.State != UpdateSucceeded:
+	case last.State != model.UpdateSucceeded:
 		return fmt.Sprintf("prerequisite %q failed", p.Name)
 	}
 	if r := p.Requirement; r != nil && r.SucceededWithinDuration != nil &&
@@ -379,7 +383,7 @@ func (d *Daemon) prerequisite(p spec.Prerequisite, now time.Time) string {
 // succeeded says whether st's last update succeeded.
 func succeeded(st *stackState) bool {
 	last := st.rec.Status.LastUpdate
-	return last != nil && last.State == UpdateSucceeded && last.Type == UpdateUp
+	return last != nil && last.State == model.UpdateSucceeded && last.Type == model.UpdateUp
 }
 
 // poke asks st to run again, as PKO patches a stale prerequisite's
@@ -393,11 +397,11 @@ func (d *Daemon) poke(st *stackState, token string) {
 
 // waiting records that st wants to run but is gated.
 func (d *Daemon) waiting(st *stackState, why string, now time.Time) {
-	c := st.rec.Status.Condition(ConditionReconciling)
-	if c != nil && c.Reason == ReasonPrerequisiteNotSatisfied && c.Message == why && st.rec.Status.ObservedGeneration == st.rec.Generation {
+	c := st.rec.Status.Condition(model.ConditionReconciling)
+	if c != nil && c.Reason == model.ReasonPrerequisiteNotSatisfied && c.Message == why && st.rec.Status.ObservedGeneration == st.rec.Generation {
 		return
 	}
-	st.rec.Status.MarkReconciling(ReasonPrerequisiteNotSatisfied, why, st.rec.Generation, now)
+	conditions.MarkReconciling(&st.rec.Status, model.ReasonPrerequisiteNotSatisfied, why, st.rec.Generation, now)
 	st.rec.Status.ObservedGeneration = st.rec.Generation // observed, as PKO writes on every reconcile
 	d.putStack(st)
 }
@@ -407,11 +411,11 @@ func (d *Daemon) waiting(st *stackState, why string, now time.Time) {
 func (d *Daemon) blockLocked(st *stackState, reason string, err error, now time.Time) {
 	st.blocked, st.retryAt = true, now.Add(min(sourceRetry, d.opts.MinResync))
 	msg := err.Error()
-	c := st.rec.Status.Condition(ConditionStalled)
+	c := st.rec.Status.Condition(model.ConditionStalled)
 	if c != nil && c.Reason == reason && c.Message == msg && st.rec.Status.ObservedGeneration == st.rec.Generation {
 		return
 	}
-	st.rec.Status.MarkStalled(reason, msg, st.rec.Generation, now)
+	conditions.MarkStalled(&st.rec.Status, reason, msg, st.rec.Generation, now)
 	st.rec.Status.ObservedGeneration = st.rec.Generation
 	d.putStack(st)
 }
@@ -419,13 +423,13 @@ func (d *Daemon) blockLocked(st *stackState, reason string, err error, now time.
 // settle recomputes st's conditions when nothing is to run, as PKO does
 // on every reconcile: once a block cleared, a stack whose last update
 // succeeded at its generation is Ready again without an update.
-func (d *Daemon) settle(st *stackState, dec Decision, now time.Time) {
+func (d *Daemon) settle(st *stackState, dec decide.Decision, now time.Time) {
 	s, last := &st.rec.Status, st.rec.Status.LastUpdate
-	if st.stack == nil || st.blocked || dec.Stalled || last == nil || last.State != UpdateSucceeded || last.Generation != st.rec.Generation {
+	if st.stack == nil || st.blocked || dec.Stalled || last == nil || last.State != model.UpdateSucceeded || last.Generation != st.rec.Generation {
 		return
 	}
-	if c := s.Condition(ConditionReady); c == nil || c.Status != conditionTrue {
-		s.MarkReady(st.rec.Generation, now)
+	if c := s.Condition(model.ConditionReady); c == nil || c.Status != conditions.True {
+		conditions.MarkReady(s, st.rec.Generation, now)
 		d.putStack(st)
 	}
 }
@@ -437,7 +441,7 @@ func (d *Daemon) finalize(st *stackState) {
 		d.storeError("cannot delete the record of a removed stack", name, err)
 		return
 	}
-	d.resources.forget(name)
+	d.resources.Forget(name)
 	d.forgetLocked(name)
 	d.declareStacksLocked()
 	d.removeStackDir(name)
@@ -448,9 +452,9 @@ func (d *Daemon) finalize(st *stackState) {
 // stays authoritative and the next transition writes again.
 func (d *Daemon) putStack(st *stackState) {
 	d.touch(st)
-	st.rec.Status.Health = healthPtr(HealthOf(&st.rec.Status, st.rec.Generation))
+	st.rec.Status.Health = healthPtr(conditions.HealthOf(&st.rec.Status, st.rec.Generation))
 	v := d.red.Version()
-	st.rec.Status, _ = scrubStatus(st.rec.Status, d.red)
+	st.rec.Status, _ = scrub.Status(st.rec.Status, d.red)
 	st.scrubbed = v
 	if !d.acts(st) {
 		return // its holder writes it
@@ -472,4 +476,4 @@ func (d *Daemon) storeError(msg, stack string, err error, args ...any) {
 	d.log.Error(msg, args...)
 }
 
-func healthPtr(h Health) *Health { return &h }
+func healthPtr(h model.Health) *model.Health { return &h }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/stackd/stackd/model"
 )
 
 // TestFailedUpdateLogHoldsTheError: a failed update's log ends with its
@@ -13,7 +15,7 @@ func TestFailedUpdateLogHoldsTheError(t *testing.T) {
 	h.fetcher.set("https://git.example/app.git", sha1, nil)
 	h.runner.setFail("app", errors.New("\x1b[31merror:\x1b[0m program failed"))
 	h.start()
-	h.eventually("failed", func() bool { l := h.last("app"); return l != nil && l.State == UpdateFailed })
+	h.eventually("failed", func() bool { l := h.last("app"); return l != nil && l.State == model.UpdateFailed })
 	u := h.store.updatesOf("app")[0]
 	h.store.mu.Lock()
 	log := string(h.store.logs[u.ID])

@@ -4,67 +4,27 @@ import (
 	"errors"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/stackd/stackd/daemon/conditions"
+	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // ErrUnknownStack is returned for a name that is not a stack of the
 // daemon.
 var ErrUnknownStack = errors.New("unknown stack")
 
-// StackView is a stack as the API shows it: its spec with secrets
-// redacted, and its PKO-shaped status.
-type StackView struct {
-	Name string `json:"name"`
-	// Spec is nil for a stack that left the config.
-	Spec    map[string]any `json:"spec,omitempty"`
-	Status  StackStatus    `json:"status"`
-	Removed bool           `json:"removed,omitempty"`
-	// Orphaned says why a stack that left the config is kept: its config
-	// source is no longer configured (StackRecord.Orphaned).
-	Orphaned string `json:"orphaned,omitempty"`
-	// ExternalLink is the stack's external-link annotation.
-	ExternalLink string `json:"externalLink,omitempty"`
-	// Labels are the stack's metadata labels.
-	Labels map[string]string `json:"labels,omitempty"`
-	// LastSuccess is when an update last succeeded.
-	LastSuccess time.Time `json:"lastSuccess,omitzero"`
-	// Tracking is the branch, commit or Program the stack follows.
-	Tracking string `json:"tracking,omitempty"`
-	// Source is the config source that defines the stack (a --config
-	// value); empty once the stack left the config.
-	Source string `json:"source,omitempty"`
-	// Holder is the replica that acts on the stack (cluster mode).
-	Holder string `json:"holder,omitempty"`
-	// AppliedCommit and LatestCommit describe the commits of the last
-	// successful up and of the last update; CommitURL, when the
-	// repository is on a forge, is the link to a commit with "{sha}" in
-	// place of its hash.
-	AppliedCommit *Commit `json:"appliedCommit,omitempty"`
-	LatestCommit  *Commit `json:"latestCommit,omitempty"`
-	CommitURL     string  `json:"commitURL,omitempty"`
-}
-
-// StackVersion says when a stack's view last changed: Version grows with
-// every change of its record or spec (and differs between a stack and a
-// later one of the same name); Holder is its holder now (cluster mode).
-type StackVersion struct {
-	Name    string
-	Version uint64
-	Holder  string
-}
-
 // StackVersions lists every stack's version, by name: a client that
 // keeps views asks again only for those that changed.
-func (d *Daemon) StackVersions() []StackVersion {
+func (d *Daemon) StackVersions() []model.StackVersion {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]StackVersion, 0, len(d.stacks))
+	out := make([]model.StackVersion, 0, len(d.stacks))
 	for _, name := range slices.Sorted(maps.Keys(d.stacks)) {
 		d.scrubLocked(d.stacks[name])
-		v := StackVersion{Name: name, Version: d.stacks[name].version}
+		v := model.StackVersion{Name: name, Version: d.stacks[name].version}
 		if d.clustered {
 			v.Holder = d.own.Holder(name)
 		}
@@ -81,10 +41,10 @@ func (d *Daemon) touch(st *stackState) {
 }
 
 // Stacks lists every stack, by name.
-func (d *Daemon) Stacks() []StackView {
+func (d *Daemon) Stacks() []model.StackView {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]StackView, 0, len(d.stacks))
+	out := make([]model.StackView, 0, len(d.stacks))
 	for _, name := range slices.Sorted(maps.Keys(d.stacks)) {
 		out = append(out, d.viewLocked(d.stacks[name]))
 	}
@@ -92,27 +52,27 @@ func (d *Daemon) Stacks() []StackView {
 }
 
 // Stack returns one stack, or ErrUnknownStack.
-func (d *Daemon) Stack(name string) (StackView, error) {
+func (d *Daemon) Stack(name string) (model.StackView, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := d.stacks[name]
 	if st == nil {
-		return StackView{}, ErrUnknownStack
+		return model.StackView{}, ErrUnknownStack
 	}
 	return d.viewLocked(st), nil
 }
 
-func (d *Daemon) viewLocked(st *stackState) StackView {
+func (d *Daemon) viewLocked(st *stackState) model.StackView {
 	d.scrubLocked(st)
-	v := StackView{Name: st.rec.Name, Status: st.rec.Status.Clone(), Removed: st.rec.Removed, Orphaned: st.rec.Orphaned,
+	v := model.StackView{Name: st.rec.Name, Status: st.rec.Status.Clone(), Removed: st.rec.Removed, Orphaned: st.rec.Orphaned,
 		LastSuccess: st.rec.LastSuccess, AppliedCommit: st.rec.AppliedCommit, LatestCommit: st.rec.LatestCommit}
-	v.Status.Health = healthPtr(HealthOf(&st.rec.Status, st.rec.Generation))
+	v.Status.Health = healthPtr(conditions.HealthOf(&st.rec.Status, st.rec.Generation))
 	if st.stack != nil {
-		v.Spec, _ = scrubPlain(spec.Redacted(&st.stack.Spec), d.red).(map[string]any)
+		v.Spec, _ = scrub.Plain(spec.Redacted(&st.stack.Spec), d.red).(map[string]any)
 		v.ExternalLink = st.stack.ExternalLink()
 		v.Labels = st.stack.Labels
-		v.Tracking = tracking(&st.stack.Spec)
-		v.CommitURL = CommitURL(st.stack.Spec.ProjectRepo)
+		v.Tracking = spec.Tracking(&st.stack.Spec)
+		v.CommitURL = spec.CommitURL(st.stack.Spec.ProjectRepo)
 		v.Source = st.stack.Source
 	}
 	if d.clustered {
@@ -173,41 +133,4 @@ func (d *Daemon) Ready() error {
 		return errors.New("no cluster session: acting on no stack")
 	}
 	return nil
-}
-
-// tracking names what a stack follows: "<repo>@<branch>", "<repo>@<commit>"
-// or "program <name>", the repository's URL without credentials.
-func tracking(s *spec.StackSpec) string {
-	switch {
-	case s.ProgramRef != nil:
-		return "program " + s.ProgramRef.Name
-	case s.Branch != "":
-		return spec.RedactURL(s.ProjectRepo) + "@" + s.Branch
-	}
-	return spec.RedactURL(s.ProjectRepo) + "@" + s.Commit
-}
-
-// CommitURL is the web page of a commit of the repository at repo, with
-// "{sha}" in place of the hash, for a repository on a forge: an HTTPS or
-// SSH URL with a host. GitHub, Gitea and Forgejo serve /commit/<sha>,
-// and GitLab redirects it to its own path. Empty for a local repository.
-func CommitURL(repo string) string {
-	u := strings.TrimSuffix(strings.TrimSuffix(spec.RedactURL(repo), "/"), ".git")
-	scheme, rest, ok := strings.Cut(u, "://")
-	switch {
-	case ok && (scheme == "https" || scheme == "http" || scheme == "ssh"):
-	case !ok && strings.Contains(u, "@") && strings.Contains(u, ":"): // git@host:owner/repo
-		rest = strings.Replace(u, ":", "/", 1)
-	default:
-		return ""
-	}
-	if i := strings.LastIndex(rest, "@"); i >= 0 {
-		rest = rest[i+1:]
-	}
-	host, path, _ := strings.Cut(rest, "/")
-	host = strings.Split(host, ":")[0] // an SSH port is not the web's
-	if host == "" || path == "" {
-		return ""
-	}
-	return "https://" + host + "/" + path + "/commit/{sha}"
 }

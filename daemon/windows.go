@@ -6,30 +6,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stackd/stackd/daemon/conditions"
+	"github.com/stackd/stackd/daemon/decide"
+	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/daemon/window"
+	"github.com/stackd/stackd/model"
 )
-
-// ChangeWindowStatus is stackd's own part of a stack's status while a
-// change of it waits for a change window.
-type ChangeWindowStatus struct {
-	// Change is what waits: commit, drift or destroy.
-	Change string `json:"change"`
-	// NextOpen is when the windows next let it run; zero when no window
-	// opens within a year.
-	NextOpen time.Time `json:"nextOpen,omitzero"`
-	// Windows name the windows that hold it back.
-	Windows []string `json:"windows"`
-}
-
-// WindowOverride lets a stack's next update run whatever the change
-// windows say: who asked, why, and when. The update that runs records
-// it, and consumes it.
-type WindowOverride struct {
-	By     Principal `json:"by"`
-	Reason string    `json:"reason"`
-	Time   time.Time `json:"time"`
-}
 
 // MaxOverrideReason bounds an override's reason, in bytes.
 const MaxOverrideReason = 1000
@@ -41,11 +24,11 @@ var ErrNoReason = errors.New("an override needs a reason")
 // for a run that changes nothing (a preview). A remediation of drift is
 // ChangeDrift only when it deploys what was deployed already: with a
 // new commit or spec it is a ChangeCommit too, and counts as one.
-func ChangeOf(last *LastUpdate, o Observation, dec Decision, remediating bool) string {
+func ChangeOf(last *model.LastUpdate, o decide.Observation, dec decide.Decision, remediating bool) string {
 	switch {
-	case dec.Type == UpdateDestroy:
+	case dec.Type == model.UpdateDestroy:
 		return spec.ChangeDestroy
-	case dec.Type != UpdateUp:
+	case dec.Type != model.UpdateUp:
 		return ""
 	case remediating && last != nil && last.LastSuccessfulCommit == o.Commit && last.Generation == o.Generation:
 		return spec.ChangeDrift
@@ -57,7 +40,7 @@ func ChangeOf(last *LastUpdate, o Observation, dec Decision, remediating bool) s
 // run now, and records it in st's status; when it does, it returns
 // how long until the windows open. An override lets the run go.
 // Called with d.mu held.
-func (d *Daemon) windowClosed(st *stackState, dec Decision, obs Observation, now time.Time) (bool, time.Duration) {
+func (d *Daemon) windowClosed(st *stackState, dec decide.Decision, obs decide.Observation, now time.Time) (bool, time.Duration) {
 	change := ChangeOf(st.rec.Status.LastUpdate, obs, dec, st.remediate != "")
 	var v window.Verdict
 	if change == "" || st.rec.WindowOverride != nil {
@@ -72,12 +55,12 @@ func (d *Daemon) windowClosed(st *stackState, dec Decision, obs Observation, now
 		}
 		return false, 0
 	}
-	ws := &ChangeWindowStatus{Change: change, NextOpen: v.NextOpen, Windows: v.Names()}
-	msg := windowMessage(change, v)
-	c := st.rec.Status.Condition(ConditionReconciling)
-	if c == nil || c.Reason != ReasonChangeWindowClosed || c.Message != msg || st.rec.Status.ObservedGeneration != st.rec.Generation {
+	ws := &model.ChangeWindowStatus{Change: change, NextOpen: v.NextOpen, Windows: v.Names()}
+	msg := window.Message(change, v)
+	c := st.rec.Status.Condition(model.ConditionReconciling)
+	if c == nil || c.Reason != model.ReasonChangeWindowClosed || c.Message != msg || st.rec.Status.ObservedGeneration != st.rec.Generation {
 		st.rec.Status.ChangeWindow = ws
-		st.rec.Status.MarkReconciling(ReasonChangeWindowClosed, msg, st.rec.Generation, now)
+		conditions.MarkReconciling(&st.rec.Status, model.ReasonChangeWindowClosed, msg, st.rec.Generation, now)
 		st.rec.Status.ObservedGeneration = st.rec.Generation
 		d.putStack(st)
 	}
@@ -91,35 +74,14 @@ func (d *Daemon) windowClosed(st *stackState, dec Decision, obs Observation, now
 // the labels it has or, once removed, had (kept in its record across
 // restarts).
 func windowStack(st *stackState) window.Stack {
-	return window.Stack{Name: st.rec.Name, Labels: labelsOf(st.stack, st.gone, st.rec.Destroy)}
-}
-
-// windowMessage says what waits, until when (in the time zone of the
-// first window), and for which windows: the time comes first, so that
-// a shortened message still says it.
-func windowMessage(change string, v window.Verdict) string {
-	windows := strings.Join(v.Names(), ", ")
-	if v.Until().IsZero() {
-		return fmt.Sprintf("the %s waits for %s; no window opens within a year", changeNoun(change), windows)
-	}
-	return fmt.Sprintf("the %s waits until %s for %s", changeNoun(change), v.Until().Format(spec.WindowTimeLayout), windows)
-}
-
-func changeNoun(change string) string {
-	switch change {
-	case spec.ChangeDrift:
-		return "drift remediation"
-	case spec.ChangeDestroy:
-		return "destroy"
-	}
-	return "change"
+	return window.Stack{Name: st.rec.Name, Labels: gate.LabelsOf(st.stack, st.gone, st.rec.Destroy)}
 }
 
 // OverrideWindow asks for a run of the named stack that the change
 // windows do not hold back, as Sync does, recording who asked and why;
 // it returns the sync request's token. The reason is required. Only the
 // replica that holds the stack takes an override.
-func (d *Daemon) OverrideWindow(name string, by Principal, reason string) (string, error) {
+func (d *Daemon) OverrideWindow(name string, by model.Principal, reason string) (string, error) {
 	reason = strings.TrimSpace(reason)
 	switch {
 	case reason == "":
@@ -137,7 +99,7 @@ func (d *Daemon) OverrideWindow(name string, by Principal, reason string) (strin
 		return "", fmt.Errorf("override a change window of stack %s on the replica that holds it (%s): %w", name, d.own.Holder(name), ErrNotOwner)
 	}
 	now := time.Now().UTC()
-	st.rec.WindowOverride = &WindowOverride{By: by, Reason: reason, Time: now}
+	st.rec.WindowOverride = &model.WindowOverride{By: by, Reason: reason, Time: now}
 	d.log.Info("change windows overridden", "stack", name, "by", by.Kind+":"+by.Name, "reason", reason)
 	token := now.Format(time.RFC3339Nano)
 	d.syncLocked(st, token)

@@ -7,29 +7,31 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/daemon/decide"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 func TestChangeOf(t *testing.T) {
-	last := &LastUpdate{Generation: 2, LastSuccessfulCommit: sha1, State: UpdateSucceeded}
-	same := Observation{Generation: 2, Commit: sha1}
-	up, destroy, preview := Decision{Run: true, Type: UpdateUp}, Decision{Run: true, Type: UpdateDestroy}, Decision{Run: true, Type: UpdatePreview}
+	last := &model.LastUpdate{Generation: 2, LastSuccessfulCommit: sha1, State: model.UpdateSucceeded}
+	same := decide.Observation{Generation: 2, Commit: sha1}
+	up, destroy, preview := decide.Decision{Run: true, Type: model.UpdateUp}, decide.Decision{Run: true, Type: model.UpdateDestroy}, decide.Decision{Run: true, Type: model.UpdatePreview}
 	cases := []struct {
 		name        string
-		last        *LastUpdate
-		obs         Observation
-		dec         Decision
+		last        *model.LastUpdate
+		obs         decide.Observation
+		dec         decide.Decision
 		remediating bool
 		want        string
 	}{
 		{"first deploy", nil, same, up, false, spec.ChangeCommit},
-		{"new commit", last, Observation{Generation: 2, Commit: sha2}, up, false, spec.ChangeCommit},
+		{"new commit", last, decide.Observation{Generation: 2, Commit: sha2}, up, false, spec.ChangeCommit},
 		{"sync request", last, same, up, false, spec.ChangeCommit},
 		{"remediation", last, same, up, true, spec.ChangeDrift},
-		{"remediation with a new commit", last, Observation{Generation: 2, Commit: sha2}, up, true, spec.ChangeCommit},
-		{"remediation with a new spec", last, Observation{Generation: 3, Commit: sha1}, up, true, spec.ChangeCommit},
+		{"remediation with a new commit", last, decide.Observation{Generation: 2, Commit: sha2}, up, true, spec.ChangeCommit},
+		{"remediation with a new spec", last, decide.Observation{Generation: 3, Commit: sha1}, up, true, spec.ChangeCommit},
 		{"remediation never deployed", nil, same, up, true, spec.ChangeCommit},
-		{"destroy", last, Observation{Removed: true}, destroy, false, spec.ChangeDestroy},
+		{"destroy", last, decide.Observation{Removed: true}, destroy, false, spec.ChangeDestroy},
 		{"preview changes nothing", last, same, preview, false, ""},
 	}
 	for _, c := range cases {
@@ -44,12 +46,12 @@ func windowed(kind, schedule, duration string) string {
 	return oneStack + fmt.Sprintf("changeWindows:\n  - {name: w, kind: %s, schedule: %q, duration: %s, stacks: [app]}\n", kind, schedule, duration)
 }
 
-func reconciling(h *harness, name string) *Condition {
+func reconciling(h *harness, name string) *model.Condition {
 	v, err := h.d.Stack(name)
 	if err != nil {
 		return nil
 	}
-	return v.Status.Condition(ConditionReconciling)
+	return v.Status.Condition(model.ConditionReconciling)
 }
 
 func TestChangeWindowHoldsUntilOverridden(t *testing.T) {
@@ -58,7 +60,7 @@ func TestChangeWindowHoldsUntilOverridden(t *testing.T) {
 	h.start()
 	h.eventually("the window to hold the first deploy", func() bool {
 		c := reconciling(h, "app")
-		return c != nil && c.Reason == ReasonChangeWindowClosed
+		return c != nil && c.Reason == model.ReasonChangeWindowClosed
 	})
 	v, _ := h.d.Stack("app")
 	cw := v.Status.ChangeWindow
@@ -73,13 +75,13 @@ func TestChangeWindowHoldsUntilOverridden(t *testing.T) {
 		t.Fatalf("ran %d operations in a closed window", len(ops))
 	}
 
-	if _, err := h.d.OverrideWindow("app", Principal{Kind: PrincipalToken, Name: "ops"}, "  "); !errors.Is(err, ErrNoReason) {
+	if _, err := h.d.OverrideWindow("app", model.Principal{Kind: model.PrincipalToken, Name: "ops"}, "  "); !errors.Is(err, ErrNoReason) {
 		t.Fatalf("an override without a reason: %v", err)
 	}
-	if _, err := h.d.OverrideWindow("nope", Principal{}, "x"); !errors.Is(err, ErrUnknownStack) {
+	if _, err := h.d.OverrideWindow("nope", model.Principal{}, "x"); !errors.Is(err, ErrUnknownStack) {
 		t.Fatalf("an override of an unknown stack: %v", err)
 	}
-	token, err := h.d.OverrideWindow("app", Principal{Kind: PrincipalToken, Name: "ops"}, "hotfix for INC-7")
+	token, err := h.d.OverrideWindow("app", model.Principal{Kind: model.PrincipalToken, Name: "ops"}, "hotfix for INC-7")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +98,7 @@ func TestChangeWindowHoldsUntilOverridden(t *testing.T) {
 	h.fetcher.set("https://git.example/app.git", sha2, nil)
 	h.eventually("the window to hold the next commit", func() bool {
 		c := reconciling(h, "app")
-		return c != nil && c.Reason == ReasonChangeWindowClosed
+		return c != nil && c.Reason == model.ReasonChangeWindowClosed
 	})
 	if ops := h.runner.opsOf("app"); len(ops) != 1 {
 		t.Fatalf("ran %d operations, want the overridden one only", len(ops))
@@ -139,7 +141,7 @@ changeWindows:
 `
 	remediated := func(h *harness) bool {
 		for _, op := range h.runner.opsOf("app") {
-			if op.Type == UpdateUp && op.Refresh {
+			if op.Type == model.UpdateUp && op.Refresh {
 				return true
 			}
 		}

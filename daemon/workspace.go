@@ -2,33 +2,32 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 
+	"github.com/stackd/stackd/daemon/resolve"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // prepared is a job's workspace, ready for the runner.
 type prepared struct {
-	ws     Workspace
+	ws     model.Workspace
 	commit string
 	// secrets are the values to scrub from the operation's log and
 	// messages.
 	secrets []string
 	// destroy is what a later destroy of this stack needs, for stacks with
 	// destroyOnFinalize.
-	destroy *DestroySpec
+	destroy *model.DestroySpec
 	// pathsHash digests the checkout's files of spec.paths; empty when
 	// every file counts.
 	pathsHash string
 	// commitInfo describes commit, when the checkout could.
-	commitInfo *Commit
+	commitInfo *model.Commit
 }
 
 // prepare resolves the job's references and puts its program in place.
@@ -42,17 +41,17 @@ func (d *Daemon) prepare(ctx context.Context, j job) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	ws, secrets, err := stackWorkspace(j.cfg, j.stack, dir, refs)
+	ws, secrets, err := resolve.Workspace(j.cfg, j.stack, dir, refs)
 	if err == nil {
 		err = d.opts.HostPaths.CheckStackBackend(j.stack, ws.Backend, ws.Env)
 	}
 	if err != nil {
-		return nil, &prepareError{ReasonSpecInvalid, err}
+		return nil, &prepareError{model.ReasonSpecInvalid, err}
 	}
 	ws.WorkDir = d.stackDir(j.stack.Name)
 	p.ws, p.secrets = ws, append(p.secrets, secrets...)
 	if j.stack.Spec.DestroyOnFinalize && !j.stack.Spec.Preview {
-		p.destroy = destroySpec(j.stack, dir)
+		p.destroy = resolve.DestroySpec(j.stack, dir)
 	}
 	return p, nil
 }
@@ -66,10 +65,10 @@ func (d *Daemon) prepareRemoved(ctx context.Context, j job) (*prepared, error) {
 		return d.prepareGone(ctx, j)
 	}
 	if ds == nil {
-		return nil, &prepareError{ReasonSpecInvalid, errors.New("nothing is known about how to destroy this stack")}
+		return nil, &prepareError{model.ReasonSpecInvalid, errors.New("nothing is known about how to destroy this stack")}
 	}
 	if _, err := os.Stat(filepath.Join(ds.ProjectDir, "Pulumi.yaml")); err != nil {
-		return nil, &prepareError{ReasonSourceUnavailable, fmt.Errorf("the stack's last project is gone: %w", err)}
+		return nil, &prepareError{model.ReasonSourceUnavailable, fmt.Errorf("the stack's last project is gone: %w", err)}
 	}
 	s := &spec.Stack{Name: j.st.rec.Name, Dir: ds.ConfigDir, Spec: spec.StackSpec{Stack: ds.Stack, Backend: ds.Backend,
 		SecretsProvider: ds.SecretsProvider, EnvRefs: ds.EnvRefs}}
@@ -83,9 +82,9 @@ func (d *Daemon) prepareRemoved(ctx context.Context, j job) (*prepared, error) {
 		err = d.opts.HostPaths.CheckStackBackend(s, ds.Backend, env)
 	}
 	if err != nil {
-		return nil, &prepareError{ReasonSpecInvalid, err}
+		return nil, &prepareError{model.ReasonSpecInvalid, err}
 	}
-	ws := Workspace{Name: s.Name, Stack: ds.Stack, ProjectDir: ds.ProjectDir, WorkDir: d.stackDir(s.Name), Backend: ds.Backend,
+	ws := model.Workspace{Name: s.Name, Stack: ds.Stack, ProjectDir: ds.ProjectDir, WorkDir: d.stackDir(s.Name), Backend: ds.Backend,
 		SecretsProvider: ds.SecretsProvider, UseLocalStackOnly: true, Env: env, KeepConfig: true}
 	return &prepared{ws: ws, secrets: append(secrets, outSecrets...)}, nil
 }
@@ -99,12 +98,12 @@ func (d *Daemon) prepareGone(ctx context.Context, j job) (*prepared, error) {
 	j.stack, j.cfg, j.obs.Commit = g.stack, j.st.goneCfg, d.commitOf(g)
 	d.mu.Unlock()
 	if j.obs.Commit == "" && tracksBranch(g) {
-		src, err := d.stackGitSource(j.cfg, j.stack, d.opts.Refs)
+		src, err := resolve.GitSource(j.cfg, j.stack, d.opts.Refs, d.opts.HostPaths)
 		if err == nil {
 			j.obs.Commit, err = d.opts.Fetcher.Resolve(ctx, src)
 		}
 		if err != nil {
-			return nil, &prepareError{ReasonSourceUnavailable, err}
+			return nil, &prepareError{model.ReasonSourceUnavailable, err}
 		}
 	}
 	p, err := d.prepare(ctx, j)
@@ -114,24 +113,6 @@ func (d *Daemon) prepareGone(ctx context.Context, j job) (*prepared, error) {
 	return p, err
 }
 
-func destroySpec(s *spec.Stack, dir string) *DestroySpec {
-	ds := &DestroySpec{Stack: s.Spec.Stack, Backend: s.Spec.Backend, SecretsProvider: s.Spec.SecretsProvider,
-		ProjectDir: dir, ConfigDir: s.Dir, Approval: s.Spec.Approval, Labels: maps.Clone(s.Labels)}
-	if t := s.Spec.UpdateTemplate; t != nil && t.Spec != nil {
-		ds.Remove = t.Spec.Remove
-	}
-	for k, r := range s.Spec.EnvRefs {
-		if r.Type == spec.RefLiteral {
-			continue // may be a secret: not stored
-		}
-		if ds.EnvRefs == nil {
-			ds.EnvRefs = map[string]spec.ResourceRef{}
-		}
-		ds.EnvRefs[k] = r
-	}
-	return ds
-}
-
 // projectDir puts the job's program in place: a checkout of the commit,
 // or a Program document written as a Pulumi YAML project.
 func (d *Daemon) projectDir(ctx context.Context, j job, refs spec.RefSources, p *prepared) (string, error) {
@@ -139,29 +120,29 @@ func (d *Daemon) projectDir(ctx context.Context, j job, refs spec.RefSources, p 
 	if ref := j.stack.Spec.ProgramRef; ref != nil {
 		prog := j.cfg.Programs[ref.Name]
 		if prog == nil {
-			return "", &prepareError{ReasonSourceUnavailable, fmt.Errorf("program %q is not in the config", ref.Name)}
+			return "", &prepareError{model.ReasonSourceUnavailable, fmt.Errorf("program %q is not in the config", ref.Name)}
 		}
 		out, err := prog.WriteProject(filepath.Join(dir, "program"))
 		if err != nil {
-			return "", &prepareError{ReasonWorkspaceFailed, err}
+			return "", &prepareError{model.ReasonWorkspaceFailed, err}
 		}
 		return out, nil
 	}
-	src, err := d.stackGitSource(j.cfg, j.stack, refs)
+	src, err := resolve.GitSource(j.cfg, j.stack, refs, d.opts.HostPaths)
 	if err != nil {
-		return "", &prepareError{ReasonSpecInvalid, err}
+		return "", &prepareError{model.ReasonSpecInvalid, err}
 	}
 	if a := src.Auth; a != nil {
 		p.secrets = append(p.secrets, a.Secrets()...)
 	}
 	out, err := d.opts.Fetcher.Checkout(ctx, src, j.obs.Commit, filepath.Join(dir, "src"))
 	if err != nil {
-		return "", &prepareError{ReasonSourceUnavailable, err}
+		return "", &prepareError{model.ReasonSourceUnavailable, err}
 	}
 	p.commitInfo = d.commitInfo(filepath.Join(dir, "src"), j.obs.Commit)
 	if globs, all := j.stack.Spec.PathFilter(); !all {
 		if p.pathsHash, err = spec.HashPaths(filepath.Join(dir, "src"), globs); err != nil {
-			return "", &prepareError{ReasonWorkspaceFailed, err}
+			return "", &prepareError{model.ReasonWorkspaceFailed, err}
 		}
 	}
 	return out, nil
@@ -169,7 +150,7 @@ func (d *Daemon) projectDir(ctx context.Context, j job, refs spec.RefSources, p 
 
 // commitInfo describes commit of the checkout in dir; nil when the
 // Fetcher cannot read commits or the checkout does not have it.
-func (d *Daemon) commitInfo(dir, commit string) *Commit {
+func (d *Daemon) commitInfo(dir, commit string) *model.Commit {
 	cr, ok := d.opts.Fetcher.(CommitReader)
 	if !ok || commit == "" {
 		return nil
@@ -204,21 +185,13 @@ func (d *Daemon) refSources(ctx context.Context, j job, secrets *[]string) spec.
 		if !ok {
 			return "", fmt.Errorf("stack %q has no output %q", stack, output)
 		}
-		text, err := outputText(v)
+		text, err := resolve.OutputText(v)
 		if err == nil && d.secretOutput(stack, output) {
 			*secrets = append(*secrets, text)
 		}
 		return text, err
 	}
 	return refs
-}
-
-func outputText(v any) (string, error) {
-	if s, ok := v.(string); ok {
-		return s, nil
-	}
-	data, err := json.Marshal(v)
-	return string(data), err
 }
 
 // secretOutput says whether stack's recorded output is a secret.
@@ -255,7 +228,7 @@ func (d *Daemon) outputsOf(ctx context.Context, name string, cfg *spec.Config) (
 	if err != nil {
 		return nil, err
 	}
-	ws := Workspace{Name: s.Name, Stack: s.Spec.Stack, ProjectDir: dir, WorkDir: d.stackDir(s.Name), Backend: s.Spec.Backend,
+	ws := model.Workspace{Name: s.Name, Stack: s.Spec.Stack, ProjectDir: dir, WorkDir: d.stackDir(s.Name), Backend: s.Spec.Backend,
 		SecretsProvider: s.Spec.SecretsProvider, Env: env}
 	outs, err := d.opts.Runner.Outputs(ctx, ws)
 	if err != nil {
@@ -276,61 +249,7 @@ func (d *Daemon) existingProjectDir(s *spec.Stack) (string, error) {
 	return dir, nil
 }
 
-// stackWorkspace resolves s's config and environment for the runner. It
-// returns the values to scrub from logs.
-func stackWorkspace(c *spec.Config, s *spec.Stack, dir string, refs spec.RefSources) (Workspace, []string, error) {
-	spec := &s.Spec
-	ws := Workspace{Name: s.Name, Stack: spec.Stack, ProjectDir: dir, Backend: spec.Backend, Project: spec.Project,
-		SecretsProvider: spec.SecretsProvider, UseLocalStackOnly: spec.UseLocalStackOnly,
-		Environments: spec.Environment}
-	env, secrets, err := c.StackEnv(s, refs)
-	if err != nil {
-		return Workspace{}, nil, err
-	}
-	ws.Env = env
-	for _, k := range slices.Sorted(maps.Keys(env)) {
-		if slices.Contains(secrets, env[k]) {
-			ws.SecretEnv = append(ws.SecretEnv, k)
-		}
-	}
-	cfg, more, err := c.StackConfig(s, refs)
-	if err != nil {
-		return Workspace{}, nil, err
-	}
-	ws.Config = cfg
-	return ws, append(secrets, more...), nil
-}
-
-// stackGitSource builds s's Git source with resolved credentials. A local
-// path as projectRepo is taken relative to the config file's directory.
-// A local repository that s's config may not name is refused, again when
-// the stack runs: a symbolic link may have changed since the config was
-// validated.
-func (d *Daemon) stackGitSource(c *spec.Config, s *spec.Stack, refs spec.RefSources) (GitSource, error) {
-	src := GitSource{URL: s.Spec.ProjectRepo, Ref: s.Spec.Branch, RepoDir: s.Spec.RepoPath(), Shallow: s.Spec.Shallow}
-	dir, err := spec.RepoPath(src.URL, s.Dir)
-	if err == nil && dir != "" {
-		err = d.opts.HostPaths.CheckRepo(dir, s.Root != "")
-	}
-	if err != nil {
-		return GitSource{}, &spec.FieldError{Path: "projectRepo", Err: err}
-	}
-	if spec.IsLocalPath(src.URL) {
-		p := src.URL
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(s.Dir, p)
-		}
-		src.URL = "file://" + filepath.ToSlash(filepath.Clean(p))
-	}
-	auth, err := c.GitAuth(s, refs)
-	if err != nil {
-		return GitSource{}, err
-	}
-	src.Auth = auth
-	return src, nil
-}
-
 // gitSource is Config.gitSource with d's reference sources.
-func (d *Daemon) gitSource(s *spec.Stack) (GitSource, error) {
-	return d.stackGitSource(d.cfg, s, d.opts.Refs)
+func (d *Daemon) gitSource(s *spec.Stack) (model.GitSource, error) {
+	return resolve.GitSource(d.cfg, s, d.opts.Refs, d.opts.HostPaths)
 }

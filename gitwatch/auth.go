@@ -15,21 +15,21 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // authFor builds the go-git auth method for src, or nil for anonymous
 // access. It enforces: an SSH key only on ssh URLs, a password only on
 // http(s) URLs, no credentials over plain http to a non-loopback host
 // unless AllowPlainHTTPAuth, and host key checking for SSH.
-func (f *Fetcher) authFor(src daemon.GitSource) (transport.AuthMethod, error) {
+func (f *Fetcher) authFor(src model.GitSource) (transport.AuthMethod, error) {
 	ep, err := transport.NewEndpoint(src.URL)
 	if err != nil {
 		return nil, fmt.Errorf("invalid url: %w", err)
 	}
 	a := src.Auth
 	if a == nil {
-		a = &daemon.GitAuth{}
+		a = &model.GitAuth{}
 	}
 	switch ep.Protocol {
 	case "ssh":
@@ -43,7 +43,7 @@ func (f *Fetcher) authFor(src daemon.GitSource) (transport.AuthMethod, error) {
 	return nil, nil
 }
 
-func (f *Fetcher) httpAuth(ep *transport.Endpoint, a *daemon.GitAuth) (transport.AuthMethod, error) {
+func (f *Fetcher) httpAuth(ep *transport.Endpoint, a *model.GitAuth) (transport.AuthMethod, error) {
 	if len(a.SSHPrivateKey) > 0 {
 		return nil, errors.New("an ssh private key cannot be used with an http(s) url: use an ssh url (git@host:path or ssh://) or an access token")
 	}
@@ -82,7 +82,7 @@ func isLoopback(host string) bool {
 
 // sshAuth uses the private key of a, or the SSH agent when a has none. The
 // SSH user is the URL's, "git" by default; a.Username is ignored.
-func (f *Fetcher) sshAuth(ep *transport.Endpoint, a *daemon.GitAuth) (transport.AuthMethod, error) {
+func (f *Fetcher) sshAuth(ep *transport.Endpoint, a *model.GitAuth) (transport.AuthMethod, error) {
 	if a.Password != "" || a.BearerToken != "" || a.GitHubApp != nil {
 		return nil, errors.New("a password (or token) cannot be used with an ssh url: give an ssh private key, or use an https url with the token")
 	}

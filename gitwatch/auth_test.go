@@ -11,7 +11,7 @@ import (
 
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 func TestBasicAuth(t *testing.T) {
@@ -20,7 +20,7 @@ func TestBasicAuth(t *testing.T) {
 	var logs logBuf
 	f := New(Options{Logger: newLogger(&logs), Timeout: time.Minute})
 	ctx := context.Background()
-	good := daemon.GitSource{URL: srv.repoURL(), Ref: "main", Auth: &daemon.GitAuth{Password: token}}
+	good := model.GitSource{URL: srv.repoURL(), Ref: "main", Auth: &model.GitAuth{Password: token}}
 
 	got, err := f.Resolve(ctx, good)
 	if err != nil || got != fx.c3 {
@@ -34,11 +34,11 @@ func TestBasicAuth(t *testing.T) {
 	}
 
 	wrong := "tok-WRONG-SENTINEL-77"
-	failures := map[string]daemon.GitSource{
-		"wrong token":               {URL: srv.repoURL(), Ref: "main", Auth: &daemon.GitAuth{Password: wrong}},
+	failures := map[string]model.GitSource{
+		"wrong token":               {URL: srv.repoURL(), Ref: "main", Auth: &model.GitAuth{Password: wrong}},
 		"no token":                  {URL: srv.repoURL(), Ref: "main"},
-		"unknown ref":               {URL: srv.repoURL(), Ref: "nope", Auth: &daemon.GitAuth{Password: token}},
-		"unreachable":               {URL: "http://" + closedAddr(t) + "/repo", Ref: "main", Auth: &daemon.GitAuth{Password: token}},
+		"unknown ref":               {URL: srv.repoURL(), Ref: "nope", Auth: &model.GitAuth{Password: token}},
+		"unreachable":               {URL: "http://" + closedAddr(t) + "/repo", Ref: "main", Auth: &model.GitAuth{Password: token}},
 		"token in url, unreachable": {URL: "http://git:" + token + "@" + closedAddr(t) + "/repo", Ref: "main"},
 		"token as url user":         {URL: "http://" + token + "@" + closedAddr(t) + "/repo", Ref: "main"},
 		"token in url, unknown ref": {URL: strings.Replace(srv.repoURL(), "://", "://git:"+token+"@", 1), Ref: "nope"},
@@ -51,11 +51,11 @@ func TestBasicAuth(t *testing.T) {
 		noLeak(t, err, token, wrong)
 	}
 	bearer := good
-	bearer.Auth = &daemon.GitAuth{BearerToken: token}
+	bearer.Auth = &model.GitAuth{BearerToken: token}
 	if got, err := f.Resolve(ctx, bearer); err != nil || got != fx.c3 {
 		t.Fatalf("bearer token: %s, %v", got, err)
 	}
-	_, err = f.Resolve(ctx, daemon.GitSource{URL: srv.repoURL(), Ref: "main", Auth: &daemon.GitAuth{BearerToken: wrong}})
+	_, err = f.Resolve(ctx, model.GitSource{URL: srv.repoURL(), Ref: "main", Auth: &model.GitAuth{BearerToken: wrong}})
 	if err == nil {
 		t.Fatal("a wrong bearer token was accepted")
 	}
@@ -72,7 +72,7 @@ func TestBasicAuth(t *testing.T) {
 func TestPlainHTTPCredentials(t *testing.T) {
 	ctx := context.Background()
 	// TEST-NET-1: never contacted, the refusal comes first.
-	src := daemon.GitSource{URL: "http://192.0.2.1/org/repo.git", Ref: "main", Auth: &daemon.GitAuth{Password: token}}
+	src := model.GitSource{URL: "http://192.0.2.1/org/repo.git", Ref: "main", Auth: &model.GitAuth{Password: token}}
 	// RemoteCall hears of every call to the remote as it starts: none may.
 	var mu sync.Mutex
 	var calls []string
@@ -97,7 +97,7 @@ func TestPlainHTTPCredentials(t *testing.T) {
 		t.Fatalf("AllowPlainHTTPAuth: %T %v", a, err)
 	}
 	for _, u := range []string{"https://192.0.2.1/r.git", "http://127.0.0.1:1/r", "http://localhost/r", "http://[::1]:8/r"} {
-		if _, err := New(Options{}).authFor(daemon.GitSource{URL: u, Auth: &daemon.GitAuth{Username: "u", Password: "p"}}); err != nil {
+		if _, err := New(Options{}).authFor(model.GitSource{URL: u, Auth: &model.GitAuth{Username: "u", Password: "p"}}); err != nil {
 			t.Errorf("%s: %v", u, err)
 		}
 	}
@@ -107,14 +107,14 @@ func TestCredentialKindMismatch(t *testing.T) {
 	key := keyPEM(t, newKey(t), "")
 	f := New(Options{InsecureIgnoreHostKey: true})
 	for _, c := range []struct {
-		src  daemon.GitSource
+		src  model.GitSource
 		want string
 	}{
-		{daemon.GitSource{URL: "https://example.com/r.git", Auth: &daemon.GitAuth{SSHPrivateKey: key}}, "ssh private key cannot be used with an http"},
-		{daemon.GitSource{URL: "git@example.com:org/r.git", Auth: &daemon.GitAuth{Password: token}}, "password (or token) cannot be used with an ssh url"},
-		{daemon.GitSource{URL: "ssh://git@example.com/r.git", Auth: &daemon.GitAuth{Username: "u", Password: token}}, "password (or token) cannot be used with an ssh url"},
-		{daemon.GitSource{URL: "file:///tmp/r", Auth: &daemon.GitAuth{Password: token}}, "take no credentials"},
-		{daemon.GitSource{URL: "ssh://git@example.com/r.git"}, "no ssh agent"},
+		{model.GitSource{URL: "https://example.com/r.git", Auth: &model.GitAuth{SSHPrivateKey: key}}, "ssh private key cannot be used with an http"},
+		{model.GitSource{URL: "git@example.com:org/r.git", Auth: &model.GitAuth{Password: token}}, "password (or token) cannot be used with an ssh url"},
+		{model.GitSource{URL: "ssh://git@example.com/r.git", Auth: &model.GitAuth{Username: "u", Password: token}}, "password (or token) cannot be used with an ssh url"},
+		{model.GitSource{URL: "file:///tmp/r", Auth: &model.GitAuth{Password: token}}, "take no credentials"},
+		{model.GitSource{URL: "ssh://git@example.com/r.git"}, "no ssh agent"},
 	} {
 		c.src.Ref = "main"
 		_, err := f.Resolve(context.Background(), c.src)
@@ -126,9 +126,9 @@ func TestCredentialKindMismatch(t *testing.T) {
 }
 
 func TestScrubber(t *testing.T) {
-	src := daemon.GitSource{
+	src := model.GitSource{
 		URL:  "https://user:pa%24s-SENTINEL@host/repo.git",
-		Auth: &daemon.GitAuth{Password: "pw-SENTINEL-1", SSHPassphrase: "pp-SENTINEL-2", SSHPrivateKey: []byte("KEY-SENTINEL-3")},
+		Auth: &model.GitAuth{Password: "pw-SENTINEL-1", SSHPassphrase: "pp-SENTINEL-2", SSHPrivateKey: []byte("KEY-SENTINEL-3")},
 	}
 	sc := newScrubber(src)
 	cause := errors.New("dial https://user:pa%24s-SENTINEL@host/repo.git as user:pa$s-SENTINEL: pw-SENTINEL-1 pp-SENTINEL-2 KEY-SENTINEL-3")

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // bigFile is a file of a generated repository: data, or else size bytes
@@ -144,7 +144,7 @@ func TestCheckoutChild(t *testing.T) {
 	res := childResult{StartRSSKiB: procStatus(t, "VmRSS")}
 	w0 := procIO(t, "write_bytes")
 	f := New(Options{MaxCheckoutBytes: job.MaxCheckout, MaxFileBytes: job.MaxFile, Timeout: 10 * time.Minute})
-	_, err := f.Checkout(context.Background(), daemon.GitSource{URL: job.URL, Ref: "main", Shallow: true}, job.Commit, job.Dir)
+	_, err := f.Checkout(context.Background(), model.GitSource{URL: job.URL, Ref: "main", Shallow: true}, job.Commit, job.Dir)
 	if err != nil {
 		res.Err = err.Error()
 	}

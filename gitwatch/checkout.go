@@ -21,7 +21,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // Checkout makes dir a checkout of commit (a full 40-hex SHA) with HEAD
@@ -53,7 +53,7 @@ import (
 // RepoDir must be relative without "..", and resolve (symlinks followed)
 // to a directory inside dir; otherwise the error wraps ErrUnsafeRepoDir
 // (or says the directory is missing) and dir is left as it was.
-func (f *Fetcher) Checkout(ctx context.Context, src daemon.GitSource, commit, dir string) (string, error) {
+func (f *Fetcher) Checkout(ctx context.Context, src model.GitSource, commit, dir string) (string, error) {
 	sc := newScrubber(src)
 	p, err := f.checkout(ctx, src, commit, dir)
 	if err != nil {
@@ -62,7 +62,7 @@ func (f *Fetcher) Checkout(ctx context.Context, src daemon.GitSource, commit, di
 	return p, nil
 }
 
-func (f *Fetcher) checkout(ctx context.Context, src daemon.GitSource, commit, dir string) (string, error) {
+func (f *Fetcher) checkout(ctx context.Context, src model.GitSource, commit, dir string) (string, error) {
 	if !plumbing.IsHash(commit) {
 		return "", fmt.Errorf("invalid commit %q: want a full 40-hex sha", commit)
 	}
@@ -196,7 +196,7 @@ func (f *Fetcher) sweep(dir string) {
 }
 
 // fetchTemp returns a temp sibling of dir holding a checkout of h.
-func (f *Fetcher) fetchTemp(ctx context.Context, src daemon.GitSource, h plumbing.Hash, dir string) (string, error) {
+func (f *Fetcher) fetchTemp(ctx context.Context, src model.GitSource, h plumbing.Hash, dir string) (string, error) {
 	auth, err := f.authFor(src)
 	if err != nil {
 		return "", err
@@ -225,7 +225,7 @@ func (f *Fetcher) fetchTemp(ctx context.Context, src daemon.GitSource, h plumbin
 // refSpecs returns the refspecs to fetch for src.Ref: the branch or tag it
 // names (a short name is looked up by ls-remote, usually cached since
 // Resolve), or all branches when Ref is empty.
-func (f *Fetcher) refSpecs(ctx context.Context, src daemon.GitSource) ([]config.RefSpec, string, error) {
+func (f *Fetcher) refSpecs(ctx context.Context, src model.GitSource) ([]config.RefSpec, string, error) {
 	if src.Ref == "" {
 		return []config.RefSpec{"+refs/heads/*:refs/remotes/origin/*"}, "all branches", nil
 	}
@@ -263,7 +263,7 @@ func (f *Fetcher) acquire(ctx context.Context) (func(), error) {
 }
 
 type fetchJob struct {
-	src    daemon.GitSource
+	src    model.GitSource
 	auth   transport.AuthMethod
 	specs  []config.RefSpec
 	what   string

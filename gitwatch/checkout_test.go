@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
-func checkout(t *testing.T, f *Fetcher, src daemon.GitSource, commit, dir string) string {
+func checkout(t *testing.T, f *Fetcher, src model.GitSource, commit, dir string) string {
 	t.Helper()
 	p, err := f.Checkout(context.Background(), src, commit, dir)
 	if err != nil {
@@ -51,20 +51,20 @@ func TestCheckout(t *testing.T) {
 			base := t.TempDir()
 			cases := []struct {
 				name    string
-				src     daemon.GitSource
+				src     model.GitSource
 				commit  string
 				readme  string
 				shallow bool // expect a shallow repository
 			}{
-				{"tip", daemon.GitSource{Ref: "main", RepoDir: "proj"}, fx.c3, "three", false},
-				{"older commit, full", daemon.GitSource{Ref: "main"}, fx.c1, "one", false},
-				{"shallow tip", daemon.GitSource{Ref: "main", Shallow: true}, fx.c3, "three", true},
-				{"shallow fallback", daemon.GitSource{Ref: "refs/heads/main", Shallow: true}, fx.c1, "one", false},
-				{"branch", daemon.GitSource{Ref: "dev", Shallow: true}, fx.c2, "two", true},
-				{"lightweight tag", daemon.GitSource{Ref: "v1", Shallow: true}, fx.c1, "one", true},
-				{"annotated tag", daemon.GitSource{Ref: "v2"}, fx.c2, "two", false},
-				{"pinned commit, no ref", daemon.GitSource{}, fx.c2, "two", false},
-				{"HEAD", daemon.GitSource{Ref: "HEAD", Shallow: true}, fx.c3, "three", true},
+				{"tip", model.GitSource{Ref: "main", RepoDir: "proj"}, fx.c3, "three", false},
+				{"older commit, full", model.GitSource{Ref: "main"}, fx.c1, "one", false},
+				{"shallow tip", model.GitSource{Ref: "main", Shallow: true}, fx.c3, "three", true},
+				{"shallow fallback", model.GitSource{Ref: "refs/heads/main", Shallow: true}, fx.c1, "one", false},
+				{"branch", model.GitSource{Ref: "dev", Shallow: true}, fx.c2, "two", true},
+				{"lightweight tag", model.GitSource{Ref: "v1", Shallow: true}, fx.c1, "one", true},
+				{"annotated tag", model.GitSource{Ref: "v2"}, fx.c2, "two", false},
+				{"pinned commit, no ref", model.GitSource{}, fx.c2, "two", false},
+				{"HEAD", model.GitSource{Ref: "HEAD", Shallow: true}, fx.c3, "three", true},
 			}
 			for i, c := range cases {
 				c.src.URL = tr.url
@@ -96,7 +96,7 @@ func TestCheckout(t *testing.T) {
 func TestCheckoutTagObject(t *testing.T) {
 	fx := sharedFixture(t)
 	dir := filepath.Join(t.TempDir(), "w")
-	checkout(t, New(Options{}), daemon.GitSource{URL: fx.fileURL(), Ref: "v2"}, fx.tagV2, dir)
+	checkout(t, New(Options{}), model.GitSource{URL: fx.fileURL(), Ref: "v2"}, fx.tagV2, dir)
 	assertAt(t, dir, fx.c2, "two")
 }
 
@@ -104,7 +104,7 @@ func TestCheckoutReuseAndReplace(t *testing.T) {
 	fx := sharedFixture(t)
 	srv := newGitServer(t, fx.root, "")
 	f := New(Options{})
-	src := daemon.GitSource{URL: srv.repoURL(), Ref: "main", RepoDir: "proj"}
+	src := model.GitSource{URL: srv.repoURL(), Ref: "main", RepoDir: "proj"}
 	dir := filepath.Join(t.TempDir(), "w")
 
 	checkout(t, f, src, fx.c1, dir)
@@ -132,7 +132,7 @@ func TestCheckoutReuseAndReplace(t *testing.T) {
 func TestCheckoutFailureKeepsDir(t *testing.T) {
 	fx := sharedFixture(t)
 	f := New(Options{})
-	src := daemon.GitSource{URL: fx.fileURL(), Ref: "main", Shallow: true}
+	src := model.GitSource{URL: fx.fileURL(), Ref: "main", Shallow: true}
 	dir := filepath.Join(t.TempDir(), "w")
 	checkout(t, f, src, fx.c3, dir)
 
@@ -142,13 +142,13 @@ func TestCheckoutFailureKeepsDir(t *testing.T) {
 		t.Fatalf("unknown commit: got %v, want ErrCommitNotFound", err)
 	}
 	for _, bad := range []struct {
-		src    daemon.GitSource
+		src    model.GitSource
 		commit string
 	}{
 		{src, "abc123"}, // not a full sha
-		{daemon.GitSource{URL: src.URL, Ref: "nope"}, fx.c1}, // unknown ref
-		{daemon.GitSource{URL: src.URL, Ref: "main", RepoDir: "missing"}, fx.c1},
-		{daemon.GitSource{URL: "file:///does/not/exist", Ref: "refs/heads/main"}, fx.c1},
+		{model.GitSource{URL: src.URL, Ref: "nope"}, fx.c1}, // unknown ref
+		{model.GitSource{URL: src.URL, Ref: "main", RepoDir: "missing"}, fx.c1},
+		{model.GitSource{URL: "file:///does/not/exist", Ref: "refs/heads/main"}, fx.c1},
 	} {
 		if _, err := f.Checkout(context.Background(), bad.src, bad.commit, dir); err == nil {
 			t.Errorf("Checkout(%+v, %s): want an error", bad.src, bad.commit)
@@ -163,7 +163,7 @@ func TestCheckoutFailureKeepsDir(t *testing.T) {
 func TestCheckoutSweepsLeftovers(t *testing.T) {
 	fx := sharedFixture(t)
 	f := New(Options{})
-	src := daemon.GitSource{URL: fx.fileURL(), Ref: "main"}
+	src := model.GitSource{URL: fx.fileURL(), Ref: "main"}
 	base := t.TempDir()
 	dir := filepath.Join(base, "w")
 	// A crash between the two renames: no dir, an old one aside, a temp.
@@ -192,7 +192,7 @@ func TestCheckoutRepoDir(t *testing.T) {
 	base := t.TempDir()
 	for _, ok := range []string{"", "proj", "./proj/", "projlink"} {
 		dir := filepath.Join(base, "ok")
-		p := checkout(t, f, daemon.GitSource{URL: fx.fileURL(), Ref: "main", RepoDir: ok}, fx.c3, dir)
+		p := checkout(t, f, model.GitSource{URL: fx.fileURL(), Ref: "main", RepoDir: ok}, fx.c3, dir)
 		if p != filepath.Join(dir, ok) {
 			t.Errorf("repoDir %q: got %s", ok, p)
 		}
@@ -211,7 +211,7 @@ func TestCheckoutRepoDir(t *testing.T) {
 				dir = filepath.Join(base, "ok") // already at c3: reuse path
 			}
 			_, err := f.Checkout(context.Background(),
-				daemon.GitSource{URL: fx.fileURL(), Ref: "main", RepoDir: c.repoDir}, fx.c3, dir)
+				model.GitSource{URL: fx.fileURL(), Ref: "main", RepoDir: c.repoDir}, fx.c3, dir)
 			if err == nil {
 				t.Fatalf("repoDir %q: want an error", c.repoDir)
 			}
@@ -240,7 +240,7 @@ func TestCheckoutMaxClones(t *testing.T) {
 	srv.delay.Store(int64(50 * time.Millisecond))
 	f := New(Options{MaxClones: 1})
 	base := t.TempDir()
-	src := daemon.GitSource{URL: srv.repoURL(), Ref: "refs/heads/main", Shallow: true}
+	src := model.GitSource{URL: srv.repoURL(), Ref: "refs/heads/main", Shallow: true}
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Add(1)
@@ -269,7 +269,7 @@ func TestCheckoutSameDirConcurrently(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := f.Checkout(context.Background(), daemon.GitSource{URL: fx.fileURL()}, c, dir); err != nil {
+			if _, err := f.Checkout(context.Background(), model.GitSource{URL: fx.fileURL()}, c, dir); err != nil {
 				t.Error(err)
 			}
 		}()

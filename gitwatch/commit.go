@@ -7,7 +7,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // maxSubject bounds the commit subject CommitInfo returns.
@@ -16,16 +16,16 @@ const maxSubject = 200
 // CommitInfo reads commit sha of the checkout in dir (a directory
 // Checkout filled): its subject (the message's first line), author and
 // time. It makes no network call.
-func (f *Fetcher) CommitInfo(dir, sha string) (daemon.Commit, error) {
+func (f *Fetcher) CommitInfo(dir, sha string) (model.Commit, error) {
 	repo, err := git.PlainOpen(dir)
 	if err != nil {
-		return daemon.Commit{}, fmt.Errorf("commit %s: open %s: %w", sha, dir, err)
+		return model.Commit{}, fmt.Errorf("commit %s: open %s: %w", sha, dir, err)
 	}
 	c, err := repo.CommitObject(plumbing.NewHash(sha))
 	if err != nil {
-		return daemon.Commit{}, fmt.Errorf("commit %s: %w", sha, err)
+		return model.Commit{}, fmt.Errorf("commit %s: %w", sha, err)
 	}
-	return daemon.Commit{SHA: sha, Subject: subject(c.Message), Author: c.Author.Name, Time: c.Author.When.UTC()}, nil
+	return model.Commit{SHA: sha, Subject: subject(c.Message), Author: c.Author.Name, Time: c.Author.When.UTC()}, nil
 }
 
 // subject is the first line of message, cut at maxSubject bytes.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // TestCommitInfo reads the commit of a real checkout, and fails for a
@@ -14,7 +14,7 @@ func TestCommitInfo(t *testing.T) {
 	fx := sharedFixture(t)
 	f := New(Options{})
 	dir := t.TempDir() + "/co"
-	if _, err := f.Checkout(context.Background(), daemon.GitSource{URL: fx.fileURL(), Ref: "main", Shallow: true}, fx.c3, dir); err != nil {
+	if _, err := f.Checkout(context.Background(), model.GitSource{URL: fx.fileURL(), Ref: "main", Shallow: true}, fx.c3, dir); err != nil {
 		t.Fatal(err)
 	}
 	c, err := f.CommitInfo(dir, fx.c3)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // Defaults for zero Options fields.
@@ -154,7 +155,7 @@ func New(opts Options) *Fetcher {
 // taken from the peeled "<tag>^{}" entry that git servers advertise; a
 // server that does not advertise it yields the tag object's SHA, which
 // Checkout peels (Resolve never clones to find out).
-func (f *Fetcher) Resolve(ctx context.Context, src daemon.GitSource) (string, error) {
+func (f *Fetcher) Resolve(ctx context.Context, src model.GitSource) (string, error) {
 	sc := newScrubber(src)
 	if src.Ref == "" {
 		return "", sc.errorf(errEmptyRef, "gitwatch: resolve in %s", sc.cleanURL)
@@ -199,7 +200,7 @@ func normalizeURL(u string) string {
 // call for the same key, or from a new ls-remote. The ls-remote runs
 // detached from ctx (bounded by Timeout) so that one caller giving up does
 // not fail the others; each caller stops waiting when its own ctx ends.
-func (f *Fetcher) listRefs(ctx context.Context, src daemon.GitSource) (*remoteRefs, error) {
+func (f *Fetcher) listRefs(ctx context.Context, src model.GitSource) (*remoteRefs, error) {
 	key := src.Key()
 	f.mu.Lock()
 	if e := f.cache[key]; e != nil && time.Now().Before(e.expires) {
@@ -221,7 +222,7 @@ func (f *Fetcher) listRefs(ctx context.Context, src daemon.GitSource) (*remoteRe
 	}
 }
 
-func (f *Fetcher) runCall(ctx context.Context, key string, c *call, src daemon.GitSource) {
+func (f *Fetcher) runCall(ctx context.Context, key string, c *call, src model.GitSource) {
 	c.refs, c.err = f.lsRemote(ctx, src)
 	f.mu.Lock()
 	if f.calls[key] == c { // not forgotten meanwhile

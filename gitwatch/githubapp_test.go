@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // fakeGitHub plays GitHub Enterprise at one address: the REST API's
@@ -125,7 +125,7 @@ func TestGitHubApp(t *testing.T) {
 	f := New(Options{Timeout: time.Minute})
 	ctx := context.Background()
 	app := &spec.GitHubApp{AppID: "17", InstallationID: "4242", PrivateKey: g.pem()}
-	src := daemon.GitSource{URL: g.URL + "/repo", Ref: "main", Auth: &daemon.GitAuth{GitHubApp: app}}
+	src := model.GitSource{URL: g.URL + "/repo", Ref: "main", Auth: &model.GitAuth{GitHubApp: app}}
 	for range 3 {
 		if got, err := f.Resolve(ctx, src); err != nil || got != fx.c3 {
 			t.Fatalf("Resolve: %s, %v (refused: %v)", got, err, g.refused)
@@ -151,7 +151,7 @@ func TestGitHubApp(t *testing.T) {
 
 	other, _ := rsa.GenerateKey(rand.Reader, 2048)
 	otherPEM := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(other)}))
-	bad := daemon.GitSource{URL: src.URL, Ref: "main", Auth: &daemon.GitAuth{GitHubApp: &spec.GitHubApp{AppID: "17", InstallationID: "4242", PrivateKey: otherPEM}}}
+	bad := model.GitSource{URL: src.URL, Ref: "main", Auth: &model.GitAuth{GitHubApp: &spec.GitHubApp{AppID: "17", InstallationID: "4242", PrivateKey: otherPEM}}}
 	_, err := New(Options{Timeout: time.Minute}).Resolve(ctx, bad)
 	noLeak(t, err, otherPEM, "PRIVATE KEY", "ghs_")
 	if !strings.Contains(err.Error(), "401") {

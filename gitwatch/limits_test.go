@@ -15,7 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 const mib = 1 << 20
@@ -32,10 +32,10 @@ func refusedCheckout(t *testing.T, root, commit string, opts Options, smallest i
 	fx := sharedFixture(t)
 	f := New(opts)
 	dir := filepath.Join(t.TempDir(), "w")
-	checkout(t, f, daemon.GitSource{URL: fx.fileURL(), Ref: "main"}, fx.c3, dir)
+	checkout(t, f, model.GitSource{URL: fx.fileURL(), Ref: "main"}, fx.c3, dir)
 
 	before := procIO(t, "write_bytes")
-	src := daemon.GitSource{URL: "file://" + filepath.Join(root, "repo"), Ref: "main", Shallow: true}
+	src := model.GitSource{URL: "file://" + filepath.Join(root, "repo"), Ref: "main", Shallow: true}
 	_, err := f.Checkout(context.Background(), src, commit, dir)
 	wrote := procIO(t, "write_bytes") - before
 	if !errors.Is(err, ErrTooLarge) {
@@ -114,8 +114,8 @@ func TestCheckoutWithinLimits(t *testing.T) {
 		f := New(Options{})
 		dir := filepath.Join(t.TempDir(), "w")
 		fx := sharedFixture(t)
-		checkout(t, f, daemon.GitSource{URL: fx.fileURL(), Ref: "main"}, fx.c3, dir)
-		checkout(t, f, daemon.GitSource{URL: srv.repoURL(), Ref: "main", Shallow: true}, commit, dir)
+		checkout(t, f, model.GitSource{URL: fx.fileURL(), Ref: "main"}, fx.c3, dir)
+		checkout(t, f, model.GitSource{URL: srv.repoURL(), Ref: "main", Shallow: true}, commit, dir)
 		if head := gitRun(t, dir, "rev-parse", "HEAD"); head != commit {
 			t.Fatalf("deltas %v: HEAD %s, want %s", deltas, head, commit)
 		}

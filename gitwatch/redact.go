@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // minBareUserSecret is the length from which the user of an http(s) URL
@@ -96,7 +96,7 @@ type scrubber struct {
 	secrets  []string // longest first
 }
 
-func newScrubber(src daemon.GitSource) scrubber {
+func newScrubber(src model.GitSource) scrubber {
 	s := scrubber{rawURL: src.URL, cleanURL: SanitizeURL(src.URL)}
 	if a := src.Auth; a != nil {
 		s.secrets = append(s.secrets, a.Password, a.SSHPassphrase, string(a.SSHPrivateKey), a.BearerToken)

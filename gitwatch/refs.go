@@ -11,8 +11,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/storage/memory"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 const peeledSuffix = "^{}"
@@ -84,7 +84,7 @@ func (r *remoteRefs) find(ref string) (plumbing.ReferenceName, plumbing.Hash, er
 
 // lsRemote lists the remote's refs with an in-memory remote, bounded by
 // Timeout.
-func (f *Fetcher) lsRemote(ctx context.Context, src daemon.GitSource) (*remoteRefs, error) {
+func (f *Fetcher) lsRemote(ctx context.Context, src model.GitSource) (*remoteRefs, error) {
 	auth, err := f.authFor(src)
 	if err != nil {
 		return nil, err

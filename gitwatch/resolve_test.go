@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 func TestResolve(t *testing.T) {
@@ -39,7 +39,7 @@ func TestResolve(t *testing.T) {
 		t.Run(tr.name, func(t *testing.T) {
 			f := New(Options{})
 			for _, c := range cases {
-				got, err := f.Resolve(context.Background(), daemon.GitSource{URL: tr.url, Ref: c.ref})
+				got, err := f.Resolve(context.Background(), model.GitSource{URL: tr.url, Ref: c.ref})
 				if err != nil {
 					t.Fatalf("Resolve(%q): %v", c.ref, err)
 				}
@@ -47,7 +47,7 @@ func TestResolve(t *testing.T) {
 					t.Errorf("Resolve(%q) = %s, want %s", c.ref, got, c.want)
 				}
 			}
-			_, err := f.Resolve(context.Background(), daemon.GitSource{URL: tr.url, Ref: "no-such-branch"})
+			_, err := f.Resolve(context.Background(), model.GitSource{URL: tr.url, Ref: "no-such-branch"})
 			if !errors.Is(err, ErrRefNotFound) {
 				t.Fatalf("unknown ref: got %v, want ErrRefNotFound", err)
 			}
@@ -55,7 +55,7 @@ func TestResolve(t *testing.T) {
 			if !strings.Contains(msg, `"no-such-branch"`) || !strings.Contains(msg, tr.url) || !strings.HasPrefix(msg, "gitwatch: ") {
 				t.Errorf("unknown ref error should name the ref and url: %v", err)
 			}
-			if _, err := f.Resolve(context.Background(), daemon.GitSource{URL: tr.url}); err == nil {
+			if _, err := f.Resolve(context.Background(), model.GitSource{URL: tr.url}); err == nil {
 				t.Error("empty ref: want an error")
 			}
 		})
@@ -69,7 +69,7 @@ func TestResolveCache(t *testing.T) {
 	fx := buildRepo(t, t.TempDir())
 	srv := newGitServer(t, fx.root, "")
 	f := New(Options{CacheFor: time.Hour})
-	src := daemon.GitSource{URL: srv.repoURL(), Ref: "main"}
+	src := model.GitSource{URL: srv.repoURL(), Ref: "main"}
 	ctx := context.Background()
 
 	var wg sync.WaitGroup
@@ -99,7 +99,7 @@ func TestResolveCache(t *testing.T) {
 		t.Fatalf("20 concurrent Resolve: %d ls-remote, want 1", n)
 	}
 	// Another ref of the same source is served from the same ls-remote.
-	if got, err := f.Resolve(ctx, daemon.GitSource{URL: src.URL, Ref: "dev"}); err != nil || got != fx.c2 {
+	if got, err := f.Resolve(ctx, model.GitSource{URL: src.URL, Ref: "dev"}); err != nil || got != fx.c2 {
 		t.Fatalf("Resolve(dev) = %s, %v", got, err)
 	}
 	c4 := commitREADME(t, fx.path, "four")
@@ -112,7 +112,7 @@ func TestResolveCache(t *testing.T) {
 	}
 	// Other credentials make another key.
 	other := src
-	other.Auth = &daemon.GitAuth{Password: "x"}
+	other.Auth = &model.GitAuth{Password: "x"}
 	if _, err := f.Resolve(ctx, other); err != nil || srv.infoRefs.Load() != 3 {
 		t.Fatalf("other key: %v, %d ls-remote, want 3", err, srv.infoRefs.Load())
 	}
@@ -143,7 +143,7 @@ func TestResolveSingleflight(t *testing.T) {
 	srv := newGitServer(t, fx.root, "")
 	release := srv.holdNext(t)
 	f := New(Options{CacheFor: -1})
-	src := daemon.GitSource{URL: srv.repoURL(), Ref: "main"}
+	src := model.GitSource{URL: srv.repoURL(), Ref: "main"}
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 9)
@@ -218,17 +218,17 @@ func TestTimeout(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	_, err := f.Resolve(ctx, daemon.GitSource{URL: "http://" + addr + "/repo", Ref: "main"})
+	_, err := f.Resolve(ctx, model.GitSource{URL: "http://" + addr + "/repo", Ref: "main"})
 	check("http ls-remote", err)
 
 	// The SSH handshake does not honour ctx in go-git: Resolve returns anyway.
 	key := keyPEM(t, newKey(t), "")
-	_, err = f.Resolve(ctx, daemon.GitSource{URL: "ssh://git@" + addr + "/repo", Ref: "main",
-		Auth: &daemon.GitAuth{SSHPrivateKey: key}})
+	_, err = f.Resolve(ctx, model.GitSource{URL: "ssh://git@" + addr + "/repo", Ref: "main",
+		Auth: &model.GitAuth{SSHPrivateKey: key}})
 	check("ssh ls-remote", err)
 
 	dir := filepath.Join(t.TempDir(), "work")
-	_, err = f.Checkout(ctx, daemon.GitSource{URL: "http://" + addr + "/repo", Ref: "refs/heads/main"},
+	_, err = f.Checkout(ctx, model.GitSource{URL: "http://" + addr + "/repo", Ref: "refs/heads/main"},
 		strings.Repeat("a", 40), dir)
 	check("http clone", err)
 	t.Logf("three timed out calls took %s", time.Since(start))
@@ -251,7 +251,7 @@ func BenchmarkResolve(b *testing.B) {
 	fx := sharedFixture(b)
 	srv := newGitServer(b, fx.root, "")
 	f := New(Options{CacheFor: -1})
-	src := daemon.GitSource{URL: srv.repoURL(), Ref: "main"}
+	src := model.GitSource{URL: srv.repoURL(), Ref: "main"}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -269,7 +269,7 @@ func TestForgetInFlight(t *testing.T) {
 	srv := newGitServer(t, fx.root, "")
 	release := srv.holdNext(t)
 	f := New(Options{CacheFor: time.Hour})
-	src := daemon.GitSource{URL: srv.repoURL(), Ref: "main"}
+	src := model.GitSource{URL: srv.repoURL(), Ref: "main"}
 	done := make(chan error, 1)
 	go func() {
 		_, err := f.Resolve(context.Background(), src)
@@ -318,15 +318,15 @@ func TestResolveSemver(t *testing.T) {
 	url := "file://" + p
 	f := New(Options{})
 	for rng, want := range map[string]string{">=1.0.0 <2.0.0": c2, "^1": c2, "1.0.x": c1, "*": c3} {
-		got, err := f.Resolve(context.Background(), daemon.GitSource{URL: url, Ref: spec.SemverPrefix + rng})
+		got, err := f.Resolve(context.Background(), model.GitSource{URL: url, Ref: spec.SemverPrefix + rng})
 		if err != nil || got != want {
 			t.Errorf("semver %q: %s, %v; want %s", rng, got, err, want)
 		}
 	}
-	if _, err := f.Resolve(context.Background(), daemon.GitSource{URL: url, Ref: spec.SemverPrefix + ">=3.0.0"}); !errors.Is(err, ErrRefNotFound) {
+	if _, err := f.Resolve(context.Background(), model.GitSource{URL: url, Ref: spec.SemverPrefix + ">=3.0.0"}); !errors.Is(err, ErrRefNotFound) {
 		t.Errorf("a range without a tag: %v", err)
 	}
 	dir := filepath.Join(t.TempDir(), "w")
-	checkout(t, f, daemon.GitSource{URL: url, Ref: spec.SemverPrefix + "^1", Shallow: true}, c2, dir)
+	checkout(t, f, model.GitSource{URL: url, Ref: spec.SemverPrefix + "^1", Shallow: true}, c2, dir)
 	assertAt(t, dir, c2, "two")
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // benchPolicies is a realistic set: protected types, a change budget,
@@ -60,8 +60,8 @@ warn contains msg if {
 
 // benchInput is a preview of n steps: creates, updates and a few
 // deletes of Files, with inputs.
-func benchInput(n int) daemon.PolicyInput {
-	in := daemon.PolicyInput{Stack: "web", Commit: "0123456789abcdef0123456789abcdef01234567",
+func benchInput(n int) model.PolicyInput {
+	in := model.PolicyInput{Stack: "web", Commit: "0123456789abcdef0123456789abcdef01234567",
 		Labels: map[string]string{"env": "staging", "tier": "critical"}}
 	for i := range n {
 		op := []string{"create", "update", "update", "create", "delete"}[i%5]
@@ -89,7 +89,7 @@ func BenchmarkEvaluate(b *testing.B) {
 	for _, n := range []int{1, 1000} {
 		b.Run(fmt.Sprintf("steps=%d", n), func(b *testing.B) {
 			in := benchInput(n)
-			var v daemon.PolicyVerdict
+			var v model.PolicyVerdict
 			for b.Loop() {
 				if v, err = set.Evaluate(context.Background(), in); err != nil {
 					b.Fatal(err)

@@ -4,6 +4,6 @@
 // A policy set is the *.rego files of a directory (Rego v1 syntax). Each
 // file's package is a policy's name; a policy's rules `deny` and `warn`
 // are sets or arrays of strings, its messages. The input document is a
-// daemon.PolicyInput. A Set is compiled once and evaluated concurrently;
+// model.PolicyInput. A Set is compiled once and evaluated concurrently;
 // Live keeps the set in force and reloads it when its files change.
 package policy

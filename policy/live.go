@@ -8,30 +8,30 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/dirwatch"
+	"github.com/stackd/stackd/model"
 )
 
 // Live is the policy set in force, reloaded when its files change. A load
 // that fails keeps the set loaded before; before any set loaded, every
 // evaluation fails, so that every change is denied (fail closed). Live
-// implements daemon.Policies and daemon.PolicyReporter.
+// implements gate.Policies (daemon/gate) and daemon.PolicyReporter.
 type Live struct {
 	log    *slog.Logger
 	source string // the --policy value, shown in the status
 
 	mu     sync.Mutex
 	set    *Set
-	status daemon.PolicyStatus
+	status model.PolicyStatus
 }
 
 // NewLive returns a Live for source, with nothing loaded yet.
 func NewLive(source string, log *slog.Logger) *Live {
-	return &Live{log: log, source: source, status: daemon.PolicyStatus{Source: source, Policies: []string{}}}
+	return &Live{log: log, source: source, status: model.PolicyStatus{Source: source, Policies: []string{}}}
 }
 
 // Evaluate judges in with the set in force.
-func (l *Live) Evaluate(ctx context.Context, in daemon.PolicyInput) (daemon.PolicyVerdict, error) {
+func (l *Live) Evaluate(ctx context.Context, in model.PolicyInput) (model.PolicyVerdict, error) {
 	l.mu.Lock()
 	set, why := l.set, l.status.Error
 	l.mu.Unlock()
@@ -39,13 +39,13 @@ func (l *Live) Evaluate(ctx context.Context, in daemon.PolicyInput) (daemon.Poli
 		if why == "" {
 			why = "not loaded yet"
 		}
-		return daemon.PolicyVerdict{}, fmt.Errorf("no policies are loaded from %s: %s", l.source, why)
+		return model.PolicyVerdict{}, fmt.Errorf("no policies are loaded from %s: %s", l.source, why)
 	}
 	return set.Evaluate(ctx, in)
 }
 
 // PolicyStatus is the outcome of the last load.
-func (l *Live) PolicyStatus() daemon.PolicyStatus {
+func (l *Live) PolicyStatus() model.PolicyStatus {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := l.status
@@ -68,7 +68,7 @@ func (l *Live) Load(ctx context.Context, dir, shown, commit string) error {
 		return err
 	}
 	l.set = set
-	l.status = daemon.PolicyStatus{Source: l.source, Commit: commit, Policies: set.Names(),
+	l.status = model.PolicyStatus{Source: l.source, Commit: commit, Policies: set.Names(),
 		Successful: true, LastSuccess: now, LastAttempt: now}
 	l.log.Info("policies loaded", "source", l.source, "policies", strings.Join(set.Names(), ","), "files", len(set.Files))
 	return nil

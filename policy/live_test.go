@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/gate"
+	"github.com/stackd/stackd/model"
 )
 
 // TestLiveFailsClosedBeforeALoad: with no policy set loaded, every
@@ -20,7 +21,7 @@ func TestLiveFailsClosedBeforeALoad(t *testing.T) {
 	if err := l.Load(context.Background(), dir, "", ""); err == nil {
 		t.Fatal("a broken set loaded")
 	}
-	v := daemon.JudgeSteps(context.Background(), l, daemon.PolicyInput{Stack: "s"})
+	v := gate.JudgeSteps(context.Background(), l, model.PolicyInput{Stack: "s"})
 	if !v.Denied() || !strings.Contains(v.Deny[0].Message, "no policies are loaded from policies: "+filepath.Join(dir, "bad.rego")+":4:0: unexpected eof") {
 		t.Errorf("verdict %+v, want a denial naming the broken file", v)
 	}
@@ -44,7 +45,7 @@ func TestLiveReloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { cancel(); <-done }()
-	deletes := daemon.PolicyInput{Stack: "s", Steps: []daemon.Step{step("delete", "a")}}
+	deletes := model.PolicyInput{Stack: "s", Steps: []model.Step{step("delete", "a")}}
 	denied := func() bool {
 		v, err := l.Evaluate(ctx, deletes)
 		if err != nil {
@@ -69,7 +70,7 @@ func TestLiveReloads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor := func(what string, ok func(daemon.PolicyStatus) bool) {
+	waitFor := func(what string, ok func(model.PolicyStatus) bool) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for !ok(l.PolicyStatus()) {
@@ -82,7 +83,7 @@ func TestLiveReloads(t *testing.T) {
 
 	// A broken save: the set before stays in force.
 	write("files.rego", "package stackd.files\n\ndeny contains msg if {\n\tmsg := \n}\n")
-	waitFor("a broken policy", func(st daemon.PolicyStatus) bool { return !st.Successful })
+	waitFor("a broken policy", func(st model.PolicyStatus) bool { return !st.Successful })
 	if st := l.PolicyStatus(); !strings.HasPrefix(st.Error, filepath.Join(dir, "files.rego")+":5:1:") ||
 		strings.Join(st.Policies, ",") != "stackd.files" {
 		t.Errorf("status after a broken save %+v", st)
@@ -94,7 +95,7 @@ func TestLiveReloads(t *testing.T) {
 	// Fixed, and a new policy in a new subdirectory.
 	write("files.rego", "package stackd.files\n\nwarn contains \"deleted\" if { some s in input.steps; s.op == \"delete\" }\n")
 	write("more/imports.rego", "package stackd.imports\n\ndeny contains \"no imports\" if { some s in input.steps; s.op == \"import\" }\n")
-	waitFor("the fixed policies", func(st daemon.PolicyStatus) bool {
+	waitFor("the fixed policies", func(st model.PolicyStatus) bool {
 		return st.Successful && strings.Join(st.Policies, ",") == "stackd.files,stackd.imports"
 	})
 	if denied() {

@@ -16,7 +16,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/util"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // MaxFileBytes bounds one policy file.
@@ -37,7 +37,7 @@ type compiled struct {
 }
 
 type rule struct {
-	level string // daemon.PolicyDeny or daemon.PolicyWarn
+	level string // model.PolicyDeny or model.PolicyWarn
 	query rego.PreparedEvalQuery
 }
 
@@ -126,7 +126,7 @@ func Compile(ctx context.Context, files map[string]string) (*Set, error) {
 	}
 	for _, pkg := range packages(modules) {
 		p := compiled{name: strings.TrimPrefix(pkg.path.String(), "data.")}
-		for _, level := range []string{daemon.PolicyDeny, daemon.PolicyWarn} {
+		for _, level := range []string{model.PolicyDeny, model.PolicyWarn} {
 			if !pkg.rules[level] {
 				continue
 			}
@@ -165,7 +165,7 @@ func packages(modules map[string]*ast.Module) []pkg {
 				continue
 			}
 			name := ref[0].Value.String()
-			if name != daemon.PolicyDeny && name != daemon.PolicyWarn {
+			if name != model.PolicyDeny && name != model.PolicyWarn {
 				continue
 			}
 			p := byPath[key]
@@ -220,8 +220,8 @@ func regoError(errs ast.Errors) error {
 // Evaluate judges in with every policy of s. An error (a rule that fails
 // or yields something other than strings) names its policy; the caller
 // treats it as a denial.
-func (s *Set) Evaluate(ctx context.Context, in daemon.PolicyInput) (daemon.PolicyVerdict, error) {
-	var v daemon.PolicyVerdict
+func (s *Set) Evaluate(ctx context.Context, in model.PolicyInput) (model.PolicyVerdict, error) {
+	var v model.PolicyVerdict
 	if len(s.policies) == 0 {
 		return v, nil
 	}
@@ -233,11 +233,11 @@ func (s *Set) Evaluate(ctx context.Context, in daemon.PolicyInput) (daemon.Polic
 		for _, r := range p.rules {
 			msgs, err := r.eval(ctx, input)
 			if err != nil {
-				return daemon.PolicyVerdict{}, fmt.Errorf("policy %s: %s: %w", p.name, r.level, err)
+				return model.PolicyVerdict{}, fmt.Errorf("policy %s: %s: %w", p.name, r.level, err)
 			}
 			for _, m := range msgs {
-				x := daemon.Violation{Policy: p.name, Level: r.level, Message: m}
-				if r.level == daemon.PolicyDeny {
+				x := model.Violation{Policy: p.name, Level: r.level, Message: m}
+				if r.level == model.PolicyDeny {
 					v.Deny = append(v.Deny, x)
 				} else {
 					v.Warn = append(v.Warn, x)
@@ -249,9 +249,9 @@ func (s *Set) Evaluate(ctx context.Context, in daemon.PolicyInput) (daemon.Polic
 }
 
 // inputValue is in as Rego's input document.
-func inputValue(in daemon.PolicyInput) (ast.Value, error) {
+func inputValue(in model.PolicyInput) (ast.Value, error) {
 	if in.Steps == nil {
-		in.Steps = []daemon.Step{}
+		in.Steps = []model.Step{}
 	}
 	data, err := json.Marshal(in)
 	if err != nil {

@@ -9,7 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/gate"
+	"github.com/stackd/stackd/model"
 )
 
 // noDelete denies deleting a File and warns about any replacement.
@@ -54,8 +55,8 @@ func writeFiles(t *testing.T, files map[string]string) string {
 	return dir
 }
 
-func step(op, name string) daemon.Step {
-	return daemon.Step{Op: op, Type: "stackdtest:index:File", URN: "urn:pulumi:dev::p::stackdtest:index:File::" + name}
+func step(op, name string) model.Step {
+	return model.Step{Op: op, Type: "stackdtest:index:File", URN: "urn:pulumi:dev::p::stackdtest:index:File::" + name}
 }
 
 func TestEvaluate(t *testing.T) {
@@ -80,27 +81,27 @@ func TestEvaluate(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name       string
-		in         daemon.PolicyInput
+		in         model.PolicyInput
 		deny, warn []string
 	}{
-		{"no steps", daemon.PolicyInput{Stack: "s"}, nil, nil},
-		{"an update", daemon.PolicyInput{Stack: "s", Steps: []daemon.Step{step("update", "a")}}, nil, nil},
-		{"a delete and a replace", daemon.PolicyInput{Stack: "s", Steps: []daemon.Step{step("delete", "a"), step("replace", "b"), step("import", "c")}},
+		{"no steps", model.PolicyInput{Stack: "s"}, nil, nil},
+		{"an update", model.PolicyInput{Stack: "s", Steps: []model.Step{step("update", "a")}}, nil, nil},
+		{"a delete and a replace", model.PolicyInput{Stack: "s", Steps: []model.Step{step("delete", "a"), step("replace", "b"), step("import", "c")}},
 			[]string{"stackd.files: no imports", "stackd.files: urn:pulumi:dev::p::stackdtest:index:File::a may not be deleted (stack s)"},
 			[]string{"stackd.files: urn:pulumi:dev::p::stackdtest:index:File::b is replaced"}},
-		{"production by bob", daemon.PolicyInput{Stack: "s", Labels: map[string]string{"env": "prod"}, PullRequest: 7, Author: "bob"},
+		{"production by bob", model.PolicyInput{Stack: "s", Labels: map[string]string{"env": "prod"}, PullRequest: 7, Author: "bob"},
 			[]string{"team.prod: pull request 7 by bob changes production"}, nil},
-		{"production by alice", daemon.PolicyInput{Stack: "s", Labels: map[string]string{"env": "prod"}, Author: "alice"}, nil, nil},
+		{"production by alice", model.PolicyInput{Stack: "s", Labels: map[string]string{"env": "prod"}, Author: "alice"}, nil, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			v, err := set.Evaluate(context.Background(), c.in)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, want := shown(v.Deny, daemon.PolicyDeny), strings.Join(c.deny, "\n"); got != want {
+			if got, want := shown(v.Deny, model.PolicyDeny), strings.Join(c.deny, "\n"); got != want {
 				t.Errorf("deny\n%s\nwant\n%s", got, want)
 			}
-			if got, want := shown(v.Warn, daemon.PolicyWarn), strings.Join(c.warn, "\n"); got != want {
+			if got, want := shown(v.Warn, model.PolicyWarn), strings.Join(c.warn, "\n"); got != want {
 				t.Errorf("warn\n%s\nwant\n%s", got, want)
 			}
 			if v.Denied() != (len(c.deny) > 0) {
@@ -110,7 +111,7 @@ func TestEvaluate(t *testing.T) {
 	}
 }
 
-func shown(vs []daemon.Violation, level string) string {
+func shown(vs []model.Violation, level string) string {
 	var lines []string
 	for _, v := range vs {
 		if v.Level != level {
@@ -165,12 +166,12 @@ func TestEvaluateErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v, err := set.Evaluate(context.Background(), daemon.PolicyInput{Stack: "web"})
+			v, err := set.Evaluate(context.Background(), model.PolicyInput{Stack: "web"})
 			if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 				t.Fatalf("verdict %+v, error %v; want an error starting with %q", v, err, c.want)
 			}
-			judged := daemon.JudgeSteps(context.Background(), set, daemon.PolicyInput{Stack: "web"})
-			if !judged.Denied() || judged.Deny[0].Policy != daemon.PolicyEvaluationFailed {
+			judged := gate.JudgeSteps(context.Background(), set, model.PolicyInput{Stack: "web"})
+			if !judged.Denied() || judged.Deny[0].Policy != gate.PolicyEvaluationFailed {
 				t.Errorf("judged %+v, want a denial (fail closed)", judged)
 			}
 		})
@@ -186,7 +187,7 @@ func TestEvaluateConcurrently(t *testing.T) {
 	errs := make(chan error, 16)
 	for i := range 16 {
 		wg.Go(func() {
-			in := daemon.PolicyInput{Stack: fmt.Sprint(i), Steps: []daemon.Step{step("delete", fmt.Sprint(i))}}
+			in := model.PolicyInput{Stack: fmt.Sprint(i), Steps: []model.Step{step("delete", fmt.Sprint(i))}}
 			v, err := set.Evaluate(context.Background(), in)
 			if err == nil && (len(v.Deny) != 1 || !strings.Contains(v.Deny[0].Message, fmt.Sprintf("File::%d may", i))) {
 				err = fmt.Errorf("verdict %+v for stack %d", v, i)
@@ -203,6 +204,6 @@ func TestEvaluateConcurrently(t *testing.T) {
 	}
 }
 
-func daemonInput(stack string, steps ...daemon.Step) daemon.PolicyInput {
-	return daemon.PolicyInput{Stack: stack, Steps: steps}
+func daemonInput(stack string, steps ...model.Step) model.PolicyInput {
+	return model.PolicyInput{Stack: stack, Steps: steps}
 }

@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // A preview reads the state of the stack it previews: its program runs
@@ -48,7 +48,7 @@ func (p *Previewer) movedState(cur *spec.Config, base *spec.Stack, cfg *spec.Con
 // adds, at an empty file backend in dir, the preview's work dir: the
 // stack is new, so nothing of any state is read, and the preview shows
 // what its first update would create.
-func ownBackend(ws *daemon.Workspace, dir string) error {
+func ownBackend(ws *model.Workspace, dir string) error {
 	backend := filepath.Join(dir, "backend")
 	if err := os.MkdirAll(backend, 0o700); err != nil {
 		return fmt.Errorf("the preview's own backend: %w", err)

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // specBackends answers StackBackend as the daemon does, with no
@@ -71,7 +71,7 @@ func TestMovedState(t *testing.T) {
 // backend in the preview's work dir, whatever it names.
 func TestOwnBackend(t *testing.T) {
 	dir := t.TempDir()
-	ws := daemon.Workspace{Backend: "file:///srv/other", Env: map[string]string{spec.BackendURLEnv: "s3://other", "A": "b"}}
+	ws := model.Workspace{Backend: "file:///srv/other", Env: map[string]string{spec.BackendURLEnv: "s3://other", "A": "b"}}
 	env := ws.Env
 	if err := ownBackend(&ws, dir); err != nil {
 		t.Fatal(err)

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // proposal is what a pull request to a Git config source proposes: the
@@ -56,7 +56,7 @@ func (p *Previewer) proposedConfig(ctx context.Context, ev review.Event, files [
 // the config with it in place of the source's commit in force.
 func (p *Previewer) loadAtHead(ctx context.Context, ev review.Event, inputs []spec.Input, i int, g *spec.GitDir) (*spec.Config, error) {
 	root := filepath.Join(p.opts.DataDir, "previews", workDir(ev), "config")
-	src := daemon.GitSource{URL: g.URL, Ref: ev.HeadRef(), Shallow: true, Auth: p.opts.SourceAuth}
+	src := model.GitSource{URL: g.URL, Ref: ev.HeadRef(), Shallow: true, Auth: p.opts.SourceAuth}
 	if _, err := p.opts.Fetcher.Checkout(ctx, src, ev.HeadSHA, root); err != nil {
 		return nil, fmt.Errorf("check the manifests out: %w", err)
 	}

@@ -18,17 +18,19 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/notify"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // Daemon is what previews take from the reconcile loop (daemon.Daemon).
 type Daemon interface {
 	Config() *spec.Config
 	ConfigInputs() ([]spec.Input, error)
-	Resolve(ctx context.Context, cfg *spec.Config, s *spec.Stack) (daemon.GitSource, daemon.Workspace, []string, error)
+	Resolve(ctx context.Context, cfg *spec.Config, s *spec.Stack) (model.GitSource, model.Workspace, []string, error)
 	// StackBackend is the backend stack s of cfg names, resolved (see
 	// spec.Config.StackBackend).
 	StackBackend(cfg *spec.Config, s *spec.Stack) (string, error)
@@ -39,8 +41,8 @@ type Daemon interface {
 
 // Store records previews in the stacks' histories.
 type Store interface {
-	BeginUpdate(u daemon.Update) (daemon.Update, error)
-	PutUpdate(u daemon.Update) error
+	BeginUpdate(u model.Update) (model.Update, error)
+	PutUpdate(u model.Update) error
 	PutLog(id string, log []byte) error
 }
 
@@ -69,7 +71,7 @@ type Options struct {
 	// (review.AuthorFinder).
 	Authors []string
 	// SourceAuth is the credentials of the Git config sources.
-	SourceAuth *daemon.GitAuth
+	SourceAuth *model.GitAuth
 	// Approval is the approval of stacks whose spec sets none
 	// (--approval): a preview says which stacks will wait for approval.
 	Approval *spec.Approval
@@ -80,7 +82,7 @@ type Options struct {
 	// ReviewBounds bound the review stacks in all and per repository.
 	ReviewBounds review.Bounds
 	// Policies judge each preview's steps; nil: no policies.
-	Policies daemon.Policies
+	Policies gate.Policies
 	// Records keeps the open pull requests: they are listed again, and
 	// a round that a stop interrupted runs again, after Start. Nil keeps
 	// them in memory only.
@@ -127,18 +129,18 @@ type Shared interface {
 	// BeginPullRequestPreview, PutPullRequestPreview and
 	// PutPullRequestPreviewLog record a preview of pull request key in
 	// its stack's history, behind its lease.
-	BeginPullRequestPreview(key string, u daemon.Update) (daemon.Update, error)
-	PutPullRequestPreview(key string, u daemon.Update) error
+	BeginPullRequestPreview(key string, u model.Update) (model.Update, error)
+	PutPullRequestPreview(key string, u model.Update) error
 	PutPullRequestPreviewLog(key, id string, log []byte) error
 	// Update reads a record of a stack's history.
-	Update(id string) (daemon.Update, error)
+	Update(id string) (model.Update, error)
 }
 
 // Observer hears about each finished preview and its policies' verdict,
 // for metrics.
 type Observer interface {
 	review.Observer
-	PolicyEvaluated(stack string, v daemon.PolicyVerdict)
+	PolicyEvaluated(stack string, v model.PolicyVerdict)
 	// ReviewStackDone hears about each finished operation on a review
 	// stack.
 	ReviewStackDone(op review.Op, result string)

@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // Review stacks live in the views of their pull requests (and so in
@@ -76,7 +76,7 @@ func (p *Previewer) deployReview(ctx context.Context, pr *pullRequest, ev review
 		Result: review.Running, Commit: ev.HeadSHA, LastActivity: time.Now(), TTL: t.TTL}
 	brk := p.takeStale(pr, st.Name)
 	p.putReview(pr, rs)
-	out, err := p.runReview(ctx, ev, cfg, tmpl, st, daemon.UpdateUp, ev.HeadSHA, brk)
+	out, err := p.runReview(ctx, ev, cfg, tmpl, st, model.UpdateUp, ev.HeadSHA, brk)
 	rs.Result, rs.Outputs = review.Succeeded, out
 	// Events that came while it ran are activity.
 	rs.LastActivity = later(rs.LastActivity, p.reviewOf(pr, st.Name).LastActivity)
@@ -108,7 +108,7 @@ func (p *Previewer) destroyReview(ctx context.Context, pr *pullRequest, ev revie
 	if tmpl == nil {
 		err = fmt.Errorf("its template stack %s is no longer in the config: destroy it by hand", st.Template)
 	} else {
-		_, err = p.runReview(ctx, ev, cfg, tmpl, st, daemon.UpdateDestroy, rs.Commit, brk)
+		_, err = p.runReview(ctx, ev, cfg, tmpl, st, model.UpdateDestroy, rs.Commit, brk)
 	}
 	rs.Result = review.Succeeded
 	if err != nil {
@@ -176,9 +176,9 @@ func (p *Previewer) runReview(ctx context.Context, ev review.Event, cfg *spec.Co
 	var buf bytes.Buffer
 	w := red.Writer(&limitWriter{w: &buf, n: maxLog})
 	defer w.Close()
-	op := daemon.Operation{Workspace: ws, Type: typ, Timeout: p.opts.Timeout, Log: w, BreakLock: breakLock,
+	op := model.Operation{Workspace: ws, Type: typ, Timeout: p.opts.Timeout, Log: w, BreakLock: breakLock,
 		Message: fmt.Sprintf("stackd: review stack of pull request #%d", ev.Number)}
-	if typ == daemon.UpdateDestroy {
+	if typ == model.UpdateDestroy {
 		op.Remove = true
 	}
 	res, err := p.opts.Runner.Run(ctx, op)

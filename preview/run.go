@@ -9,9 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/daemon/scrub"
+	"github.com/stackd/stackd/model"
 )
 
 // maxLog bounds what a preview's log keeps in memory; the store keeps
@@ -49,18 +50,18 @@ func (p *Previewer) preview(ctx context.Context, pr *pullRequest, ev review.Even
 	pv.Duration = elapsed(start)
 	pv.Changes = out.Changes
 	pv.Diff = string(log)
-	u.EndTime, u.Changes, u.State = time.Now(), out.Changes, daemon.UpdateSucceeded
+	u.EndTime, u.Changes, u.State = time.Now(), out.Changes, model.UpdateSucceeded
 	switch {
 	case ctx.Err() != nil:
-		pv.Result, u.State, u.Message = review.Cancelled, daemon.UpdateAborted, "superseded by a newer commit, or the pull request closed"
+		pv.Result, u.State, u.Message = review.Cancelled, model.UpdateAborted, "superseded by a newer commit, or the pull request closed"
 	case runErr != nil:
-		pv.Result, u.State = review.Failed, daemon.UpdateFailed
+		pv.Result, u.State = review.Failed, model.UpdateFailed
 		pv.Error = red.Clean(runErr.Error())
 		u.Message = pv.Error
 	default:
 		pv.Result = review.Succeeded
 		pv.Denied, pv.Warnings = p.judge(ctx, ev, t, commit, out, red)
-		if wait, why := daemon.NeedsApproval(t.stack.Spec.ApprovalOr(p.opts.Approval), out.Steps); wait {
+		if wait, why := gate.NeedsApproval(t.stack.Spec.ApprovalOr(p.opts.Approval), out.Steps); wait {
 			pv.Approval = why
 		}
 	}
@@ -78,8 +79,8 @@ func (p *Previewer) preview(ctx context.Context, pr *pullRequest, ev review.Even
 // resolved is what the daemon resolved of a target's stack, once per
 // preview: its source, its workspace, the values to scrub, or why not.
 type resolved struct {
-	src     daemon.GitSource
-	ws      daemon.Workspace
+	src     model.GitSource
+	ws      model.Workspace
 	secrets []string
 	err     error
 }
@@ -94,16 +95,16 @@ func (p *Previewer) resolve(ctx context.Context, t target) resolved {
 }
 
 // begin records the preview's start at the commit its program comes from.
-func (p *Previewer) begin(ctx context.Context, ev review.Event, t target, r resolved, start time.Time) (string, daemon.Update, error) {
+func (p *Previewer) begin(ctx context.Context, ev review.Event, t target, r resolved, start time.Time) (string, model.Update, error) {
 	commit, err := p.programCommit(ctx, ev, t, r)
 	if err != nil {
-		return "", daemon.Update{}, err
+		return "", model.Update{}, err
 	}
-	u, err := p.history(ev.Key()).BeginUpdate(daemon.Update{Stack: t.stack.Name, Type: daemon.UpdatePreview,
+	u, err := p.history(ev.Key()).BeginUpdate(model.Update{Stack: t.stack.Name, Type: model.UpdatePreview,
 		Reason: fmt.Sprintf("Preview of pull request #%d", ev.Number), Commit: commit, PullRequest: ev.Number,
-		StartTime: start, State: daemon.UpdateRunning})
+		StartTime: start, State: model.UpdateRunning})
 	if err != nil {
-		return "", daemon.Update{}, fmt.Errorf("record the preview: %w", err)
+		return "", model.Update{}, fmt.Errorf("record the preview: %w", err)
 	}
 	return commit, u, nil
 }
@@ -129,21 +130,21 @@ func (p *Previewer) programCommit(ctx context.Context, ev review.Event, t target
 // run checks the program out into the preview's own work dir and runs
 // the preview there. It returns the log scrubbed by red, the result and
 // error.
-func (p *Previewer) run(ctx context.Context, ev review.Event, t target, r resolved, commit string, red *scrub.Redactor) ([]byte, daemon.Result, error) {
+func (p *Previewer) run(ctx context.Context, ev review.Event, t target, r resolved, commit string, red *scrub.Redactor) ([]byte, model.Result, error) {
 	dir := p.stackDir(ev, t.stack.Name)
 	defer os.RemoveAll(dir)
 	if r.err != nil {
-		return nil, daemon.Result{}, r.err
+		return nil, model.Result{}, r.err
 	}
 	ws := r.ws
 	var err error
 	if ws.ProjectDir, err = p.program(ctx, ev, t, r.src, commit, dir); err != nil {
-		return nil, daemon.Result{}, err
+		return nil, model.Result{}, err
 	}
 	ws.WorkDir = dir
 	if t.new {
 		if err := ownBackend(&ws, dir); err != nil {
-			return nil, daemon.Result{}, err
+			return nil, model.Result{}, err
 		}
 	}
 	var buf bytes.Buffer
@@ -156,7 +157,7 @@ func (p *Previewer) run(ctx context.Context, ev review.Event, t target, r resolv
 			strings.Join(t.unresolved, ", "))
 	}
 	s := &t.stack.Spec
-	op := daemon.Operation{Workspace: ws, Type: daemon.UpdatePreview, ReadOnly: true, Diff: true, Log: w,
+	op := model.Operation{Workspace: ws, Type: model.UpdatePreview, ReadOnly: true, Diff: true, Log: w,
 		Refresh: s.Refresh, Targets: s.Targets, TargetDependents: s.TargetDependents, Timeout: p.opts.Timeout,
 		Message: fmt.Sprintf("stackd: preview of pull request #%d", ev.Number), Judged: p.opts.Policies != nil}
 	res, runErr := p.opts.Runner.Run(ctx, op)
@@ -165,7 +166,7 @@ func (p *Previewer) run(ctx context.Context, ev review.Event, t target, r resolv
 }
 
 // program puts t's program in dir and returns its project directory.
-func (p *Previewer) program(ctx context.Context, ev review.Event, t target, src daemon.GitSource, commit, dir string) (string, error) {
+func (p *Previewer) program(ctx context.Context, ev review.Event, t target, src model.GitSource, commit, dir string) (string, error) {
 	if ref := t.stack.Spec.ProgramRef; ref != nil {
 		prog := t.cfg.Programs[ref.Name]
 		if prog == nil {
@@ -182,17 +183,17 @@ func (p *Previewer) program(ctx context.Context, ev review.Event, t target, src 
 // judge evaluates the policies on a preview's steps, secret values in
 // clear, failing closed, and returns their messages scrubbed by red and
 // of those values.
-func (p *Previewer) judge(ctx context.Context, ev review.Event, t target, commit string, res daemon.Result, red *scrub.Redactor) (deny, warn []review.Violation) {
+func (p *Previewer) judge(ctx context.Context, ev review.Event, t target, commit string, res model.Result, red *scrub.Redactor) (deny, warn []review.Violation) {
 	if p.opts.Policies == nil {
 		return nil, nil
 	}
-	v := daemon.JudgeSteps(ctx, p.opts.Policies, daemon.PolicyInput{Stack: t.stack.Name, Labels: t.stack.Labels,
+	v := gate.JudgeSteps(ctx, p.opts.Policies, model.PolicyInput{Stack: t.stack.Name, Labels: t.stack.Labels,
 		Commit: commit, PullRequest: ev.Number, Author: ev.Author, Steps: res.JudgedSteps()})
 	v = v.Scrubbed(red.With(res.PolicySecrets...).Clean)
 	if p.opts.Observer != nil {
 		p.opts.Observer.PolicyEvaluated(t.stack.Name, v)
 	}
-	shown := func(vs []daemon.Violation) []review.Violation {
+	shown := func(vs []model.Violation) []review.Violation {
 		var out []review.Violation
 		for _, x := range vs {
 			out = append(out, review.Violation{Policy: x.Policy, Message: x.Message})

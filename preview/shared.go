@@ -4,8 +4,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/model"
 )
 
 // post passes ev on to the replica that holds (or takes) its pull
@@ -198,10 +198,10 @@ func (p *Previewer) abortLeft(key string, previews []review.Preview) {
 			continue
 		}
 		u, err := p.opts.Shared.Update(pv.Update)
-		if err != nil || u.State != daemon.UpdateRunning {
+		if err != nil || u.State != model.UpdateRunning {
 			continue
 		}
-		u.State, u.EndTime = daemon.UpdateAborted, time.Now()
+		u.State, u.EndTime = model.UpdateAborted, time.Now()
 		u.Message = "the replica running the preview stopped; another one runs it again"
 		if err := p.opts.Shared.PutPullRequestPreview(key, u); err != nil {
 			p.log.Error("cannot mark a preview left running aborted", "update", u.ID, "err", err)
@@ -238,10 +238,10 @@ type leased struct {
 	key string
 }
 
-func (l leased) BeginUpdate(u daemon.Update) (daemon.Update, error) {
+func (l leased) BeginUpdate(u model.Update) (model.Update, error) {
 	return l.s.BeginPullRequestPreview(l.key, u)
 }
-func (l leased) PutUpdate(u daemon.Update) error { return l.s.PutPullRequestPreview(l.key, u) }
+func (l leased) PutUpdate(u model.Update) error { return l.s.PutPullRequestPreview(l.key, u) }
 func (l leased) PutLog(id string, log []byte) error {
 	return l.s.PutPullRequestPreviewLog(l.key, id, log)
 }

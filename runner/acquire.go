@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // The engine downloads no plugin itself (PULUMI_DISABLE_AUTOMATIC_PLUGIN_
@@ -46,7 +46,7 @@ func missingIn(err error) (plugin, bool) {
 
 // operateAcquiring is operate, installing the plugins the operation
 // fails for (see above) and running it again, up to maxAcquired times.
-func (r *Runner) operateAcquiring(ctx context.Context, w *workspace, op daemon.Operation) (daemon.Result, error) {
+func (r *Runner) operateAcquiring(ctx context.Context, w *workspace, op model.Operation) (model.Result, error) {
 	res, err := r.operate(ctx, w, op)
 	tried := map[plugin]int{}
 	for range maxAcquired {

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 func TestMissingIn(t *testing.T) {
@@ -61,7 +61,7 @@ func TestAcquirePlugin(t *testing.T) {
 	defer srv.Close()
 	h.writeProgram(strings.Replace(testProgram, "      content: ${content}\n",
 		"      content: ${content}\n    options:\n      version: 0.2.0\n      pluginDownloadURL: "+srv.URL+"/\n", 1))
-	h.run(daemon.Operation{Workspace: h.workspace("acquired", "secret-token-1"), Type: daemon.UpdateUp})
+	h.run(model.Operation{Workspace: h.workspace("acquired", "secret-token-1"), Type: model.UpdateUp})
 	if got := h.onDisk(); got != "acquired" {
 		t.Fatalf("the File holds %q", got)
 	}
@@ -78,7 +78,7 @@ func TestAcquirePlugin(t *testing.T) {
 	}
 	// A pull request's preview runs in a copy of the stack's state, and
 	// uses the stack's downloads as they are.
-	res := h.run(daemon.Operation{Workspace: h.workspace("previewed", "secret-token-1"), Type: daemon.UpdatePreview, ReadOnly: true})
+	res := h.run(model.Operation{Workspace: h.workspace("previewed", "secret-token-1"), Type: model.UpdatePreview, ReadOnly: true})
 	if res.Changes["update"] != 1 || served != 1 {
 		t.Errorf("the read-only preview: changes %v, downloads %d; want an update, and no download", res.Changes, served)
 	}

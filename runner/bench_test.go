@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // benchHarness is a harness whose runner uses the toolchain directly (no
 // recording wrapper), with the stack created and deployed once.
-func benchHarness(b *testing.B) (*harness, daemon.Operation) {
+func benchHarness(b *testing.B) (*harness, model.Operation) {
 	h := newHarness(b, testProgram)
 	r, err := New(context.Background(), Options{Bin: toolchainBin(b), DataDir: h.dataDir,
 		Env: []string{"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true"}})
@@ -24,7 +24,7 @@ func benchHarness(b *testing.B) (*harness, daemon.Operation) {
 		b.Fatal(err)
 	}
 	h.r = r
-	op := daemon.Operation{Workspace: h.workspace("first", secretOne), Type: daemon.UpdateUp}
+	op := model.Operation{Workspace: h.workspace("first", secretOne), Type: model.UpdateUp}
 	h.run(op)
 	return h, op
 }
@@ -152,7 +152,7 @@ func BenchmarkDriftCheck(b *testing.B) {
 		b.Fatal(err)
 	}
 	configFile := filepath.Join(h.dataDir, "workspaces", "test", "Pulumi.dev.yaml")
-	op.Type = daemon.UpdateDrift
+	op.Type = model.UpdateDrift
 	var runner, bare time.Duration
 	b.ResetTimer()
 	for range b.N {

@@ -14,7 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // headerKeys are the secrets provider settings of a stack config file,
@@ -119,12 +119,12 @@ func (r *Runner) configDigest(w *workspace, repo []byte) string {
 // configValue is a config value under its full key ("project:name").
 type configValue struct {
 	key string
-	daemon.ConfigValue
+	model.ConfigValue
 }
 
 // finalValues resolves values in order, a later value of a key replacing
 // an earlier one, and checks them.
-func finalValues(project string, values []daemon.ConfigValue) ([]configValue, error) {
+func finalValues(project string, values []model.ConfigValue) ([]configValue, error) {
 	var out []configValue
 	for _, v := range values {
 		key := fullKey(project, v.Key)
@@ -223,7 +223,7 @@ func buildStackFile(header []*yaml.Node, repo []byte, project string, values []c
 
 // valueNode is the YAML of a plain config value: a string, or the
 // structure of its JSON.
-func valueNode(v daemon.ConfigValue) (*yaml.Node, error) {
+func valueNode(v model.ConfigValue) (*yaml.Node, error) {
 	if !v.JSON {
 		return strNode(v.Value), nil
 	}

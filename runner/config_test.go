@@ -8,11 +8,11 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 func TestFinalValues(t *testing.T) {
-	values, err := finalValues("proj", []daemon.ConfigValue{
+	values, err := finalValues("proj", []model.ConfigValue{
 		{Key: "a", Value: "1"},
 		{Key: "aws:region", Value: "eu-west-1"},
 		{Key: "proj:a", Value: "2", Secret: true}, // the same key: replaces "a"
@@ -28,13 +28,13 @@ func TestFinalValues(t *testing.T) {
 	if want := "aws:region=eu-west-1 proj:a=2 proj:s=quoted"; strings.Join(got, " ") != want {
 		t.Fatalf("values %v, want %s", got, want)
 	}
-	for _, bad := range []daemon.ConfigValue{
+	for _, bad := range []model.ConfigValue{
 		{Key: "x", Value: `{"a":1}`, JSON: true, Secret: true},
 		{Key: "x", Value: `{`, JSON: true},
 		{Key: "-x", Value: "1"},
 		{Key: "", Value: "1"},
 	} {
-		if _, err := finalValues("proj", []daemon.ConfigValue{bad}); err == nil {
+		if _, err := finalValues("proj", []model.ConfigValue{bad}); err == nil {
 			t.Errorf("finalValues accepted %+v", bad)
 		}
 	}
@@ -51,7 +51,7 @@ environment:
   - team/env
 `)
 	header := []*yaml.Node{strNode("encryptionsalt"), strNode("ours")}
-	values, err := finalValues("proj", []daemon.ConfigValue{
+	values, err := finalValues("proj", []model.ConfigValue{
 		{Key: "plain", Value: "true"},
 		{Key: "obj", Value: `{"b":[1,2.5,"x",false,null],"a":"yes"}`, JSON: true},
 		{Key: "secret", Value: "s3cr3t-value", Secret: true},

@@ -13,8 +13,8 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // Secret values in engine events are objects holding this signature key
@@ -82,7 +82,7 @@ type events struct {
 	// them (resource pre-events), inputs' secrets masked; raw are the same
 	// steps as the log holds them, secret values marked (their plaintext
 	// is not in the log), from which policySteps makes the policies' view.
-	steps []daemon.Step
+	steps []model.Step
 	raw   []stepMetadata
 }
 
@@ -143,7 +143,7 @@ func (ev *events) addStep(md stepMetadata) error {
 	if md.Op == "" || md.Op == "same" {
 		return nil
 	}
-	st := daemon.Step{Op: md.Op, URN: md.URN, Type: md.Type, Diffs: md.Diffs}
+	st := model.Step{Op: md.Op, URN: md.URN, Type: md.Type, Diffs: md.Diffs}
 	var err error
 	if md.Old != nil {
 		if st.Old, err = maskInputs(md.Old.Inputs); err != nil {

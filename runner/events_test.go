@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // eventLog is an event log as CLI v3.250.0 writes it for a failed up,
@@ -70,15 +70,15 @@ func TestEventsMessage(t *testing.T) {
 }
 
 func TestOperationArgs(t *testing.T) {
-	w := &workspace{Workspace: daemon.Workspace{Name: "n", Stack: "org/dev"}, configFile: "/c.yaml"}
-	op := daemon.Operation{Refresh: true, Targets: []string{"urn:a"}, TargetDependents: true, Parallel: 4,
+	w := &workspace{Workspace: model.Workspace{Name: "n", Stack: "org/dev"}, configFile: "/c.yaml"}
+	op := model.Operation{Refresh: true, Targets: []string{"urn:a"}, TargetDependents: true, Parallel: 4,
 		Message: "m", ExpectNoChanges: true, Replace: []string{"urn:b"}, ContinueOnError: true, Remove: true}
 	for typ, want := range map[string]string{
-		daemon.UpdateUp:      "up --yes --skip-preview --stack org/dev --config-file /c.yaml --color never --refresh --target urn:a --target-dependents --parallel 4 --message m --expect-no-changes --replace urn:b --continue-on-error",
-		daemon.UpdatePreview: "preview --stack org/dev --config-file /c.yaml --color never --refresh --target urn:a --target-dependents --parallel 4 --message m --expect-no-changes --replace urn:b",
-		daemon.UpdateRefresh: "refresh --yes --skip-preview --stack org/dev --config-file /c.yaml --color never --target urn:a --target-dependents --parallel 4 --message m --expect-no-changes",
-		daemon.UpdateDrift:   "refresh --preview-only --stack org/dev --config-file /c.yaml --color never --target urn:a --target-dependents --parallel 4 --message m",
-		daemon.UpdateDestroy: "destroy --yes --skip-preview --stack org/dev --config-file /c.yaml --color never --refresh --target urn:a --target-dependents --parallel 4 --message m --continue-on-error --remove",
+		model.UpdateUp:      "up --yes --skip-preview --stack org/dev --config-file /c.yaml --color never --refresh --target urn:a --target-dependents --parallel 4 --message m --expect-no-changes --replace urn:b --continue-on-error",
+		model.UpdatePreview: "preview --stack org/dev --config-file /c.yaml --color never --refresh --target urn:a --target-dependents --parallel 4 --message m --expect-no-changes --replace urn:b",
+		model.UpdateRefresh: "refresh --yes --skip-preview --stack org/dev --config-file /c.yaml --color never --target urn:a --target-dependents --parallel 4 --message m --expect-no-changes",
+		model.UpdateDrift:   "refresh --preview-only --stack org/dev --config-file /c.yaml --color never --target urn:a --target-dependents --parallel 4 --message m",
+		model.UpdateDestroy: "destroy --yes --skip-preview --stack org/dev --config-file /c.yaml --color never --refresh --target urn:a --target-dependents --parallel 4 --message m --continue-on-error --remove",
 	} {
 		op.Type = typ
 		args, err := operationArgs(w, op)
@@ -89,7 +89,7 @@ func TestOperationArgs(t *testing.T) {
 			t.Errorf("%s:\n got %s\nwant %s", typ, got, want)
 		}
 	}
-	op.Type, op.PreviewOnly = daemon.UpdateDestroy, true
+	op.Type, op.PreviewOnly = model.UpdateDestroy, true
 	args, err := operationArgs(w, op)
 	want := "destroy --preview-only --stack org/dev --config-file /c.yaml --color never --refresh --target urn:a --target-dependents --parallel 4 --message m"
 	if got := strings.Join(args, " "); err != nil || got != want {

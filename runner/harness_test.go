@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // testProgram is a Pulumi YAML program with one stackdtest:index:File
@@ -94,12 +94,12 @@ func (h *harness) writeProgram(program string) {
 }
 
 // workspace is the test stack with content and the secret token.
-func (h *harness) workspace(content, token string) daemon.Workspace {
-	return daemon.Workspace{
+func (h *harness) workspace(content, token string) model.Workspace {
+	return model.Workspace{
 		Name:       "test",
 		Stack:      "dev",
 		ProjectDir: h.project,
-		Config: []daemon.ConfigValue{
+		Config: []model.ConfigValue{
 			{Key: "path", Value: h.file},
 			{Key: "runnertest:content", Value: content},
 			{Key: "token", Value: token, Secret: true},
@@ -108,7 +108,7 @@ func (h *harness) workspace(content, token string) daemon.Workspace {
 }
 
 // run runs an operation and fails the test on error.
-func (h *harness) run(op daemon.Operation) daemon.Result {
+func (h *harness) run(op model.Operation) model.Result {
 	h.t.Helper()
 	res, err := h.try(op)
 	if err != nil {
@@ -118,7 +118,7 @@ func (h *harness) run(op daemon.Operation) daemon.Result {
 }
 
 // try runs an operation with the harness's log.
-func (h *harness) try(op daemon.Operation) (daemon.Result, error) {
+func (h *harness) try(op model.Operation) (model.Result, error) {
 	op.Log = &h.log
 	return h.r.Run(context.Background(), op)
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // withProviderWrapper makes h's project declare the test provider at
@@ -52,14 +52,14 @@ ln -sfn '`+jsonVictim+`' "$ws/stack.json"
 mirror="$ws/pulumi-home/plugins/resource-stackdtest-v0.1.0"
 rm -rf "$mirror" && ln -s "$data/pulumi-home/plugins/resource-stackdtest-v0.1.0" "$mirror"`)
 
-	h.run(daemon.Operation{Workspace: h.workspace("one", "secret-token-1"), Type: daemon.UpdateUp})
+	h.run(model.Operation{Workspace: h.workspace("one", "secret-token-1"), Type: model.UpdateUp})
 	ws := filepath.Join(h.dataDir, "workspaces", "test")
 	if fi, err := os.Lstat(filepath.Join(ws, "stack.json")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Fatalf("the program planted no link: %v %v", fi, err)
 	}
 	// The next operation, with new config: the runner rewrites its
 	// config file and marker, and mirrors the plugins again.
-	_, err := h.try(daemon.Operation{Workspace: h.workspace("two", "secret-token-2"), Type: daemon.UpdateUp})
+	_, err := h.try(model.Operation{Workspace: h.workspace("two", "secret-token-2"), Type: model.UpdateUp})
 	if err != nil {
 		t.Logf("the second up failed: %v", err)
 	}
@@ -128,12 +128,12 @@ func TestHostileProgramForgesNothing(t *testing.T) {
 	h := newSandboxedHarness(t)
 	report := filepath.Join(filepath.Dir(h.file), "attack.log")
 	h.writeProgram(attackProgram(report))
-	h.run(daemon.Operation{Workspace: h.workspace("one", "secret-token-1"), Type: daemon.UpdateUp})
+	h.run(model.Operation{Workspace: h.workspace("one", "secret-token-1"), Type: model.UpdateUp})
 	if err := os.Remove(report); err != nil {
 		t.Fatalf("the program's commands ran not: %v\n%s", err, h.log.String())
 	}
 
-	res := h.run(daemon.Operation{Workspace: h.workspace("two", "secret-token-1"), Type: daemon.UpdatePreview, SavePlan: true})
+	res := h.run(model.Operation{Workspace: h.workspace("two", "secret-token-1"), Type: model.UpdatePreview, SavePlan: true})
 	got := readFileString(t, report)
 	if !strings.Contains(got, "done") {
 		t.Fatalf("the program's commands did not finish: %q", got)
@@ -143,7 +143,7 @@ func TestHostileProgramForgesNothing(t *testing.T) {
 			t.Errorf("the program %s", line)
 		}
 	}
-	if !slices.ContainsFunc(res.Steps, func(s daemon.Step) bool { return strings.HasSuffix(s.URN, "::note") && s.Op == "update" }) {
+	if !slices.ContainsFunc(res.Steps, func(s model.Step) bool { return strings.HasSuffix(s.URN, "::note") && s.Op == "update" }) {
 		t.Errorf("the preview reports no update of the File: steps %+v, changes %v", res.Steps, res.Changes)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // TestStateKeyedByStackName: a stack whose program names another stack's
@@ -16,7 +16,7 @@ import (
 // backend, the Pulumi stack and the project, which the program chooses.
 func TestStateKeyedByStackName(t *testing.T) {
 	h := newSandboxedHarness(t)
-	h.run(daemon.Operation{Workspace: h.workspace("victim's", "secret-token-1"), Type: daemon.UpdateUp})
+	h.run(model.Operation{Workspace: h.workspace("victim's", "secret-token-1"), Type: model.UpdateUp})
 
 	evil := t.TempDir()
 	mine := filepath.Join(filepath.Dir(h.file), "evil.txt")
@@ -26,7 +26,7 @@ func TestStateKeyedByStackName(t *testing.T) {
 	}
 	ws := h.workspace("evil", "secret-token-2")
 	ws.Name, ws.ProjectDir, ws.Config[0].Value = "evil", evil, mine
-	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
+	h.run(model.Operation{Workspace: ws, Type: model.UpdateUp})
 	if got := h.onDisk(); got != "victim's" {
 		t.Fatalf("the other stack's up changed the victim's File: %q", got)
 	}
@@ -43,16 +43,16 @@ func TestStateKeyedByStackName(t *testing.T) {
 // that names another project than the config's is refused.
 func TestProjectChangeNeedsConfirmation(t *testing.T) {
 	h := newSandboxedHarness(t)
-	h.run(daemon.Operation{Workspace: h.workspace("one", "secret-token-1"), Type: daemon.UpdateUp})
+	h.run(model.Operation{Workspace: h.workspace("one", "secret-token-1"), Type: model.UpdateUp})
 	h.writeProgram(strings.Replace(testProgram, "name: runnertest", "name: renamed", 1))
-	_, err := h.try(daemon.Operation{Workspace: h.workspace("two", "secret-token-1"), Type: daemon.UpdateUp})
+	_, err := h.try(model.Operation{Workspace: h.workspace("two", "secret-token-1"), Type: model.UpdateUp})
 	want := `stack test: the program's project changed from "runnertest" to "renamed" (Pulumi.yaml name:)`
 	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "project: renamed") {
 		t.Fatalf("err = %v, want %s…", err, want)
 	}
 	ws := h.workspace("two", "secret-token-1")
 	ws.Config[1].Key, ws.Project = "renamed:content", "other"
-	if _, err := h.try(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp}); err == nil ||
+	if _, err := h.try(model.Operation{Workspace: ws, Type: model.UpdateUp}); err == nil ||
 		!strings.Contains(err.Error(), `the program names the project "renamed" (Pulumi.yaml name:), and the stack's config says project "other"`) {
 		t.Fatalf("a program naming another project than the config's: %v", err)
 	}
@@ -60,9 +60,9 @@ func TestProjectChangeNeedsConfirmation(t *testing.T) {
 		t.Fatalf("a refused program changed the File: %q", got)
 	}
 	ws.Project = "renamed"
-	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
+	h.run(model.Operation{Workspace: ws, Type: model.UpdateUp})
 	ws.Project = ""
-	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdatePreview})
+	h.run(model.Operation{Workspace: ws, Type: model.UpdatePreview})
 }
 
 // TestStateKeyMigration: a data dir of an earlier version kept a stack's
@@ -70,7 +70,7 @@ func TestProjectChangeNeedsConfirmation(t *testing.T) {
 // marker says so takes them under its name, and goes on with them.
 func TestStateKeyMigration(t *testing.T) {
 	h := newSandboxedHarness(t)
-	h.run(daemon.Operation{Workspace: h.workspace("one", "secret-token-1"), Type: daemon.UpdateUp})
+	h.run(model.Operation{Workspace: h.workspace("one", "secret-token-1"), Type: model.UpdateUp})
 	w, err := h.r.workspace(h.workspace("one", "secret-token-1"))
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +81,7 @@ func TestStateKeyMigration(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res := h.run(daemon.Operation{Workspace: h.workspace("two", "secret-token-1"), Type: daemon.UpdateUp})
+	res := h.run(model.Operation{Workspace: h.workspace("two", "secret-token-1"), Type: model.UpdateUp})
 	if res.Changes["update"] != 1 || h.onDisk() != "two" {
 		t.Errorf("after the move: changes %v, File %q; want the File updated in place", res.Changes, h.onDisk())
 	}
@@ -101,17 +101,17 @@ func TestClaimedPulumiStack(t *testing.T) {
 	backend := "file://" + t.TempDir()
 	first := h.workspace("first", "secret-token-1")
 	first.Backend = backend
-	h.run(daemon.Operation{Workspace: first, Type: daemon.UpdateUp})
+	h.run(model.Operation{Workspace: first, Type: model.UpdateUp})
 
 	second := first
 	second.Name = "second"
-	_, err := h.try(daemon.Operation{Workspace: second, Type: daemon.UpdateUp})
+	_, err := h.try(model.Operation{Workspace: second, Type: model.UpdateUp})
 	want := "stack second: the Pulumi stack dev of project runnertest on " + backend + " is stack test's, which ran on it first"
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("err = %v, want %s…", err, want)
 	}
-	h.run(daemon.Operation{Workspace: first, Type: daemon.UpdateDestroy, Remove: true})
-	h.run(daemon.Operation{Workspace: second, Type: daemon.UpdateUp})
+	h.run(model.Operation{Workspace: first, Type: model.UpdateDestroy, Remove: true})
+	h.run(model.Operation{Workspace: second, Type: model.UpdateUp})
 	if got := h.onDisk(); got != "first" {
 		t.Errorf("the File holds %q", got)
 	}

@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/sandbox"
 )
 
@@ -104,8 +104,8 @@ outputs:
 			t.Fatal(err)
 		}
 		var log syncBuffer
-		_, err = r.Run(context.Background(), daemon.Operation{Type: daemon.UpdateUp, Log: &log,
-			Workspace: daemon.Workspace{Name: "leftovers", Stack: "dev", ProjectDir: project}})
+		_, err = r.Run(context.Background(), model.Operation{Type: model.UpdateUp, Log: &log,
+			Workspace: model.Workspace{Name: "leftovers", Stack: "dev", ProjectDir: project}})
 		if err != nil {
 			t.Fatalf("confined=%v: up: %v\n%s", confined, err, log.String())
 		}

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // ErrLockHeld is returned by Unlock when a lock of the stack may belong to
@@ -34,7 +34,7 @@ type lockInfo struct {
 // daemon or the CLI was killed during an update). It does nothing on other
 // backends, whose locks it cannot inspect, and returns an error wrapping
 // ErrLockHeld when a lock may belong to a running update.
-func (r *Runner) Unlock(ctx context.Context, ws daemon.Workspace) error {
+func (r *Runner) Unlock(ctx context.Context, ws model.Workspace) error {
 	w, err := r.open(ws)
 	if err != nil {
 		return err

@@ -15,26 +15,26 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/scrub"
+	"github.com/stackd/stackd/model"
 )
 
 // operationArgs are the CLI arguments of op on w, event log aside.
-func operationArgs(w *workspace, op daemon.Operation) ([]string, error) {
+func operationArgs(w *workspace, op model.Operation) ([]string, error) {
 	var args []string
 	switch op.Type {
-	case daemon.UpdateUp:
+	case model.UpdateUp:
 		args = []string{"up", "--yes", "--skip-preview"}
-	case daemon.UpdatePreview:
+	case model.UpdatePreview:
 		args = []string{"preview"}
 		if op.Diff {
 			args = append(args, "--diff")
 		}
-	case daemon.UpdateRefresh:
+	case model.UpdateRefresh:
 		args = []string{"refresh", "--yes", "--skip-preview"}
-	case daemon.UpdateDrift:
+	case model.UpdateDrift:
 		args = []string{"refresh", "--preview-only"}
-	case daemon.UpdateDestroy:
+	case model.UpdateDestroy:
 		args = []string{"destroy", "--yes", "--skip-preview"}
 		if op.PreviewOnly {
 			args = []string{"destroy", "--preview-only"}
@@ -47,10 +47,10 @@ func operationArgs(w *workspace, op daemon.Operation) ([]string, error) {
 }
 
 // optionArgs are op's options as flags of the commands that take them.
-func optionArgs(op daemon.Operation) []string {
+func optionArgs(op model.Operation) []string {
 	var args []string
 	is := func(types ...string) bool { return slices.Contains(types, op.Type) }
-	up, preview, refresh, destroy := daemon.UpdateUp, daemon.UpdatePreview, daemon.UpdateRefresh, daemon.UpdateDestroy
+	up, preview, refresh, destroy := model.UpdateUp, model.UpdatePreview, model.UpdateRefresh, model.UpdateDestroy
 	if op.Refresh && is(up, preview, destroy) {
 		args = append(args, "--refresh")
 	}
@@ -85,22 +85,22 @@ func optionArgs(op daemon.Operation) []string {
 }
 
 // destroys says whether op destroys: a destroy that is not a preview.
-func destroys(op daemon.Operation) bool {
-	return op.Type == daemon.UpdateDestroy && !op.PreviewOnly
+func destroys(op model.Operation) bool {
+	return op.Type == model.UpdateDestroy && !op.PreviewOnly
 }
 
 // previewsDestroy says whether op is a destroy preview.
-func previewsDestroy(op daemon.Operation) bool {
-	return op.Type == daemon.UpdateDestroy && op.PreviewOnly
+func previewsDestroy(op model.Operation) bool {
+	return op.Type == model.UpdateDestroy && op.PreviewOnly
 }
 
 // operate runs op as one CLI process and reads its result from the
 // engine's event log. A failure is an *Error whose message is the
 // engine's diagnostics; the result still holds what the log said.
-func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation) (daemon.Result, error) {
+func (r *Runner) operate(ctx context.Context, w *workspace, op model.Operation) (model.Result, error) {
 	args, err := operationArgs(w, op)
 	if err != nil {
-		return daemon.Result{}, err
+		return model.Result{}, err
 	}
 	eventLog := filepath.Join(w.dir, "events.json")
 	_ = os.Remove(eventLog)
@@ -108,7 +108,7 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation)
 	args = append(args, "--event-log", eventLog)
 	env, planID, args, err := r.planArgs(ctx, w, op, args)
 	if err != nil {
-		return daemon.Result{}, err
+		return model.Result{}, err
 	}
 	if op.Plan != nil {
 		defer os.Remove(w.planPath(planID))
@@ -133,7 +133,7 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation)
 	if evErr != nil {
 		r.log.Warn("cannot read the event log", "stack", w.Name, "err", evErr)
 	}
-	res := daemon.Result{Changes: changes(ev)}
+	res := model.Result{Changes: changes(ev)}
 	if link, err := auto.GetPermalink(stdout); err == nil {
 		res.Permalink = link
 	}
@@ -149,7 +149,7 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation)
 		}
 		return res, err
 	}
-	if op.Judged && (op.Type == daemon.UpdatePreview || previewsDestroy(op)) {
+	if op.Judged && (op.Type == model.UpdatePreview || previewsDestroy(op)) {
 		// Before the plan is described: the view reads it.
 		if res.PolicySteps, res.PolicySecrets, err = r.policySteps(ctx, w, ev.raw, viewPlan); err != nil {
 			if planID != "" {
@@ -159,7 +159,7 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation)
 		}
 	}
 	switch {
-	case op.SavePlan && op.Type == daemon.UpdatePreview:
+	case op.SavePlan && op.Type == model.UpdatePreview:
 		if res.Plan, err = r.savedPlan(ctx, w, planID); err != nil {
 			_ = os.Remove(w.planPath(planID))
 			return res, err
@@ -169,13 +169,13 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation)
 			return res, err
 		}
 	}
-	if op.Type == daemon.UpdateDrift {
+	if op.Type == model.UpdateDrift {
 		res.Drift = ev.drift
 	}
-	if op.Type == daemon.UpdatePreview || previewsDestroy(op) {
+	if op.Type == model.UpdatePreview || previewsDestroy(op) {
 		res.Steps = cleanSteps(ev.steps, w.redact.Replace)
 	}
-	if op.Type == daemon.UpdateUp {
+	if op.Type == model.UpdateUp {
 		if res.Outputs = ev.outputs; res.Outputs == nil {
 			res.Outputs, err = r.maskedOutputs(ctx, w)
 		}
@@ -197,15 +197,15 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op daemon.Operation)
 // runs as it is once the binding is checked to hold. It returns the
 // environment and the plan's ID. The plan of an up is deleted once the
 // up ran (see operate).
-func (r *Runner) planArgs(ctx context.Context, w *workspace, op daemon.Operation, args []string) ([]string, string, []string, error) {
+func (r *Runner) planArgs(ctx context.Context, w *workspace, op model.Operation, args []string) ([]string, string, []string, error) {
 	switch {
-	case op.SavePlan && op.Type == daemon.UpdatePreview:
+	case op.SavePlan && op.Type == model.UpdatePreview:
 		id, path, err := newPlan(w)
 		if err != nil {
 			return nil, "", nil, err
 		}
 		return r.env(w), id, append(args, "--save-plan", path), nil
-	case op.Plan != nil && op.Type == daemon.UpdateUp:
+	case op.Plan != nil && op.Type == model.UpdateUp:
 		path, err := r.checkPlan(ctx, w, *op.Plan)
 		if err != nil {
 			return nil, "", nil, err
@@ -231,7 +231,7 @@ func (r *Runner) planArgs(ctx context.Context, w *workspace, op daemon.Operation
 
 // cleanSteps applies clean to the steps' inputs: a program may pass what
 // the runner keeps secret (an environment value) as a plain input.
-func cleanSteps(steps []daemon.Step, clean func(string) string) []daemon.Step {
+func cleanSteps(steps []model.Step, clean func(string) string) []model.Step {
 	for i, s := range steps {
 		if s.Old != nil {
 			steps[i].Old, _ = scrub.Value(s.Old, clean).(map[string]any)

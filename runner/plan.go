@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // Saved plans live in the runner's state directory of their stack,
@@ -55,7 +56,7 @@ func newPlan(w *workspace) (id, path string, err error) {
 
 // savedPlan describes the plan id that a preview saved: the file's
 // digest and what it was made against. The file is made mode 0600.
-func (r *Runner) savedPlan(ctx context.Context, w *workspace, id string) (*daemon.Plan, error) {
+func (r *Runner) savedPlan(ctx context.Context, w *workspace, id string) (*model.Plan, error) {
 	digest, err := ownPlanDigest(w, id)
 	if err != nil {
 		return nil, fmt.Errorf("stack %s: the preview saved no plan: %w", w.Name, err)
@@ -64,13 +65,13 @@ func (r *Runner) savedPlan(ctx context.Context, w *workspace, id string) (*daemo
 	if err != nil {
 		return nil, err
 	}
-	return &daemon.Plan{ID: id, Digest: digest, Config: r.boundConfig(w), State: state}, nil
+	return &model.Plan{ID: id, Digest: digest, Config: r.boundConfig(w), State: state}, nil
 }
 
 // checkPlan returns the path of plan p of w, once it is sure that the
 // plan file and what it was made against are unchanged; otherwise an
 // error that is daemon.ErrPlanStale.
-func (r *Runner) checkPlan(ctx context.Context, w *workspace, p daemon.Plan) (string, error) {
+func (r *Runner) checkPlan(ctx context.Context, w *workspace, p model.Plan) (string, error) {
 	if !validPlanID(p.ID) {
 		return "", fmt.Errorf("stack %s: invalid plan id %q", w.Name, p.ID)
 	}
@@ -89,7 +90,7 @@ func (r *Runner) checkPlan(ctx context.Context, w *workspace, p daemon.Plan) (st
 
 // checkBound fails, with an error that is daemon.ErrPlanStale, unless
 // w's config and state are those plan p was made against.
-func (r *Runner) checkBound(ctx context.Context, w *workspace, p daemon.Plan) error {
+func (r *Runner) checkBound(ctx context.Context, w *workspace, p model.Plan) error {
 	if r.boundConfig(w) != p.Config {
 		return stalePlan(w, "the stack's config, secrets or environment changed")
 	}
@@ -108,19 +109,19 @@ func (r *Runner) checkBound(ctx context.Context, w *workspace, p daemon.Plan) er
 // config as they are now; a destroy runs with it only while they stay
 // so. The destroy deletes what the state holds, so the same state makes
 // the same deletes.
-func (r *Runner) destroyPlan(ctx context.Context, w *workspace, id string) (*daemon.Plan, error) {
+func (r *Runner) destroyPlan(ctx context.Context, w *workspace, id string) (*model.Plan, error) {
 	state, err := r.stateDigest(ctx, w)
 	if err != nil {
 		return nil, err
 	}
 	config := r.boundConfig(w)
-	return &daemon.Plan{ID: id, Digest: r.digest("destroy-plan/v1", []byte(config), []byte(state)), Config: config, State: state}, nil
+	return &model.Plan{ID: id, Digest: r.digest("destroy-plan/v1", []byte(config), []byte(state)), Config: config, State: state}, nil
 }
 
 // checkDestroyPlan fails, with an error that is daemon.ErrPlanStale,
 // unless the state and config that plan p of a destroy preview bound are
 // unchanged.
-func (r *Runner) checkDestroyPlan(ctx context.Context, w *workspace, p daemon.Plan) error {
+func (r *Runner) checkDestroyPlan(ctx context.Context, w *workspace, p model.Plan) error {
 	if !validPlanID(p.ID) {
 		return fmt.Errorf("stack %s: invalid plan id %q", w.Name, p.ID)
 	}
@@ -209,10 +210,10 @@ func (r *Runner) DiscardPlan(name, id string) error {
 	if !validPlanID(id) {
 		return fmt.Errorf("stack %s: invalid plan id %q", name, id)
 	}
-	if err := validateNames(daemon.Workspace{Name: name, Stack: "x", ProjectDir: "x"}); err != nil {
+	if err := validateNames(model.Workspace{Name: name, Stack: "x", ProjectDir: "x"}); err != nil {
 		return err
 	}
-	w := &workspace{Workspace: daemon.Workspace{Name: name}, dir: filepath.Join(r.opts.DataDir, "workspaces", name)}
+	w := &workspace{Workspace: model.Workspace{Name: name}, dir: filepath.Join(r.opts.DataDir, "workspaces", name)}
 	if err := os.Remove(w.planPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("stack %s: discard plan %s: %w", name, id, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // TestRunSavedPlan saves plans with the real CLI and applies them: an up
@@ -15,7 +16,7 @@ import (
 // apply after the config, the state or the resource changed.
 func TestRunSavedPlan(t *testing.T) {
 	h := newHarness(t, testProgram)
-	h.run(daemon.Operation{Workspace: h.workspace("one", secretOne), Type: daemon.UpdateUp})
+	h.run(model.Operation{Workspace: h.workspace("one", secretOne), Type: model.UpdateUp})
 
 	// The preview saves its plan, mode 0600, and changes nothing.
 	ws := h.workspace("two", secretOne)
@@ -24,7 +25,7 @@ func TestRunSavedPlan(t *testing.T) {
 		t.Fatalf("a preview changed the file to %q", got)
 	}
 	// The up constrained to it applies it and deletes it.
-	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Plan: plan})
+	h.run(model.Operation{Workspace: ws, Type: model.UpdateUp, Plan: plan})
 	if got := h.onDisk(); got != "two" {
 		t.Fatalf("after the up with its plan the file holds %q, want two", got)
 	}
@@ -34,34 +35,34 @@ func TestRunSavedPlan(t *testing.T) {
 	}
 	// A plan that changes nothing applies as well.
 	plan = h.savePlan(ws)
-	if res := h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Plan: plan}); res.Changes["same"] != 2 {
+	if res := h.run(model.Operation{Workspace: ws, Type: model.UpdateUp, Plan: plan}); res.Changes["same"] != 2 {
 		t.Errorf("a no-change plan applied %v", res.Changes)
 	}
 
 	// A config change after the preview: refused, nothing applied.
 	plan = h.savePlan(h.workspace("three", secretOne))
-	_, err := h.try(daemon.Operation{Workspace: h.workspace("four", secretOne), Type: daemon.UpdateUp, Plan: plan})
+	_, err := h.try(model.Operation{Workspace: h.workspace("four", secretOne), Type: model.UpdateUp, Plan: plan})
 	wantStale(t, err, "config")
 	if got := h.onDisk(); got != "two" {
 		t.Fatalf("a refused plan changed the file to %q", got)
 	}
 	// So is a changed secret.
 	plan = h.savePlan(h.workspace("three", secretOne))
-	_, err = h.try(daemon.Operation{Workspace: h.workspace("three", secretTwo), Type: daemon.UpdateUp, Plan: plan})
+	_, err = h.try(model.Operation{Workspace: h.workspace("three", secretTwo), Type: model.UpdateUp, Plan: plan})
 	wantStale(t, err, "config")
 
 	// The state moved after the preview (another up): refused.
 	ws = h.workspace("three", secretOne)
 	plan = h.savePlan(ws)
-	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
-	_, err = h.try(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Plan: plan})
+	h.run(model.Operation{Workspace: ws, Type: model.UpdateUp})
+	_, err = h.try(model.Operation{Workspace: ws, Type: model.UpdateUp, Plan: plan})
 	wantStale(t, err, "state")
 
 	// A newer plan supersedes an older one: the older is gone.
 	older := h.savePlan(h.workspace("five", secretOne))
 	newer := h.savePlan(h.workspace("five", secretOne))
 	h.wantNoPlan(older)
-	_, err = h.try(daemon.Operation{Workspace: h.workspace("five", secretOne), Type: daemon.UpdateUp, Plan: older})
+	_, err = h.try(model.Operation{Workspace: h.workspace("five", secretOne), Type: model.UpdateUp, Plan: older})
 	wantStale(t, err, "gone")
 	if err := h.r.DiscardPlan("test", newer.ID); err != nil {
 		t.Fatal(err)
@@ -71,9 +72,9 @@ func TestRunSavedPlan(t *testing.T) {
 	// With refresh, as a stack with refresh: true or a drift remediation
 	// runs: the plan applies when nothing moved.
 	ws = h.workspace("refreshed", secretOne)
-	refresh := func(op *daemon.Operation) { op.Refresh = true }
+	refresh := func(op *model.Operation) { op.Refresh = true }
 	plan = h.savePlan(ws, refresh)
-	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Plan: plan, Refresh: true})
+	h.run(model.Operation{Workspace: ws, Type: model.UpdateUp, Plan: plan, Refresh: true})
 	if got := h.onDisk(); got != "refreshed" {
 		t.Fatalf("after the refreshing up with its plan the file holds %q", got)
 	}
@@ -85,7 +86,7 @@ func TestRunSavedPlan(t *testing.T) {
 	if err := os.WriteFile(h.file, []byte("edited by hand"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Plan: plan, Refresh: true})
+	h.run(model.Operation{Workspace: ws, Type: model.UpdateUp, Plan: plan, Refresh: true})
 	if got := h.onDisk(); got != "approved" {
 		t.Fatalf("after a hand edit and the up with its plan the file holds %q", got)
 	}
@@ -98,7 +99,7 @@ func TestRunSavedPlan(t *testing.T) {
 	if err := os.Remove(h.file); err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.try(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Plan: plan, Refresh: true})
+	_, err = h.try(model.Operation{Workspace: ws, Type: model.UpdateUp, Plan: plan, Refresh: true})
 	wantStale(t, err, "resources changed")
 	t.Logf("the refused up: %v", err)
 	if got := h.onDisk(); got != "" {
@@ -114,8 +115,8 @@ func TestRunSavedPlan(t *testing.T) {
 func TestRunDestroyPlan(t *testing.T) {
 	h := newHarness(t, testProgram)
 	ws := h.workspace("one", secretOne)
-	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
-	preview := daemon.Operation{Workspace: ws, Type: daemon.UpdateDestroy, PreviewOnly: true, SavePlan: true,
+	h.run(model.Operation{Workspace: ws, Type: model.UpdateUp})
+	preview := model.Operation{Workspace: ws, Type: model.UpdateDestroy, PreviewOnly: true, SavePlan: true,
 		Remove: true, ContinueOnError: true}
 
 	res := h.run(preview)
@@ -151,16 +152,16 @@ func TestRunDestroyPlan(t *testing.T) {
 	}
 
 	// The state moved after the preview (an up): refused, nothing destroyed.
-	p = h.run(daemon.Operation{Workspace: h.workspace("two", secretOne), Type: daemon.UpdateDestroy, PreviewOnly: true, SavePlan: true}).Plan
-	h.run(daemon.Operation{Workspace: h.workspace("two", secretOne), Type: daemon.UpdateUp})
-	_, err := h.try(daemon.Operation{Workspace: h.workspace("two", secretOne), Type: daemon.UpdateDestroy, Plan: p})
+	p = h.run(model.Operation{Workspace: h.workspace("two", secretOne), Type: model.UpdateDestroy, PreviewOnly: true, SavePlan: true}).Plan
+	h.run(model.Operation{Workspace: h.workspace("two", secretOne), Type: model.UpdateUp})
+	_, err := h.try(model.Operation{Workspace: h.workspace("two", secretOne), Type: model.UpdateDestroy, Plan: p})
 	wantStale(t, err, "state")
 	if got := h.onDisk(); got != "two" {
 		t.Fatalf("a refused destroy left the file as %q", got)
 	}
 	// So is a changed config.
-	p = h.run(daemon.Operation{Workspace: h.workspace("two", secretOne), Type: daemon.UpdateDestroy, PreviewOnly: true, SavePlan: true}).Plan
-	_, err = h.try(daemon.Operation{Workspace: h.workspace("two", secretTwo), Type: daemon.UpdateDestroy, Plan: p})
+	p = h.run(model.Operation{Workspace: h.workspace("two", secretOne), Type: model.UpdateDestroy, PreviewOnly: true, SavePlan: true}).Plan
+	_, err = h.try(model.Operation{Workspace: h.workspace("two", secretTwo), Type: model.UpdateDestroy, Plan: p})
 	wantStale(t, err, "config")
 	if got := h.onDisk(); got != "two" {
 		t.Fatalf("a refused destroy left the file as %q", got)
@@ -168,20 +169,20 @@ func TestRunDestroyPlan(t *testing.T) {
 
 	// Unchanged: the destroy runs.
 	ws = h.workspace("two", secretOne)
-	p = h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateDestroy, PreviewOnly: true, SavePlan: true}).Plan
-	res = h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateDestroy, Plan: p})
+	p = h.run(model.Operation{Workspace: ws, Type: model.UpdateDestroy, PreviewOnly: true, SavePlan: true}).Plan
+	res = h.run(model.Operation{Workspace: ws, Type: model.UpdateDestroy, Plan: p})
 	if got := h.onDisk(); got != "" || res.Changes["delete"] != 2 {
 		t.Fatalf("after the destroy with its plan the file holds %q, changes %v", got, res.Changes)
 	}
 	// A destroy's plan has no file: an up cannot apply it.
-	_, err = h.try(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Plan: p})
+	_, err = h.try(model.Operation{Workspace: ws, Type: model.UpdateUp, Plan: p})
 	wantStale(t, err, "the plan file is gone")
 }
 
 // savePlan runs a preview of ws that saves its plan and checks the file.
-func (h *harness) savePlan(ws daemon.Workspace, opts ...func(*daemon.Operation)) *daemon.Plan {
+func (h *harness) savePlan(ws model.Workspace, opts ...func(*model.Operation)) *model.Plan {
 	h.t.Helper()
-	op := daemon.Operation{Workspace: ws, Type: daemon.UpdatePreview, SavePlan: true}
+	op := model.Operation{Workspace: ws, Type: model.UpdatePreview, SavePlan: true}
 	for _, o := range opts {
 		o(&op)
 	}
@@ -203,12 +204,12 @@ func (h *harness) savePlan(ws daemon.Workspace, opts ...func(*daemon.Operation))
 	return p
 }
 
-func (h *harness) planFile(p *daemon.Plan) string {
+func (h *harness) planFile(p *model.Plan) string {
 	w := &workspace{dir: h.dataDir + "/workspaces/test"}
 	return w.planPath(p.ID)
 }
 
-func (h *harness) wantNoPlan(p *daemon.Plan) {
+func (h *harness) wantNoPlan(p *model.Plan) {
 	h.t.Helper()
 	if _, err := os.Stat(h.planFile(p)); !errors.Is(err, os.ErrNotExist) {
 		h.t.Fatalf("plan %s is still there: %v", p.ID, err)
@@ -230,20 +231,20 @@ func wantStale(t *testing.T, err error, why string) {
 func BenchmarkSavedPlan(b *testing.B) {
 	h, _ := benchHarness(b)
 	n := 0
-	next := func() daemon.Workspace {
+	next := func() model.Workspace {
 		n++
 		return h.workspace("content-"+strconv.Itoa(n), secretOne)
 	}
 	b.Run("up", func(b *testing.B) {
 		for b.Loop() {
-			h.run(daemon.Operation{Workspace: next(), Type: daemon.UpdateUp})
+			h.run(model.Operation{Workspace: next(), Type: model.UpdateUp})
 		}
 	})
 	b.Run("preview+plan+up", func(b *testing.B) {
 		for b.Loop() {
 			ws := next()
-			res := h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdatePreview, SavePlan: true})
-			h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Plan: res.Plan})
+			res := h.run(model.Operation{Workspace: ws, Type: model.UpdatePreview, SavePlan: true})
+			h.run(model.Operation{Workspace: ws, Type: model.UpdateUp, Plan: res.Plan})
 		}
 	})
 }

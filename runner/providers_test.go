@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // TestProviderOnPathInstalled: a provider on the CLI's PATH is installed
@@ -21,7 +21,7 @@ func TestProviderOnPathInstalled(t *testing.T) {
 	if same, err := sameContent(filepath.Join(h.bin, "pulumi-resource-stackdtest"), cached); err != nil || !same {
 		t.Fatalf("the provider on PATH is not in the plugin cache as %s (same=%v, err=%v)", cached, same, err)
 	}
-	h.run(daemon.Operation{Type: daemon.UpdateUp, Workspace: h.workspace("hello", "tok")})
+	h.run(model.Operation{Type: model.UpdateUp, Workspace: h.workspace("hello", "tok")})
 	if got := h.onDisk(); got != "hello" {
 		t.Fatalf("file = %q", got)
 	}
@@ -62,7 +62,7 @@ func TestProjectPluginFromPath(t *testing.T) {
 	}
 	h.writeProgram(testProgram + "plugins:\n  providers:\n    - name: stackdtest\n      path: ./providers\n")
 	h.r.opts.ProjectPlugins = true
-	h.run(daemon.Operation{Type: daemon.UpdateUp, Workspace: h.workspace("declared", "tok")})
+	h.run(model.Operation{Type: model.UpdateUp, Workspace: h.workspace("declared", "tok")})
 	if got := h.onDisk(); got != "declared" {
 		t.Fatalf("file = %q", got)
 	}
@@ -75,7 +75,7 @@ func TestProjectPluginMissing(t *testing.T) {
 	h := newHarness(t, testProgram+"plugins:\n  providers:\n    - name: stackdtest\n      path: ./providers\n")
 	h.r.opts.ProjectPlugins = true
 	before := len(h.allCalls())
-	_, err := h.try(daemon.Operation{Type: daemon.UpdateUp, Workspace: h.workspace("x", "tok")})
+	_, err := h.try(model.Operation{Type: model.UpdateUp, Workspace: h.workspace("x", "tok")})
 	want := `stack test: Pulumi.yaml:23:7: plugins.providers[0]: stackdtest: path "./providers" holds no pulumi-resource-stackdtest`
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %s", err, want)
@@ -96,7 +96,7 @@ func TestProjectPluginRefused(t *testing.T) {
 	} {
 		h := newHarness(t, testProgram+decl)
 		before := len(h.allCalls())
-		_, err := h.try(daemon.Operation{Type: daemon.UpdateUp, Workspace: h.workspace("x", "tok")})
+		_, err := h.try(model.Operation{Type: model.UpdateUp, Workspace: h.workspace("x", "tok")})
 		want := "stack test: Pulumi.yaml:23:7: plugins." + kind + "[0]: a plugin committed with the program would run beside the engine"
 		if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "--allow-project-plugins") {
 			t.Errorf("%s: err = %v, want %s…", kind, err, want)

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // TestLogWriterLongLineKeepsSecretsWhole: a line too long to hold is cut,
@@ -80,7 +80,7 @@ func TestSecretsTold(t *testing.T) {
 		t.Fatalf("told %d values at start: the shared passphrase %v, the token %v, a plain value %v",
 			len(told), told[strings.TrimSpace(string(shared))], told["daemon-wide-tok"], told["plain-region"])
 	}
-	if _, err := r.workspace(daemon.Workspace{Name: "s", Stack: "dev", ProjectDir: project(t)}); err != nil {
+	if _, err := r.workspace(model.Workspace{Name: "s", Stack: "dev", ProjectDir: project(t)}); err != nil {
 		t.Fatal(err)
 	}
 	own, _ := filepath.Glob(filepath.Join(data, "passphrases", "*"))

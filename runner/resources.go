@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // exportedState is the part of `pulumi stack export` the runner reads:
@@ -35,7 +35,7 @@ type exportedState struct {
 // exportResources reads w's resources from its state, in the stack's own
 // process and sandbox, as `pulumi stack export` prints them (secret
 // values stay encrypted, and are not read anyway).
-func (r *Runner) exportResources(ctx context.Context, w *workspace) ([]daemon.Resource, error) {
+func (r *Runner) exportResources(ctx context.Context, w *workspace) ([]model.Resource, error) {
 	out, err := r.pulumi(ctx, w, call{what: "export the state"}, "stack", "export", "--stack", w.Stack)
 	if err != nil {
 		return nil, err
@@ -46,17 +46,17 @@ func (r *Runner) exportResources(ctx context.Context, w *workspace) ([]daemon.Re
 // parseExport turns an exported deployment into the daemon's resources,
 // in the state's order (parents before children); resources pending
 // deletion are left out.
-func parseExport(data []byte) ([]daemon.Resource, error) {
+func parseExport(data []byte) ([]model.Resource, error) {
 	var st exportedState
 	if err := json.Unmarshal(data, &st); err != nil {
 		return nil, fmt.Errorf("read the exported state: %w", err)
 	}
-	out := make([]daemon.Resource, 0, len(st.Deployment.Resources))
+	out := make([]model.Resource, 0, len(st.Deployment.Resources))
 	for _, x := range st.Deployment.Resources {
 		if x.Delete {
 			continue
 		}
-		out = append(out, daemon.Resource{
+		out = append(out, model.Resource{
 			URN: x.URN, Type: x.Type, Name: urnName(x.URN), ID: x.ID, Parent: x.Parent,
 			Provider: providerURN(x.Provider), Custom: x.Custom, Protect: x.Protect,
 			RetainOnDelete: x.RetainOnDelete, External: x.External,

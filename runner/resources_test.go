@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // groupProgram is three Files whose parent is a fourth: the YAML language
@@ -36,11 +36,11 @@ func groupProgram(dir string) string {
 func TestRunExportResources(t *testing.T) {
 	h := newHarness(t, groupProgram(t.TempDir()))
 	ws := h.workspace("x", secretOne)
-	res := h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Export: true})
+	res := h.run(model.Operation{Workspace: ws, Type: model.UpdateUp, Export: true})
 	if !res.Exported || res.ExportFailed {
 		t.Fatalf("an up with Export exported nothing (failed: %v); log:\n%s", res.ExportFailed, h.log.String())
 	}
-	byName := map[string]daemon.Resource{}
+	byName := map[string]model.Resource{}
 	for _, r := range res.Resources {
 		byName[r.Type+" "+r.Name] = r
 	}
@@ -64,7 +64,7 @@ func TestRunExportResources(t *testing.T) {
 			t.Errorf("%s: protect %v, retainOnDelete %v", name, r.Protect, r.RetainOnDelete)
 		}
 	}
-	res = h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdatePreview, ReadOnly: true, Export: true})
+	res = h.run(model.Operation{Workspace: ws, Type: model.UpdatePreview, ReadOnly: true, Export: true})
 	if res.Exported || res.Resources != nil || res.ExportFailed {
 		t.Errorf("a read-only preview exported %d resources", len(res.Resources))
 	}
@@ -78,19 +78,19 @@ func TestRunExportResources(t *testing.T) {
 func TestRunKilledExportsNothing(t *testing.T) {
 	h := newHarness(t, testProgram)
 	ws := h.workspace("x", secretOne)
-	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
+	h.run(model.Operation{Workspace: ws, Type: model.UpdateUp})
 	h.processes()
 	g := newGates(t)
 	g.close("update", filepath.Base(h.file))
 	ws = h.workspace("y", secretOne) // an update, held at its gate
 	ws.Env = g.env()
 	type outcome struct {
-		res daemon.Result
+		res model.Result
 		err error
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := h.try(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Export: true})
+		res, err := h.try(model.Operation{Workspace: ws, Type: model.UpdateUp, Export: true})
 		done <- outcome{res, err}
 	}()
 	g.waitHeld("update", filepath.Base(h.file))

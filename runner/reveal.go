@@ -16,12 +16,12 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // Policies judge what is applied, so a judged preview's steps are also
 // returned as policies see them: secret inputs in clear, where people see
-// "[secret]" (daemon.Result.PolicySteps). The engine writes no secret's
+// "[secret]" (model.Result.PolicySteps). The engine writes no secret's
 // plaintext into its event log, whatever the flags: CLI v3.250.0 writes
 // the log's events with secrets blinded ("ciphertext":"[secret]"), and
 // --show-secrets reaches only its display (stdout, which is the stored
@@ -64,9 +64,9 @@ const revealNamespace = "stackd-reveal"
 // save it: a judged up preview that saves a plan has it; another one
 // saves judgedPlan, which nothing applies. A destroy preview has none:
 // its steps are deletes, whose inputs are the state's.
-func policyPlan(w *workspace, op daemon.Operation, planID string) (string, []string) {
+func policyPlan(w *workspace, op model.Operation, planID string) (string, []string) {
 	switch {
-	case !op.Judged || op.Type != daemon.UpdatePreview:
+	case !op.Judged || op.Type != model.UpdatePreview:
 		return "", nil
 	case op.SavePlan:
 		return filepath.Join(filepath.Base(w.planDir()), planID+".json"), nil
@@ -78,7 +78,7 @@ func policyPlan(w *workspace, op daemon.Operation, planID string) (string, []str
 // policies judge them (secret values in clear, values unknown before the
 // update as "[unknown]"), and the texts of the secret values revealed.
 // plan is the plan the preview saved, relative to w.dir; empty for none.
-func (r *Runner) policySteps(ctx context.Context, w *workspace, raw []stepMetadata, plan string) ([]daemon.Step, []string, error) {
+func (r *Runner) policySteps(ctx context.Context, w *workspace, raw []stepMetadata, plan string) ([]model.Step, []string, error) {
 	var rv revealer
 	var err error
 	if needsState(raw) {
@@ -94,7 +94,7 @@ func (r *Runner) policySteps(ctx context.Context, w *workspace, raw []stepMetada
 			return nil, nil, err
 		}
 	}
-	steps := make([]daemon.Step, 0, len(raw))
+	steps := make([]model.Step, 0, len(raw))
 	for _, md := range raw {
 		st, err := rv.step(md)
 		if err != nil {
@@ -153,8 +153,8 @@ type revealer struct {
 }
 
 // step is md with its secret inputs in clear.
-func (rv *revealer) step(md stepMetadata) (daemon.Step, error) {
-	st := daemon.Step{Op: md.Op, URN: md.URN, Type: md.Type, Diffs: md.Diffs}
+func (rv *revealer) step(md stepMetadata) (model.Step, error) {
+	st := model.Step{Op: md.Op, URN: md.URN, Type: md.Type, Diffs: md.Diffs}
 	var base map[string]any // the old inputs in clear, as the state holds them
 	if md.Old != nil {
 		old, err := decodeInputs(md.Old.Inputs)

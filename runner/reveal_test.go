@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // secretPathProgram is a program of one File whose path, written in the
@@ -32,7 +32,7 @@ resources:
 
 // tokenOnly is the test stack whose only config is the secret token: the
 // File's path is in no config.
-func tokenOnly(h *harness, token string) daemon.Workspace {
+func tokenOnly(h *harness, token string) model.Workspace {
 	ws := h.workspace("", token)
 	ws.Config = ws.Config[2:]
 	return ws
@@ -49,7 +49,7 @@ func TestRunPolicySteps(t *testing.T) {
 	h := newHarness(t, "")
 	h.writeProgram(secretPathProgram(h.file))
 	ws := tokenOnly(h, secretOne)
-	key := func(steps []daemon.Step, op string) daemon.Step {
+	key := func(steps []model.Step, op string) model.Step {
 		t.Helper()
 		for _, s := range steps {
 			if s.Op == op && strings.HasSuffix(s.URN, "::key") {
@@ -57,9 +57,9 @@ func TestRunPolicySteps(t *testing.T) {
 			}
 		}
 		t.Fatalf("no %s of key in %+v", op, steps)
-		return daemon.Step{}
+		return model.Step{}
 	}
-	wantSecrets := func(res daemon.Result, want ...string) {
+	wantSecrets := func(res model.Result, want ...string) {
 		t.Helper()
 		for _, s := range want {
 			if !slices.Contains(res.PolicySecrets, s) {
@@ -69,7 +69,7 @@ func TestRunPolicySteps(t *testing.T) {
 	}
 
 	// A create: new inputs only, from the plan the preview saves aside.
-	res := h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdatePreview, Diff: true, Judged: true})
+	res := h.run(model.Operation{Workspace: ws, Type: model.UpdatePreview, Diff: true, Judged: true})
 	if c := key(res.Steps, "create"); c.New["path"] != "[secret]" || c.New["content"] != "[secret]" {
 		t.Errorf("shown create %+v, want secrets masked", c)
 	}
@@ -89,12 +89,12 @@ func TestRunPolicySteps(t *testing.T) {
 		t.Errorf("the log names the throwaway plan or the secret path:\n%s", log)
 	}
 
-	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
+	h.run(model.Operation{Workspace: ws, Type: model.UpdateUp})
 
 	// An update under a saved plan: the old values from the state, the
 	// new content from the plan, the path (unchanged) from the state.
 	ws = tokenOnly(h, secretTwo)
-	res = h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdatePreview, Diff: true, SavePlan: true, Judged: true})
+	res = h.run(model.Operation{Workspace: ws, Type: model.UpdatePreview, Diff: true, SavePlan: true, Judged: true})
 	u := key(res.PolicySteps, "update")
 	if u.Old["path"] != h.file || u.Old["content"] != secretOne || u.New["path"] != h.file || u.New["content"] != secretTwo {
 		t.Errorf("judged update %+v, want path %s, content %s then %s", u, h.file, secretOne, secretTwo)
@@ -103,13 +103,13 @@ func TestRunPolicySteps(t *testing.T) {
 		t.Errorf("shown update %+v, want secrets masked", s)
 	}
 	wantSecrets(res, h.file, secretOne, secretTwo)
-	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Plan: res.Plan})
+	h.run(model.Operation{Workspace: ws, Type: model.UpdateUp, Plan: res.Plan})
 	if got := h.onDisk(); got != secretTwo {
 		t.Fatalf("the plan applied %q, want %q", got, secretTwo)
 	}
 
 	// A destroy preview: the deletes' old inputs, from the state.
-	res = h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateDestroy, PreviewOnly: true, SavePlan: true, Judged: true})
+	res = h.run(model.Operation{Workspace: ws, Type: model.UpdateDestroy, PreviewOnly: true, SavePlan: true, Judged: true})
 	if d := key(res.PolicySteps, "delete"); d.Old["path"] != h.file || d.Old["content"] != secretTwo || d.New != nil {
 		t.Errorf("judged delete %+v, want path %s and content %s", d, h.file, secretTwo)
 	}
@@ -118,7 +118,7 @@ func TestRunPolicySteps(t *testing.T) {
 	// plan.
 	moved := h.file + ".moved"
 	h.writeProgram(secretPathProgram(moved))
-	res = h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdatePreview, Diff: true, ReadOnly: true, Judged: true})
+	res = h.run(model.Operation{Workspace: ws, Type: model.UpdatePreview, Diff: true, ReadOnly: true, Judged: true})
 	if r := key(res.PolicySteps, "replace"); r.Old["path"] != h.file || r.New["path"] != moved || r.New["content"] != secretTwo {
 		t.Errorf("judged replace %+v, want path %s then %s", r, h.file, moved)
 	}
@@ -133,7 +133,7 @@ func TestRunPolicySteps(t *testing.T) {
 	// the state's of the old URN.
 	h.writeProgram(strings.Replace(secretPathProgram(h.file), "  key:\n", "  renamed:\n    options:\n      aliases:\n        - "+
 		"urn:pulumi:dev::runnertest::stackdtest:index:File::key\n", 1))
-	res = h.run(daemon.Operation{Workspace: tokenOnly(h, secretOne), Type: daemon.UpdatePreview, Judged: true})
+	res = h.run(model.Operation{Workspace: tokenOnly(h, secretOne), Type: model.UpdatePreview, Judged: true})
 	if len(res.PolicySteps) != 1 || res.PolicySteps[0].Old["path"] != h.file || res.PolicySteps[0].New["content"] != secretOne {
 		t.Errorf("judged rename %+v, want the old path %s and the new content", res.PolicySteps, h.file)
 	}
@@ -154,7 +154,7 @@ func TestRunPolicySteps(t *testing.T) {
 func TestRunPolicyStepsUnjudged(t *testing.T) {
 	h := newHarness(t, "")
 	h.writeProgram(secretPathProgram(h.file))
-	res := h.run(daemon.Operation{Workspace: tokenOnly(h, secretOne), Type: daemon.UpdatePreview})
+	res := h.run(model.Operation{Workspace: tokenOnly(h, secretOne), Type: model.UpdatePreview})
 	if res.PolicySteps != nil || res.PolicySecrets != nil {
 		t.Errorf("an unjudged preview revealed %+v %q", res.PolicySteps, res.PolicySecrets)
 	}

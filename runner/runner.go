@@ -13,6 +13,7 @@ import (
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // DefaultTimeout bounds an operation whose Operation.Timeout and
@@ -216,7 +217,7 @@ func (r *Runner) daemonEnv() []string {
 // a file backend by a dead process of this host is broken, and the
 // operation tried once more. With op.BreakLock, whatever lock the stack
 // has is broken first: the daemon knows its holder is gone.
-func (r *Runner) Run(ctx context.Context, op daemon.Operation) (daemon.Result, error) {
+func (r *Runner) Run(ctx context.Context, op model.Operation) (model.Result, error) {
 	timeout := op.Timeout
 	if timeout <= 0 {
 		timeout = r.opts.Timeout
@@ -225,12 +226,12 @@ func (r *Runner) Run(ctx context.Context, op daemon.Operation) (daemon.Result, e
 	defer cancel()
 	w, err := r.open(op.Workspace)
 	if err != nil {
-		return daemon.Result{}, err
+		return model.Result{}, err
 	}
 	if op.ReadOnly {
 		done, err := r.scratch(ctx, w)
 		if err != nil {
-			return daemon.Result{}, err
+			return model.Result{}, err
 		}
 		defer done()
 	}
@@ -242,13 +243,13 @@ func (r *Runner) Run(ctx context.Context, op daemon.Operation) (daemon.Result, e
 		}
 	}
 	if err := r.installIfChanged(ctx, w, op.Log); err != nil {
-		return daemon.Result{}, err
+		return model.Result{}, err
 	}
 	if err := r.ensureStack(ctx, w); err != nil {
-		return daemon.Result{}, err
+		return model.Result{}, err
 	}
 	if err := r.applyConfig(ctx, w); err != nil {
-		return daemon.Result{}, err
+		return model.Result{}, err
 	}
 	res, err := r.operateAcquiring(ctx, w, op)
 	if isLockError(err) {
@@ -283,9 +284,9 @@ func interrupted(ctx context.Context, err error) bool {
 // export reads the resources of w's state after op, which ended with
 // opErr: a removed stack has none; a failed export is logged, and says
 // nothing.
-func (r *Runner) export(ctx context.Context, w *workspace, op daemon.Operation, opErr error) ([]daemon.Resource, bool) {
+func (r *Runner) export(ctx context.Context, w *workspace, op model.Operation, opErr error) ([]model.Resource, bool) {
 	if opErr == nil && destroys(op) && op.Remove {
-		return []daemon.Resource{}, true
+		return []model.Resource{}, true
 	}
 	rs, err := r.exportResources(ctx, w)
 	if err != nil {
@@ -296,7 +297,7 @@ func (r *Runner) export(ctx context.Context, w *workspace, op daemon.Operation, 
 }
 
 // Outputs reads ws's outputs with secrets in clear. It logs no value.
-func (r *Runner) Outputs(ctx context.Context, ws daemon.Workspace) (map[string]any, error) {
+func (r *Runner) Outputs(ctx context.Context, ws model.Workspace) (map[string]any, error) {
 	w, err := r.open(ws)
 	if err != nil {
 		return nil, err
@@ -315,7 +316,7 @@ func (r *Runner) Outputs(ctx context.Context, ws daemon.Workspace) (map[string]a
 
 // open is workspace, with w's directories made and its state moved into
 // its own backend when it is still in the shared one.
-func (r *Runner) open(ws daemon.Workspace) (*workspace, error) {
+func (r *Runner) open(ws model.Workspace) (*workspace, error) {
 	w, err := r.workspace(ws)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // Sentinel secrets: they must never reach an argv, the log, an error or a
@@ -30,7 +31,7 @@ func TestRunLifecycle(t *testing.T) {
 	h := newHarness(t, testProgram)
 	ctx := context.Background()
 	ws := h.workspace("one", secretOne)
-	up := daemon.Operation{Workspace: ws, Type: daemon.UpdateUp}
+	up := model.Operation{Workspace: ws, Type: model.UpdateUp}
 
 	// First up: the stack is created, its config set, the file created.
 	res := h.run(up)
@@ -94,7 +95,7 @@ func TestRunLifecycle(t *testing.T) {
 
 	// Preview shows an update and changes nothing.
 	ws = h.workspace("three", secretTwo)
-	res = h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdatePreview})
+	res = h.run(model.Operation{Workspace: ws, Type: model.UpdatePreview})
 	if got := h.onDisk(); got != "two" {
 		t.Fatalf("a preview changed the file to %q", got)
 	}
@@ -108,7 +109,7 @@ func TestRunLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 {
-		res = h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateDrift})
+		res = h.run(model.Operation{Workspace: ws, Type: model.UpdateDrift})
 		if len(res.Drift) != 1 || !strings.HasSuffix(res.Drift[0].URN, "stackdtest:index:File::note") ||
 			res.Drift[0].Op != "update" || strings.Join(res.Drift[0].Properties, ",") != "content" {
 			t.Fatalf("drift = %+v, want the note's content", res.Drift)
@@ -119,11 +120,11 @@ func TestRunLifecycle(t *testing.T) {
 	}
 
 	// Refresh takes a hand edit into the state; up repairs it.
-	res = h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateRefresh})
+	res = h.run(model.Operation{Workspace: ws, Type: model.UpdateRefresh})
 	if res.Changes["update"] != 1 {
 		t.Errorf("refresh of a hand edit changes %v, want 1 update", res.Changes)
 	}
-	res = h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
+	res = h.run(model.Operation{Workspace: ws, Type: model.UpdateUp})
 	if got := h.onDisk(); got != "three" {
 		t.Fatalf("after up the file holds %q", got)
 	}
@@ -132,7 +133,7 @@ func TestRunLifecycle(t *testing.T) {
 	// config the runner holds.
 	kept := ws
 	kept.Config, kept.KeepConfig, kept.UseLocalStackOnly = nil, true, true
-	res = h.run(daemon.Operation{Workspace: kept, Type: daemon.UpdateDestroy, Remove: true})
+	res = h.run(model.Operation{Workspace: kept, Type: model.UpdateDestroy, Remove: true})
 	if _, err := os.Stat(h.file); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("after destroy the file is still there (%v)", err)
 	}
@@ -151,7 +152,7 @@ func TestRunLifecycle(t *testing.T) {
 
 // wantOutputs checks an up's outputs: the content, and the secret token
 // masked.
-func wantOutputs(t *testing.T, res daemon.Result, content string) {
+func wantOutputs(t *testing.T, res model.Result, content string) {
 	t.Helper()
 	if got := string(res.Outputs["content"]); got != content {
 		t.Errorf("output content = %s, want %s", got, content)
@@ -187,7 +188,7 @@ func noSecretsLeft(t *testing.T, h *harness) {
 // message.
 func TestRunProgramError(t *testing.T) {
 	h := newHarness(t, strings.Replace(testProgram, "content: ${content}", "content: ${nosuchvalue}", 1))
-	res, err := h.try(daemon.Operation{Workspace: h.workspace("x", secretOne), Type: daemon.UpdateUp})
+	res, err := h.try(model.Operation{Workspace: h.workspace("x", secretOne), Type: model.UpdateUp})
 	if err == nil {
 		t.Fatal("up of a broken program succeeded")
 	}
@@ -199,7 +200,7 @@ func TestRunProgramError(t *testing.T) {
 		t.Errorf("error %q holds more than the error", msg)
 	}
 	var e *Error
-	if !errors.As(err, &e) || e.Op != daemon.UpdateUp || e.ExitCode == 0 {
+	if !errors.As(err, &e) || e.Op != model.UpdateUp || e.ExitCode == 0 {
 		t.Errorf("error %#v is not an *Error of up", err)
 	}
 	if res.Changes == nil {
@@ -212,7 +213,7 @@ func TestRunResourceError(t *testing.T) {
 	h := newHarness(t, testProgram)
 	ws := h.workspace("x", secretOne)
 	ws.Config[0].Value = "/proc/no/such/dir/file"
-	_, err := h.try(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
+	_, err := h.try(model.Operation{Workspace: ws, Type: model.UpdateUp})
 	if err == nil || !strings.HasPrefix(err.Error(), "stackdtest:index:File note: mkdir /proc/no") {
 		t.Fatalf("error %v, want the provider's error on the resource", err)
 	}
@@ -225,7 +226,7 @@ func TestRunStaleLock(t *testing.T) {
 	h := newHarness(t, testProgram)
 	ctx := context.Background()
 	ws := h.workspace("one", secretOne)
-	up := daemon.Operation{Workspace: ws, Type: daemon.UpdateUp}
+	up := model.Operation{Workspace: ws, Type: model.UpdateUp}
 	h.run(up)
 	host, _ := os.Hostname()
 
@@ -329,7 +330,7 @@ func TestRunEnvironmentNeedsCloud(t *testing.T) {
 	ws.Environments = []string{"org/project/env"}
 	ws.Backend = "file://user:hunter2@" + filepath.Join(h.dataDir, "backend")
 	started := h.allCalls() // the runner's start: the CLI's version, the provider on PATH
-	_, err := h.try(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
+	_, err := h.try(model.Operation{Workspace: ws, Type: model.UpdateUp})
 	if err == nil || !strings.Contains(err.Error(), "spec.environment needs a Pulumi Cloud backend; this stack's backend is file://") {
 		t.Fatalf("error %v, want a clear refusal", err)
 	}
@@ -346,18 +347,18 @@ func TestRunUseLocalStackOnly(t *testing.T) {
 	h := newHarness(t, testProgram)
 	ws := h.workspace("x", secretOne)
 	ws.UseLocalStackOnly = true
-	_, err := h.try(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
+	_, err := h.try(model.Operation{Workspace: ws, Type: model.UpdateUp})
 	if err == nil || !strings.Contains(err.Error(), "the Pulumi stack dev does not exist") || !errors.Is(err, daemon.ErrStackNotFound) {
 		t.Fatalf("error %v, want a missing stack", err)
 	}
 	ws.UseLocalStackOnly = false
-	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
+	h.run(model.Operation{Workspace: ws, Type: model.UpdateUp})
 	ws.UseLocalStackOnly = true
-	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
+	h.run(model.Operation{Workspace: ws, Type: model.UpdateUp})
 	// Another stackd stack of the same Pulumi stack and project keeps
 	// its state apart on the data dir's backend: it finds none.
 	ws.Name = "other"
-	if _, err := h.try(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp}); !errors.Is(err, daemon.ErrStackNotFound) {
+	if _, err := h.try(model.Operation{Workspace: ws, Type: model.UpdateUp}); !errors.Is(err, daemon.ErrStackNotFound) {
 		t.Fatalf("another stackd stack: %v, want a missing stack", err)
 	}
 }
@@ -367,8 +368,8 @@ func TestRunUseLocalStackOnly(t *testing.T) {
 func TestRunTimeout(t *testing.T) {
 	h := newHarness(t, testProgram)
 	ws := h.workspace("x", secretOne)
-	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
-	_, err := h.try(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, Timeout: time.Millisecond})
+	h.run(model.Operation{Workspace: ws, Type: model.UpdateUp})
+	_, err := h.try(model.Operation{Workspace: ws, Type: model.UpdateUp, Timeout: time.Millisecond})
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.HasPrefix(err.Error(), "up timed out") {
 		t.Fatalf("error %v, want a deadline", err)
 	}
@@ -381,13 +382,13 @@ func TestRunTimeout(t *testing.T) {
 func TestRunBreakLock(t *testing.T) {
 	h := newHarness(t, testProgram)
 	ws := h.workspace("one", secretOne)
-	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp})
+	h.run(model.Operation{Workspace: ws, Type: model.UpdateUp})
 	foreign := writeLock(t, h, deadPid(t), "another-host")
 	if err := os.RemoveAll(filepath.Join(h.dataDir, "workspaces")); err != nil { // as on another replica
 		t.Fatal(err)
 	}
 	h.processes()
-	h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp, BreakLock: true})
+	h.run(model.Operation{Workspace: ws, Type: model.UpdateUp, BreakLock: true})
 	if _, err := os.Stat(foreign); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the other host's lock is still there (%v)", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/sandbox"
 )
 
@@ -59,8 +59,8 @@ func newSandboxedHarness(t *testing.T) *harness {
 // the copy, and failed writing the provider's schema.
 func TestSandboxedOperations(t *testing.T) {
 	h := newSandboxedHarness(t)
-	ws := func(content string) daemon.Workspace { return h.workspace(content, "secret-token-1") }
-	previewSteps := func(name string, res daemon.Result) {
+	ws := func(content string) model.Workspace { return h.workspace(content, "secret-token-1") }
+	previewSteps := func(name string, res model.Result) {
 		t.Helper()
 		for _, s := range res.Steps {
 			if strings.HasSuffix(s.URN, "::note") && s.Op == "update" {
@@ -70,31 +70,31 @@ func TestSandboxedOperations(t *testing.T) {
 		t.Errorf("%s: no update of the File among the steps %+v", name, res.Steps)
 	}
 
-	h.run(daemon.Operation{Workspace: ws("one"), Type: daemon.UpdateUp, Export: true})
+	h.run(model.Operation{Workspace: ws("one"), Type: model.UpdateUp, Export: true})
 	if got := h.onDisk(); got != "one" {
 		t.Fatalf("after up the File holds %q, want one", got)
 	}
 	steps := []struct {
 		name string
-		op   daemon.Operation
+		op   model.Operation
 		// check looks at the result; nil checks nothing more than that
 		// the operation succeeded.
-		check func(string, daemon.Result)
+		check func(string, model.Result)
 	}{
-		{"preview", daemon.Operation{Workspace: ws("two"), Type: daemon.UpdatePreview}, previewSteps},
+		{"preview", model.Operation{Workspace: ws("two"), Type: model.UpdatePreview}, previewSteps},
 		{"read-only preview (pull request, Preview now, stackd diff)",
-			daemon.Operation{Workspace: ws("two"), Type: daemon.UpdatePreview, ReadOnly: true, Diff: true}, previewSteps},
-		{"saved-plan preview (approval)", daemon.Operation{Workspace: ws("two"), Type: daemon.UpdatePreview, SavePlan: true},
-			func(name string, res daemon.Result) {
+			model.Operation{Workspace: ws("two"), Type: model.UpdatePreview, ReadOnly: true, Diff: true}, previewSteps},
+		{"saved-plan preview (approval)", model.Operation{Workspace: ws("two"), Type: model.UpdatePreview, SavePlan: true},
+			func(name string, res model.Result) {
 				previewSteps(name, res)
 				if res.Plan == nil {
 					t.Errorf("%s: no plan saved", name)
 				}
 			}},
-		{"drift check", daemon.Operation{Workspace: ws("one"), Type: daemon.UpdateDrift}, nil},
-		{"refresh", daemon.Operation{Workspace: ws("one"), Type: daemon.UpdateRefresh}, nil},
-		{"destroy preview (destroy approval)", daemon.Operation{Workspace: ws("one"), Type: daemon.UpdateDestroy, PreviewOnly: true, SavePlan: true},
-			func(name string, res daemon.Result) {
+		{"drift check", model.Operation{Workspace: ws("one"), Type: model.UpdateDrift}, nil},
+		{"refresh", model.Operation{Workspace: ws("one"), Type: model.UpdateRefresh}, nil},
+		{"destroy preview (destroy approval)", model.Operation{Workspace: ws("one"), Type: model.UpdateDestroy, PreviewOnly: true, SavePlan: true},
+			func(name string, res model.Result) {
 				if res.Plan == nil || len(res.Steps) == 0 {
 					t.Errorf("%s: plan %v, steps %+v; want a plan and the deletes", name, res.Plan, res.Steps)
 				}
@@ -114,12 +114,12 @@ func TestSandboxedOperations(t *testing.T) {
 		t.Errorf("the previews changed the File: %q", got)
 	}
 
-	plan := h.run(daemon.Operation{Workspace: ws("three"), Type: daemon.UpdatePreview, SavePlan: true}).Plan
-	h.run(daemon.Operation{Workspace: ws("three"), Type: daemon.UpdateUp, Plan: plan})
+	plan := h.run(model.Operation{Workspace: ws("three"), Type: model.UpdatePreview, SavePlan: true}).Plan
+	h.run(model.Operation{Workspace: ws("three"), Type: model.UpdateUp, Plan: plan})
 	if got := h.onDisk(); got != "three" {
 		t.Errorf("the up of a saved plan left %q, want three", got)
 	}
-	h.run(daemon.Operation{Workspace: ws("three"), Type: daemon.UpdateDestroy, Remove: true})
+	h.run(model.Operation{Workspace: ws("three"), Type: model.UpdateDestroy, Remove: true})
 	if got := h.onDisk(); got != "" {
 		t.Errorf("the destroy left the File: %q", got)
 	}
@@ -130,7 +130,7 @@ func TestSandboxedOperations(t *testing.T) {
 // under the default sandbox: it runs on the scratch copy's own backend.
 func TestSandboxedReadOnlyPreviewOfNewStack(t *testing.T) {
 	h := newSandboxedHarness(t)
-	res, err := h.try(daemon.Operation{Workspace: h.workspace("new", "secret-token-1"), Type: daemon.UpdatePreview, ReadOnly: true, Diff: true})
+	res, err := h.try(model.Operation{Workspace: h.workspace("new", "secret-token-1"), Type: model.UpdatePreview, ReadOnly: true, Diff: true})
 	if err != nil {
 		t.Fatalf("read-only preview: %v\nlog:\n%s", err, h.log.String())
 	}
@@ -149,12 +149,12 @@ func TestSandboxedReadOnlyPreviewOfNewStack(t *testing.T) {
 func TestSandboxedPolicySteps(t *testing.T) {
 	h := newSandboxedHarness(t)
 	h.writeProgram(secretPathProgram(h.file))
-	h.run(daemon.Operation{Workspace: tokenOnly(h, secretOne), Type: daemon.UpdateUp})
+	h.run(model.Operation{Workspace: tokenOnly(h, secretOne), Type: model.UpdateUp})
 	ws := tokenOnly(h, secretTwo)
-	for name, op := range map[string]daemon.Operation{
-		"saved-plan preview": {Workspace: ws, Type: daemon.UpdatePreview, SavePlan: true, Judged: true},
-		"read-only preview":  {Workspace: ws, Type: daemon.UpdatePreview, ReadOnly: true, Diff: true, Judged: true},
-		"destroy preview":    {Workspace: ws, Type: daemon.UpdateDestroy, PreviewOnly: true, SavePlan: true, Judged: true},
+	for name, op := range map[string]model.Operation{
+		"saved-plan preview": {Workspace: ws, Type: model.UpdatePreview, SavePlan: true, Judged: true},
+		"read-only preview":  {Workspace: ws, Type: model.UpdatePreview, ReadOnly: true, Diff: true, Judged: true},
+		"destroy preview":    {Workspace: ws, Type: model.UpdateDestroy, PreviewOnly: true, SavePlan: true, Judged: true},
 	} {
 		res, err := h.try(op)
 		if err != nil {
@@ -162,10 +162,10 @@ func TestSandboxedPolicySteps(t *testing.T) {
 			continue
 		}
 		want := secretTwo // the new content, from the plan
-		if op.Type == daemon.UpdateDestroy {
+		if op.Type == model.UpdateDestroy {
 			want = secretOne // the old content, from the state
 		}
-		i := slices.IndexFunc(res.PolicySteps, func(s daemon.Step) bool { return strings.HasSuffix(s.URN, "::key") })
+		i := slices.IndexFunc(res.PolicySteps, func(s model.Step) bool { return strings.HasSuffix(s.URN, "::key") })
 		if i < 0 || res.PolicySteps[i].Old["path"] != h.file || !slices.Contains(res.PolicySecrets, want) {
 			t.Errorf("%s: judged steps %+v, secrets %q; want the path and %s in clear", name, res.PolicySteps, res.PolicySecrets, want)
 		}

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // toSharedBackend moves the stack's own file backend back into the data
@@ -48,7 +48,7 @@ func countFiles(t *testing.T, dir string) int {
 func TestMoveStateFromSharedBackend(t *testing.T) {
 	for _, interrupted := range []bool{false, true} {
 		h := newHarness(t, testProgram)
-		up := daemon.Operation{Workspace: h.workspace("one", secretOne), Type: daemon.UpdateUp}
+		up := model.Operation{Workspace: h.workspace("one", secretOne), Type: model.UpdateUp}
 		h.run(up)
 		own, shared := toSharedBackend(t, h)
 		history := filepath.Join(".pulumi", "history", "runnertest", "dev")

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // previewLog is the shape of the resource pre-events CLI v3.250.0 writes
@@ -41,7 +41,7 @@ func TestReadEventsSteps(t *testing.T) {
 }
 
 func TestCleanSteps(t *testing.T) {
-	steps := []daemon.Step{{Op: "create", New: map[string]any{"env": "pw=hunter22", "list": []any{"hunter22"}}}}
+	steps := []model.Step{{Op: "create", New: map[string]any{"env": "pw=hunter22", "list": []any{"hunter22"}}}}
 	got := cleanSteps(steps, func(s string) string { return strings.ReplaceAll(s, "hunter22", "[secret]") })
 	b, _ := json.Marshal(got)
 	if want := `[{"op":"create","urn":"","type":"","new":{"env":"pw=[secret]","list":["[secret]"]}}]`; string(b) != want {
@@ -87,10 +87,10 @@ resources:
 func TestRunPreviewSteps(t *testing.T) {
 	h := newHarness(t, twoFiles(true))
 	ws := h.workspace("one", secretOne)
-	preview := daemon.Operation{Workspace: ws, Type: daemon.UpdatePreview}
+	preview := model.Operation{Workspace: ws, Type: model.UpdatePreview}
 
 	res := h.run(preview)
-	creates := map[string]daemon.Step{}
+	creates := map[string]model.Step{}
 	for _, s := range res.Steps {
 		if s.Op != "create" {
 			t.Errorf("first preview step %+v, want only creates", s)
@@ -108,7 +108,7 @@ func TestRunPreviewSteps(t *testing.T) {
 		t.Errorf("first preview steps %v, want the stack's create", creates)
 	}
 
-	if res = h.run(daemon.Operation{Workspace: ws, Type: daemon.UpdateUp}); res.Steps != nil {
+	if res = h.run(model.Operation{Workspace: ws, Type: model.UpdateUp}); res.Steps != nil {
 		t.Errorf("up result has steps %+v", res.Steps)
 	}
 	if res = h.run(preview); len(res.Steps) != 0 {
@@ -122,7 +122,7 @@ func TestRunPreviewSteps(t *testing.T) {
 	if len(res.Steps) != 2 {
 		t.Fatalf("steps %+v, want an update of key and a delete of note", res.Steps)
 	}
-	byOp := map[string]daemon.Step{res.Steps[0].Op: res.Steps[0], res.Steps[1].Op: res.Steps[1]}
+	byOp := map[string]model.Step{res.Steps[0].Op: res.Steps[0], res.Steps[1].Op: res.Steps[1]}
 	upd, del := byOp["update"], byOp["delete"]
 	if !strings.HasSuffix(upd.URN, "::key") || upd.Old["content"] != "[secret]" || upd.New["content"] != "[secret]" ||
 		strings.Join(upd.Diffs, ",") != "content" {

@@ -23,11 +23,12 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
-// workspace is a daemon.Workspace with what the runner derives from it.
+// workspace is a model.Workspace with what the runner derives from it.
 type workspace struct {
-	daemon.Workspace
+	model.Workspace
 	dir     string // <DataDir>/workspaces/<Name>: the runner's state
 	backend string // the backend URL in effect
 	// state is the backend URL its processes use: backend, or the stack's
@@ -56,7 +57,7 @@ type workspace struct {
 // workspace validates ws and derives the runner's view of it. It creates
 // nothing, but moves the state of a data dir of an earlier version (see
 // keyByName).
-func (r *Runner) workspace(ws daemon.Workspace) (*workspace, error) {
+func (r *Runner) workspace(ws model.Workspace) (*workspace, error) {
 	if err := validateNames(ws); err != nil {
 		return nil, err
 	}
@@ -127,7 +128,7 @@ func checkLinks(dir string, names ...string) error {
 
 // validateNames checks the names the runner turns into paths and
 // arguments.
-func validateNames(ws daemon.Workspace) error {
+func validateNames(ws model.Workspace) error {
 	if ws.Name == "" || ws.Name == "." || ws.Name == ".." || strings.ContainsAny(ws.Name, "/\\\x00") {
 		return fmt.Errorf("invalid stack name %q for a workspace directory", ws.Name)
 	}

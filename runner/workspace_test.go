@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // fakeRunner is a Runner on a fake CLI script (see fakePulumi).
@@ -36,7 +36,7 @@ func project(t *testing.T) string {
 // passphrase itself.
 func TestWorkspaceEnv(t *testing.T) {
 	r := fakeRunner(t, "env\n")
-	ws := daemon.Workspace{Name: "s", Stack: "dev", ProjectDir: project(t),
+	ws := model.Workspace{Name: "s", Stack: "dev", ProjectDir: project(t),
 		Env: map[string]string{"TOKEN": "abc", "PULUMI_DEBUG_COMMANDS": "false"}}
 	env := childEnv(t, r, ws)
 	data := r.opts.DataDir
@@ -75,7 +75,7 @@ func TestWorkspaceEnv(t *testing.T) {
 }
 
 // childEnv runs the fake CLI for ws and parses the environment it prints.
-func childEnv(t *testing.T, r *Runner, ws daemon.Workspace) map[string]string {
+func childEnv(t *testing.T, r *Runner, ws model.Workspace) map[string]string {
 	t.Helper()
 	w, err := r.workspace(ws)
 	if err != nil {
@@ -96,7 +96,7 @@ func childEnv(t *testing.T, r *Runner, ws daemon.Workspace) map[string]string {
 func TestWorkspaceValidation(t *testing.T) {
 	r := fakeRunner(t, "")
 	dir := project(t)
-	for _, ws := range []daemon.Workspace{
+	for _, ws := range []model.Workspace{
 		{Name: "../x", Stack: "dev", ProjectDir: dir},
 		{Name: "..", Stack: "dev", ProjectDir: dir},
 		{Name: "s", Stack: "a/b/c/d", ProjectDir: dir},
@@ -118,10 +118,10 @@ func TestWorkspaceValidation(t *testing.T) {
 
 func TestRedaction(t *testing.T) {
 	r := fakeRunner(t, "")
-	ws := daemon.Workspace{Name: "s", Stack: "dev", ProjectDir: project(t),
+	ws := model.Workspace{Name: "s", Stack: "dev", ProjectDir: project(t),
 		Backend: "https://user:backend-password@example.com",
 		Env:     map[string]string{"TOKEN": "env-token-value", "SHORT": "yes"},
-		Config:  []daemon.ConfigValue{{Key: "k", Value: `pa"ss`, Secret: true}, {Key: "p", Value: "plain-value"}}}
+		Config:  []model.ConfigValue{{Key: "k", Value: `pa"ss`, Secret: true}, {Key: "p", Value: "plain-value"}}}
 	w, err := r.workspace(ws)
 	if err != nil {
 		t.Fatal(err)
@@ -217,8 +217,8 @@ func TestSymlinkedProjectFilesStayInside(t *testing.T) {
 // the one given is used.
 func TestOwnPassphrases(t *testing.T) {
 	r := fakeRunner(t, "env\n")
-	a := childEnv(t, r, daemon.Workspace{Name: "a", Stack: "a", ProjectDir: project(t)})["PULUMI_CONFIG_PASSPHRASE_FILE"]
-	b := childEnv(t, r, daemon.Workspace{Name: "b", Stack: "b", ProjectDir: project(t)})["PULUMI_CONFIG_PASSPHRASE_FILE"]
+	a := childEnv(t, r, model.Workspace{Name: "a", Stack: "a", ProjectDir: project(t)})["PULUMI_CONFIG_PASSPHRASE_FILE"]
+	b := childEnv(t, r, model.Workspace{Name: "b", Stack: "b", ProjectDir: project(t)})["PULUMI_CONFIG_PASSPHRASE_FILE"]
 	pa, _ := os.ReadFile(a)
 	pb, _ := os.ReadFile(b)
 	if a == b || len(pa) == 0 || string(pa) == string(pb) {
@@ -227,7 +227,7 @@ func TestOwnPassphrases(t *testing.T) {
 	if fi, err := os.Stat(a); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("passphrase file %s: %v %v", a, fi.Mode(), err)
 	}
-	other := childEnv(t, r, daemon.Workspace{Name: "c", Stack: "c", ProjectDir: project(t), Backend: "file:///elsewhere"})
+	other := childEnv(t, r, model.Workspace{Name: "c", Stack: "c", ProjectDir: project(t), Backend: "file:///elsewhere"})
 	if other["PULUMI_CONFIG_PASSPHRASE_FILE"] != r.opts.PassphraseFile {
 		t.Errorf("another backend: %q, want the shared %q", other["PULUMI_CONFIG_PASSPHRASE_FILE"], r.opts.PassphraseFile)
 	}

@@ -6,16 +6,18 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
 	"go.etcd.io/bbolt"
+
+	"github.com/stackd/stackd/audit"
+	"github.com/stackd/stackd/model"
 )
 
-var _ daemon.AuditLog = (*Store)(nil)
+var _ audit.Log = (*Store)(nil)
 
 // PutAudit appends e to the audit trail: it assigns e.Seq, the next
 // number of the trail (never reused, even after pruning), and e.Time
 // when it is zero (now). It returns e as stored. It writes.
-func (s *Store) PutAudit(e daemon.AuditEntry) (daemon.AuditEntry, error) {
+func (s *Store) PutAudit(e model.AuditEntry) (model.AuditEntry, error) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
@@ -32,18 +34,18 @@ func (s *Store) PutAudit(e daemon.AuditEntry) (daemon.AuditEntry, error) {
 		return b.Put(seqKey(e.Seq), v)
 	})
 	if err != nil {
-		return daemon.AuditEntry{}, fmt.Errorf("store: put audit entry: %w", err)
+		return model.AuditEntry{}, fmt.Errorf("store: put audit entry: %w", err)
 	}
 	return e, nil
 }
 
 // Audit reads the audit entries f selects, newest first: those with Seq
-// < f.Before when it is not 0, at most f.Limit (daemon.AuditPageDefault
-// when 0 or less, daemon.AuditPageMax at most). None gives an empty
+// < f.Before when it is not 0, at most f.Limit (audit.PageDefault
+// when 0 or less, audit.PageMax at most). None gives an empty
 // slice. To page, pass the Seq of the last entry of a page as the next
 // call's Before.
-func (s *Store) Audit(f daemon.AuditFilter) ([]daemon.AuditEntry, error) {
-	scan := daemon.NewAuditScan(f)
+func (s *Store) Audit(f audit.Filter) ([]model.AuditEntry, error) {
+	scan := audit.NewScan(f)
 	err := s.view(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucketAudit).Cursor()
 		for k, v := newestBefore(c, f.Before); k != nil; k, v = c.Prev() {

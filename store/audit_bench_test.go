@@ -7,16 +7,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
-	"github.com/stackd/stackd/daemon/storetest"
 	"go.etcd.io/bbolt"
+
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/daemon/storetest"
 )
 
 // BenchmarkPutAudit appends entries one by one, each in its own
 // transaction synced to disk, as the web server records requests.
 func BenchmarkPutAudit(b *testing.B) {
 	s := openTest(b, Options{})
-	e := storetest.NewAuditEntry("alice", daemon.ActionSync, "web", 0)
+	e := storetest.NewAuditEntry("alice", access.ActionSync, "web", 0)
 	b.ReportAllocs()
 	start := time.Now()
 	for b.Loop() {
@@ -39,7 +40,7 @@ func fillAudit(b *testing.B, s *Store, n int) {
 		err := s.update(func(tx *bbolt.Tx) error {
 			bk := tx.Bucket(bucketAudit)
 			for end := min(n, done+10000); done < end; done++ {
-				e := storetest.NewAuditEntry(fmt.Sprintf("user%d", done%20), daemon.ActionSync, fmt.Sprintf("stack-%d", done%50), 0)
+				e := storetest.NewAuditEntry(fmt.Sprintf("user%d", done%20), access.ActionSync, fmt.Sprintf("stack-%d", done%50), 0)
 				e.Time = storetest.T0.Add(time.Duration(done) * time.Second)
 				var err error
 				if e.Seq, err = bk.NextSequence(); err != nil {

@@ -9,19 +9,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
-	"github.com/stackd/stackd/daemon/storetest"
 	"go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/audit"
+	"github.com/stackd/stackd/daemon/storetest"
+	"github.com/stackd/stackd/model"
 )
 
 // putAudit appends n entries, a minute apart from T0 on, and returns
 // them as stored.
-func putAudit(t testing.TB, s *Store, n int) []daemon.AuditEntry {
+func putAudit(t testing.TB, s *Store, n int) []model.AuditEntry {
 	t.Helper()
-	var out []daemon.AuditEntry
+	var out []model.AuditEntry
 	for i := range n {
-		e, err := s.PutAudit(storetest.NewAuditEntry("alice", daemon.ActionSync, "web", i))
+		e, err := s.PutAudit(storetest.NewAuditEntry("alice", access.ActionSync, "web", i))
 		if err != nil {
 			t.Fatalf("PutAudit: %v", err)
 		}
@@ -34,7 +37,7 @@ func putAudit(t testing.TB, s *Store, n int) []daemon.AuditEntry {
 // audit bucket, gets one at Open, and keeps its revisions.
 func TestMigrateV2Audit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
-	var rev daemon.ConfigRevision
+	var rev model.ConfigRevision
 	atVersion(2, func() {
 		s := openAt(t, path, Options{})
 		rev = putRevisions(t, s, 1)[0]
@@ -47,13 +50,13 @@ func TestMigrateV2Audit(t *testing.T) {
 	if v, err := s.SchemaVersion(); err != nil || v != schemaVersion {
 		t.Errorf("SchemaVersion = %d, %v; want %d", v, err, schemaVersion)
 	}
-	if es, err := s.Audit(daemon.AuditFilter{}); err != nil || len(es) != 0 {
+	if es, err := s.Audit(audit.Filter{}); err != nil || len(es) != 0 {
 		t.Errorf("Audit of a migrated store = %v, %v; want empty", es, err)
 	}
 	if e := putAudit(t, s, 1)[0]; e.Seq != 1 {
 		t.Errorf("first entry of a migrated store has Seq %d", e.Seq)
 	}
-	if revs, err := s.Revisions(0, 0); err != nil || !reflect.DeepEqual(revs, []daemon.ConfigRevision{rev}) {
+	if revs, err := s.Revisions(0, 0); err != nil || !reflect.DeepEqual(revs, []model.ConfigRevision{rev}) {
 		t.Errorf("Revisions after migration = %+v, %v; want [%+v]", revs, err, rev)
 	}
 }
@@ -68,8 +71,8 @@ func TestAuditReopen(t *testing.T) {
 	sum := fileSum(t, path)
 
 	ro := openAt(t, path, Options{ReadOnly: true})
-	es, err := ro.Audit(daemon.AuditFilter{Limit: 2})
-	if want := []daemon.AuditEntry{stored[4], stored[3]}; err != nil || !reflect.DeepEqual(es, want) {
+	es, err := ro.Audit(audit.Filter{Limit: 2})
+	if want := []model.AuditEntry{stored[4], stored[3]}; err != nil || !reflect.DeepEqual(es, want) {
 		t.Errorf("Audit of a reopened store = %+v, %v; want %+v", es, err, want)
 	}
 	if _, err := ro.PutAudit(stored[0]); !errors.Is(err, bolterrors.ErrDatabaseReadOnly) || !strings.HasPrefix(err.Error(), "store: put audit entry: ") {
@@ -100,8 +103,8 @@ func TestBackupAudit(t *testing.T) {
 	putAudit(t, s, 1) // after the backup: not in it
 
 	b := openAt(t, dst, Options{})
-	want := []daemon.AuditEntry{stored[2], stored[1], stored[0]}
-	if es, err := b.Audit(daemon.AuditFilter{}); err != nil || !reflect.DeepEqual(es, want) {
+	want := []model.AuditEntry{stored[2], stored[1], stored[0]}
+	if es, err := b.Audit(audit.Filter{}); err != nil || !reflect.DeepEqual(es, want) {
 		t.Errorf("Audit of the backup = %+v, %v; want %+v", es, err, want)
 	}
 	if e := putAudit(t, b, 1)[0]; e.Seq != 4 {
@@ -134,7 +137,7 @@ func TestPruneAuditBatches(t *testing.T) {
 	if err != nil || got != n {
 		t.Errorf("PruneAudit = %d, %v; want %d", got, err, n)
 	}
-	es, err := s.Audit(daemon.AuditFilter{})
+	es, err := s.Audit(audit.Filter{})
 	if want := []uint64{n + 3, n + 2, n + 1}; err != nil || !reflect.DeepEqual(storetest.AuditSeqs(es), want) {
 		t.Errorf("Audit after pruning = %v, %v; want %v", storetest.AuditSeqs(es), err, want)
 	}
@@ -143,7 +146,7 @@ func TestPruneAuditBatches(t *testing.T) {
 // TestPruneAuditClockStep: PruneAudit stops at the first entry that is
 // not older, even if an older one follows (the clock stepped back); a
 // later prune takes it. Audit with Since scans on past a step of less
-// than daemon.AuditSlack.
+// than audit.Slack.
 func TestPruneAuditClockStep(t *testing.T) {
 	s := openTest(t, Options{})
 	at := func(d time.Duration) time.Time { return storetest.T0.Add(d) }
@@ -156,14 +159,14 @@ func TestPruneAuditClockStep(t *testing.T) {
 		}
 	}
 	since := at(299*time.Minute + 45*time.Second)
-	es, err := s.Audit(daemon.AuditFilter{Since: since})
+	es, err := s.Audit(audit.Filter{Since: since})
 	if err != nil || !reflect.DeepEqual(storetest.AuditSeqs(es), []uint64{4, 2}) {
 		t.Errorf("Audit(Since T0+299m45s) = %v, %v; want [4 2]", storetest.AuditSeqs(es), err)
 	}
 	if n, err := s.PruneAudit(since); err != nil || n != 1 {
 		t.Errorf("PruneAudit(T0+299m45s) = %d, %v; want 1", n, err)
 	}
-	if es, _ := s.Audit(daemon.AuditFilter{}); !reflect.DeepEqual(storetest.AuditSeqs(es), []uint64{4, 3, 2}) {
+	if es, _ := s.Audit(audit.Filter{}); !reflect.DeepEqual(storetest.AuditSeqs(es), []uint64{4, 3, 2}) {
 		t.Errorf("Audit after pruning = %v, want [4 3 2]", storetest.AuditSeqs(es))
 	}
 	if n, err := s.PruneAudit(at(6 * time.Hour)); err != nil || n != 3 {

@@ -8,9 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
-	"github.com/stackd/stackd/daemon/storetest"
 	"go.etcd.io/bbolt"
+
+	"github.com/stackd/stackd/daemon/storetest"
+	"github.com/stackd/stackd/model"
 )
 
 func TestSchemaVersion(t *testing.T) {
@@ -69,9 +70,9 @@ func markStacks(runs *int) migration {
 	return migration{to: schemaVersion + 1, name: "mark stacks", fn: func(tx *bbolt.Tx) error {
 		*runs++
 		b := tx.Bucket(bucketStacks)
-		recs := map[string]daemon.StackRecord{}
+		recs := map[string]model.StackRecord{}
 		err := b.ForEach(func(k, v []byte) error {
-			var rec daemon.StackRecord
+			var rec model.StackRecord
 			err := json.Unmarshal(v, &rec)
 			recs[string(k)] = rec
 			return err
@@ -149,7 +150,7 @@ func TestMigrateV1(t *testing.T) {
 	mustClose(t, s)
 
 	s = openAt(t, path, Options{ReadOnly: true})
-	if revs, err := s.Revisions(0, 0); err != nil || !reflect.DeepEqual(revs, []daemon.ConfigRevision{r}) {
+	if revs, err := s.Revisions(0, 0); err != nil || !reflect.DeepEqual(revs, []model.ConfigRevision{r}) {
 		t.Errorf("Revisions after reopening = %+v, %v; want [%+v]", revs, err, r)
 	}
 }

@@ -4,31 +4,32 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/stackd/stackd/daemon"
 	"go.etcd.io/bbolt"
+
+	"github.com/stackd/stackd/model"
 )
 
 // PutResources replaces the resources of stack. It writes.
-func (s *Store) PutResources(stack string, r daemon.Resources) error {
+func (s *Store) PutResources(stack string, r model.Resources) error {
 	return s.putJSON(bucketResources, "resources", stack, r)
 }
 
 // Resources reads the resources of stack; the error wraps ErrNotFound
 // when there are none.
-func (s *Store) Resources(stack string) (daemon.Resources, error) {
-	var r daemon.Resources
+func (s *Store) Resources(stack string) (model.Resources, error) {
+	var r model.Resources
 	return r, s.getJSON(bucketResources, "resources", stack, &r)
 }
 
 // PutPreview replaces the last preview of stack. It writes.
-func (s *Store) PutPreview(stack string, p daemon.StackPreview) error {
+func (s *Store) PutPreview(stack string, p model.StackPreview) error {
 	return s.putJSON(bucketPreviews, "preview", stack, p)
 }
 
 // Preview reads the last preview of stack; the error wraps ErrNotFound
 // when there is none.
-func (s *Store) Preview(stack string) (daemon.StackPreview, error) {
-	var p daemon.StackPreview
+func (s *Store) Preview(stack string) (model.StackPreview, error) {
+	var p model.StackPreview
 	return p, s.getJSON(bucketPreviews, "preview", stack, &p)
 }
 

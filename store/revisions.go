@@ -5,15 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/stackd/stackd/daemon"
 	"go.etcd.io/bbolt"
+
+	"github.com/stackd/stackd/model"
 )
 
 // PutRevision appends config revision r: it assigns r.Seq, the next
 // revision number (1, 2, 3…, never reused, even after pruning), stores r
 // and, in the same transaction, prunes the oldest revisions beyond
 // Options.HistoryLimit. It returns r as stored. It writes.
-func (s *Store) PutRevision(r daemon.ConfigRevision) (daemon.ConfigRevision, error) {
+func (s *Store) PutRevision(r model.ConfigRevision) (model.ConfigRevision, error) {
 	err := s.update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketRevisions)
 		var err error
@@ -30,7 +31,7 @@ func (s *Store) PutRevision(r daemon.ConfigRevision) (daemon.ConfigRevision, err
 		return pruneRevisions(b, s.opts.HistoryLimit)
 	})
 	if err != nil {
-		return daemon.ConfigRevision{}, fmt.Errorf("store: put revision: %w", err)
+		return model.ConfigRevision{}, fmt.Errorf("store: put revision: %w", err)
 	}
 	return r, nil
 }
@@ -50,15 +51,15 @@ func pruneRevisions(b *bbolt.Bucket, limit int) error {
 // before when before > 0, and at most limit of them (50 when limit <= 0).
 // None gives an empty slice. To page, pass the Seq of the last revision
 // of a page as the next call's before.
-func (s *Store) Revisions(before uint64, limit int) ([]daemon.ConfigRevision, error) {
+func (s *Store) Revisions(before uint64, limit int) ([]model.ConfigRevision, error) {
 	if limit <= 0 {
 		limit = defaultPageSize
 	}
-	out := []daemon.ConfigRevision{}
+	out := []model.ConfigRevision{}
 	err := s.view(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucketRevisions).Cursor()
 		for k, v := newestBefore(c, before); k != nil && len(out) < limit; k, v = c.Prev() {
-			var r daemon.ConfigRevision
+			var r model.ConfigRevision
 			if err := json.Unmarshal(v, &r); err != nil {
 				return fmt.Errorf("seq %d: %w", binary.BigEndian.Uint64(k), err)
 			}

@@ -8,16 +8,17 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
-	"github.com/stackd/stackd/daemon/storetest"
 	"go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/stackd/stackd/daemon/storetest"
+	"github.com/stackd/stackd/model"
 )
 
 // putRevisions appends n revisions and returns them as stored.
-func putRevisions(t testing.TB, s *Store, n int) []daemon.ConfigRevision {
+func putRevisions(t testing.TB, s *Store, n int) []model.ConfigRevision {
 	t.Helper()
-	var out []daemon.ConfigRevision
+	var out []model.ConfigRevision
 	for range n {
 		r, err := s.PutRevision(storetest.NewRevision("git"))
 		if err != nil {
@@ -59,7 +60,7 @@ func TestPutRevision(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("PutRevision = %+v, want %+v", got, want)
 	}
-	if revs, err := s.Revisions(0, 0); err != nil || !reflect.DeepEqual(revs, []daemon.ConfigRevision{want}) {
+	if revs, err := s.Revisions(0, 0); err != nil || !reflect.DeepEqual(revs, []model.ConfigRevision{want}) {
 		t.Errorf("Revisions = %+v, %v; want [%+v]", revs, err, want)
 	}
 }
@@ -242,7 +243,7 @@ func TestBackupRevisions(t *testing.T) {
 	putRevisions(t, s, 1) // after the backup: not in it
 
 	b := openAt(t, dst, Options{})
-	want := []daemon.ConfigRevision{stored[2], stored[1], stored[0]}
+	want := []model.ConfigRevision{stored[2], stored[1], stored[0]}
 	if revs, err := b.Revisions(0, 0); err != nil || !reflect.DeepEqual(revs, want) {
 		t.Errorf("Revisions of the backup = %+v, %v; want %+v", revs, err, want)
 	}

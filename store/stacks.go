@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/stackd/stackd/daemon"
 	"go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/stackd/stackd/model"
 )
 
 // PutStack writes (creates or replaces) the record of stack rec.Name.
 // It writes.
-func (s *Store) PutStack(rec daemon.StackRecord) error {
+func (s *Store) PutStack(rec model.StackRecord) error {
 	if rec.Name == "" {
 		return errors.New("store: put stack: empty name")
 	}
@@ -32,8 +33,8 @@ func (s *Store) PutStack(rec daemon.StackRecord) error {
 
 // Stack reads the record of stack name; the error wraps ErrNotFound when
 // there is none.
-func (s *Store) Stack(name string) (daemon.StackRecord, error) {
-	var rec daemon.StackRecord
+func (s *Store) Stack(name string) (model.StackRecord, error) {
+	var rec model.StackRecord
 	err := s.view(func(tx *bbolt.Tx) error {
 		v := tx.Bucket(bucketStacks).Get([]byte(name))
 		if v == nil {
@@ -42,17 +43,17 @@ func (s *Store) Stack(name string) (daemon.StackRecord, error) {
 		return json.Unmarshal(v, &rec)
 	})
 	if err != nil {
-		return daemon.StackRecord{}, fmt.Errorf("store: stack %s: %w", name, err)
+		return model.StackRecord{}, fmt.Errorf("store: stack %s: %w", name, err)
 	}
 	return rec, nil
 }
 
 // Stacks reads every stack record, sorted by name (byte order).
-func (s *Store) Stacks() ([]daemon.StackRecord, error) {
-	recs := []daemon.StackRecord{}
+func (s *Store) Stacks() ([]model.StackRecord, error) {
+	recs := []model.StackRecord{}
 	err := s.view(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketStacks).ForEach(func(k, v []byte) error {
-			var rec daemon.StackRecord
+			var rec model.StackRecord
 			if err := json.Unmarshal(v, &rec); err != nil {
 				return fmt.Errorf("%s: %w", k, err)
 			}

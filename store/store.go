@@ -8,16 +8,16 @@
 // Layout (schema version 6):
 //
 //	meta      "schema_version" → decimal string; "kv:<key>" → PutMeta values
-//	stacks    <name> → JSON daemon.StackRecord
+//	stacks    <name> → JSON model.StackRecord
 //	updates   <stack>/ (nested bucket, its sequence numbers the updates)
-//	              8-byte big-endian seq → JSON daemon.Update
+//	              8-byte big-endian seq → JSON model.Update
 //	logs      <stack>/ (nested bucket) 8-byte big-endian seq → log bytes
 //	revisions 8-byte big-endian seq (the bucket's sequence) →
-//	              JSON daemon.ConfigRevision (since version 2)
+//	              JSON model.ConfigRevision (since version 2)
 //	audit     8-byte big-endian seq (the bucket's sequence) →
-//	              JSON daemon.AuditEntry (since version 3)
-//	resources <stack> → JSON daemon.Resources (since version 4)
-//	previews  <stack> → JSON daemon.StackPreview (since version 5)
+//	              JSON model.AuditEntry (since version 3)
+//	resources <stack> → JSON model.Resources (since version 4)
+//	previews  <stack> → JSON model.StackPreview (since version 5)
 //	pullrequests <forge:repo#number> → JSON review.Record (since version 6)
 //
 // A *Store is safe for concurrent use by multiple goroutines. bbolt allows
@@ -32,8 +32,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
 	"go.etcd.io/bbolt"
+
+	"github.com/stackd/stackd/model"
 )
 
 // FileName is the name of the store file inside a data dir.
@@ -51,9 +52,9 @@ const (
 var ErrLocked = errors.New("another stackd is using the data dir")
 
 // ErrNotFound is returned (wrapped, test with errors.Is) when a stack,
-// update or metadata key does not exist. It is daemon.ErrNotFound, which
+// update or metadata key does not exist. It is model.ErrNotFound, which
 // every Store returns.
-var ErrNotFound = daemon.ErrNotFound
+var ErrNotFound = model.ErrNotFound
 
 // Options tune Open. Zero values mean the defaults in parentheses.
 type Options struct {

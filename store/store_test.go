@@ -12,10 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
-	"github.com/stackd/stackd/daemon/storetest"
 	"go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/stackd/stackd/daemon/storetest"
+	"github.com/stackd/stackd/model"
 )
 
 // TestMain doubles as the lock holder of TestLockHeldByAnotherProcess: with
@@ -78,7 +79,7 @@ func mustClose(t testing.TB, s *Store) {
 	}
 }
 
-func begin(t testing.TB, s *Store, stack string) daemon.Update {
+func begin(t testing.TB, s *Store, stack string) model.Update {
 	t.Helper()
 	u, err := s.BeginUpdate(storetest.NewUpdate(stack))
 	if err != nil {
@@ -99,7 +100,7 @@ func TestPersistence(t *testing.T) {
 		begin(t, s, "api")
 	}
 	u := begin(t, s, "db-eu-1")
-	u.State, u.EndTime, u.Message = daemon.UpdateSucceeded, storetest.T0.Add(time.Minute), "done"
+	u.State, u.EndTime, u.Message = model.UpdateSucceeded, storetest.T0.Add(time.Minute), "done"
 	if err := s.PutUpdate(u); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestPersistence(t *testing.T) {
 	checkPersisted(t, s, u)
 }
 
-func checkPersisted(t *testing.T, s *Store, dbUpdate daemon.Update) {
+func checkPersisted(t *testing.T, s *Store, dbUpdate model.Update) {
 	t.Helper()
 	if v, err := s.SchemaVersion(); err != nil || v != schemaVersion {
 		t.Errorf("SchemaVersion = %d, %v; want %d", v, err, schemaVersion)
@@ -220,7 +221,7 @@ func checkRetained(t *testing.T, s *Store) {
 		_, err := s.Log(id)
 		storetest.WantNotFound(t, "Log("+id+")", err)
 		storetest.WantNotFound(t, "PutLog("+id+")", s.PutLog(id, []byte("x")))
-		storetest.WantNotFound(t, "PutUpdate("+id+")", s.PutUpdate(daemon.Update{Stack: "a-b", Seq: 1}))
+		storetest.WantNotFound(t, "PutUpdate("+id+")", s.PutUpdate(model.Update{Stack: "a-b", Seq: 1}))
 	}
 	err = s.view(func(tx *bbolt.Tx) error {
 		n := tx.Bucket(bucketLogs).Bucket([]byte("a-b")).Stats().KeyN

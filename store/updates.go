@@ -7,8 +7,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/stackd/stackd/daemon"
 	"go.etcd.io/bbolt"
+
+	"github.com/stackd/stackd/model"
 )
 
 // defaultPageSize is the number of records Updates and Revisions return
@@ -21,9 +22,9 @@ const defaultPageSize = 50
 // and, in the same transaction, prunes the stack's oldest updates and
 // their logs beyond Options.HistoryLimit. It returns u as stored. It
 // writes.
-func (s *Store) BeginUpdate(u daemon.Update) (daemon.Update, error) {
+func (s *Store) BeginUpdate(u model.Update) (model.Update, error) {
 	if u.Stack == "" {
-		return daemon.Update{}, errors.New("store: begin update: empty stack name")
+		return model.Update{}, errors.New("store: begin update: empty stack name")
 	}
 	err := s.update(func(tx *bbolt.Tx) error {
 		b, err := tx.Bucket(bucketUpdates).CreateBucketIfNotExists([]byte(u.Stack))
@@ -33,7 +34,7 @@ func (s *Store) BeginUpdate(u daemon.Update) (daemon.Update, error) {
 		if u.Seq, err = b.NextSequence(); err != nil {
 			return err
 		}
-		u.ID = daemon.UpdateID(u.Stack, u.Seq)
+		u.ID = model.UpdateID(u.Stack, u.Seq)
 		v, err := json.Marshal(u)
 		if err != nil {
 			return err
@@ -44,7 +45,7 @@ func (s *Store) BeginUpdate(u daemon.Update) (daemon.Update, error) {
 		return prune(tx, b, []byte(u.Stack), s.opts.HistoryLimit)
 	})
 	if err != nil {
-		return daemon.Update{}, fmt.Errorf("store: begin update of %s: %w", u.Stack, err)
+		return model.Update{}, fmt.Errorf("store: begin update of %s: %w", u.Stack, err)
 	}
 	return u, nil
 }
@@ -90,8 +91,8 @@ func staleKeys(b *bbolt.Bucket, limit int) [][]byte {
 // PutUpdate overwrites the stored update (u.Stack, u.Seq) with u; u.ID is
 // set from them. The error wraps ErrNotFound when that update was never
 // begun or has been pruned. It writes.
-func (s *Store) PutUpdate(u daemon.Update) error {
-	u.ID = daemon.UpdateID(u.Stack, u.Seq)
+func (s *Store) PutUpdate(u model.Update) error {
+	u.ID = model.UpdateID(u.Stack, u.Seq)
 	v, err := json.Marshal(u)
 	if err != nil {
 		return fmt.Errorf("store: put update %s: %w", u.ID, err)
@@ -114,11 +115,11 @@ func (s *Store) PutUpdate(u daemon.Update) error {
 // UTF-8 character), after a line "[… N bytes truncated …]\n". The error
 // wraps ErrNotFound when the update does not exist. It writes.
 func (s *Store) PutLog(id string, log []byte) error {
-	stack, seq, err := daemon.ParseUpdateID(id)
+	stack, seq, err := model.ParseUpdateID(id)
 	if err != nil {
 		return fmt.Errorf("store: put log %s: %w", id, err)
 	}
-	log = daemon.TruncateLog(log, s.opts.LogLimit)
+	log = model.TruncateLog(log, s.opts.LogLimit)
 	err = s.update(func(tx *bbolt.Tx) error {
 		if b := history(tx, stack); b == nil || b.Get(seqKey(seq)) == nil {
 			return ErrNotFound
@@ -137,12 +138,12 @@ func (s *Store) PutLog(id string, log []byte) error {
 
 // Update reads update id; the error wraps ErrNotFound when it does not
 // exist (or id is not an update ID).
-func (s *Store) Update(id string) (daemon.Update, error) {
-	stack, seq, err := daemon.ParseUpdateID(id)
+func (s *Store) Update(id string) (model.Update, error) {
+	stack, seq, err := model.ParseUpdateID(id)
 	if err != nil {
-		return daemon.Update{}, fmt.Errorf("store: update %s: %w", id, err)
+		return model.Update{}, fmt.Errorf("store: update %s: %w", id, err)
 	}
-	var u daemon.Update
+	var u model.Update
 	err = s.view(func(tx *bbolt.Tx) error {
 		b := history(tx, stack)
 		if b == nil {
@@ -155,7 +156,7 @@ func (s *Store) Update(id string) (daemon.Update, error) {
 		return json.Unmarshal(v, &u)
 	})
 	if err != nil {
-		return daemon.Update{}, fmt.Errorf("store: update %s: %w", id, err)
+		return model.Update{}, fmt.Errorf("store: update %s: %w", id, err)
 	}
 	return u, nil
 }
@@ -164,7 +165,7 @@ func (s *Store) Update(id string) (daemon.Update, error) {
 // but has no log yet; the error wraps ErrNotFound when the update does
 // not exist.
 func (s *Store) Log(id string) ([]byte, error) {
-	stack, seq, err := daemon.ParseUpdateID(id)
+	stack, seq, err := model.ParseUpdateID(id)
 	if err != nil {
 		return nil, fmt.Errorf("store: log %s: %w", id, err)
 	}
@@ -188,11 +189,11 @@ func (s *Store) Log(id string) ([]byte, error) {
 // before when before > 0, and at most limit of them (50 when limit <= 0).
 // A stack without updates gives an empty slice. To page, pass the Seq of
 // the last update of a page as the next call's before.
-func (s *Store) Updates(stack string, before uint64, limit int) ([]daemon.Update, error) {
+func (s *Store) Updates(stack string, before uint64, limit int) ([]model.Update, error) {
 	if limit <= 0 {
 		limit = defaultPageSize
 	}
-	out := []daemon.Update{}
+	out := []model.Update{}
 	err := s.view(func(tx *bbolt.Tx) error {
 		b := history(tx, stack)
 		if b == nil {
@@ -200,7 +201,7 @@ func (s *Store) Updates(stack string, before uint64, limit int) ([]daemon.Update
 		}
 		c := b.Cursor()
 		for k, v := newestBefore(c, before); k != nil && len(out) < limit; k, v = c.Prev() {
-			var u daemon.Update
+			var u model.Update
 			if err := json.Unmarshal(v, &u); err != nil {
 				return fmt.Errorf("seq %d: %w", binary.BigEndian.Uint64(k), err)
 			}
@@ -227,19 +228,19 @@ func newestBefore(c *bbolt.Cursor, before uint64) ([]byte, []byte) {
 }
 
 // RunningUpdates reads every update, of every stack, whose State is
-// daemon.UpdateRunning, ordered by stack then Seq. At start these belong
+// model.UpdateRunning, ordered by stack then Seq. At start these belong
 // to a stackd that died; the caller marks them aborted with PutUpdate.
-func (s *Store) RunningUpdates() ([]daemon.Update, error) {
-	out := []daemon.Update{}
+func (s *Store) RunningUpdates() ([]model.Update, error) {
+	out := []model.Update{}
 	err := s.view(func(tx *bbolt.Tx) error {
 		updates := tx.Bucket(bucketUpdates)
 		return updates.ForEachBucket(func(stack []byte) error {
 			return updates.Bucket(stack).ForEach(func(k, v []byte) error {
 				var head struct{ State string }
-				if err := json.Unmarshal(v, &head); err != nil || head.State != daemon.UpdateRunning {
+				if err := json.Unmarshal(v, &head); err != nil || head.State != model.UpdateRunning {
 					return err
 				}
-				var u daemon.Update
+				var u model.Update
 				if err := json.Unmarshal(v, &u); err != nil {
 					return err
 				}

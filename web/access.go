@@ -8,9 +8,9 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"unicode"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/model"
 )
 
 // Access control: every request is identified (a bearer token, else the
@@ -59,7 +59,7 @@ type route struct {
 // trail whatever its outcome: every action but reading, the trail
 // included (refused reads are recorded too, by the guard).
 func (rt route) audited() bool {
-	return rt.Scope != scopeOpen && rt.Scope != scopeAudit && rt.Action != daemon.ActionRead
+	return rt.Scope != scopeOpen && rt.Scope != scopeAudit && rt.Action != access.ActionRead
 }
 
 // Paths of the sign-in endpoints (signin.go).
@@ -82,32 +82,32 @@ func routeOf(method string, u *url.URL) route {
 		return readRoute(seg, u.Query())
 	}
 	if method != http.MethodPost {
-		return daemonWide(daemon.ActionAdmin)
+		return daemonWide(access.ActionAdmin)
 	}
 	switch {
 	case match(seg, "api", "v1", "webhooks", "git"), match(seg, "auth", "logout"):
 		return route{Scope: scopeOpen}
 	case match(seg, "api", "v1", "reload"), match(seg, "config", "reload"):
-		return daemonWide(daemon.ActionReload)
+		return daemonWide(access.ActionReload)
 	case match(seg, "api", "v1", "pause"), match(seg, "api", "v1", "resume"):
-		return daemonWide(daemon.ActionPause)
+		return daemonWide(access.ActionPause)
 	case match(seg, "api", "v1", "stacks", "*", "sync"), match(seg, "stacks", "*", "sync"),
 		match(seg, "api", "v1", "stacks", "*", "preview"), match(seg, "stacks", "*", "preview"):
-		return route{Scope: scopeStack, Action: daemon.ActionSync, Stack: seg[len(seg)-2]}
+		return route{Scope: scopeStack, Action: access.ActionSync, Stack: seg[len(seg)-2]}
 	case match(seg, "api", "v1", "stacks", "*", "approve"), match(seg, "api", "v1", "stacks", "*", "reject"),
 		match(seg, "stacks", "*", "approve"), match(seg, "stacks", "*", "reject"):
-		return route{Scope: scopeStack, Action: daemon.ActionApprove, Stack: seg[len(seg)-2]}
+		return route{Scope: scopeStack, Action: access.ActionApprove, Stack: seg[len(seg)-2]}
 	case match(seg, "api", "v1", "stacks", "*", "cancel"):
-		return route{Scope: scopeStack, Action: daemon.ActionCancel, Stack: seg[3]}
+		return route{Scope: scopeStack, Action: access.ActionCancel, Stack: seg[3]}
 	}
-	return daemonWide(daemon.ActionAdmin)
+	return daemonWide(access.ActionAdmin)
 }
 
 // readRoute maps a GET or HEAD request.
 func readRoute(seg []string, q url.Values) route {
-	stack := func(name string) route { return route{Scope: scopeStack, Action: daemon.ActionRead, Stack: name} }
-	update := func(id string) route { return route{Scope: scopeUpdate, Action: daemon.ActionRead, Update: id} }
-	list := route{Scope: scopeList, Action: daemon.ActionRead}
+	stack := func(name string) route { return route{Scope: scopeStack, Action: access.ActionRead, Stack: name} }
+	update := func(id string) route { return route{Scope: scopeUpdate, Action: access.ActionRead, Update: id} }
+	list := route{Scope: scopeList, Action: access.ActionRead}
 	switch {
 	case len(seg) == 0, match(seg, "api", "v1", "stacks"), match(seg, "previews"), match(seg, "api", "v1", "previews"):
 		return list
@@ -125,13 +125,13 @@ func readRoute(seg []string, q url.Values) route {
 		return update(seg[1])
 	case match(seg, "api", "v1", "audit"), match(seg, "audit"):
 		if stack := q.Get("stack"); stack != "" {
-			return route{Scope: scopeAudit, Action: daemon.ActionRead, Stack: stack}
+			return route{Scope: scopeAudit, Action: access.ActionRead, Stack: stack}
 		}
-		return route{Scope: scopeAudit, Action: daemon.ActionAdmin}
+		return route{Scope: scopeAudit, Action: access.ActionAdmin}
 	case match(seg, "api", "v1", "backup"):
-		return route{Scope: scopeDaemon, Action: daemon.ActionAdmin}
+		return route{Scope: scopeDaemon, Action: access.ActionAdmin}
 	}
-	return route{Scope: scopeDaemon, Action: daemon.ActionRead}
+	return route{Scope: scopeDaemon, Action: access.ActionRead}
 }
 
 // segments splits u's path, cleaned as the mux cleans it, into its
@@ -177,7 +177,7 @@ const (
 
 // identity is who a request is.
 type identity struct {
-	p daemon.Principal
+	p model.Principal
 	// err is set when the request presented a credential that was
 	// refused (only with Options.Access); p is then anonymous.
 	err error
@@ -185,7 +185,7 @@ type identity struct {
 	session bool
 }
 
-var anonymous = daemon.Principal{Kind: daemon.PrincipalAnonymous}
+var anonymous = model.Principal{Kind: model.PrincipalAnonymous}
 
 // identify resolves r's credential: "Authorization: Bearer", else the
 // session cookie, else none. Without Options.Access only the token of
@@ -194,7 +194,7 @@ func (s *Server) identify(r *http.Request) identity {
 	token, hasToken := bearerToken(r)
 	if s.opts.Access == nil {
 		if hasToken && s.opts.Token != "" && equalSecret(token, s.opts.Token) {
-			return identity{p: daemon.Principal{Kind: daemon.PrincipalAdmin}}
+			return identity{p: model.Principal{Kind: model.PrincipalAdmin}}
 		}
 		return identity{p: anonymous}
 	}
@@ -228,14 +228,14 @@ type principalKey struct{}
 
 // principal is who made r, as the guard identified it; anonymous for a
 // request that did not pass through it.
-func principal(r *http.Request) daemon.Principal {
-	if p, ok := r.Context().Value(principalKey{}).(daemon.Principal); ok {
+func principal(r *http.Request) model.Principal {
+	if p, ok := r.Context().Value(principalKey{}).(model.Principal); ok {
 		return p
 	}
 	return anonymous
 }
 
-func withPrincipal(ctx context.Context, p daemon.Principal) context.Context {
+func withPrincipal(ctx context.Context, p model.Principal) context.Context {
 	return context.WithValue(ctx, principalKey{}, p)
 }
 
@@ -249,8 +249,8 @@ func (s *Server) unprotected() bool { return s.opts.Access == nil && s.opts.Toke
 
 // allowed says whether p may take action on stack (nil: daemon-wide),
 // reads being open to everyone unless ReadRequiresToken; when not, why.
-func (s *Server) allowed(p daemon.Principal, action string, stack *daemon.StackRef) (bool, string) {
-	if action == daemon.ActionRead && s.openReads() {
+func (s *Server) allowed(p model.Principal, action string, stack *access.StackRef) (bool, string) {
+	if action == access.ActionRead && s.openReads() {
 		return true, ""
 	}
 	return s.permit(p, action, stack)
@@ -259,11 +259,11 @@ func (s *Server) allowed(p daemon.Principal, action string, stack *daemon.StackR
 // permit asks the roles in force whether p may take action on stack,
 // whether or not reads are open: Options.Access, or without it the
 // single token, which allows everything to its holder.
-func (s *Server) permit(p daemon.Principal, action string, stack *daemon.StackRef) (bool, string) {
+func (s *Server) permit(p model.Principal, action string, stack *access.StackRef) (bool, string) {
 	if s.opts.Access != nil {
 		return s.opts.Access.Allowed(p, action, stack)
 	}
-	if s.unprotected() || p.Kind == daemon.PrincipalAdmin {
+	if s.unprotected() || p.Kind == model.PrincipalAdmin {
 		return true, ""
 	}
 	return false, "a valid API token is required (Authorization: Bearer <token>)"
@@ -272,22 +272,22 @@ func (s *Server) permit(p daemon.Principal, action string, stack *daemon.StackRe
 // consults says whether deciding on action asks Access about the
 // stack: not without Access, nor for reads while they are open.
 func (s *Server) consults(action string) bool {
-	return s.opts.Access != nil && !(action == daemon.ActionRead && s.openReads())
+	return s.opts.Access != nil && !(action == access.ActionRead && s.openReads())
 }
 
 // RoleLister is what an Options.Access may also implement: the roles that
 // would allow action on stack, named in a 403 answer so that the caller
 // knows what to ask for.
 type RoleLister interface {
-	RolesAllowing(action string, stack *daemon.StackRef) []string
+	RolesAllowing(action string, stack *access.StackRef) []string
 }
 
 // stackRef is what a role's selector sees of the stack name: its name,
 // the config source it came from and its labels; only the name for a
 // stack the daemon does not know, or without Access, which has no
 // selectors.
-func (s *Server) stackRef(name string) *daemon.StackRef {
-	ref := &daemon.StackRef{Name: name}
+func (s *Server) stackRef(name string) *access.StackRef {
+	ref := &access.StackRef{Name: name}
 	if s.opts.Access == nil {
 		return ref
 	}
@@ -298,8 +298,8 @@ func (s *Server) stackRef(name string) *daemon.StackRef {
 }
 
 // refOf is a known stack's StackRef.
-func refOf(v *daemon.StackView) *daemon.StackRef {
-	return &daemon.StackRef{Name: v.Name, Source: v.Source, Labels: v.Labels}
+func refOf(v *model.StackView) *access.StackRef {
+	return &access.StackRef{Name: v.Name, Source: v.Source, Labels: v.Labels}
 }
 
 // decision is the guard's verdict on a request.
@@ -318,14 +318,14 @@ func (s *Server) authorize(r *http.Request, id identity, rt route) decision {
 	d := decision{stack: rt.Stack}
 	if !s.consults(rt.Action) && (rt.Scope == scopeStack || rt.Scope == scopeUpdate) {
 		// The answer does not depend on the stack: no need to look it up.
-		d.allowed, d.reason = s.allowed(id.p, rt.Action, &daemon.StackRef{Name: rt.Stack})
+		d.allowed, d.reason = s.allowed(id.p, rt.Action, &access.StackRef{Name: rt.Stack})
 		return d
 	}
 	switch rt.Scope {
 	case scopeStack:
 		d.allowed, d.reason = s.allowed(id.p, rt.Action, s.stackRef(rt.Stack))
 	case scopeUpdate:
-		var ref *daemon.StackRef // an unknown update: read daemon-wide
+		var ref *access.StackRef // an unknown update: read daemon-wide
 		if u, err := s.api.Update(rt.Update); err == nil {
 			ref, d.stack = s.stackRef(u.Stack), u.Stack
 		}
@@ -333,15 +333,15 @@ func (s *Server) authorize(r *http.Request, id identity, rt route) decision {
 	case scopeList:
 		// A signed-in caller sees the stacks they may read; an anonymous
 		// one needs read daemon-wide, or is sent to sign in.
-		if id.p.Kind != daemon.PrincipalAnonymous {
+		if id.p.Kind != model.PrincipalAnonymous {
 			return decision{allowed: true}
 		}
-		d.allowed, d.reason = s.allowed(id.p, daemon.ActionRead, nil)
+		d.allowed, d.reason = s.allowed(id.p, access.ActionRead, nil)
 	case scopeDaemon:
 		d.allowed, d.reason = s.allowed(id.p, rt.Action, nil)
 	case scopeAudit:
 		// The trail names people and addresses: never open to everyone.
-		var ref *daemon.StackRef
+		var ref *access.StackRef
 		if rt.Stack != "" {
 			ref = s.stackRef(rt.Stack)
 		}
@@ -379,12 +379,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		rec, note := &statusRecorder{ResponseWriter: w}, &auditNote{}
 		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), auditNoteKey{}, note)))
-		action, outcome, reason := cmp.Or(note.action, rt.Action), daemon.AuditAllowed, rec.reason()
+		action, outcome, reason := cmp.Or(note.action, rt.Action), model.AuditAllowed, rec.reason()
 		switch {
 		case rec.code() == http.StatusForbidden && note.action != "": // the handler refused the action it took
-			outcome = daemon.AuditDenied
+			outcome = model.AuditDenied
 		case rec.code() >= 400:
-			outcome = daemon.AuditFailed
+			outcome = model.AuditFailed
 		default:
 			reason = note.reason
 		}
@@ -413,9 +413,9 @@ func noteAudit(r *http.Request, action, reason string) {
 // recorded in the audit trail.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, id identity, rt route, d decision) {
 	p := id.p
-	outcome, status := daemon.AuditDenied, http.StatusForbidden
-	if id.err != nil || p.Kind == daemon.PrincipalAnonymous {
-		outcome, status = daemon.AuditUnauthenticated, http.StatusUnauthorized
+	outcome, status := model.AuditDenied, http.StatusForbidden
+	if id.err != nil || p.Kind == model.PrincipalAnonymous {
+		outcome, status = model.AuditUnauthenticated, http.StatusUnauthorized
 	}
 	if id.session && id.err != nil {
 		s.clearCookie(w, r, sessionCookie, "/") // expired or foreign: start afresh
@@ -437,7 +437,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, id identity, rt 
 }
 
 // refuseAPI answers a refused API request in JSON.
-func (s *Server) refuseAPI(w http.ResponseWriter, status int, p daemon.Principal, action string, d decision) {
+func (s *Server) refuseAPI(w http.ResponseWriter, status int, p model.Principal, action string, d decision) {
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="stackd"`)
 		msg := "a valid API token is required (Authorization: Bearer <token>)"
@@ -452,7 +452,7 @@ func (s *Server) refuseAPI(w http.ResponseWriter, status int, p daemon.Principal
 		body["stack"] = d.stack
 	}
 	if rl, ok := s.opts.Access.(RoleLister); ok {
-		var ref *daemon.StackRef
+		var ref *access.StackRef
 		if d.stack != "" {
 			ref = s.stackRef(d.stack)
 		}
@@ -501,21 +501,6 @@ func returnPath(r *http.Request) string {
 		return "/"
 	}
 	return r.URL.RequestURI()
-}
-
-// localPath says whether p is a path of this server that is safe to
-// redirect to: it starts with one slash, and no browser could read it as
-// another host ("//host", and backslashes, which browsers read as
-// slashes, control characters and spaces, which they strip).
-func localPath(p string) bool {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") {
-		return false
-	}
-	if strings.ContainsFunc(p, func(r rune) bool { return r == '\\' || unicode.IsControl(r) || unicode.IsSpace(r) }) {
-		return false
-	}
-	u, err := url.Parse(p)
-	return err == nil && u.Scheme == "" && u.Host == "" && u.User == nil
 }
 
 // statusRecorder notes the status a handler answers and the start of an

@@ -6,28 +6,29 @@ import (
 	"testing"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // mapAPI finds a stack in a map, as the daemon does, rather than in a
 // copy of every stack, as fakeAPI does.
 type mapAPI struct {
 	*fakeAPI
-	byName map[string]daemon.StackView
+	byName map[string]model.StackView
 }
 
 func newMapAPI(f *fakeAPI) *mapAPI {
-	m := &mapAPI{fakeAPI: f, byName: map[string]daemon.StackView{}}
+	m := &mapAPI{fakeAPI: f, byName: map[string]model.StackView{}}
 	for _, v := range f.stacks {
 		m.byName[v.Name] = v
 	}
 	return m
 }
 
-func (m *mapAPI) Stack(name string) (daemon.StackView, error) {
+func (m *mapAPI) Stack(name string) (model.StackView, error) {
 	if v, ok := m.byName[name]; ok {
 		return v, nil
 	}
-	return daemon.StackView{}, daemon.ErrUnknownStack
+	return model.StackView{}, daemon.ErrUnknownStack
 }
 
 func (m *mapAPI) Sync(name string) (string, error) {

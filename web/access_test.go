@@ -12,21 +12,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/audit"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/webtest"
 )
 
 func TestRouteOf(t *testing.T) {
 	open := route{Scope: scopeOpen}
 	stack := func(action, name string) route { return route{Scope: scopeStack, Action: action, Stack: name} }
-	update := func(id string) route { return route{Scope: scopeUpdate, Action: daemon.ActionRead, Update: id} }
-	list := route{Scope: scopeList, Action: daemon.ActionRead}
+	update := func(id string) route { return route{Scope: scopeUpdate, Action: access.ActionRead, Update: id} }
+	list := route{Scope: scopeList, Action: access.ActionRead}
 	daemonWide := func(action string) route { return route{Scope: scopeDaemon, Action: action} }
 	audit := func(name string) route {
 		if name == "" {
-			return route{Scope: scopeAudit, Action: daemon.ActionAdmin}
+			return route{Scope: scopeAudit, Action: access.ActionAdmin}
 		}
-		return route{Scope: scopeAudit, Action: daemon.ActionRead, Stack: name}
+		return route{Scope: scopeAudit, Action: access.ActionRead, Stack: name}
 	}
 	cases := []struct {
 		method, target string
@@ -47,45 +49,45 @@ func TestRouteOf(t *testing.T) {
 		{"GET", "/previews", list},
 		{"GET", "/api/v1/previews", list},
 
-		{"GET", "/api/v1/stacks/app", stack(daemon.ActionRead, "app")},
-		{"HEAD", "/api/v1/stacks/app/updates?limit=5", stack(daemon.ActionRead, "app")},
-		{"GET", "/stacks/app", stack(daemon.ActionRead, "app")},
-		{"GET", "/stacks/a%2Fb", stack(daemon.ActionRead, "a/b")},
+		{"GET", "/api/v1/stacks/app", stack(access.ActionRead, "app")},
+		{"HEAD", "/api/v1/stacks/app/updates?limit=5", stack(access.ActionRead, "app")},
+		{"GET", "/stacks/app", stack(access.ActionRead, "app")},
+		{"GET", "/stacks/a%2Fb", stack(access.ActionRead, "a/b")},
 		{"GET", "/api/v1/updates/app-3/log?follow=1", update("app-3")},
 		{"GET", "/previews/app-4", update("app-4")},
 
-		{"GET", "/config", daemonWide(daemon.ActionRead)},
-		{"GET", "/api/v1/config", daemonWide(daemon.ActionRead)},
-		{"GET", "/api/v1/config/revisions", daemonWide(daemon.ActionRead)},
-		{"GET", "/api/v1/cluster", daemonWide(daemon.ActionRead)},
-		{"GET", "/metrics", daemonWide(daemon.ActionRead)},
-		{"GET", "/api/v1/nothing", daemonWide(daemon.ActionRead)},
-		{"GET", "/api/v1/backup", daemonWide(daemon.ActionAdmin)},
+		{"GET", "/config", daemonWide(access.ActionRead)},
+		{"GET", "/api/v1/config", daemonWide(access.ActionRead)},
+		{"GET", "/api/v1/config/revisions", daemonWide(access.ActionRead)},
+		{"GET", "/api/v1/cluster", daemonWide(access.ActionRead)},
+		{"GET", "/metrics", daemonWide(access.ActionRead)},
+		{"GET", "/api/v1/nothing", daemonWide(access.ActionRead)},
+		{"GET", "/api/v1/backup", daemonWide(access.ActionAdmin)},
 		{"GET", "/api/v1/audit", audit("")},
 		{"GET", "/api/v1/audit?stack=app&since=24h", audit("app")},
 		{"GET", "/audit?stack=db", audit("db")},
 
-		{"POST", "/api/v1/stacks/app/sync", stack(daemon.ActionSync, "app")},
-		{"POST", "/stacks/app/sync", stack(daemon.ActionSync, "app")},
-		{"POST", "/stacks/a%2Fb/sync", stack(daemon.ActionSync, "a/b")},
-		{"POST", "/api/v1/stacks/app/approve", stack(daemon.ActionApprove, "app")},
-		{"POST", "/api/v1/stacks/app/cancel", stack(daemon.ActionCancel, "app")},
-		{"POST", "/api/v1/reload", daemonWide(daemon.ActionReload)},
-		{"POST", "/api/v1/pause?wait=1s", daemonWide(daemon.ActionPause)},
-		{"POST", "/api/v1/resume", daemonWide(daemon.ActionPause)},
+		{"POST", "/api/v1/stacks/app/sync", stack(access.ActionSync, "app")},
+		{"POST", "/stacks/app/sync", stack(access.ActionSync, "app")},
+		{"POST", "/stacks/a%2Fb/sync", stack(access.ActionSync, "a/b")},
+		{"POST", "/api/v1/stacks/app/approve", stack(access.ActionApprove, "app")},
+		{"POST", "/api/v1/stacks/app/cancel", stack(access.ActionCancel, "app")},
+		{"POST", "/api/v1/reload", daemonWide(access.ActionReload)},
+		{"POST", "/api/v1/pause?wait=1s", daemonWide(access.ActionPause)},
+		{"POST", "/api/v1/resume", daemonWide(access.ActionPause)},
 
 		// What no entry names is closed: admin for anything that may
 		// change something.
-		{"POST", "/api/v1/stacks/app", daemonWide(daemon.ActionAdmin)},
-		{"POST", "/api/v1/stacks/app/destroy", daemonWide(daemon.ActionAdmin)},
-		{"PUT", "/api/v1/stacks/app/sync", daemonWide(daemon.ActionAdmin)},
-		{"DELETE", "/api/v1/stacks/app", daemonWide(daemon.ActionAdmin)},
-		{"OPTIONS", "/healthz", daemonWide(daemon.ActionAdmin)},
-		{"POST", "/healthz", daemonWide(daemon.ActionAdmin)},
+		{"POST", "/api/v1/stacks/app", daemonWide(access.ActionAdmin)},
+		{"POST", "/api/v1/stacks/app/destroy", daemonWide(access.ActionAdmin)},
+		{"PUT", "/api/v1/stacks/app/sync", daemonWide(access.ActionAdmin)},
+		{"DELETE", "/api/v1/stacks/app", daemonWide(access.ActionAdmin)},
+		{"OPTIONS", "/healthz", daemonWide(access.ActionAdmin)},
+		{"POST", "/healthz", daemonWide(access.ActionAdmin)},
 		// Paths are cleaned as the mux cleans them.
-		{"POST", "/api/v1/../v1/stacks/app/sync", stack(daemon.ActionSync, "app")},
-		{"POST", "//api/v1/reload", daemonWide(daemon.ActionReload)},
-		{"GET", "/stacks/app/", stack(daemon.ActionRead, "app")},
+		{"POST", "/api/v1/../v1/stacks/app/sync", stack(access.ActionSync, "app")},
+		{"POST", "//api/v1/reload", daemonWide(access.ActionReload)},
+		{"GET", "/stacks/app/", stack(access.ActionRead, "app")},
 	}
 	for _, c := range cases {
 		u, err := url.ParseRequestURI(c.target) // as the server parses it
@@ -98,51 +100,38 @@ func TestRouteOf(t *testing.T) {
 	}
 }
 
-func TestLocalPath(t *testing.T) {
-	for p, want := range map[string]bool{
-		"/": true, "/stacks/app": true, "/?health=Degraded&q=x": true, "/audit?stack=a%2Fb": true,
-		"": false, "stacks": false, "//evil.example/": false, "/\\evil.example": false,
-		"https://evil.example/": false, "/a\nb": false, "javascript:alert(1)": false, "/\t/evil.example": false,
-		"/a\\b": false, "/ /evil.example": false,
-	} {
-		if got := localPath(p); got != want {
-			t.Errorf("localPath(%q) = %v, want %v", p, got, want)
-		}
-	}
-}
-
 // fakeAccess knows tokens and session cookies by value and grants
 // actions by principal name ("" for anonymous requests): each grant is
 // an action (admin allows all) and a stack glob, empty for every stack
 // and daemon-wide, or "label:KEY=VALUE" for the stacks with that label.
 type fakeAccess struct {
-	tokens   map[string]daemon.Principal
-	sessions map[string]daemon.Principal
+	tokens   map[string]model.Principal
+	sessions map[string]model.Principal
 	grants   map[string][]grant
 }
 
 type grant struct{ action, glob string }
 
-func (f *fakeAccess) Bearer(tok string) (daemon.Principal, error) {
+func (f *fakeAccess) Bearer(tok string) (model.Principal, error) {
 	if p, ok := f.tokens[tok]; ok {
 		return p, nil
 	}
-	return anonymous, fmt.Errorf("unknown or revoked API token: %w", daemon.ErrUnauthenticated)
+	return anonymous, fmt.Errorf("unknown or revoked API token: %w", access.ErrUnauthenticated)
 }
 
-func (f *fakeAccess) Session(c string) (daemon.Principal, error) {
+func (f *fakeAccess) Session(c string) (model.Principal, error) {
 	if p, ok := f.sessions[c]; ok {
 		return p, nil
 	}
-	return anonymous, fmt.Errorf("session: bad signature: %w", daemon.ErrUnauthenticated)
+	return anonymous, fmt.Errorf("session: bad signature: %w", access.ErrUnauthenticated)
 }
 
-func (f *fakeAccess) Allowed(p daemon.Principal, action string, stack *daemon.StackRef) (bool, string) {
-	if p.Kind == daemon.PrincipalAdmin {
+func (f *fakeAccess) Allowed(p model.Principal, action string, stack *access.StackRef) (bool, string) {
+	if p.Kind == model.PrincipalAdmin {
 		return true, ""
 	}
 	for _, g := range f.grants[p.Name] {
-		if g.action != action && g.action != daemon.ActionAdmin {
+		if g.action != action && g.action != access.ActionAdmin {
 			continue
 		}
 		if g.glob == "" {
@@ -169,7 +158,7 @@ func (f *fakeAccess) Allowed(p daemon.Principal, action string, stack *daemon.St
 }
 
 // RolesAllowing makes fakeAccess a RoleLister.
-func (f *fakeAccess) RolesAllowing(action string, stack *daemon.StackRef) []string {
+func (f *fakeAccess) RolesAllowing(action string, stack *access.StackRef) []string {
 	return []string{"operator"}
 }
 
@@ -186,18 +175,18 @@ const (
 // only; the admin token does everything.
 func newFakeAccess() *fakeAccess {
 	return &fakeAccess{
-		tokens: map[string]daemon.Principal{
-			viewerToken:   {Kind: daemon.PrincipalToken, Name: "ci-viewer"},
-			operatorToken: {Kind: daemon.PrincipalToken, Name: "ci"},
-			adminToken:    {Kind: daemon.PrincipalAdmin},
+		tokens: map[string]model.Principal{
+			viewerToken:   {Kind: model.PrincipalToken, Name: "ci-viewer"},
+			operatorToken: {Kind: model.PrincipalToken, Name: "ci"},
+			adminToken:    {Kind: model.PrincipalAdmin},
 		},
-		sessions: map[string]daemon.Principal{
-			aliceCookie: {Kind: daemon.PrincipalUser, Name: "alice", Subject: "sub-1", Groups: []string{"dev", "ops"}},
+		sessions: map[string]model.Principal{
+			aliceCookie: {Kind: model.PrincipalUser, Name: "alice", Subject: "sub-1", Groups: []string{"dev", "ops"}},
 		},
 		grants: map[string][]grant{
-			"ci-viewer": {{daemon.ActionRead, ""}},
-			"ci":        {{daemon.ActionRead, ""}, {daemon.ActionSync, "*"}},
-			"alice":     {{daemon.ActionRead, "app*"}, {daemon.ActionSync, "app*"}},
+			"ci-viewer": {{access.ActionRead, ""}},
+			"ci":        {{access.ActionRead, ""}, {access.ActionSync, "*"}},
+			"alice":     {{access.ActionRead, "app*"}, {access.ActionSync, "app*"}},
 		},
 	}
 }
@@ -205,11 +194,11 @@ func newFakeAccess() *fakeAccess {
 // memAudit is an AuditLog in memory.
 type memAudit struct {
 	mu      sync.Mutex
-	entries []daemon.AuditEntry
+	entries []model.AuditEntry
 	err     error
 }
 
-func (m *memAudit) PutAudit(e daemon.AuditEntry) (daemon.AuditEntry, error) {
+func (m *memAudit) PutAudit(e model.AuditEntry) (model.AuditEntry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.err != nil {
@@ -220,10 +209,10 @@ func (m *memAudit) PutAudit(e daemon.AuditEntry) (daemon.AuditEntry, error) {
 	return e, nil
 }
 
-func (m *memAudit) Audit(f daemon.AuditFilter) ([]daemon.AuditEntry, error) {
+func (m *memAudit) Audit(f audit.Filter) ([]model.AuditEntry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []daemon.AuditEntry
+	var out []model.AuditEntry
 	for i := len(m.entries) - 1; i >= 0; i-- {
 		e := m.entries[i]
 		if f.Matches(e) && (f.Before == 0 || e.Seq < f.Before) && (f.Limit == 0 || len(out) < f.Limit) {
@@ -236,7 +225,7 @@ func (m *memAudit) Audit(f daemon.AuditFilter) ([]daemon.AuditEntry, error) {
 func (m *memAudit) PruneAudit(time.Time) (int, error) { return 0, nil }
 
 // all is every entry, oldest first.
-func (m *memAudit) all() []daemon.AuditEntry {
+func (m *memAudit) all() []model.AuditEntry {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.Clone(m.entries)
@@ -244,10 +233,10 @@ func (m *memAudit) all() []daemon.AuditEntry {
 
 // twoStacks is a daemon with the stacks app and db.
 func twoStacks() *fakeAPI {
-	return &fakeAPI{stacks: []daemon.StackView{
+	return &fakeAPI{stacks: []model.StackView{
 		{Name: "app", Spec: map[string]any{"stack": "dev"}, Source: "/etc/stackd/app.yaml"},
 		{Name: "db", Spec: map[string]any{"stack": "prod"}, Source: "/etc/stackd/db.yaml"},
-	}, updates: []daemon.Update{{ID: "db-1", Stack: "db", Seq: 1, State: daemon.UpdateSucceeded}},
+	}, updates: []model.Update{{ID: "db-1", Stack: "db", Seq: 1, State: model.UpdateSucceeded}},
 		logs: map[string][]byte{"db-1": []byte("db's log\n")}}
 }
 
@@ -260,9 +249,9 @@ func twoStacks() *fakeAPI {
 func TestAccessByLabel(t *testing.T) {
 	api := twoStacks()
 	api.stacks[0].Labels = map[string]string{"team": "a"}
-	access := newFakeAccess()
-	access.grants["ci"] = []grant{{daemon.ActionSync, "label:team=a"}}
-	_, base := startWith(t, Options{API: api, Access: access, Audit: &memAudit{}})
+	fa := newFakeAccess()
+	fa.grants["ci"] = []grant{{access.ActionSync, "label:team=a"}}
+	_, base := startWith(t, Options{API: api, Access: fa, Audit: &memAudit{}})
 	if code, v := callWith(t, "POST", base+"/api/v1/stacks/app/sync", bearer(operatorToken), ""); code != http.StatusAccepted {
 		t.Errorf("sync of the labelled stack = %d %v", code, v)
 	}
@@ -299,11 +288,11 @@ func TestAccessSync(t *testing.T) {
 
 	got := trail.all()
 	want := []struct{ kind, name, outcome string }{
-		{daemon.PrincipalToken, "ci-viewer", daemon.AuditDenied},
-		{daemon.PrincipalAnonymous, "", daemon.AuditUnauthenticated},
-		{daemon.PrincipalAnonymous, "", daemon.AuditUnauthenticated},
-		{daemon.PrincipalToken, "ci", daemon.AuditAllowed},
-		{daemon.PrincipalToken, "ci", daemon.AuditFailed},
+		{model.PrincipalToken, "ci-viewer", model.AuditDenied},
+		{model.PrincipalAnonymous, "", model.AuditUnauthenticated},
+		{model.PrincipalAnonymous, "", model.AuditUnauthenticated},
+		{model.PrincipalToken, "ci", model.AuditAllowed},
+		{model.PrincipalToken, "ci", model.AuditFailed},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("audit trail: %+v", got)
@@ -311,7 +300,7 @@ func TestAccessSync(t *testing.T) {
 	// The two unauthenticated ones came in either order (map).
 	for i, w := range want {
 		e := got[i]
-		if e.Principal.Kind != w.kind || e.Principal.Name != w.name || e.Outcome != w.outcome || e.Action != daemon.ActionSync {
+		if e.Principal.Kind != w.kind || e.Principal.Name != w.name || e.Outcome != w.outcome || e.Action != access.ActionSync {
 			t.Errorf("entry %d = %+v, want %+v", i, e, w)
 		}
 		if e.Method != "POST" || e.Node != "node-1" || e.Remote != "127.0.0.1" || e.Time.IsZero() {
@@ -383,7 +372,7 @@ func TestAccessReadsOpen(t *testing.T) {
 	if resp, _ := send(t, "GET", base+"/healthz", bearer("revoked-token-secret"), ""); resp.StatusCode != http.StatusOK {
 		t.Errorf("a probe with a revoked token = %d", resp.StatusCode)
 	}
-	if got := trail.all(); len(got) != 1 || got[0].Outcome != daemon.AuditUnauthenticated || got[0].Action != daemon.ActionRead {
+	if got := trail.all(); len(got) != 1 || got[0].Outcome != model.AuditUnauthenticated || got[0].Action != access.ActionRead {
 		t.Errorf("audit trail = %+v, want the one refused read", got)
 	}
 }
@@ -393,11 +382,11 @@ func TestAccessReadsOpen(t *testing.T) {
 // the config; anonymous API reads get 401; refused reads are recorded.
 func TestAccessReadsFollowRoles(t *testing.T) {
 	api, trail := twoStacks(), &memAudit{}
-	api.stacks = append(api.stacks, daemon.StackView{Name: "app-2", Source: "/etc/stackd/app.yaml"})
+	api.stacks = append(api.stacks, model.StackView{Name: "app-2", Source: "/etc/stackd/app.yaml"})
 	_, base := startWith(t, Options{API: api, Access: newFakeAccess(), Audit: trail, ReadRequiresToken: true})
 	alice := http.Header{"Cookie": {sessionCookie + "=" + aliceCookie}}
 
-	var list struct{ Stacks []daemon.StackView }
+	var list struct{ Stacks []model.StackView }
 	resp, body := send(t, "GET", base+"/api/v1/stacks", alice, "")
 	if err := json.Unmarshal(body, &list); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("alice's list = %d %s", resp.StatusCode, body)
@@ -428,7 +417,7 @@ func TestAccessReadsFollowRoles(t *testing.T) {
 	webtest.WantLacks(t, page, `href="/stacks/db"`)
 	denied := 0
 	for _, e := range trail.all() {
-		if e.Outcome == daemon.AuditDenied && e.Principal.Name == "alice" {
+		if e.Outcome == model.AuditDenied && e.Principal.Name == "alice" {
 			denied++
 		}
 		if e.Path == "/api/v1/updates/db-1/log" && e.Stack != "db" {
@@ -507,7 +496,7 @@ func TestAccessSignInRedirect(t *testing.T) {
 		t.Errorf("the forged session cookie is not deleted: %+v", c)
 	}
 	last := trail.all()[len(trail.all())-1]
-	if last.Outcome != daemon.AuditUnauthenticated || !strings.Contains(last.Reason, "bad signature") || last.Status != http.StatusSeeOther {
+	if last.Outcome != model.AuditUnauthenticated || !strings.Contains(last.Reason, "bad signature") || last.Status != http.StatusSeeOther {
 		t.Errorf("the forged session's record = %+v", last)
 	}
 }

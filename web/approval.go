@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/view"
 )
 
@@ -54,7 +55,7 @@ func (s *Server) decidePlan(r *http.Request, approve bool) (planDecision, error)
 	if err != nil {
 		return d, &badRequest{err}
 	}
-	name, who := r.PathValue("name"), actorOf(principal(r))
+	name, who := r.PathValue("name"), principal(r).String()
 	if approve {
 		err = a.Approve(name, d.Plan, who)
 	} else {
@@ -99,9 +100,9 @@ func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request, approve bool)
 		writeError(w, decisionStatus(err), err.Error())
 		return
 	}
-	state := daemon.GateApproved
+	state := model.GateApproved
 	if !approve {
-		state = daemon.GateRejected
+		state = model.GateRejected
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"name": r.PathValue("name"), "plan": d.Plan, "state": state})
 }

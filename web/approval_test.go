@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/webtest"
 )
 
@@ -28,11 +29,11 @@ const fakePlan = "0123456789abcdef"
 func newApprovalsAPI() *approvalsAPI {
 	a := &approvalsAPI{uiFakeAPI: newUIFakeAPI()}
 	db := &a.stacks[1]
-	db.Status.Gate = &daemon.Gate{State: daemon.GateAwaiting, Reason: "approval is required: 1 resource(s) change",
+	db.Status.Gate = &model.Gate{State: model.GateAwaiting, Reason: "approval is required: 1 resource(s) change",
 		Commit: "0123456789abcdef0123456789abcdef01234567", Update: "db-9",
-		Plan:    &daemon.Plan{ID: fakePlan, Digest: "feedfacecafebeef0000"},
+		Plan:    &model.Plan{ID: fakePlan, Digest: "feedfacecafebeef0000"},
 		Changes: map[string]int{"update": 1},
-		Steps:   []daemon.Step{{Op: "update", URN: "urn:pulumi:prod::db::aws:rds/instance:Instance::main", Type: "aws:rds/instance:Instance", Diffs: []string{"<size>"}}},
+		Steps:   []model.Step{{Op: "update", URN: "urn:pulumi:prod::db::aws:rds/instance:Instance::main", Type: "aws:rds/instance:Instance", Diffs: []string{"<size>"}}},
 		Created: time.Now(), Expires: time.Now().Add(time.Hour)}
 	return a
 }
@@ -164,8 +165,8 @@ func TestAPIApproval(t *testing.T) {
 func TestUIApprovalDestroy(t *testing.T) {
 	api := newApprovalsAPI()
 	g := api.stacks[1].Status.Gate
-	g.Type, g.Commit = daemon.UpdateDestroy, ""
-	g.Steps = []daemon.Step{{Op: "delete", URN: "urn:pulumi:prod::db::aws:rds/instance:Instance::main", Type: "aws:rds/instance:Instance"}}
+	g.Type, g.Commit = model.UpdateDestroy, ""
+	g.Steps = []model.Step{{Op: "delete", URN: "urn:pulumi:prod::db::aws:rds/instance:Instance::main", Type: "aws:rds/instance:Instance"}}
 	page := getPage(t, startUI(t, api)+"/stacks/db", http.StatusOK)
 	webtest.WantContains(t, page, "Destroy awaiting approval", "approving destroys the resources below",
 		"urn:pulumi:prod::db::aws:rds/instance:Instance::main", `action="/stacks/db/approve"`, `name="plan" value="`+fakePlan+`"`)

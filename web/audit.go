@@ -12,7 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/audit"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/view"
 )
 
@@ -38,7 +39,7 @@ const (
 // record writes one entry to the audit trail and counts it in the
 // metrics. A failure to write is logged: the request it records has been
 // answered already.
-func (s *Server) record(r *http.Request, p daemon.Principal, action, stack, outcome string, status int, reason string) {
+func (s *Server) record(r *http.Request, p model.Principal, action, stack, outcome string, status int, reason string) {
 	if s.opts.Metrics != nil {
 		s.opts.Metrics.Audited(action, outcome)
 	}
@@ -46,13 +47,13 @@ func (s *Server) record(r *http.Request, p daemon.Principal, action, stack, outc
 		return
 	}
 	now := time.Now()
-	if outcome == daemon.AuditUnauthenticated && !s.unauthLimit.allow(now) {
+	if outcome == model.AuditUnauthenticated && !s.unauthLimit.allow(now) {
 		if s.opts.Metrics != nil {
 			s.opts.Metrics.AuditDropped()
 		}
 		return
 	}
-	e := daemon.AuditEntry{Time: now.UTC(), Principal: p, Action: action, Stack: stack, Method: r.Method,
+	e := model.AuditEntry{Time: now.UTC(), Principal: p, Action: action, Stack: stack, Method: r.Method,
 		Path: view.Clip(r.URL.Path, maxAuditPath), Remote: view.Clip(remoteOf(r), maxAuditRemote), Outcome: outcome,
 		Status: status, Reason: view.Clip(reason, maxReason), Node: s.opts.Node}
 	if _, err := s.opts.Audit.PutAudit(e); err != nil {
@@ -118,8 +119,8 @@ const (
 // auditQuery reads ?stack=&actor=&since=&before=&limit= into a filter.
 // since is a time (RFC 3339) or how long ago (a duration such as 90m,
 // 24h or 7d).
-func auditQuery(q url.Values, now time.Time) (daemon.AuditFilter, error) {
-	f := daemon.AuditFilter{Stack: q.Get("stack"), Actor: q.Get("actor"), Limit: defaultAuditPage}
+func auditQuery(q url.Values, now time.Time) (audit.Filter, error) {
+	f := audit.Filter{Stack: q.Get("stack"), Actor: q.Get("actor"), Limit: defaultAuditPage}
 	if v := q.Get("since"); v != "" {
 		t, err := parseSince(v, now)
 		if err != nil {
@@ -163,7 +164,7 @@ func parseSince(v string, now time.Time) (time.Time, error) {
 
 // auditPage lists the entries f selects, newest first, and the Seq to ask
 // the next page before (0 on the last page).
-func (s *Server) auditPage(f daemon.AuditFilter) ([]daemon.AuditEntry, uint64, error) {
+func (s *Server) auditPage(f audit.Filter) ([]model.AuditEntry, uint64, error) {
 	limit := f.Limit
 	f.Limit++ // one more tells whether there is a next page
 	entries, err := s.opts.Audit.Audit(f)
@@ -176,7 +177,7 @@ func (s *Server) auditPage(f daemon.AuditFilter) ([]daemon.AuditEntry, uint64, e
 		next = entries[limit-1].Seq
 	}
 	if entries == nil {
-		entries = []daemon.AuditEntry{}
+		entries = []model.AuditEntry{}
 	}
 	return entries, next, nil
 }
@@ -235,17 +236,4 @@ func (s *Server) uiAudit(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.render(w, http.StatusOK, "audit.html", p)
-}
-
-// actorOf names an entry's principal for the audit page.
-func actorOf(p daemon.Principal) string {
-	switch p.Kind {
-	case daemon.PrincipalUser:
-		return p.Name
-	case daemon.PrincipalToken:
-		return "token " + p.Name
-	case daemon.PrincipalAdmin:
-		return "admin token"
-	}
-	return "anonymous"
 }

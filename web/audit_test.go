@@ -11,7 +11,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/audit"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/metrics"
 	"github.com/stackd/stackd/web/webtest"
 )
@@ -40,7 +42,7 @@ func TestAuditQuery(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	q := url.Values{"stack": {"app"}, "actor": {"ci"}, "since": {"1h"}, "before": {"42"}, "limit": {"5000"}}
 	f, err := auditQuery(q, now)
-	want := daemon.AuditFilter{Stack: "app", Actor: "ci", Since: now.Add(-time.Hour), Before: 42, Limit: maxAuditPage}
+	want := audit.Filter{Stack: "app", Actor: "ci", Since: now.Add(-time.Hour), Before: 42, Limit: maxAuditPage}
 	if err != nil || f != want {
 		t.Errorf("auditQuery = %+v, %v; want %+v", f, err, want)
 	}
@@ -59,11 +61,11 @@ func TestAuditQuery(t *testing.T) {
 // work; the answer holds no credential.
 func TestAuditAPI(t *testing.T) {
 	trail := &memAudit{}
-	for i, e := range []daemon.AuditEntry{
-		{Principal: daemon.Principal{Kind: daemon.PrincipalToken, Name: "ci"}, Action: "sync", Stack: "app", Outcome: "allowed"},
-		{Principal: daemon.Principal{Kind: daemon.PrincipalUser, Name: "alice"}, Action: "sync", Stack: "db", Outcome: "denied"},
-		{Principal: daemon.Principal{Kind: daemon.PrincipalToken, Name: "ci"}, Action: "sync", Stack: "app", Outcome: "allowed"},
-		{Principal: daemon.Principal{Kind: daemon.PrincipalAdmin}, Action: "reload", Outcome: "allowed"},
+	for i, e := range []model.AuditEntry{
+		{Principal: model.Principal{Kind: model.PrincipalToken, Name: "ci"}, Action: "sync", Stack: "app", Outcome: "allowed"},
+		{Principal: model.Principal{Kind: model.PrincipalUser, Name: "alice"}, Action: "sync", Stack: "db", Outcome: "denied"},
+		{Principal: model.Principal{Kind: model.PrincipalToken, Name: "ci"}, Action: "sync", Stack: "app", Outcome: "allowed"},
+		{Principal: model.Principal{Kind: model.PrincipalAdmin}, Action: "reload", Outcome: "allowed"},
 	} {
 		e.Time = time.Now().Add(time.Duration(i-10) * time.Hour)
 		if _, err := trail.PutAudit(e); err != nil {
@@ -71,7 +73,7 @@ func TestAuditAPI(t *testing.T) {
 		}
 	}
 	acc := newFakeAccess()
-	acc.grants["ci-viewer"] = []grant{{daemon.ActionRead, "app"}}
+	acc.grants["ci-viewer"] = []grant{{access.ActionRead, "app"}}
 	_, base := startWith(t, Options{API: twoStacks(), Access: acc, Audit: trail})
 	if _, v := callWith(t, "GET", base+"/api/v1/audit?limit=2", bearer(adminToken), ""); v["next"] != "3" {
 		t.Errorf("next = %v, want 3", v["next"])
@@ -126,10 +128,10 @@ func TestAuditAPI(t *testing.T) {
 // stack and the outcome, and filters.
 func TestAuditPage(t *testing.T) {
 	trail := &memAudit{}
-	_, _ = trail.PutAudit(daemon.AuditEntry{Time: time.Now(), Principal: daemon.Principal{Kind: daemon.PrincipalUser, Name: "alice",
+	_, _ = trail.PutAudit(model.AuditEntry{Time: time.Now(), Principal: model.Principal{Kind: model.PrincipalUser, Name: "alice",
 		Groups: []string{"dev"}}, Action: "sync", Stack: "db", Outcome: "denied", Method: "POST", Path: "/stacks/db/sync",
 		Status: 403, Remote: "192.0.2.7", Reason: "user alice may not sync stack db", Node: "node-2"})
-	_, _ = trail.PutAudit(daemon.AuditEntry{Time: time.Now(), Principal: daemon.Principal{Kind: daemon.PrincipalToken, Name: "ci"},
+	_, _ = trail.PutAudit(model.AuditEntry{Time: time.Now(), Principal: model.Principal{Kind: model.PrincipalToken, Name: "ci"},
 		Action: "sync", Stack: "app", Outcome: "allowed", Method: "POST", Path: "/api/v1/stacks/app/sync", Status: 202})
 	_, base := startWith(t, Options{API: twoStacks(), Access: newFakeAccess(), Audit: trail})
 	resp, page := fetch(t, "GET", base+"/audit", bearer(adminToken))
@@ -137,10 +139,10 @@ func TestAuditPage(t *testing.T) {
 		t.Fatalf("audit page = %d\n%s", resp.StatusCode, page)
 	}
 	wantNav(t, page, "Audit")
-	webtest.WantContains(t, page, "alice", "dev", "token ci", `href="/stacks/db"`, "outcome-denied", "POST /stacks/db/sync</code> 403",
+	webtest.WantContains(t, page, "alice", "dev", "token:ci", `href="/stacks/db"`, "outcome-denied", "POST /stacks/db/sync</code> 403",
 		"192.0.2.7", "replica node-2", "user alice may not sync stack db")
 	_, page = fetch(t, "GET", base+"/audit?stack=app", bearer(adminToken))
-	webtest.WantContains(t, page, "token ci", `value="app"`)
+	webtest.WantContains(t, page, "token:ci", `value="app"`)
 	webtest.WantLacks(t, page, "alice")
 	if resp, _ := fetch(t, "GET", base+"/audit", bearer(operatorToken)); resp.StatusCode != 403 {
 		t.Errorf("the operator's audit page = %d", resp.StatusCode)

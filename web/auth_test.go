@@ -7,7 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/metrics"
 )
 
@@ -107,25 +108,25 @@ func TestIdentifyToken(t *testing.T) {
 		auth string
 		want string
 	}{
-		{open, "", daemon.PrincipalAnonymous},
-		{open, "Bearer tok", daemon.PrincipalAnonymous},
-		{closed, "", daemon.PrincipalAnonymous},
-		{closed, "Bearer tok2", daemon.PrincipalAnonymous},
-		{closed, "Basic tok", daemon.PrincipalAnonymous},
-		{closed, "Bearer tok", daemon.PrincipalAdmin},
-		{closed, "bearer  tok ", daemon.PrincipalAdmin},
+		{open, "", model.PrincipalAnonymous},
+		{open, "Bearer tok", model.PrincipalAnonymous},
+		{closed, "", model.PrincipalAnonymous},
+		{closed, "Bearer tok2", model.PrincipalAnonymous},
+		{closed, "Basic tok", model.PrincipalAnonymous},
+		{closed, "Bearer tok", model.PrincipalAdmin},
+		{closed, "bearer  tok ", model.PrincipalAdmin},
 	} {
 		if id := c.s.identify(req(c.auth)); id.p.Kind != c.want || id.err != nil {
 			t.Errorf("token %q, Authorization %q: %+v, want %s", c.s.opts.Token, c.auth, id, c.want)
 		}
 	}
-	if ok, _ := open.allowed(anonymous, daemon.ActionSync, &daemon.StackRef{Name: "app"}); !ok {
+	if ok, _ := open.allowed(anonymous, access.ActionSync, &access.StackRef{Name: "app"}); !ok {
 		t.Error("without a token, an anonymous sync is refused")
 	}
-	if ok, _ := closed.allowed(anonymous, daemon.ActionSync, &daemon.StackRef{Name: "app"}); ok {
+	if ok, _ := closed.allowed(anonymous, access.ActionSync, &access.StackRef{Name: "app"}); ok {
 		t.Error("with a token, an anonymous sync is allowed")
 	}
-	if ok, _ := closed.allowed(anonymous, daemon.ActionRead, &daemon.StackRef{Name: "app"}); !ok {
+	if ok, _ := closed.allowed(anonymous, access.ActionRead, &access.StackRef{Name: "app"}); !ok {
 		t.Error("with a token, an anonymous read is refused")
 	}
 }

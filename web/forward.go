@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // In a cluster, some writes about a stack can only be made by the
@@ -85,7 +85,7 @@ func asksOverride(r *http.Request) bool {
 // forward passes r to the replica at base and returns its answer. A
 // failure to reach it is answered 502 and audited here, as the holder
 // audits nothing then.
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, base string, p daemon.Principal, rt route) {
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, base string, p model.Principal, rt route) {
 	target, err := url.Parse(base)
 	if err != nil || (target.Scheme != "http" && target.Scheme != "https") {
 		s.unreachable(w, r, p, rt, "the replica holding the stack advertises no usable URL")
@@ -111,7 +111,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, base string, p 
 }
 
 // unreachable answers and audits a request the holder could not get.
-func (s *Server) unreachable(w http.ResponseWriter, r *http.Request, p daemon.Principal, rt route, why string) {
+func (s *Server) unreachable(w http.ResponseWriter, r *http.Request, p model.Principal, rt route, why string) {
 	writeError(w, http.StatusBadGateway, why)
-	s.record(r, p, rt.Action, rt.Stack, daemon.AuditFailed, http.StatusBadGateway, why)
+	s.record(r, p, rt.Action, rt.Stack, model.AuditFailed, http.StatusBadGateway, why)
 }

@@ -8,7 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/model"
 )
 
 // heldElsewhere is an approvals API whose stack db another replica, at
@@ -32,13 +33,13 @@ func (h *heldElsewhere) HolderURL(stack string) string {
 // passed request on again, and answers 502 (audited) when the holder
 // cannot be reached.
 func TestForwardToHolder(t *testing.T) {
-	access := newFakeAccess()
-	access.grants["ci"] = append(access.grants["ci"], grant{daemon.ActionApprove, "*"})
+	fa := newFakeAccess()
+	fa.grants["ci"] = append(fa.grants["ci"], grant{access.ActionApprove, "*"})
 	holder, holderTrail := &heldElsewhere{approvalsAPI: newApprovalsAPI()}, &memAudit{}
-	_, holderURL := startWith(t, Options{API: holder, Access: access, Audit: holderTrail, Node: "node-2"})
+	_, holderURL := startWith(t, Options{API: holder, Access: fa, Audit: holderTrail, Node: "node-2"})
 	here, trail := &heldElsewhere{approvalsAPI: newApprovalsAPI()}, &memAudit{}
 	here.holder.Store(&holderURL)
-	_, base := startWith(t, Options{API: here, Access: access, Audit: trail, Node: "node-1"})
+	_, base := startWith(t, Options{API: here, Access: fa, Audit: trail, Node: "node-1"})
 	holder.holder.Store(&base) // each takes the other for the holder
 
 	jsonWith := func(token string) http.Header {
@@ -48,16 +49,16 @@ func TestForwardToHolder(t *testing.T) {
 	}
 	approve := base + "/api/v1/stacks/db/approve"
 	code, v := callWith(t, "POST", approve, jsonWith(operatorToken), `{"plan": "`+fakePlan+`"}`)
-	if code != http.StatusOK || v["state"] != daemon.GateApproved {
+	if code != http.StatusOK || v["state"] != model.GateApproved {
 		t.Fatalf("approval through node-1 = %d %v", code, v)
 	}
-	if got, want := holder.decided(), []string{"approve " + fakePlan + " by token ci"}; !slices.Equal(got, want) {
+	if got, want := holder.decided(), []string{"approve " + fakePlan + " by token:ci"}; !slices.Equal(got, want) {
 		t.Errorf("the holder decided %q, want %q", got, want)
 	}
 	if got := here.decided(); len(got) != 0 {
 		t.Errorf("node-1 decided %q itself", got)
 	}
-	if es := holderTrail.all(); len(es) != 1 || es[0].Action != daemon.ActionApprove || es[0].Outcome != daemon.AuditAllowed || es[0].Principal.Name != "ci" {
+	if es := holderTrail.all(); len(es) != 1 || es[0].Action != access.ActionApprove || es[0].Outcome != model.AuditAllowed || es[0].Principal.Name != "ci" {
 		t.Errorf("the holder's audit trail %+v, want the approval", es)
 	}
 
@@ -77,7 +78,7 @@ func TestForwardToHolder(t *testing.T) {
 		t.Errorf("approval with the holder gone = %d %v", code, v)
 	}
 	es := trail.all()
-	if n := len(es); n != 2 || es[1].Outcome != daemon.AuditFailed || es[1].Status != http.StatusBadGateway {
+	if n := len(es); n != 2 || es[1].Outcome != model.AuditFailed || es[1].Status != http.StatusBadGateway {
 		t.Errorf("node-1's audit trail %+v, want the viewer's denial and the failure", es)
 	}
 }

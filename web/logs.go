@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/livelog"
+	"github.com/stackd/stackd/model"
 )
 
 // Page sizes of GET /api/v1/stacks/{name}/updates and
@@ -40,7 +40,7 @@ func (s *Server) listUpdates(w http.ResponseWriter, r *http.Request) {
 		out["next"] = strconv.FormatUint(updates[limit-1].Seq, 10)
 	}
 	if updates == nil {
-		updates = []daemon.Update{}
+		updates = []model.Update{}
 	}
 	out["updates"] = updates
 	writeJSON(w, http.StatusOK, out)
@@ -66,7 +66,7 @@ func (s *Server) listRevisions(w http.ResponseWriter, r *http.Request) {
 		out["next"] = strconv.FormatUint(revs[limit-1].Seq, 10)
 	}
 	if revs == nil {
-		revs = []daemon.ConfigRevision{}
+		revs = []model.ConfigRevision{}
 	}
 	out["revisions"] = revs
 	writeJSON(w, http.StatusOK, out)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // TestBackupNeedsToken: the state's copy needs the token whenever one is
@@ -80,4 +80,4 @@ func TestPauseWaitsForOperations(t *testing.T) {
 	}
 }
 
-func statsRunning(n int) daemon.Stats { return daemon.Stats{Running: n} }
+func statsRunning(n int) model.Stats { return model.Stats{Running: n} }

@@ -6,8 +6,10 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/view"
 )
 
@@ -41,12 +43,12 @@ func (s *Server) pullRequests() []review.PullRequest {
 // readablePRs keeps of prs what p may read: while reads need a role,
 // the previews and removals of stacks p may read, and the pull requests
 // left with any.
-func (s *Server) readablePRs(p daemon.Principal, prs []review.PullRequest) []review.PullRequest {
-	if s.openReads() || p.Kind == daemon.PrincipalAdmin {
+func (s *Server) readablePRs(p model.Principal, prs []review.PullRequest) []review.PullRequest {
+	if s.openReads() || p.Kind == model.PrincipalAdmin {
 		return prs
 	}
 	hidden := func(stack string) bool {
-		ok, _ := s.permit(p, daemon.ActionRead, s.stackRef(stack))
+		ok, _ := s.permit(p, access.ActionRead, s.stackRef(stack))
 		return !ok
 	}
 	out := []review.PullRequest{}
@@ -89,14 +91,14 @@ func (s *Server) uiPreview(w http.ResponseWriter, r *http.Request) {
 	}
 	title := fmt.Sprintf("Preview of #%d on %s", u.PullRequest, u.Stack)
 	p := view.PreviewPage{Page: s.newPage(r, title), Update: u, PR: s.pullRequestOf(id)}
-	p.Section, p.Live = view.SectionPreviews, u.State == daemon.UpdateRunning
+	p.Section, p.Live = view.SectionPreviews, u.State == model.UpdateRunning
 	p.Log = s.updateLog(u.ID, u.State)
 	s.render(w, http.StatusOK, "preview.html", p)
 }
 
 // isPullRequestPreview reports whether u previewed a pull request.
-func isPullRequestPreview(u daemon.Update) bool {
-	return u.Type == daemon.UpdatePreview && u.PullRequest != 0
+func isPullRequestPreview(u model.Update) bool {
+	return u.Type == model.UpdatePreview && u.PullRequest != 0
 }
 
 // pullRequestOf is the open pull request one of whose previews is the

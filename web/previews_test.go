@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/webtest"
 )
 
@@ -51,32 +51,32 @@ func prFixtures(now time.Time) []review.PullRequest {
 // stays a preview of no pull request.
 type previewUIAPI struct {
 	*uiFakeAPI
-	previews []daemon.Update
+	previews []model.Update
 	running  *livelog.Log
 }
 
 func newPreviewUIAPI() *previewUIAPI {
 	f := &previewUIAPI{uiFakeAPI: newUIFakeAPI(), running: livelog.New()}
 	_, _ = f.running.Write([]byte("Previewing update (prod)\n  ~ aws:s3:Bucket assets updating\n"))
-	f.previews = []daemon.Update{
-		{ID: "web-5", Stack: "web", Seq: 5, Type: daemon.UpdatePreview, Reason: "Pull request #12", PullRequest: 12, Commit: prHead12,
-			StartTime: f.ago(10 * time.Second), State: daemon.UpdateRunning},
-		{ID: "web-4", Stack: "web", Seq: 4, Type: daemon.UpdatePreview, Reason: "Pull request #12", PullRequest: 12, Commit: prHead12,
-			StartTime: f.ago(time.Minute + 42*time.Second), EndTime: f.ago(time.Minute), State: daemon.UpdateSucceeded,
+	f.previews = []model.Update{
+		{ID: "web-5", Stack: "web", Seq: 5, Type: model.UpdatePreview, Reason: "Pull request #12", PullRequest: 12, Commit: prHead12,
+			StartTime: f.ago(10 * time.Second), State: model.UpdateRunning},
+		{ID: "web-4", Stack: "web", Seq: 4, Type: model.UpdatePreview, Reason: "Pull request #12", PullRequest: 12, Commit: prHead12,
+			StartTime: f.ago(time.Minute + 42*time.Second), EndTime: f.ago(time.Minute), State: model.UpdateSucceeded,
 			Changes: map[string]int{"create": 1, "update": 2, "replace": 1, "same": 9}, Message: "warning: <deprecated> provider"},
 	}
 	return f
 }
 
-func (f *previewUIAPI) Updates(stack string, before uint64, limit int) ([]daemon.Update, error) {
+func (f *previewUIAPI) Updates(stack string, before uint64, limit int) ([]model.Update, error) {
 	us, err := f.uiFakeAPI.Updates(stack, before, limit)
 	if stack == "web" {
-		us = append(append([]daemon.Update(nil), f.previews...), us...)
+		us = append(append([]model.Update(nil), f.previews...), us...)
 	}
 	return us[:min(limit, len(us))], err
 }
 
-func (f *previewUIAPI) Update(id string) (daemon.Update, error) {
+func (f *previewUIAPI) Update(id string) (model.Update, error) {
 	for _, u := range f.previews {
 		if u.ID == id {
 			return u, nil

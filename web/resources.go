@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/view"
 )
 
@@ -99,7 +100,7 @@ func (s *Server) uiPreviewNow(w http.ResponseWriter, r *http.Request) {
 
 // lastPreviewOf is the stack's last preview for its page; nil before
 // the first or when it cannot be read.
-func (s *Server) lastPreviewOf(stack string) *daemon.StackPreview {
+func (s *Server) lastPreviewOf(stack string) *model.StackPreview {
 	p, err := s.api.LastPreview(stack)
 	if err != nil {
 		return nil

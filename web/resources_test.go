@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/view"
 	"github.com/stackd/stackd/web/webtest"
 )
@@ -19,13 +19,13 @@ import (
 // <details> (no script needed); a search is a GET.
 func TestResourcesAPIAndPage(t *testing.T) {
 	api := newUIFakeAPI()
-	api.resources = map[string]daemon.Resources{"web": webtest.Resources(5)}
+	api.resources = map[string]model.Resources{"web": webtest.Resources(5)}
 	base := startUI(t, api)
 	resp, body := fetch(t, http.MethodGet, base+"/api/v1/stacks/web/resources", nil)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET resources: %d %s", resp.StatusCode, body)
 	}
-	var got daemon.Resources
+	var got model.Resources
 	if err := json.Unmarshal([]byte(body), &got); err != nil || len(got.Resources) != 5 || got.Resources[2].Parent != got.Resources[1].URN {
 		t.Errorf("GET resources = %s, %v", body, err)
 	}
@@ -53,7 +53,7 @@ func TestUIChromiumResources(t *testing.T) {
 		t.Fatal("the browser test needs Chromium:", err)
 	}
 	api := newUIFakeAPI()
-	api.resources = map[string]daemon.Resources{"web": webtest.Resources(500)}
+	api.resources = map[string]model.Resources{"web": webtest.Resources(500)}
 	base := startUI(t, api)
 	t.Cleanup(api.live.Close)
 	dom := string(runChromium(t, "--dump-dom", base+"/stacks/web"))
@@ -88,9 +88,9 @@ func TestPreviewNowAPIAndPage(t *testing.T) {
 	if got := api.previewed; len(got) != 2 || got[0] != "web" {
 		t.Errorf("previews started: %v", got)
 	}
-	api.preview = &daemon.StackPreview{Commit: "0123456789abcdef0123456789abcdef01234567", Time: api.now, State: daemon.UpdateSucceeded,
+	api.preview = &model.StackPreview{Commit: "0123456789abcdef0123456789abcdef01234567", Time: api.now, State: model.UpdateSucceeded,
 		Changes: map[string]int{"update": 1, "same": 3}, Diff: "  ~ stackdtest:index:File b update [diff: ~content]\n"}
-	var got daemon.StackPreview
+	var got model.StackPreview
 	resp, body := fetch(t, http.MethodGet, base+"/api/v1/stacks/web/preview", nil)
 	if err := json.Unmarshal([]byte(body), &got); resp.StatusCode != http.StatusOK || err != nil || got.Commit != api.preview.Commit {
 		t.Errorf("GET preview: %d %s", resp.StatusCode, body)
@@ -105,14 +105,14 @@ func TestPreviewNowAPIAndPage(t *testing.T) {
 // the page; commits link to the forge with their subject and author.
 func TestCommitsOnListAndPage(t *testing.T) {
 	applied, latest := strings.Repeat("a", 40), strings.Repeat("b", 40)
-	api := &fakeAPI{stacks: []daemon.StackView{{
+	api := &fakeAPI{stacks: []model.StackView{{
 		Name: "app", Spec: map[string]any{"stack": "dev"}, CommitURL: "https://github.com/acme/app/commit/{sha}",
-		AppliedCommit: &daemon.Commit{SHA: applied, Subject: "Add the bucket", Author: "Ada"},
-		LatestCommit:  &daemon.Commit{SHA: latest, Subject: "Rename the bucket", Author: "Bob"},
-		Status: daemon.StackStatus{LastUpdate: &daemon.LastUpdate{Name: "app-2", Type: daemon.UpdateUp, State: daemon.UpdateFailed,
+		AppliedCommit: &model.Commit{SHA: applied, Subject: "Add the bucket", Author: "Ada"},
+		LatestCommit:  &model.Commit{SHA: latest, Subject: "Rename the bucket", Author: "Bob"},
+		Status: model.StackStatus{LastUpdate: &model.LastUpdate{Name: "app-2", Type: model.UpdateUp, State: model.UpdateFailed,
 			LastAttemptedCommit: latest, LastSuccessfulCommit: applied}},
-	}}, updates: []daemon.Update{{ID: "app-2", Stack: "app", Seq: 2, Type: daemon.UpdateUp, State: daemon.UpdateFailed, Commit: latest,
-		CommitInfo: &daemon.Commit{SHA: latest, Subject: "Rename the bucket", Author: "Bob"}}}}
+	}}, updates: []model.Update{{ID: "app-2", Stack: "app", Seq: 2, Type: model.UpdateUp, State: model.UpdateFailed, Commit: latest,
+		CommitInfo: &model.Commit{SHA: latest, Subject: "Rename the bucket", Author: "Bob"}}}}
 	base := startUI(t, api)
 	list := getPage(t, base+"/", http.StatusOK)
 	webtest.WantContains(t, list, `<code title="`+applied+`">aaaaaaa</code>`, `latest <code title="`+latest+`">bbbbbbb</code> failed`)
@@ -127,7 +127,7 @@ func TestCommitsOnListAndPage(t *testing.T) {
 // cmd/stackd).
 func BenchmarkResources500(b *testing.B) {
 	api := newUIFakeAPI()
-	api.resources = map[string]daemon.Resources{"web": webtest.Resources(500)}
+	api.resources = map[string]model.Resources{"web": webtest.Resources(500)}
 	s := New(Options{API: api})
 	for _, path := range []string{"/api/v1/stacks/web/resources", "/stacks/web"} {
 		b.Run(strings.ReplaceAll(strings.TrimPrefix(path, "/"), "/", "_"), func(b *testing.B) {

@@ -18,9 +18,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/audit"
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/metrics"
 	"github.com/stackd/stackd/web/tlscert"
 )
@@ -32,34 +35,34 @@ import (
 // write the response, so a slow client never holds the daemon or its
 // store.
 type API interface {
-	Stacks() []daemon.StackView
+	Stacks() []model.StackView
 	// StackVersions lists every stack's version, by name: a stack's view
 	// is read again (Stack) only when its version or holder changed.
-	StackVersions() []daemon.StackVersion
-	Stack(name string) (daemon.StackView, error)
+	StackVersions() []model.StackVersion
+	Stack(name string) (model.StackView, error)
 	Sync(name string) (string, error)
 	Ready() error
 	// Updates lists a stack's updates newest first, those with Seq below
 	// before when before > 0, at most limit.
-	Updates(stack string, before uint64, limit int) ([]daemon.Update, error)
-	Update(id string) (daemon.Update, error)
+	Updates(stack string, before uint64, limit int) ([]model.Update, error)
+	Update(id string) (model.Update, error)
 	// Log is an update's log: stored bytes, or the live log while it runs.
 	Log(id string) ([]byte, *livelog.Log, error)
 	Reload() error
 	// ReloadAllowingRemoval is Reload letting this reload remove up to n
 	// stacks past the mass-removal guard.
 	ReloadAllowingRemoval(n int) error
-	ConfigStatus() daemon.ConfigStatus
+	ConfigStatus() model.ConfigStatus
 	// Push makes the stacks and Git config sources tracking branch of the
 	// repository (any of urls) poll now, and names them.
-	Push(urls []string, branch string) daemon.PushResult
+	Push(urls []string, branch string) model.PushResult
 	// ConfigRevisions lists the config revisions newest first, those with
 	// Seq below before when before > 0, at most limit.
-	ConfigRevisions(before uint64, limit int) ([]daemon.ConfigRevision, error)
-	Stats() daemon.Stats
+	ConfigRevisions(before uint64, limit int) ([]model.ConfigRevision, error)
+	Stats() model.Stats
 	// ClusterStatus is the cluster as this replica sees it; ok is false
 	// for a single node.
-	ClusterStatus() (status daemon.ClusterStatus, ok bool)
+	ClusterStatus() (status model.ClusterStatus, ok bool)
 	// RemoteLog is the API URL of the replica running update id, when
 	// another replica runs it: its live log is there.
 	RemoteLog(id string) string
@@ -72,12 +75,12 @@ type API interface {
 	Resume()
 	// StackResources is a stack's resources as of its last exported
 	// state, with their drift status; it never runs pulumi.
-	StackResources(name string) (daemon.Resources, error)
+	StackResources(name string) (model.Resources, error)
 	// PreviewNow starts a read-only preview of the stack at its latest
 	// commit, in the background; LastPreview is the last one (an error
-	// wrapping daemon.ErrNotFound before the first).
+	// wrapping model.ErrNotFound before the first).
 	PreviewNow(name string) error
-	LastPreview(name string) (daemon.StackPreview, error)
+	LastPreview(name string) (model.StackPreview, error)
 }
 
 // DefaultAddr is loopback: exposing the API is an explicit choice.
@@ -123,10 +126,10 @@ type Options struct {
 	// Access, when set, says who every request is (named API tokens, the
 	// admin token, session cookies) and what it may do (roles per stack);
 	// Token is then not consulted. Nil keeps the single Token.
-	Access daemon.Access
+	Access access.Access
 	// SignIn, when set (with Access), serves sign-in through OpenID
 	// Connect at /auth/login and /auth/callback. Nil: no sign-in.
-	SignIn daemon.SignIn
+	SignIn access.SignIn
 	// SessionTTL, when set, is how long the browser keeps a session
 	// cookie (the session itself ends when Access says so); zero keeps it
 	// until the browser closes.
@@ -138,7 +141,7 @@ type Options struct {
 	SecureCookies bool
 	// Audit, when set, keeps the audit trail: every request that changes
 	// something or is refused, every sign-in and sign-out. Nil: none.
-	Audit daemon.AuditLog
+	Audit audit.Log
 	// Node names this replica in audit records (cluster mode).
 	Node string
 	// WebhookSecret verifies push and pull-request webhooks (GitHub and
@@ -380,12 +383,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // readsDetail says whether p may see why the daemon is not ready: an
 // identified caller allowed to read daemon-wide, or anyone on a daemon
 // without credentials.
-func (s *Server) readsDetail(p daemon.Principal) bool {
+func (s *Server) readsDetail(p model.Principal) bool {
 	if s.unprotected() {
 		return true
 	}
-	ok, _ := s.permit(p, daemon.ActionRead, nil)
-	return ok && p.Kind != daemon.PrincipalAnonymous
+	ok, _ := s.permit(p, access.ActionRead, nil)
+	return ok && p.Kind != model.PrincipalAnonymous
 }
 
 func (s *Server) getStack(w http.ResponseWriter, r *http.Request) {
@@ -471,10 +474,10 @@ func (s *Server) doReload(r *http.Request, n int) error {
 }
 
 // getConfig serves the config's status: the last (re)load and each
-// source's state (daemon.ConfigStatus).
+// source's state (model.ConfigStatus).
 func (s *Server) getConfig(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, struct {
-		daemon.ConfigStatus
+		model.ConfigStatus
 		// Warnings are settings that leave the daemon open.
 		Warnings []string `json:"warnings,omitempty"`
 	}{s.api.ConfigStatus(), s.Warnings()})
@@ -514,7 +517,7 @@ func (s *Server) getCluster(w http.ResponseWriter, _ *http.Request) {
 
 // writeAPIError maps the daemon's errors to statuses.
 func writeAPIError(w http.ResponseWriter, err error) {
-	if errors.Is(err, daemon.ErrUnknownStack) || errors.Is(err, daemon.ErrUnknownUpdate) || errors.Is(err, daemon.ErrNotFound) {
+	if errors.Is(err, daemon.ErrUnknownStack) || errors.Is(err, daemon.ErrUnknownUpdate) || errors.Is(err, model.ErrNotFound) {
 		writeError(w, http.StatusNotFound, err.Error())
 		return
 	}

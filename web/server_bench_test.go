@@ -15,8 +15,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/livelog"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/metrics"
 )
 
@@ -36,22 +36,22 @@ func (r *recordingAPI) enter() func() {
 	return func() { r.inCall.Add(-1) }
 }
 
-func (r *recordingAPI) Stacks() []daemon.StackView { defer r.enter()(); return r.API.Stacks() }
-func (r *recordingAPI) StackVersions() []daemon.StackVersion {
+func (r *recordingAPI) Stacks() []model.StackView { defer r.enter()(); return r.API.Stacks() }
+func (r *recordingAPI) StackVersions() []model.StackVersion {
 	defer r.enter()()
 	return r.API.StackVersions()
 }
-func (r *recordingAPI) Stack(name string) (daemon.StackView, error) {
+func (r *recordingAPI) Stack(name string) (model.StackView, error) {
 	defer r.enter()()
 	return r.API.Stack(name)
 }
 func (r *recordingAPI) Sync(name string) (string, error) { defer r.enter()(); return r.API.Sync(name) }
 func (r *recordingAPI) Ready() error                     { defer r.enter()(); return r.API.Ready() }
-func (r *recordingAPI) Updates(stack string, before uint64, limit int) ([]daemon.Update, error) {
+func (r *recordingAPI) Updates(stack string, before uint64, limit int) ([]model.Update, error) {
 	defer r.enter()()
 	return r.API.Updates(stack, before, limit)
 }
-func (r *recordingAPI) Update(id string) (daemon.Update, error) {
+func (r *recordingAPI) Update(id string) (model.Update, error) {
 	defer r.enter()()
 	return r.API.Update(id)
 }
@@ -64,19 +64,19 @@ func (r *recordingAPI) ReloadAllowingRemoval(n int) error {
 	defer r.enter()()
 	return r.API.ReloadAllowingRemoval(n)
 }
-func (r *recordingAPI) ConfigStatus() daemon.ConfigStatus {
+func (r *recordingAPI) ConfigStatus() model.ConfigStatus {
 	defer r.enter()()
 	return r.API.ConfigStatus()
 }
-func (r *recordingAPI) Push(urls []string, branch string) daemon.PushResult {
+func (r *recordingAPI) Push(urls []string, branch string) model.PushResult {
 	defer r.enter()()
 	return r.API.Push(urls, branch)
 }
-func (r *recordingAPI) ConfigRevisions(before uint64, limit int) ([]daemon.ConfigRevision, error) {
+func (r *recordingAPI) ConfigRevisions(before uint64, limit int) ([]model.ConfigRevision, error) {
 	defer r.enter()()
 	return r.API.ConfigRevisions(before, limit)
 }
-func (r *recordingAPI) Stats() daemon.Stats        { defer r.enter()(); return r.API.Stats() }
+func (r *recordingAPI) Stats() model.Stats         { defer r.enter()(); return r.API.Stats() }
 func (r *recordingAPI) RemoteLog(id string) string { defer r.enter()(); return r.API.RemoteLog(id) }
 func (r *recordingAPI) Backup(w io.Writer) (int64, error) {
 	defer r.enter()()
@@ -84,7 +84,7 @@ func (r *recordingAPI) Backup(w io.Writer) (int64, error) {
 }
 func (r *recordingAPI) Pause() int { defer r.enter()(); return r.API.Pause() }
 func (r *recordingAPI) Resume()    { defer r.enter()(); r.API.Resume() }
-func (r *recordingAPI) ClusterStatus() (daemon.ClusterStatus, bool) {
+func (r *recordingAPI) ClusterStatus() (model.ClusterStatus, bool) {
 	defer r.enter()()
 	return r.API.ClusterStatus()
 }
@@ -169,27 +169,27 @@ func TestHandlersGatherBeforeWriting(t *testing.T) {
 
 // manyStacks are n stacks shaped like the daemon's: a spec, conditions,
 // outputs, a last update and a health.
-func manyStacks(n int) []daemon.StackView {
+func manyStacks(n int) []model.StackView {
 	now := time.Now().UTC()
-	out := make([]daemon.StackView, n)
+	out := make([]model.StackView, n)
 	for i := range out {
 		name := fmt.Sprintf("stack-%04d", i)
-		out[i] = daemon.StackView{
+		out[i] = model.StackView{
 			Name: name,
 			Spec: map[string]any{"stack": "acme/infra/" + name, "projectRepo": "https://github.com/acme/infra",
 				"branch": "main", "repoDir": "stacks/" + name, "refresh": true, "resyncFrequencySeconds": 60,
 				"envRefs": map[string]any{"AWS_REGION": map[string]any{"type": "Literal", "literal": map[string]any{"value": "[secret]"}}}},
 			Tracking:    "https://github.com/acme/infra@main",
 			LastSuccess: now,
-			Status: daemon.StackStatus{
+			Status: model.StackStatus{
 				ObservedGeneration: 3,
-				Conditions: []daemon.Condition{{Type: daemon.ConditionReady, Status: "True", Reason: "ProcessingCompleted",
+				Conditions: []model.Condition{{Type: model.ConditionReady, Status: "True", Reason: "ProcessingCompleted",
 					Message: "the stack has been processed and is up to date", ObservedGeneration: 3, LastTransitionTime: now}},
 				Outputs: map[string]json.RawMessage{"url": json.RawMessage(`"https://` + name + `.example"`), "replicas": json.RawMessage("3")},
-				LastUpdate: &daemon.LastUpdate{Generation: 3, Name: name + "-42", Type: daemon.UpdateUp, State: daemon.UpdateSucceeded,
+				LastUpdate: &model.LastUpdate{Generation: 3, Name: name + "-42", Type: model.UpdateUp, State: model.UpdateSucceeded,
 					Message: "update succeeded", LastAttemptedCommit: strings.Repeat("a", 40), LastSuccessfulCommit: strings.Repeat("a", 40),
 					LastResyncTime: now},
-				Health: &daemon.Health{Status: "Healthy"},
+				Health: &model.Health{Status: "Healthy"},
 			},
 		}
 	}

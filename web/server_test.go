@@ -19,6 +19,7 @@ import (
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/metrics"
 	"github.com/stackd/stackd/web/webtest"
 )
@@ -27,10 +28,10 @@ import (
 // otherwise. It records the calls that change something.
 type fakeAPI struct {
 	mu        sync.Mutex
-	stacks    []daemon.StackView
+	stacks    []model.StackView
 	synced    []string
 	ready     error
-	updates   []daemon.Update // of "app", newest first
+	updates   []model.Update // of "app", newest first
 	logs      map[string][]byte
 	live      map[string]*livelog.Log
 	reloadErr error
@@ -38,18 +39,18 @@ type fakeAPI struct {
 	// allowed are the allowRemoval of reloads that had one.
 	allowed   []int
 	pushes    []pushCall
-	pushed    daemon.PushResult // what Push answers
-	stats     daemon.Stats
-	config    daemon.ConfigStatus
-	revisions []daemon.ConfigRevision // newest first
-	cluster   daemon.ClusterStatus    // a single node while Node is empty
-	remote    map[string]string       // update id → URL of the replica running it
+	pushed    model.PushResult // what Push answers
+	stats     model.Stats
+	config    model.ConfigStatus
+	revisions []model.ConfigRevision // newest first
+	cluster   model.ClusterStatus    // a single node while Node is empty
+	remote    map[string]string      // update id → URL of the replica running it
 	// unchanging says the stacks never change: every version is 1, as
 	// benchmarks want; else a version is its view's content hash.
 	unchanging bool
-	resources  map[string]daemon.Resources
+	resources  map[string]model.Resources
 	previewed  []string
-	preview    *daemon.StackPreview
+	preview    *model.StackPreview
 }
 
 func (f *fakeAPI) PreviewNow(name string) error {
@@ -62,28 +63,28 @@ func (f *fakeAPI) PreviewNow(name string) error {
 	return nil
 }
 
-func (f *fakeAPI) LastPreview(name string) (daemon.StackPreview, error) {
+func (f *fakeAPI) LastPreview(name string) (model.StackPreview, error) {
 	if _, err := f.Stack(name); err != nil {
-		return daemon.StackPreview{}, err
+		return model.StackPreview{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.preview == nil {
-		return daemon.StackPreview{}, daemon.ErrNotFound
+		return model.StackPreview{}, model.ErrNotFound
 	}
 	return *f.preview, nil
 }
 
-func (f *fakeAPI) StackResources(name string) (daemon.Resources, error) {
+func (f *fakeAPI) StackResources(name string) (model.Resources, error) {
 	if _, err := f.Stack(name); err != nil {
-		return daemon.Resources{}, err
+		return model.Resources{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if r, ok := f.resources[name]; ok {
 		return r, nil
 	}
-	return daemon.Resources{Resources: []daemon.Resource{}}, nil
+	return model.Resources{Resources: []model.Resource{}}, nil
 }
 
 type pushCall struct {
@@ -91,20 +92,20 @@ type pushCall struct {
 	branch string
 }
 
-func (f *fakeAPI) Stacks() []daemon.StackView {
+func (f *fakeAPI) Stacks() []model.StackView {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.stacks == nil {
-		return []daemon.StackView{{Name: "app", Spec: map[string]any{"stack": "dev"}}}
+		return []model.StackView{{Name: "app", Spec: map[string]any{"stack": "dev"}}}
 	}
 	return slices.Clone(f.stacks)
 }
 
-func (f *fakeAPI) StackVersions() []daemon.StackVersion {
+func (f *fakeAPI) StackVersions() []model.StackVersion {
 	views := f.Stacks()
-	out := make([]daemon.StackVersion, len(views))
+	out := make([]model.StackVersion, len(views))
 	for i, v := range views {
-		out[i] = daemon.StackVersion{Name: v.Name, Version: 1, Holder: v.Holder}
+		out[i] = model.StackVersion{Name: v.Name, Version: 1, Holder: v.Holder}
 		if !f.unchanging {
 			h := fnv.New64a()
 			_ = json.NewEncoder(h).Encode(v)
@@ -114,13 +115,13 @@ func (f *fakeAPI) StackVersions() []daemon.StackVersion {
 	return out
 }
 
-func (f *fakeAPI) Stack(name string) (daemon.StackView, error) {
+func (f *fakeAPI) Stack(name string) (model.StackView, error) {
 	for _, v := range f.Stacks() {
 		if v.Name == name {
 			return v, nil
 		}
 	}
-	return daemon.StackView{}, daemon.ErrUnknownStack
+	return model.StackView{}, daemon.ErrUnknownStack
 }
 
 func (f *fakeAPI) Sync(name string) (string, error) {
@@ -135,13 +136,13 @@ func (f *fakeAPI) Sync(name string) (string, error) {
 
 func (f *fakeAPI) Ready() error { return f.ready }
 
-func (f *fakeAPI) Updates(stack string, before uint64, limit int) ([]daemon.Update, error) {
+func (f *fakeAPI) Updates(stack string, before uint64, limit int) ([]model.Update, error) {
 	if _, err := f.Stack(stack); err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []daemon.Update
+	var out []model.Update
 	for _, u := range f.updates {
 		if (before == 0 || u.Seq < before) && len(out) < limit {
 			out = append(out, u)
@@ -150,7 +151,7 @@ func (f *fakeAPI) Updates(stack string, before uint64, limit int) ([]daemon.Upda
 	return out, nil
 }
 
-func (f *fakeAPI) Update(id string) (daemon.Update, error) {
+func (f *fakeAPI) Update(id string) (model.Update, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, u := range f.updates {
@@ -158,7 +159,7 @@ func (f *fakeAPI) Update(id string) (daemon.Update, error) {
 			return u, nil
 		}
 	}
-	return daemon.Update{}, fmt.Errorf("%w: %s", daemon.ErrUnknownUpdate, id)
+	return model.Update{}, fmt.Errorf("%w: %s", daemon.ErrUnknownUpdate, id)
 }
 
 func (f *fakeAPI) Log(id string) ([]byte, *livelog.Log, error) {
@@ -188,13 +189,13 @@ func (f *fakeAPI) ReloadAllowingRemoval(n int) error {
 	return f.reloadErr
 }
 
-func (f *fakeAPI) ConfigStatus() daemon.ConfigStatus {
+func (f *fakeAPI) ConfigStatus() model.ConfigStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.config
 }
 
-func (f *fakeAPI) Push(urls []string, branch string) daemon.PushResult {
+func (f *fakeAPI) Push(urls []string, branch string) model.PushResult {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.pushes = append(f.pushes, pushCall{urls, branch})
@@ -202,10 +203,10 @@ func (f *fakeAPI) Push(urls []string, branch string) daemon.PushResult {
 }
 
 // ConfigRevisions pages revisions as the store does.
-func (f *fakeAPI) ConfigRevisions(before uint64, limit int) ([]daemon.ConfigRevision, error) {
+func (f *fakeAPI) ConfigRevisions(before uint64, limit int) ([]model.ConfigRevision, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []daemon.ConfigRevision
+	var out []model.ConfigRevision
 	for _, r := range f.revisions {
 		if (before == 0 || r.Seq < before) && len(out) < limit {
 			out = append(out, r)
@@ -238,13 +239,13 @@ func (f *fakeAPI) RemoteLog(id string) string {
 	return f.remote[id]
 }
 
-func (f *fakeAPI) ClusterStatus() (daemon.ClusterStatus, bool) {
+func (f *fakeAPI) ClusterStatus() (model.ClusterStatus, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.cluster, f.cluster.Node != ""
 }
 
-func (f *fakeAPI) Stats() daemon.Stats {
+func (f *fakeAPI) Stats() model.Stats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.stats
@@ -378,9 +379,9 @@ func TestUpdatesPages(t *testing.T) {
 	api := &fakeAPI{}
 	start := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	for seq := uint64(120); seq >= 1; seq-- {
-		api.updates = append(api.updates, daemon.Update{ID: fmt.Sprintf("app-%d", seq), Stack: "app", Seq: seq,
-			Type: daemon.UpdateUp, Reason: "New commit detected", Commit: "abc123", StartTime: start,
-			EndTime: start.Add(time.Minute), State: daemon.UpdateSucceeded, Changes: map[string]int{"create": 2}})
+		api.updates = append(api.updates, model.Update{ID: fmt.Sprintf("app-%d", seq), Stack: "app", Seq: seq,
+			Type: model.UpdateUp, Reason: "New commit detected", Commit: "abc123", StartTime: start,
+			EndTime: start.Add(time.Minute), State: model.UpdateSucceeded, Changes: map[string]int{"create": 2}})
 	}
 	url := startServer(t, api)
 
@@ -425,12 +426,12 @@ func TestUpdatesPages(t *testing.T) {
 // TestConfigAPI: GET /api/v1/config is the daemon's ConfigStatus.
 func TestConfigAPI(t *testing.T) {
 	applied := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	api := &fakeAPI{config: daemon.ConfigStatus{Successful: true, LastSuccess: applied, LastAttempt: applied,
-		Health: &daemon.Health{Status: daemon.HealthHealthy},
-		Sources: []daemon.SourceStatus{{Source: "git+https://github.com/acme/infra.git//stacks?ref=main",
+	api := &fakeAPI{config: model.ConfigStatus{Successful: true, LastSuccess: applied, LastAttempt: applied,
+		Health: &model.Health{Status: model.HealthHealthy},
+		Sources: []model.SourceStatus{{Source: "git+https://github.com/acme/infra.git//stacks?ref=main",
 			Git:    &spec.GitDir{URL: "https://github.com/acme/infra.git", Path: "stacks", Ref: "main"},
 			Commit: strings.Repeat("a", 40), LatestCommit: strings.Repeat("a", 40), LastPoll: applied, AppliedAt: applied,
-			Stacks: 2, Health: daemon.Health{Status: daemon.HealthHealthy}}}}}
+			Stacks: 2, Health: model.Health{Status: model.HealthHealthy}}}}}
 	url := startServer(t, api)
 	code, v := call(t, "GET", url+"/api/v1/config")
 	if code != 200 || v["successful"] != true || v["health"].(map[string]any)["status"] != "Healthy" {
@@ -452,8 +453,8 @@ func TestRevisionsPages(t *testing.T) {
 	api := &fakeAPI{}
 	start := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	for seq := uint64(45); seq >= 1; seq-- {
-		api.revisions = append(api.revisions, daemon.ConfigRevision{Seq: seq, Time: start.Add(time.Duration(seq) * time.Minute),
-			Trigger: "git", Applied: seq%2 == 0, Sources: []daemon.RevisionSource{{Source: "git+https://x/r.git", Commit: strings.Repeat("b", 40)}},
+		api.revisions = append(api.revisions, model.ConfigRevision{Seq: seq, Time: start.Add(time.Duration(seq) * time.Minute),
+			Trigger: "git", Applied: seq%2 == 0, Sources: []model.RevisionSource{{Source: "git+https://x/r.git", Commit: strings.Repeat("b", 40)}},
 			Added: []string{"app"}})
 	}
 	url := startServer(t, api)
@@ -507,7 +508,7 @@ func TestRevisionsError(t *testing.T) {
 // failingRevisions is an API whose store cannot list revisions.
 type failingRevisions struct{ *fakeAPI }
 
-func (failingRevisions) ConfigRevisions(uint64, int) ([]daemon.ConfigRevision, error) {
+func (failingRevisions) ConfigRevisions(uint64, int) ([]model.ConfigRevision, error) {
 	return nil, errors.New("store: closed")
 }
 
@@ -515,8 +516,8 @@ func (failingRevisions) ConfigRevisions(uint64, int) ([]daemon.ConfigRevision, e
 // (/healthz "stopping" with the operations waited for, the API) and
 // refuses writes with 503 and Retry-After; /readyz is 503.
 func TestDrainAnswersReadsOnly(t *testing.T) {
-	api := &fakeAPI{stacks: []daemon.StackView{{Name: "app"}},
-		config: daemon.ConfigStatus{Stopping: true, WaitingFor: []string{"app (app-3)"}}}
+	api := &fakeAPI{stacks: []model.StackView{{Name: "app"}},
+		config: model.ConfigStatus{Stopping: true, WaitingFor: []string{"app (app-3)"}}}
 	s, url := startWith(t, Options{API: api})
 	s.Drain()
 	get := func(path string, v any) int {
@@ -578,11 +579,11 @@ func TestMetricsRoute(t *testing.T) {
 // TestClusterAPI: /api/v1/cluster serves the cluster's status, and a
 // single node has none.
 func TestClusterAPI(t *testing.T) {
-	cluster := daemon.ClusterStatus{Node: "node-1", Session: true, Leader: "node-2", Moves: 4, SessionsLost: 1,
-		Members: []daemon.ClusterMember{{Name: "node-1", Stacks: 2}, {Name: "node-2", Stacks: 1}}}
+	cluster := model.ClusterStatus{Node: "node-1", Session: true, Leader: "node-2", Moves: 4, SessionsLost: 1,
+		Members: []model.ClusterMember{{Name: "node-1", Stacks: 2}, {Name: "node-2", Stacks: 1}}}
 	_, url := startWith(t, Options{API: &fakeAPI{cluster: cluster}})
 	resp, got := send(t, "GET", url+"/api/v1/cluster", nil, "")
-	var st daemon.ClusterStatus
+	var st model.ClusterStatus
 	if err := json.Unmarshal(got, &st); resp.StatusCode != 200 || err != nil || !reflect.DeepEqual(st, cluster) {
 		t.Errorf("/api/v1/cluster = %d %s (%v), want %+v", resp.StatusCode, got, err, cluster)
 	}

@@ -9,7 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/metrics"
 	"github.com/stackd/stackd/web/view"
 )
@@ -49,7 +50,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if ret == "" {
 		ret = "/"
 	}
-	if !localPath(ret) {
+	if !access.LocalPath(ret) {
 		s.signInFailed(w, r, http.StatusBadRequest, "the return address is not a path of this server")
 		return
 	}
@@ -76,13 +77,13 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	p, session, ret, err := s.opts.SignIn.Finish(r.Context(), r.URL.Query(), c.Value)
 	if err != nil {
 		status := http.StatusBadRequest
-		if errors.Is(err, daemon.ErrUnauthenticated) {
+		if errors.Is(err, access.ErrUnauthenticated) {
 			status = http.StatusUnauthorized
 		}
 		s.signInFailed(w, r, status, err.Error())
 		return
 	}
-	if !localPath(ret) {
+	if !access.LocalPath(ret) {
 		ret = "/"
 	}
 	cookie := &http.Cookie{Name: sessionCookie, Value: session, Path: "/"}
@@ -90,7 +91,7 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 		cookie.MaxAge = int(s.opts.SessionTTL / time.Second)
 	}
 	s.setCookie(w, r, cookie)
-	s.record(r, p, auditSignIn, "", daemon.AuditAllowed, http.StatusSeeOther, "")
+	s.record(r, p, auditSignIn, "", model.AuditAllowed, http.StatusSeeOther, "")
 	http.Redirect(w, r, ret, http.StatusSeeOther)
 }
 
@@ -98,7 +99,7 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 // session for a signed-in user, for `stackd login`. Without it the CLI
 // is given the browser's own session cookie.
 type SessionIssuer interface {
-	IssueSession(p daemon.Principal) (string, error)
+	IssueSession(p model.Principal) (string, error)
 }
 
 // cliLogin hands a session to `stackd login`, which listens on this
@@ -116,7 +117,7 @@ func (s *Server) cliLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := principal(r) // the guard read the session cookie
-	if p.Kind != daemon.PrincipalUser {
+	if p.Kind != model.PrincipalUser {
 		http.Redirect(w, r, loginPath+"?"+url.Values{"return": {r.URL.RequestURI()}}.Encode(), http.StatusSeeOther)
 		return
 	}
@@ -128,13 +129,13 @@ func (s *Server) cliLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
-	s.record(r, p, auditSignIn, "", daemon.AuditAllowed, http.StatusSeeOther, "via the CLI (stackd login)")
+	s.record(r, p, auditSignIn, "", model.AuditAllowed, http.StatusSeeOther, "via the CLI (stackd login)")
 	http.Redirect(w, r, target+"&token="+url.QueryEscape(session), http.StatusSeeOther)
 }
 
 // cliSession is the session `stackd login` receives for p: a new one
 // when Options.SignIn can issue it, else the browser's.
-func (s *Server) cliSession(r *http.Request, p daemon.Principal) (string, error) {
+func (s *Server) cliSession(r *http.Request, p model.Principal) (string, error) {
 	if is, ok := s.opts.SignIn.(SessionIssuer); ok {
 		return is.IssueSession(p)
 	}
@@ -169,13 +170,13 @@ func cliRedirect(port, state string) (string, error) {
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	p := principal(r) // the guard read the session cookie
 	s.clearCookie(w, r, sessionCookie, "/")
-	s.record(r, p, auditSignOut, "", daemon.AuditAllowed, http.StatusSeeOther, "")
+	s.record(r, p, auditSignOut, "", model.AuditAllowed, http.StatusSeeOther, "")
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
 // signInFailed shows why a sign-in failed and records it.
 func (s *Server) signInFailed(w http.ResponseWriter, r *http.Request, status int, reason string) {
-	s.record(r, anonymous, auditSignIn, "", daemon.AuditUnauthenticated, status, reason)
+	s.record(r, anonymous, auditSignIn, "", model.AuditUnauthenticated, status, reason)
 	s.renderError(w, r, status, "Sign-in failed", "The sign-in failed: "+reason)
 }
 

@@ -9,7 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/model"
 )
 
 // fakeSignIn is an OpenID provider's flow reduced to its checks: the
@@ -32,14 +33,14 @@ func (f *fakeSignIn) Start(ret string) (string, string, error) {
 	return fakeIssuer, "flow-" + ret, nil
 }
 
-func (f *fakeSignIn) Finish(_ context.Context, q url.Values, flow string) (daemon.Principal, string, string, error) {
+func (f *fakeSignIn) Finish(_ context.Context, q url.Values, flow string) (model.Principal, string, string, error) {
 	switch {
 	case q.Get("error") != "":
-		return anonymous, "", "", fmt.Errorf("the provider refused: %s: %w", q.Get("error"), daemon.ErrUnauthenticated)
+		return anonymous, "", "", fmt.Errorf("the provider refused: %s: %w", q.Get("error"), access.ErrUnauthenticated)
 	case q.Get("state") != "st" || !strings.HasPrefix(flow, "flow-"):
-		return anonymous, "", "", fmt.Errorf("state does not match the flow cookie: %w", daemon.ErrUnauthenticated)
+		return anonymous, "", "", fmt.Errorf("state does not match the flow cookie: %w", access.ErrUnauthenticated)
 	}
-	alice := daemon.Principal{Kind: daemon.PrincipalUser, Name: "alice", Subject: "sub-1", Groups: []string{"dev", "ops"}}
+	alice := model.Principal{Kind: model.PrincipalUser, Name: "alice", Subject: "sub-1", Groups: []string{"dev", "ops"}}
 	return alice, aliceCookie, strings.TrimPrefix(flow, "flow-"), nil
 }
 
@@ -130,7 +131,7 @@ func TestSignInRefusals(t *testing.T) {
 		t.Fatalf("%d records, want %d: %+v", len(entries), len(cases), entries)
 	}
 	for i, e := range entries {
-		if e.Action != auditSignIn || e.Outcome != daemon.AuditUnauthenticated || e.Status != cases[i].status || e.Reason == "" {
+		if e.Action != auditSignIn || e.Outcome != model.AuditUnauthenticated || e.Status != cases[i].status || e.Reason == "" {
 			t.Errorf("%s: record %+v", cases[i].name, e)
 		}
 	}

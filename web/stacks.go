@@ -9,7 +9,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/view"
 )
 
@@ -29,7 +30,7 @@ const (
 type stackEntry struct {
 	version uint64
 	holder  string
-	view    daemon.StackView
+	view    model.StackView
 	full    json.RawMessage
 	summary view.StackSummary
 	short   json.RawMessage // summary's JSON
@@ -74,7 +75,7 @@ func (c *stackCache) list(api API) []*stackEntry {
 	return out
 }
 
-func render(v daemon.StackView, sv daemon.StackVersion) *stackEntry {
+func render(v model.StackView, sv model.StackVersion) *stackEntry {
 	e := &stackEntry{version: sv.Version, holder: sv.Holder, view: v, summary: view.SummaryOf(&v), row: view.Summarize(v)}
 	e.full, _ = json.Marshal(v)
 	e.short, _ = json.Marshal(e.summary)
@@ -173,15 +174,15 @@ const maxInt = int(^uint(0) >> 1)
 
 // readable keeps the entries p may read: every one while reads are open
 // or for the admin token, else those a role of p allows reading.
-func (s *Server) readable(p daemon.Principal, entries []*stackEntry) []*stackEntry {
-	if s.openReads() || p.Kind == daemon.PrincipalAdmin {
+func (s *Server) readable(p model.Principal, entries []*stackEntry) []*stackEntry {
+	if s.openReads() || p.Kind == model.PrincipalAdmin {
 		return entries
 	}
 	out := make([]*stackEntry, 0, len(entries))
-	var ref daemon.StackRef // one for all: Access keeps none
+	var ref access.StackRef // one for all: Access keeps none
 	for _, e := range entries {
 		ref.Name, ref.Source = e.view.Name, e.view.Source
-		if ok, _ := s.permit(p, daemon.ActionRead, &ref); ok {
+		if ok, _ := s.permit(p, access.ActionRead, &ref); ok {
 			out = append(out, e)
 		}
 	}

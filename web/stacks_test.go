@@ -6,7 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/view"
 	"github.com/stackd/stackd/web/webtest"
 )
@@ -16,7 +16,7 @@ func fleet() *fakeAPI {
 	views := manyStacks(250)
 	for i := range views {
 		if i%5 == 0 {
-			views[i].Status.Health = &daemon.Health{Status: daemon.HealthDegraded, Message: "up failed 3 times"}
+			views[i].Status.Health = &model.Health{Status: model.HealthDegraded, Message: "up failed 3 times"}
 		}
 		views[i].Source = []string{"/etc/stackd/a.yaml", "/etc/stackd/b.yaml"}[i%2]
 	}
@@ -114,12 +114,12 @@ func TestStackListRendersOncePerChange(t *testing.T) {
 	}
 	f := api.API.(*fakeAPI)
 	f.mu.Lock()
-	f.stacks[7].Status.LastUpdate.State = daemon.UpdateFailed
+	f.stacks[7].Status.LastUpdate.State = model.UpdateFailed
 	f.mu.Unlock()
 	l, _ := getList(t, s, "?view=summary&q=0007")
 	var sum view.StackSummary
 	_ = json.Unmarshal(l.Stacks[0], &sum)
-	if counted.reads != 21 || sum.LastUpdate.State != daemon.UpdateFailed {
+	if counted.reads != 21 || sum.LastUpdate.State != model.UpdateFailed {
 		t.Fatalf("after one change: %d reads, state %s", counted.reads, sum.LastUpdate.State)
 	}
 }
@@ -129,7 +129,7 @@ type countingAPI struct {
 	reads int
 }
 
-func (c *countingAPI) Stack(name string) (daemon.StackView, error) {
+func (c *countingAPI) Stack(name string) (model.StackView, error) {
 	c.reads++
 	return c.recordingAPI.Stack(name)
 }

@@ -17,7 +17,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/view"
 )
 
@@ -86,7 +88,7 @@ func (s *Server) uiReload(w http.ResponseWriter, r *http.Request) {
 }
 
 // may is p's permission to take action on stack (nil: daemon-wide).
-func (s *Server) may(p daemon.Principal, action string, stack *daemon.StackRef) view.Permission {
+func (s *Server) may(p model.Principal, action string, stack *access.StackRef) view.Permission {
 	ok, why := s.allowed(p, action, stack)
 	if ok {
 		return view.Permission{Allowed: true}
@@ -98,7 +100,7 @@ func (s *Server) may(p daemon.Principal, action string, stack *daemon.StackRef) 
 		if stack != nil {
 			perm.Reason += "; on the daemon's host: stackd " + action + " " + stack.Name
 		}
-	case p.Kind == daemon.PrincipalAnonymous && s.opts.SignIn != nil:
+	case p.Kind == model.PrincipalAnonymous && s.opts.SignIn != nil:
 		perm.Hint = "sign in to " + action
 	case stack == nil:
 		perm.Hint = "needs a role with " + action + " on every stack"
@@ -113,15 +115,15 @@ func (s *Server) newPage(r *http.Request, title string) view.Page {
 	if pg.Who.SignIn {
 		pg.Who.Login = loginPath + "?" + url.Values{"return": {returnPath(r)}}.Encode()
 	}
-	if pg.DaemonRead, _ = s.allowed(p, daemon.ActionRead, nil); pg.DaemonRead {
+	if pg.DaemonRead, _ = s.allowed(p, access.ActionRead, nil); pg.DaemonRead {
 		pg.Config = s.api.ConfigStatus()
 	}
 	return pg
 }
 
 // item is row with p's permissions on v.
-func (s *Server) item(p daemon.Principal, v *daemon.StackView, row view.StackRow) view.StackItem {
-	return view.StackItem{StackRow: row, Sync: s.may(p, daemon.ActionSync, refOf(v))}
+func (s *Server) item(p model.Principal, v *model.StackView, row view.StackRow) view.StackItem {
+	return view.StackItem{StackRow: row, Sync: s.may(p, access.ActionSync, refOf(v))}
 }
 
 func (s *Server) uiList(w http.ResponseWriter, r *http.Request) {
@@ -174,7 +176,7 @@ func (s *Server) uiStack(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := view.StackPage{Page: s.newPage(r, v.Name), Stack: s.item(principal(r), &v, view.Summarize(v)), View: v, Spec: view.SpecYAML(v.Spec),
-		Outputs: view.Outputs(v.Status.Outputs), Override: s.may(principal(r), daemon.ActionOverride, refOf(&v))}
+		Outputs: view.Outputs(v.Status.Outputs), Override: s.may(principal(r), access.ActionOverride, refOf(&v))}
 	p.Live, p.Section = true, view.SectionStacks
 	p.Updates, err = s.api.Updates(v.Name, 0, historyLimit)
 	if err != nil {
@@ -183,13 +185,13 @@ func (s *Server) uiStack(w http.ResponseWriter, r *http.Request) {
 	p.Log = s.latestLog(v, p.Updates)
 	p.Resources = s.resourcesOf(v.Name, r.URL.Query().Get("q"))
 	p.Preview = s.lastPreviewOf(v.Name)
-	p.Approve = s.may(principal(r), daemon.ActionApprove, refOf(&v))
+	p.Approve = s.may(principal(r), access.ActionApprove, refOf(&v))
 	s.render(w, http.StatusOK, "stack.html", p)
 }
 
 func (s *Server) uiConfig(w http.ResponseWriter, r *http.Request) {
 	p := view.ConfigPage{Page: s.newPage(r, "Config")}
-	p.Reload = s.may(principal(r), daemon.ActionReload, nil)
+	p.Reload = s.may(principal(r), access.ActionReload, nil)
 	p.Live, p.Section = true, view.SectionConfig
 	p.Health = view.ConfigBadge(p.Config.Health)
 	p.Sources = make([]view.SourceRow, 0, len(p.Config.Sources))
@@ -205,10 +207,10 @@ func (s *Server) uiConfig(w http.ResponseWriter, r *http.Request) {
 
 // latestLog is the log of the update in flight, else of the newest
 // update in updates, or nil when there is none.
-func (s *Server) latestLog(v daemon.StackView, updates []daemon.Update) *view.Log {
+func (s *Server) latestLog(v model.StackView, updates []model.Update) *view.Log {
 	switch {
 	case v.Status.CurrentUpdate != nil:
-		return s.updateLog(v.Status.CurrentUpdate.Name, daemon.UpdateRunning)
+		return s.updateLog(v.Status.CurrentUpdate.Name, model.UpdateRunning)
 	case len(updates) > 0:
 		return s.updateLog(updates[0].ID, updates[0].State)
 	}
@@ -226,7 +228,7 @@ func (s *Server) updateLog(id, state string) *view.Log {
 	case err != nil:
 		lv.Text = "The log is unavailable: " + err.Error()
 	case live != nil:
-		lv.State, lv.Follow = daemon.UpdateRunning, base+"?follow=1"
+		lv.State, lv.Follow = model.UpdateRunning, base+"?follow=1"
 		data, lv.Truncated = view.LiveTail(live, logTail)
 		lv.Text = string(data)
 	default:
@@ -318,7 +320,7 @@ var funcs = template.FuncMap{
 	"lower":       strings.ToLower,
 	"list":        func(items ...string) []string { return items },
 	"join":        strings.Join,
-	"actor":       actorOf,
+	"actor":       model.Principal.String,
 	"shortType":   view.ShortType,
 	"commitRef":   view.RefOfCommit,
 }

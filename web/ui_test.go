@@ -18,6 +18,7 @@ import (
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/webtest"
 )
 
@@ -43,9 +44,9 @@ func newUIFakeAPI() *uiFakeAPI {
 	_, _ = live.Write([]byte("Updating (prod)\n  + aws:s3:Bucket assets creating\n"))
 	f := &uiFakeAPI{live: live, now: time.Now()}
 	f.fakeAPI = &fakeAPI{
-		stacks:    []daemon.StackView{f.web(), f.db(), f.queue()},
+		stacks:    []model.StackView{f.web(), f.db(), f.queue()},
 		config:    f.configStatus(),
-		stats:     daemon.Stats{Running: 1},
+		stats:     model.Stats{Running: 1},
 		revisions: f.configRevisions(),
 	}
 	return f
@@ -62,38 +63,38 @@ const (
 
 // configStatus has three sources: web's, progressing to a new commit; db's,
 // whose latest commit is refused; and a local file.
-func (f *uiFakeAPI) configStatus() daemon.ConfigStatus {
-	return daemon.ConfigStatus{Successful: true, LastSuccess: f.ago(10 * time.Minute), LastAttempt: f.ago(10 * time.Minute),
-		Health: &daemon.Health{Status: daemon.HealthDegraded, Message: "a source is degraded"},
-		Sources: []daemon.SourceStatus{
+func (f *uiFakeAPI) configStatus() model.ConfigStatus {
+	return model.ConfigStatus{Successful: true, LastSuccess: f.ago(10 * time.Minute), LastAttempt: f.ago(10 * time.Minute),
+		Health: &model.Health{Status: model.HealthDegraded, Message: "a source is degraded"},
+		Sources: []model.SourceStatus{
 			{Source: uiWebSource, Git: &spec.GitDir{URL: "https://github.com/acme/web.git", Path: "deploy", Ref: "main"},
 				Commit: uiCommitA, LatestCommit: uiCommitA, LastPoll: f.ago(30 * time.Second), AppliedAt: f.ago(10 * time.Minute),
-				Stacks: 1, Health: daemon.Health{Status: daemon.HealthProgressing, Message: "New commit detected"}},
+				Stacks: 1, Health: model.Health{Status: model.HealthProgressing, Message: "New commit detected"}},
 			{Source: uiDBSource, Git: &spec.GitDir{URL: "git@github.com:acme/db.git"},
 				Commit: uiCommitA, LatestCommit: uiCommitB, LastPoll: f.ago(40 * time.Second), AppliedAt: f.ago(2 * time.Hour),
 				Error: "db.yaml:3:5: spec.stack is required\n<script>alert(1)</script>", Stacks: 1,
-				Health: daemon.Health{Status: daemon.HealthDegraded, Message: "config not valid"}},
-			{Source: uiLocalSource, AppliedAt: f.ago(3 * time.Hour), Stacks: 1, Health: daemon.Health{Status: daemon.HealthHealthy}},
+				Health: model.Health{Status: model.HealthDegraded, Message: "config not valid"}},
+			{Source: uiLocalSource, AppliedAt: f.ago(3 * time.Hour), Stacks: 1, Health: model.Health{Status: model.HealthHealthy}},
 		},
 	}
 }
 
 // configRevisions are, newest first: db's commit B refused, commit A applied,
 // and the first load.
-func (f *uiFakeAPI) configRevisions() []daemon.ConfigRevision {
-	return []daemon.ConfigRevision{
+func (f *uiFakeAPI) configRevisions() []model.ConfigRevision {
+	return []model.ConfigRevision{
 		{Seq: 3, Time: f.ago(40 * time.Second), Trigger: "git", Error: "config not applied: db.yaml:3:5: spec.stack is required",
-			Sources: []daemon.RevisionSource{{Source: uiWebSource, Commit: uiCommitA}, {Source: uiDBSource, Commit: uiCommitB}, {Source: uiLocalSource}}},
+			Sources: []model.RevisionSource{{Source: uiWebSource, Commit: uiCommitA}, {Source: uiDBSource, Commit: uiCommitB}, {Source: uiLocalSource}}},
 		{Seq: 2, Time: f.ago(10 * time.Minute), Trigger: "git", Applied: true, Changed: []string{"web"}, Removed: []string{"old <app>"},
-			Sources: []daemon.RevisionSource{{Source: uiWebSource, Commit: uiCommitA}, {Source: uiDBSource, Commit: uiCommitA}, {Source: uiLocalSource}}},
+			Sources: []model.RevisionSource{{Source: uiWebSource, Commit: uiCommitA}, {Source: uiDBSource, Commit: uiCommitA}, {Source: uiLocalSource}}},
 		{Seq: 1, Time: f.ago(3 * time.Hour), Trigger: "start", Applied: true, Added: []string{"web", "db", "queue"},
-			Sources: []daemon.RevisionSource{{Source: uiWebSource, Commit: uiCommitB}, {Source: uiDBSource, Commit: uiCommitA}, {Source: uiLocalSource}}},
+			Sources: []model.RevisionSource{{Source: uiWebSource, Commit: uiCommitB}, {Source: uiDBSource, Commit: uiCommitA}, {Source: uiLocalSource}}},
 	}
 }
 
 func (f *uiFakeAPI) ago(d time.Duration) time.Time { return f.now.Add(-d) }
 
-func (f *uiFakeAPI) web() daemon.StackView {
+func (f *uiFakeAPI) web() model.StackView {
 	stackSpec := &spec.StackSpec{
 		Stack:       "acme/web/prod",
 		ProjectRepo: "https://github.com/acme/web.git",
@@ -104,17 +105,17 @@ func (f *uiFakeAPI) web() daemon.StackView {
 		Secrets: map[string]string{"dbPassword": uiSecretConfig},
 		Config:  map[string]any{"aws:region": "eu-west-1"},
 	}
-	return daemon.StackView{
+	return model.StackView{
 		Name:         "web",
 		Spec:         spec.Redacted(stackSpec),
 		ExternalLink: "https://console.example.com/stacks/web?env=prod&tab=1",
 		LastSuccess:  f.ago(2 * time.Hour),
 		Tracking:     "https://github.com/acme/web.git@main",
 		Source:       uiWebSource,
-		Status: daemon.StackStatus{
-			Conditions: []daemon.Condition{
-				{Type: daemon.ConditionReady, Status: "False", Reason: "NotReady", Message: "An update is in progress", LastTransitionTime: f.ago(time.Minute)},
-				{Type: daemon.ConditionReconciling, Status: "True", Reason: "StackProcessing", Message: "New commit detected", LastTransitionTime: f.ago(time.Minute)},
+		Status: model.StackStatus{
+			Conditions: []model.Condition{
+				{Type: model.ConditionReady, Status: "False", Reason: "NotReady", Message: "An update is in progress", LastTransitionTime: f.ago(time.Minute)},
+				{Type: model.ConditionReconciling, Status: "True", Reason: "StackProcessing", Message: "New commit detected", LastTransitionTime: f.ago(time.Minute)},
 			},
 			Outputs: map[string]json.RawMessage{
 				"url":        json.RawMessage(`"https://web.example.com"`),
@@ -122,39 +123,39 @@ func (f *uiFakeAPI) web() daemon.StackView {
 				"ports":      json.RawMessage(`[80,443]`),
 				"banner":     json.RawMessage(`"<b>hello</b>"`),
 			},
-			CurrentUpdate: &daemon.CurrentUpdate{Name: "web-3", Commit: "0123456789abcdef0123456789abcdef01234567"},
-			LastUpdate: &daemon.LastUpdate{
-				Name: "web-2", Type: daemon.UpdateUp, State: daemon.UpdateSucceeded,
+			CurrentUpdate: &model.CurrentUpdate{Name: "web-3", Commit: "0123456789abcdef0123456789abcdef01234567"},
+			LastUpdate: &model.LastUpdate{
+				Name: "web-2", Type: model.UpdateUp, State: model.UpdateSucceeded,
 				LastSuccessfulCommit: "89abcdef0123456789abcdef0123456789abcdef", LastResyncTime: f.ago(2 * time.Hour),
 			},
-			Health: &daemon.Health{Status: daemon.HealthProgressing, Message: "New commit detected"},
-			SkippedCommit: &daemon.SkippedCommit{Commit: "76543210fedcba9876543210fedcba9876543210",
+			Health: &model.Health{Status: model.HealthProgressing, Message: "New commit detected"},
+			SkippedCommit: &model.SkippedCommit{Commit: "76543210fedcba9876543210fedcba9876543210",
 				Reason: "changes no file of paths [deploy/** <shared>/**]", Time: f.ago(30 * time.Minute)},
 		},
 	}
 }
 
-func (f *uiFakeAPI) db() daemon.StackView {
-	return daemon.StackView{
+func (f *uiFakeAPI) db() model.StackView {
+	return model.StackView{
 		Name:     "db",
 		Spec:     map[string]any{"stack": "acme/db/prod", "projectRepo": "git@github.com:acme/db.git", "commit": "fedcba9876543210fedcba9876543210fedcba98"},
 		Tracking: "git@github.com:acme/db.git@fedcba9876543210fedcba9876543210fedcba98",
 		Source:   uiDBSource,
-		Status: daemon.StackStatus{
-			Conditions: []daemon.Condition{
-				{Type: daemon.ConditionStalled, Status: "True", Reason: "UpdateFailed", Message: "up failed 3 times; not retrying", LastTransitionTime: f.ago(26 * time.Hour)},
+		Status: model.StackStatus{
+			Conditions: []model.Condition{
+				{Type: model.ConditionStalled, Status: "True", Reason: "UpdateFailed", Message: "up failed 3 times; not retrying", LastTransitionTime: f.ago(26 * time.Hour)},
 			},
-			LastUpdate: &daemon.LastUpdate{
-				Name: "db-7", Type: daemon.UpdateUp, State: daemon.UpdateFailed, Message: "exit status 255",
+			LastUpdate: &model.LastUpdate{
+				Name: "db-7", Type: model.UpdateUp, State: model.UpdateFailed, Message: "exit status 255",
 				LastSuccessfulCommit: "aaaabbbbccccddddeeeeffff0000111122223333", LastResyncTime: f.ago(26 * time.Hour), Failures: 3,
 			},
-			Health: &daemon.Health{Status: daemon.HealthDegraded, Message: "up failed 3 times; not retrying"},
+			Health: &model.Health{Status: model.HealthDegraded, Message: "up failed 3 times; not retrying"},
 		},
 	}
 }
 
-func (f *uiFakeAPI) queue() daemon.StackView {
-	return daemon.StackView{Name: "queue", Spec: map[string]any{"stack": "dev"}, Tracking: "program queue"}
+func (f *uiFakeAPI) queue() model.StackView {
+	return model.StackView{Name: "queue", Spec: map[string]any{"stack": "dev"}, Tracking: "program queue"}
 }
 
 func (f *uiFakeAPI) syncs() []string {
@@ -163,34 +164,34 @@ func (f *uiFakeAPI) syncs() []string {
 	return append([]string(nil), f.synced...)
 }
 
-func (f *uiFakeAPI) Updates(stack string, _ uint64, limit int) ([]daemon.Update, error) {
+func (f *uiFakeAPI) Updates(stack string, _ uint64, limit int) ([]model.Update, error) {
 	if stack != "web" {
 		if _, err := f.Stack(stack); err != nil {
 			return nil, err
 		}
 		return nil, nil
 	}
-	us := []daemon.Update{
-		{ID: "web-3", Stack: "web", Seq: 3, Type: daemon.UpdateUp, Reason: "New commit detected",
-			Commit: "0123456789abcdef0123456789abcdef01234567", StartTime: f.ago(time.Minute), State: daemon.UpdateRunning},
-		{ID: "web-2", Stack: "web", Seq: 2, Type: daemon.UpdateUp, Reason: "Resync", Commit: "89abcdef0123456789abcdef0123456789abcdef",
-			StartTime: f.ago(2*time.Hour + 40*time.Second), EndTime: f.ago(2 * time.Hour), State: daemon.UpdateSucceeded,
+	us := []model.Update{
+		{ID: "web-3", Stack: "web", Seq: 3, Type: model.UpdateUp, Reason: "New commit detected",
+			Commit: "0123456789abcdef0123456789abcdef01234567", StartTime: f.ago(time.Minute), State: model.UpdateRunning},
+		{ID: "web-2", Stack: "web", Seq: 2, Type: model.UpdateUp, Reason: "Resync", Commit: "89abcdef0123456789abcdef0123456789abcdef",
+			StartTime: f.ago(2*time.Hour + 40*time.Second), EndTime: f.ago(2 * time.Hour), State: model.UpdateSucceeded,
 			Changes: map[string]int{"same": 12, "update": 1}, Permalink: "https://app.pulumi.com/acme/web/prod/updates/2"},
-		{ID: "web-1", Stack: "web", Seq: 1, Type: daemon.UpdatePreview, Reason: "First run", Commit: "89abcdef0123456789abcdef0123456789abcdef",
-			StartTime: f.ago(3 * time.Hour), EndTime: f.ago(3*time.Hour - 5*time.Second), State: daemon.UpdateFailed,
+		{ID: "web-1", Stack: "web", Seq: 1, Type: model.UpdatePreview, Reason: "First run", Commit: "89abcdef0123456789abcdef0123456789abcdef",
+			StartTime: f.ago(3 * time.Hour), EndTime: f.ago(3*time.Hour - 5*time.Second), State: model.UpdateFailed,
 			Message: "error: missing required configuration key \"aws:region\""},
 	}
 	return us[:min(limit, len(us))], nil
 }
 
-func (f *uiFakeAPI) Update(id string) (daemon.Update, error) {
+func (f *uiFakeAPI) Update(id string) (model.Update, error) {
 	us, _ := f.Updates("web", 0, 100)
 	for _, u := range us {
 		if u.ID == id {
 			return u, nil
 		}
 	}
-	return daemon.Update{}, daemon.ErrUnknownUpdate
+	return model.Update{}, daemon.ErrUnknownUpdate
 }
 
 func (f *uiFakeAPI) Log(id string) ([]byte, *livelog.Log, error) {
@@ -367,7 +368,7 @@ func TestUIConfig(t *testing.T) {
 // problems in its own card rather than in the banner of other pages.
 func TestUIConfigReloadFailed(t *testing.T) {
 	api := newUIFakeAPI()
-	api.config = daemon.ConfigStatus{LastSuccess: api.ago(time.Hour), LastAttempt: api.ago(time.Minute),
+	api.config = model.ConfigStatus{LastSuccess: api.ago(time.Hour), LastAttempt: api.ago(time.Minute),
 		Error: "config not applied: stacks.yaml:1:1: <bad>"}
 	api.revisions = nil
 	base := startUI(t, api)
@@ -581,9 +582,9 @@ type uiScriptAPI struct {
 	stream  *livelog.Log
 }
 
-func (f *uiScriptAPI) Stats() daemon.Stats { return daemon.Stats{Queued: int(f.renders.Add(1))} }
-func (f *uiScriptAPI) ClusterStatus() (daemon.ClusterStatus, bool) {
-	return daemon.ClusterStatus{}, false
+func (f *uiScriptAPI) Stats() model.Stats { return model.Stats{Queued: int(f.renders.Add(1))} }
+func (f *uiScriptAPI) ClusterStatus() (model.ClusterStatus, bool) {
+	return model.ClusterStatus{}, false
 }
 func (f *uiScriptAPI) RemoteLog(string) string         { return "" }
 func (f *uiScriptAPI) Backup(io.Writer) (int64, error) { return 0, daemon.ErrNoBackup }
@@ -623,9 +624,9 @@ func TestUIChromiumScript(t *testing.T) {
 // session, the leader and the members, and each stack's replica; a
 // single node shows none of it.
 func TestUIListCluster(t *testing.T) {
-	stacks := []daemon.StackView{{Name: "app", Holder: "node-2"}}
-	api := &fakeAPI{stacks: stacks, cluster: daemon.ClusterStatus{Node: "node-1", Leader: "node-2", Session: true,
-		Members: []daemon.ClusterMember{{Name: "node-1"}, {Name: "node-2", Stacks: 1}}}}
+	stacks := []model.StackView{{Name: "app", Holder: "node-2"}}
+	api := &fakeAPI{stacks: stacks, cluster: model.ClusterStatus{Node: "node-1", Leader: "node-2", Session: true,
+		Members: []model.ClusterMember{{Name: "node-1"}, {Name: "node-2", Stacks: 1}}}}
 	_, body := send(t, "GET", startServer(t, api)+"/", nil, "")
 	for _, want := range []string{"replica <strong>node-1</strong>", "session ok", "leader node-2", "node-2 (1)", "<td>node-2</td>"} {
 		if !strings.Contains(string(body), want) {
@@ -652,8 +653,8 @@ func TestUIFailingAndDriftedStacks(t *testing.T) {
 	f := newUIFakeAPI()
 	at := f.now.Add(90 * time.Second)
 	q := &f.stacks[2]
-	q.Status.LastUpdate = &daemon.LastUpdate{Name: "queue-1", Type: daemon.UpdateUp, State: daemon.UpdateFailed, Failures: 1, LastResyncTime: f.ago(time.Minute)}
-	q.Status.Retry = &daemon.Retry{Attempt: 2, Of: 3, At: at}
+	q.Status.LastUpdate = &model.LastUpdate{Name: "queue-1", Type: model.UpdateUp, State: model.UpdateFailed, Failures: 1, LastResyncTime: f.ago(time.Minute)}
+	q.Status.Retry = &model.Retry{Attempt: 2, Of: 3, At: at}
 	db := &f.stacks[1]
 	db.Status.Drift = &spec.DriftStatus{State: spec.DriftDrifted, LastCheck: f.ago(time.Minute), Since: f.ago(time.Minute), Check: "db-8"}
 	url := startUI(t, f)
@@ -693,7 +694,7 @@ func TestUIReloadOverride(t *testing.T) {
 // why the last load failed.
 func TestUIConfigPolicies(t *testing.T) {
 	api := newUIFakeAPI()
-	api.config.Policies = &daemon.PolicyStatus{Source: "git+https://git.example.com/policies.git", Commit: strings.Repeat("ab", 20),
+	api.config.Policies = &model.PolicyStatus{Source: "git+https://git.example.com/policies.git", Commit: strings.Repeat("ab", 20),
 		Policies: []string{"stackd.files", "stackd.review"}, LastAttempt: api.ago(time.Minute),
 		Error: "https://git.example.com/policies.git//files.rego:4:0: unexpected <eof>"}
 	page := getPage(t, startUI(t, api)+"/config", http.StatusOK)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/webtest"
 )
 
@@ -71,7 +71,7 @@ func TestWebhookPush(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			api := &fakeAPI{pushed: daemon.PushResult{Stacks: []string{"infra-dev", "infra-prod"},
+			api := &fakeAPI{pushed: model.PushResult{Stacks: []string{"infra-dev", "infra-prod"},
 				Sources: []string{"git+https://github.com/acme/infra.git//stacks?ref=main"}}}
 			// A configured API token does not apply to the webhook.
 			_, url := startWith(t, Options{API: api, WebhookSecret: hookSecret, Token: "api-token"})

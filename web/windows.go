@@ -7,13 +7,15 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // WindowOverrider is what an API may also implement: a sync that
 // closed change windows do not hold back. *daemon.Daemon does.
 type WindowOverrider interface {
-	OverrideWindow(name string, by daemon.Principal, reason string) (string, error)
+	OverrideWindow(name string, by model.Principal, reason string) (string, error)
 }
 
 // syncBody is the optional JSON body of POST /api/v1/stacks/{name}/sync.
@@ -48,12 +50,12 @@ func decodeSyncBody(r *http.Request) (syncBody, error) {
 // reason. It returns the sync's token, or the status and error to
 // answer.
 func (s *Server) overrideWindow(r *http.Request, name, reason string) (string, int, error) {
-	noteAudit(r, daemon.ActionOverride, reason)
+	noteAudit(r, access.ActionOverride, reason)
 	o, ok := s.api.(WindowOverrider)
 	if !ok {
 		return "", http.StatusNotImplemented, errors.New("this daemon cannot override change windows")
 	}
-	if allowed, why := s.allowed(principal(r), daemon.ActionOverride, s.stackRef(name)); !allowed {
+	if allowed, why := s.allowed(principal(r), access.ActionOverride, s.stackRef(name)); !allowed {
 		return "", http.StatusForbidden, fmt.Errorf("overriding change windows: %s", why)
 	}
 	token, err := o.OverrideWindow(name, principal(r), reason)

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/webtest"
 )
 
@@ -17,10 +19,10 @@ import (
 type overrideAPI struct {
 	*fakeAPI
 	mu        sync.Mutex
-	overrides []daemon.WindowOverride
+	overrides []model.WindowOverride
 }
 
-func (o *overrideAPI) OverrideWindow(name string, by daemon.Principal, reason string) (string, error) {
+func (o *overrideAPI) OverrideWindow(name string, by model.Principal, reason string) (string, error) {
 	if _, err := o.Stack(name); err != nil {
 		return "", err
 	}
@@ -29,14 +31,14 @@ func (o *overrideAPI) OverrideWindow(name string, by daemon.Principal, reason st
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.overrides = append(o.overrides, daemon.WindowOverride{By: by, Reason: reason})
+	o.overrides = append(o.overrides, model.WindowOverride{By: by, Reason: reason})
 	return "token-1", nil
 }
 
-func (o *overrideAPI) taken() []daemon.WindowOverride {
+func (o *overrideAPI) taken() []model.WindowOverride {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return append([]daemon.WindowOverride(nil), o.overrides...)
+	return append([]model.WindowOverride(nil), o.overrides...)
 }
 
 const oncallToken = "oncall-token-secret"
@@ -45,8 +47,8 @@ const oncallToken = "oncall-token-secret"
 // override change windows of app.
 func windowAccess() *fakeAccess {
 	a := newFakeAccess()
-	a.tokens[oncallToken] = daemon.Principal{Kind: daemon.PrincipalToken, Name: "oncall"}
-	a.grants["oncall"] = []grant{{daemon.ActionRead, ""}, {daemon.ActionSync, "*"}, {daemon.ActionOverride, "app"}}
+	a.tokens[oncallToken] = model.Principal{Kind: model.PrincipalToken, Name: "oncall"}
+	a.grants["oncall"] = []grant{{access.ActionRead, ""}, {access.ActionSync, "*"}, {access.ActionOverride, "app"}}
 	return a
 }
 
@@ -122,9 +124,9 @@ func TestSyncOverrideWindow(t *testing.T) {
 func TestUIChangeWindow(t *testing.T) {
 	api := &overrideAPI{fakeAPI: twoStacks()}
 	next := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
-	api.stacks[0].Status.ChangeWindow = &daemon.ChangeWindowStatus{Change: "commit", NextOpen: next, Windows: []string{`deny window "freeze"`}}
-	api.updates = []daemon.Update{{ID: "app-2", Stack: "app", Seq: 2, State: daemon.UpdateSucceeded, Type: daemon.UpdateUp, Reason: "Sync request",
-		WindowOverride: &daemon.WindowOverride{By: daemon.Principal{Kind: daemon.PrincipalToken, Name: "oncall"}, Reason: "INC-7 hotfix"}}}
+	api.stacks[0].Status.ChangeWindow = &model.ChangeWindowStatus{Change: "commit", NextOpen: next, Windows: []string{`deny window "freeze"`}}
+	api.updates = []model.Update{{ID: "app-2", Stack: "app", Seq: 2, State: model.UpdateSucceeded, Type: model.UpdateUp, Reason: "Sync request",
+		WindowOverride: &model.WindowOverride{By: model.Principal{Kind: model.PrincipalToken, Name: "oncall"}, Reason: "INC-7 hotfix"}}}
 	_, base := startWith(t, Options{API: api, Access: windowAccess(), Audit: &memAudit{}})
 
 	_, page := fetch(t, "GET", base+"/stacks/app", bearer(oncallToken))

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stackd/stackd/audit"
 	"github.com/stackd/stackd/auth"
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/scrub"
@@ -80,7 +81,7 @@ func (f *accessFlags) check(clustered bool) error {
 type accessSetup struct {
 	access *auth.Access
 	signIn *auth.SignIn
-	audit  daemon.AuditLog
+	audit  audit.Log
 	// secure says browsers reach the UI over https (the redirect URL's
 	// scheme): every cookie is then Secure.
 	secure bool
@@ -95,7 +96,7 @@ func (f *runFlags) newAccess(ctx context.Context, adminToken string, st daemon.S
 	red *scrub.Redactor, log *slog.Logger,
 ) (*accessSetup, error) {
 	s := &accessSetup{node: node, stop: func() {}}
-	s.audit, _ = st.(daemon.AuditLog)
+	s.audit, _ = st.(audit.Log)
 	if s.audit == nil {
 		log.Warn("the store keeps no audit trail: requests are not recorded")
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/cluster/etcdtest"
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // TestE2EClusterAccess: two replicas share the roles file, the session
@@ -108,7 +108,7 @@ func TestE2EClusterAccess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out struct{ Entries []daemon.AuditEntry }
+		var out struct{ Entries []model.AuditEntry }
 		err = json.NewDecoder(resp.Body).Decode(&out)
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != http.StatusOK {

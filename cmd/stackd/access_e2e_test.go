@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // Named API tokens of the roles file the access tests use.
@@ -73,10 +73,10 @@ func (in *instance) as(method, path, token string) (int, []byte) {
 
 // audit is the audit trail the API serves, newest first, read with the
 // admin token.
-func (in *instance) audit(query string) []daemon.AuditEntry {
+func (in *instance) audit(query string) []model.AuditEntry {
 	in.t.Helper()
 	code, body := in.as(http.MethodGet, "/api/v1/audit"+query, in.token)
-	var out struct{ Entries []daemon.AuditEntry }
+	var out struct{ Entries []model.AuditEntry }
 	if err := json.Unmarshal(body, &out); code != http.StatusOK || err != nil {
 		in.t.Fatalf("GET /api/v1/audit%s: %d %v %s", query, code, err, body)
 	}
@@ -112,7 +112,7 @@ func TestE2ERolesAndAudit(t *testing.T) {
 	if code, body := in.as(http.MethodPost, "/api/v1/stacks/app/sync", ciToken); code != http.StatusAccepted {
 		t.Fatalf("the operator's sync: %d %s", code, body)
 	}
-	in.waitStack("app", "the sync", time.Minute, func(v daemon.StackView) bool {
+	in.waitStack("app", "the sync", time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate.Name == "app-2"
 	})
 
@@ -121,12 +121,12 @@ func TestE2ERolesAndAudit(t *testing.T) {
 		t.Fatalf("the trail of app: %+v", entries)
 	}
 	synced, refused := entries[0], entries[1]
-	if refused.Principal.Kind != daemon.PrincipalToken || refused.Principal.Name != "dashboards" || refused.Action != "sync" ||
-		refused.Outcome != daemon.AuditDenied || refused.Status != http.StatusForbidden || refused.Path != "/api/v1/stacks/app/sync" ||
+	if refused.Principal.Kind != model.PrincipalToken || refused.Principal.Name != "dashboards" || refused.Action != "sync" ||
+		refused.Outcome != model.AuditDenied || refused.Status != http.StatusForbidden || refused.Path != "/api/v1/stacks/app/sync" ||
 		refused.Remote != "127.0.0.1" || !strings.Contains(refused.Reason, "may not sync stack app") {
 		t.Errorf("the refusal's record: %+v", refused)
 	}
-	if synced.Principal.Name != "ci" || synced.Outcome != daemon.AuditAllowed || synced.Status != http.StatusAccepted || synced.Seq <= refused.Seq {
+	if synced.Principal.Name != "ci" || synced.Outcome != model.AuditAllowed || synced.Status != http.StatusAccepted || synced.Seq <= refused.Seq {
 		t.Errorf("the sync's record: %+v", synced)
 	}
 	// The viewer may read app's trail (read on app); the whole trail is
@@ -162,7 +162,7 @@ func TestE2ERolesAndAudit(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	last := in.audit("?limit=1")[0]
-	if last.Outcome != daemon.AuditUnauthenticated || !strings.Contains(last.Reason, "revoked") || strings.Contains(fmt.Sprint(last), dashboardToken) {
+	if last.Outcome != model.AuditUnauthenticated || !strings.Contains(last.Reason, "revoked") || strings.Contains(fmt.Sprint(last), dashboardToken) {
 		t.Errorf("the revoked token's record: %+v", last)
 	}
 }

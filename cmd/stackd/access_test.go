@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/audit"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web"
 )
 
@@ -51,10 +52,10 @@ func TestAccessFlagsCheck(t *testing.T) {
 // listAudit is an audit trail in memory.
 type listAudit struct {
 	mu      sync.Mutex
-	entries []daemon.AuditEntry
+	entries []model.AuditEntry
 }
 
-func (l *listAudit) PutAudit(e daemon.AuditEntry) (daemon.AuditEntry, error) {
+func (l *listAudit) PutAudit(e model.AuditEntry) (model.AuditEntry, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e.Seq = uint64(len(l.entries) + 1)
@@ -62,10 +63,10 @@ func (l *listAudit) PutAudit(e daemon.AuditEntry) (daemon.AuditEntry, error) {
 	return e, nil
 }
 
-func (l *listAudit) Audit(f daemon.AuditFilter) ([]daemon.AuditEntry, error) {
+func (l *listAudit) Audit(f audit.Filter) ([]model.AuditEntry, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []daemon.AuditEntry
+	var out []model.AuditEntry
 	for _, e := range slices.Backward(l.entries) {
 		if f.Matches(e) && (f.Before == 0 || e.Seq < f.Before) && len(out) < f.Limit {
 			out = append(out, e)
@@ -81,13 +82,13 @@ func (l *listAudit) PruneAudit(time.Time) (int, error) { return 0, nil }
 func TestAuditCommand(t *testing.T) {
 	trail := &listAudit{}
 	at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	for _, e := range []daemon.AuditEntry{
-		{Time: at, Principal: daemon.Principal{Kind: daemon.PrincipalToken, Name: "viewer"}, Action: "sync", Stack: "app",
+	for _, e := range []model.AuditEntry{
+		{Time: at, Principal: model.Principal{Kind: model.PrincipalToken, Name: "viewer"}, Action: "sync", Stack: "app",
 			Method: "POST", Path: "/api/v1/stacks/app/sync", Status: 403, Outcome: "denied", Remote: "192.0.2.1",
 			Reason: `token "viewer" (roles: viewer) may not sync stack app`},
-		{Time: at.Add(time.Minute), Principal: daemon.Principal{Kind: daemon.PrincipalToken, Name: "ci"}, Action: "sync", Stack: "app",
+		{Time: at.Add(time.Minute), Principal: model.Principal{Kind: model.PrincipalToken, Name: "ci"}, Action: "sync", Stack: "app",
 			Method: "POST", Path: "/api/v1/stacks/app/sync", Status: 202, Outcome: "allowed", Remote: "192.0.2.2"},
-		{Time: at.Add(2 * time.Minute), Principal: daemon.Principal{Kind: daemon.PrincipalAdmin}, Action: "reload",
+		{Time: at.Add(2 * time.Minute), Principal: model.Principal{Kind: model.PrincipalAdmin}, Action: "reload",
 			Method: "POST", Path: "/api/v1/reload", Status: 200, Outcome: "allowed"},
 	} {
 		_, _ = trail.PutAudit(e)
@@ -115,7 +116,7 @@ func TestAuditCommand(t *testing.T) {
 		t.Errorf("audit --stack app:\n%s", stdout)
 	}
 	code, stdout, _ = stackd(t, "audit", "--server", url, "--api-token-file", tokenFile, "--actor", "ci", "--json")
-	var out struct{ Entries []daemon.AuditEntry }
+	var out struct{ Entries []model.AuditEntry }
 	if err := json.Unmarshal([]byte(stdout), &out); code != exitOK || err != nil || len(out.Entries) != 1 || out.Entries[0].Principal.Name != "ci" {
 		t.Errorf("audit --actor ci --json: exit %d, %v\n%s", code, err, stdout)
 	}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/auth"
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web"
 )
 
@@ -119,8 +119,8 @@ func (a *syncAPI) Sync(name string) (string, error) {
 	return "req-1", nil
 }
 
-func (a *syncAPI) Stack(name string) (daemon.StackView, error) {
-	return daemon.StackView{Name: name}, nil
+func (a *syncAPI) Stack(name string) (model.StackView, error) {
+	return model.StackView{Name: name}, nil
 }
 
 // TestClientSendsDataDirToken: stackd sync finds the token in --data-dir
@@ -268,7 +268,7 @@ func TestE2EAPINoToken(t *testing.T) {
 		t.Fatalf("sync without a token: %d, want 202", code)
 	}
 	var cfg struct {
-		daemon.ConfigStatus
+		model.ConfigStatus
 		Warnings []string
 	}
 	if code, body := in.get("/api/v1/config", &cfg); code != http.StatusOK || !strings.Contains(strings.Join(cfg.Warnings, "\n"), "--api-no-token") {

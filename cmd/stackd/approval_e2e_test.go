@@ -11,16 +11,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/model"
 )
 
 // awaitingAt says the stack's plan for commit awaits approval.
-func awaitingAt(commit string) func(v daemon.StackView) bool {
-	return func(v daemon.StackView) bool {
+func awaitingAt(commit string) func(v model.StackView) bool {
+	return func(v model.StackView) bool {
 		g := v.Status.Gate
-		c := v.Status.Condition(daemon.ConditionAwaitingApproval)
-		return g != nil && g.State == daemon.GateAwaiting && g.Plan != nil && (commit == "" || g.Commit == commit) &&
+		c := v.Status.Condition(model.ConditionAwaitingApproval)
+		return g != nil && g.State == model.GateAwaiting && g.Plan != nil && (commit == "" || g.Commit == commit) &&
 			c != nil && c.Status == "True"
 	}
 }
@@ -36,13 +37,13 @@ func (in *instance) decide(name, action, plan string) (int, []byte) {
 
 // approveAndWait approves the plan that awaits approval and waits for the
 // stack to apply it.
-func (in *instance) approveAndWait(name string) daemon.StackView {
+func (in *instance) approveAndWait(name string) model.StackView {
 	in.t.Helper()
 	g := in.stack(name).Status.Gate
 	if code, body := in.decide(name, "approve", g.Plan.ID); code != http.StatusOK {
 		in.t.Fatalf("approve %s: %d %s", name, code, body)
 	}
-	return in.waitStack(name, "the approved plan applied", 2*time.Minute, func(v daemon.StackView) bool {
+	return in.waitStack(name, "the approved plan applied", 2*time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate.LastSuccessfulCommit == g.Commit
 	})
 }
@@ -94,10 +95,10 @@ func TestE2EApprovalRequired(t *testing.T) {
 		t.Fatalf("a plan awaiting approval changed the file to %q", got)
 	}
 	g := v.Status.Gate
-	if v.Status.Health == nil || v.Status.Health.Status != daemon.HealthAwaitingApproval {
+	if v.Status.Health == nil || v.Status.Health.Status != model.HealthAwaitingApproval {
 		t.Errorf("health = %+v, want AwaitingApproval", v.Status.Health)
 	}
-	i := slices.IndexFunc(g.Steps, func(s daemon.Step) bool { return s.Type == "stackdtest:index:File" })
+	i := slices.IndexFunc(g.Steps, func(s model.Step) bool { return s.Type == "stackdtest:index:File" })
 	if i < 0 || g.Steps[i].Op != "update" || !slices.Contains(g.Steps[i].Diffs, "content") || g.Changes["update"] != 1 {
 		t.Fatalf("the plan's steps %+v and summary %v do not show the File's content updated", g.Steps, g.Changes)
 	}
@@ -146,7 +147,7 @@ func TestE2EApprovalRequired(t *testing.T) {
 	if code, body := in.decide("app", "approve", g.Plan.Digest); code != http.StatusOK {
 		t.Fatalf("approve: %d %s", code, body)
 	}
-	v = in.waitStack("app", "the approved plan applied", 2*time.Minute, func(v daemon.StackView) bool {
+	v = in.waitStack("app", "the approved plan applied", 2*time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate.LastSuccessfulCommit == second
 	})
 	if got := readFile(t, out); got != "hello v2" {
@@ -159,18 +160,18 @@ func TestE2EApprovalRequired(t *testing.T) {
 		t.Errorf("plan files left after the apply: %v", files)
 	}
 	updates := in.updates("app")
-	approved := "Approved by admin token: plan " + g.Plan.ID
-	up := slices.IndexFunc(updates, func(u daemon.Update) bool { return u.Reason == approved })
-	preview := slices.IndexFunc(updates, func(u daemon.Update) bool { return u.ID == g.Update })
-	if up < 0 || updates[up].State != daemon.UpdateSucceeded || updates[up].Type != daemon.UpdateUp || updates[up].Commit != second {
+	approved := "Approved by admin-token: plan " + g.Plan.ID
+	up := slices.IndexFunc(updates, func(u model.Update) bool { return u.Reason == approved })
+	preview := slices.IndexFunc(updates, func(u model.Update) bool { return u.ID == g.Update })
+	if up < 0 || updates[up].State != model.UpdateSucceeded || updates[up].Type != model.UpdateUp || updates[up].Commit != second {
 		t.Fatalf("no successful up with reason %q in %+v", approved, updates)
 	}
-	if preview < 0 || updates[preview].Type != daemon.UpdatePreview || !strings.Contains(updates[preview].Message, "approved by admin token at ") {
+	if preview < 0 || updates[preview].Type != model.UpdatePreview || !strings.Contains(updates[preview].Message, "approved by admin-token at ") {
 		t.Fatalf("the plan's preview in the history does not say who approved it: %+v", updates)
 	}
 	audit := in.audit("?stack=app")
-	if !slices.ContainsFunc(audit, func(e daemon.AuditEntry) bool {
-		return e.Action == daemon.ActionApprove && e.Outcome == daemon.AuditAllowed && e.Path == "/api/v1/stacks/app/approve"
+	if !slices.ContainsFunc(audit, func(e model.AuditEntry) bool {
+		return e.Action == access.ActionApprove && e.Outcome == model.AuditAllowed && e.Path == "/api/v1/stacks/app/approve"
 	}) {
 		t.Errorf("the audit trail lacks the approval: %+v", audit)
 	}
@@ -187,8 +188,8 @@ func TestE2EApprovalRequired(t *testing.T) {
 		!strings.Contains(stdout.String(), "rejected") {
 		t.Errorf("stackd reject printed:\n%s", stdout.String())
 	}
-	v = in.waitStack("app", "rejected", time.Minute, stalledFor(daemon.ReasonPlanRejected))
-	if c := v.Status.Condition(daemon.ConditionStalled); !strings.Contains(c.Message, "rejected by admin token") || !strings.Contains(c.Message, "not during the sale") {
+	v = in.waitStack("app", "rejected", time.Minute, stalledFor(model.ReasonPlanRejected))
+	if c := v.Status.Condition(model.ConditionStalled); !strings.Contains(c.Message, "rejected by admin-token") || !strings.Contains(c.Message, "not during the sale") {
 		t.Errorf("stalled message = %q", c.Message)
 	}
 	time.Sleep(time.Second)
@@ -222,12 +223,12 @@ func TestE2EApprovalPlanNoLongerHolds(t *testing.T) {
 		t.Fatalf("approve: %d %s", code, body)
 	}
 	// A new preview asks again at once, for what the resources are now.
-	v := in.waitStack("app", "a new plan", 2*time.Minute, func(v daemon.StackView) bool {
+	v := in.waitStack("app", "a new plan", 2*time.Minute, func(v model.StackView) bool {
 		return awaitingAt(second)(v) && v.Status.Gate.Plan.ID != old.Plan.ID
 	})
 	updates := in.updates("app")
-	i := slices.IndexFunc(updates, func(u daemon.Update) bool { return u.Reason == "Approved by admin token: plan "+old.Plan.ID })
-	if i < 0 || updates[i].State != daemon.UpdateFailed || updates[i].Commit != second {
+	i := slices.IndexFunc(updates, func(u model.Update) bool { return u.Reason == "Approved by admin-token: plan "+old.Plan.ID })
+	if i < 0 || updates[i].State != model.UpdateFailed || updates[i].Commit != second {
 		t.Fatalf("no failed up of the approved plan in %+v", updates)
 	}
 	msg := updates[i].Message
@@ -241,10 +242,10 @@ func TestE2EApprovalPlanNoLongerHolds(t *testing.T) {
 	if !strings.Contains(v.Status.Gate.Refused, "the saved plan no longer holds") {
 		t.Errorf("the new plan does not say why the approved one was not applied: %+v", v.Status.Gate)
 	}
-	if lu := v.Status.LastUpdate; lu == nil || lu.State != daemon.UpdateSucceeded || lu.Failures != 0 {
+	if lu := v.Status.LastUpdate; lu == nil || lu.State != model.UpdateSucceeded || lu.Failures != 0 {
 		t.Errorf("the refusal counted as a failure: %+v", lu)
 	}
-	if !slices.ContainsFunc(v.Status.Gate.Steps, func(s daemon.Step) bool { return s.Op == "create" && s.Type == "stackdtest:index:File" }) {
+	if !slices.ContainsFunc(v.Status.Gate.Steps, func(s model.Step) bool { return s.Op == "create" && s.Type == "stackdtest:index:File" }) {
 		t.Errorf("the new plan's steps %+v do not create the File again", v.Status.Gate.Steps)
 	}
 	in.approveAndWait("app")
@@ -264,7 +265,7 @@ func TestE2EPullRequestSaysApprovalWaits(t *testing.T) {
 	v1 := programs.commit(map[string]string{"app/Pulumi.yaml": program("v1")})
 	out := outDir(t)
 	g.start(g.previewStack("app", g.url("infra"), out), func(f *runFlags) { f.approval = "{when: [update]}" })
-	v := g.in.waitStack("app", "first deploy", 2*time.Minute, func(v daemon.StackView) bool {
+	v := g.in.waitStack("app", "first deploy", 2*time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate != nil && v.Status.LastUpdate.LastSuccessfulCommit == v1
 	})
 	if v.Status.Gate != nil {

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // decideCommand runs "stackd approve NAME [--plan ID]" and "stackd reject
@@ -38,17 +38,17 @@ func decideCommand(name string, args []string, stdout io.Writer) error {
 	path := "/api/v1/stacks/" + url.PathEscape(stack)
 	what := "plan"
 	if *plan == "" {
-		var v daemon.StackView
+		var v model.StackView
 		if err := c.getJSON(path, &v); err != nil {
 			return err
 		}
 		g := v.Status.Gate
-		if g == nil || g.State != daemon.GateAwaiting || g.Plan == nil {
+		if g == nil || g.State != model.GateAwaiting || g.Plan == nil {
 			return fmt.Errorf("%s: stack %s has no plan awaiting approval", name, stack)
 		}
 		printGate(stdout, g)
 		*plan = g.Plan.ID
-		if g.Operation() == daemon.UpdateDestroy {
+		if g.Operation() == model.UpdateDestroy {
 			what = "destroy plan"
 		}
 	}
@@ -71,8 +71,8 @@ func decideCommand(name string, args []string, stdout io.Writer) error {
 
 // printGate shows a held plan: why it waits, its summary and its steps.
 // A removed stack's destroy plan has no commit to show.
-func printGate(w io.Writer, g *daemon.Gate) {
-	if g.Operation() == daemon.UpdateDestroy {
+func printGate(w io.Writer, g *model.Gate) {
+	if g.Operation() == model.UpdateDestroy {
 		fmt.Fprintf(w, "%s %s: %s\n", g.PlanName(), g.State, g.Reason)
 	} else {
 		fmt.Fprintf(w, "%s (commit %s) %s: %s\n", g.PlanName(), shortSHA(g.Commit), g.State, g.Reason)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stackd/stackd/audit"
 	"github.com/stackd/stackd/daemon"
 )
 
@@ -35,7 +36,7 @@ func (f *auditFlags) define(fs *flag.FlagSet) {
 // end of the pruning: a prune under way finishes before the store
 // closes.
 func (f *auditFlags) pruneAudit(st daemon.Store, closeStore func() error, log *slog.Logger) func() error {
-	trail, ok := st.(daemon.AuditLog)
+	trail, ok := st.(audit.Log)
 	keep := time.Duration(f.auditRetention)
 	if !ok || keep == 0 {
 		return closeStore
@@ -49,7 +50,7 @@ func (f *auditFlags) pruneAudit(st daemon.Store, closeStore func() error, log *s
 
 // startPruner runs prune at once and then every period until the
 // returned function is called, which waits for a prune under way.
-func startPruner(trail daemon.AuditLog, keep, every time.Duration, now func() time.Time, log *slog.Logger) (stop func()) {
+func startPruner(trail audit.Log, keep, every time.Duration, now func() time.Time, log *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -72,7 +73,7 @@ func startPruner(trail daemon.AuditLog, keep, every time.Duration, now func() ti
 
 // pruneOnce deletes the entries older than keep at now, and logs how
 // many.
-func pruneOnce(trail daemon.AuditLog, keep time.Duration, now time.Time, log *slog.Logger) {
+func pruneOnce(trail audit.Log, keep time.Duration, now time.Time, log *slog.Logger) {
 	before := now.Add(-keep)
 	n, err := trail.PruneAudit(before)
 	switch {

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/audit"
 	"github.com/stackd/stackd/daemon/storetest"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/store"
 )
 
@@ -82,7 +84,7 @@ func openTrail(t *testing.T, ages ...time.Duration) *store.Store {
 		t.Fatal(err)
 	}
 	for _, age := range ages {
-		e := storetest.NewAuditEntry("alice", daemon.ActionSync, "app", 0)
+		e := storetest.NewAuditEntry("alice", access.ActionSync, "app", 0)
 		e.Time = time.Now().Add(-age)
 		if _, err := st.PutAudit(e); err != nil {
 			t.Fatal(err)
@@ -93,7 +95,7 @@ func openTrail(t *testing.T, ages ...time.Duration) *store.Store {
 
 func trailLen(t *testing.T, st *store.Store) int {
 	t.Helper()
-	es, err := st.Audit(daemon.AuditFilter{Limit: 1000})
+	es, err := st.Audit(audit.Filter{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +126,7 @@ func TestPruneAuditAtStart(t *testing.T) {
 	if err := closeStore(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Audit(daemon.AuditFilter{}); err == nil {
+	if _, err := st.Audit(audit.Filter{}); err == nil {
 		t.Error("the store is still open after closeStore")
 	}
 }
@@ -157,7 +159,7 @@ func TestPrunerPeriodic(t *testing.T) {
 	var mu sync.Mutex
 	clock := time.Now()
 	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
-	if _, err := st.PutAudit(daemon.AuditEntry{Time: clock, Action: daemon.ActionSync, Outcome: daemon.AuditAllowed}); err != nil {
+	if _, err := st.PutAudit(model.AuditEntry{Time: clock, Action: access.ActionSync, Outcome: model.AuditAllowed}); err != nil {
 		t.Fatal(err)
 	}
 	var logs syncBuffer

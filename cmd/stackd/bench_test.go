@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // The benchmarks compare one reconcile cycle of the daemon with a bare
@@ -50,13 +50,13 @@ func benchCycle(b *testing.B, change bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		in.waitStackFast("app", func(v daemon.StackView) bool {
+		in.waitStackFast("app", func(v model.StackView) bool {
 			return v.Status.LastUpdate != nil && v.Status.LastUpdate.ReconcileRequest == req && v.Status.CurrentUpdate == nil
 		})
 		daemonTotal += time.Since(start)
 	}
 	v, _ := in.app.d.Stack("app")
-	if v.Status.LastUpdate.State != daemon.UpdateSucceeded {
+	if v.Status.LastUpdate.State != model.UpdateSucceeded {
 		b.Fatalf("last update: %+v", v.Status.LastUpdate)
 	}
 	perDaemon := daemonTotal / time.Duration(b.N)
@@ -111,7 +111,7 @@ func bareUp(b *testing.B, bin string, change bool) func(n int) time.Duration {
 
 // waitStackFast polls the daemon in-process, so that the measurement is
 // not rounded up to an HTTP polling period.
-func (in *instance) waitStackFast(name string, cond func(v daemon.StackView) bool) {
+func (in *instance) waitStackFast(name string, cond func(v model.StackView) bool) {
 	in.t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {

@@ -17,7 +17,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web"
 	"github.com/stackd/stackd/web/view"
 )
@@ -178,9 +178,9 @@ func statusCommand(args []string, stdout io.Writer) error {
 	// The API's shapes: a stack's full view, or the list's summary view.
 	var out any
 	var stacks []view.StackSummary
-	var gate *daemon.Gate
+	var gate *model.Gate
 	if name := fs.Arg(0); name != "" {
-		var v daemon.StackView
+		var v model.StackView
 		err = c.getJSON("/api/v1/stacks/"+url.PathEscape(name), &v)
 		out, stacks, gate = v, []view.StackSummary{view.SummaryOf(&v)}, v.Status.Gate
 	} else {
@@ -202,12 +202,12 @@ func statusCommand(args []string, stdout io.Writer) error {
 	// A single node answers 404: no Node. A caller whose roles cover
 	// some stacks only may not read the cluster or the config (403): the
 	// table shows their stacks alone.
-	var cs daemon.ClusterStatus
+	var cs model.ClusterStatus
 	if err := c.getJSON("/api/v1/cluster", &cs); err != nil && !isStatus(err, http.StatusNotFound, http.StatusForbidden) {
 		return err
 	}
 	if fs.NArg() == 0 {
-		var cfg daemon.ConfigStatus
+		var cfg model.ConfigStatus
 		if err := c.getJSON("/api/v1/config", &cfg); err != nil && !isStatus(err, http.StatusForbidden) {
 			return err
 		}
@@ -232,7 +232,7 @@ func statusCommand(args []string, stdout io.Writer) error {
 
 // printCluster prints the cluster as the replica sees it, then a blank
 // line; nothing for a single node.
-func printCluster(w io.Writer, cs daemon.ClusterStatus) {
+func printCluster(w io.Writer, cs model.ClusterStatus) {
 	if cs.Node == "" {
 		return
 	}
@@ -263,7 +263,7 @@ func printCluster(w io.Writer, cs daemon.ClusterStatus) {
 // another one) and its error's first problem (a cause first), after the
 // count of its problems, if any; then a blank
 // line. It prints nothing when there is no source.
-func printSources(w io.Writer, sources []daemon.SourceStatus) {
+func printSources(w io.Writer, sources []model.SourceStatus) {
 	if len(sources) == 0 {
 		return
 	}
@@ -279,7 +279,7 @@ func printSources(w io.Writer, sources []daemon.SourceStatus) {
 			commit += " → " + shortCommit(src.LatestCommit)
 		}
 		line := health + "\t" + src.Source + "\t" + commit
-		if errLine := daemon.ProblemSummary(src.Error); errLine != "" {
+		if errLine := model.ProblemSummary(src.Error); errLine != "" {
 			line += "\t" + errLine
 		}
 		fmt.Fprintln(tw, line)
@@ -298,7 +298,7 @@ func printStacks(w io.Writer, stacks []view.StackSummary, now time.Time, holders
 	fmt.Fprintln(tw, head)
 	for _, v := range stacks {
 		health, ready, reason := v.Health, cmp.Or(v.Ready, "-"), v.Reason
-		if first, _, _ := strings.Cut(strings.TrimSpace(v.Message), "\n"); first != "" && v.Reason != daemon.ReasonStackProcessing {
+		if first, _, _ := strings.Cut(strings.TrimSpace(v.Message), "\n"); first != "" && v.Reason != model.ReasonStackProcessing {
 			reason += ": " + shorten(first, 100) // the error's first line
 		}
 		if v.Orphaned != "" {
@@ -499,14 +499,14 @@ func pauseCommand(name string, args []string, stdout io.Writer) error {
 // in its history, whatever its type.
 func lastOperation(c *client, stack string) (string, error) {
 	base := "/api/v1/stacks/" + url.PathEscape(stack)
-	var v daemon.StackView
+	var v model.StackView
 	if err := c.getJSON(base, &v); err != nil {
 		return "", err
 	}
 	if cu := v.Status.CurrentUpdate; cu != nil {
 		return cu.Name, nil
 	}
-	var page struct{ Updates []daemon.Update }
+	var page struct{ Updates []model.Update }
 	if err := c.getJSON(base+"/updates?limit=1", &page); err != nil {
 		return "", err
 	}
@@ -539,7 +539,7 @@ func logsCommand(args []string, stdout io.Writer) error {
 		if id, err = lastOperation(c, fs.Arg(0)); err != nil {
 			return err
 		}
-	} else if stack, _, err := daemon.ParseUpdateID(id); err != nil || stack != fs.Arg(0) {
+	} else if stack, _, err := model.ParseUpdateID(id); err != nil || stack != fs.Arg(0) {
 		return usageErrorf("logs: %q is not an update of stack %s", id, fs.Arg(0))
 	}
 	path := "/api/v1/updates/" + url.PathEscape(id) + "/log"

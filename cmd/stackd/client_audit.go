@@ -10,7 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // auditCommand runs "stackd audit [--stack S] [--actor A] [--since D]
@@ -43,8 +43,8 @@ func auditCommand(args []string, stdout io.Writer) error {
 		}
 	}
 	var out struct {
-		Entries []daemon.AuditEntry `json:"entries"`
-		Next    string              `json:"next,omitempty"`
+		Entries []model.AuditEntry `json:"entries"`
+		Next    string             `json:"next,omitempty"`
 	}
 	if err := c.getJSON("/api/v1/audit?"+q.Encode(), &out); err != nil {
 		return err
@@ -59,27 +59,14 @@ func auditCommand(args []string, stdout io.Writer) error {
 }
 
 // printAudit prints audit entries as a table, one line each.
-func printAudit(w io.Writer, entries []daemon.AuditEntry) {
+func printAudit(w io.Writer, entries []model.AuditEntry) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tWHO\tACTION\tSTACK\tOUTCOME\tREQUEST\tFROM\tREASON")
 	for _, e := range entries {
 		reason, _, _ := strings.Cut(strings.TrimSpace(e.Reason), "\n")
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Time.UTC().Format("2006-01-02 15:04:05"), who(e.Principal),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Time.UTC().Format("2006-01-02 15:04:05"), e.Principal,
 			e.Action, cmp.Or(e.Stack, "-"), e.Outcome, fmt.Sprintf("%s %s %d", e.Method, e.Path, e.Status),
 			cmp.Or(e.Remote, "-"), cmp.Or(shorten(reason, 100), "-"))
 	}
 	tw.Flush()
-}
-
-// who names a principal: a user by name, a token as token:NAME.
-func who(p daemon.Principal) string {
-	switch p.Kind {
-	case daemon.PrincipalUser:
-		return p.Name
-	case daemon.PrincipalToken:
-		return "token:" + p.Name
-	case daemon.PrincipalAdmin:
-		return "admin-token"
-	}
-	return "anonymous"
 }

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/view"
 )
 
@@ -26,22 +26,22 @@ const (
 type fakeDaemon struct {
 	mu     sync.Mutex
 	paths  []string
-	config daemon.ConfigStatus
+	config model.ConfigStatus
 }
 
 func (f *fakeDaemon) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.paths = append(f.paths, r.URL.Path)
 	f.mu.Unlock()
-	app := daemon.StackView{Name: "app", Source: "/etc/stackd/stacks.yaml", Status: daemon.StackStatus{
-		Health:     &daemon.Health{Status: daemon.HealthHealthy},
-		Conditions: []daemon.Condition{{Type: daemon.ConditionReady, Status: "True", Reason: "ProcessingCompleted"}},
-		LastUpdate: &daemon.LastUpdate{Type: daemon.UpdateUp, State: daemon.UpdateSucceeded,
+	app := model.StackView{Name: "app", Source: "/etc/stackd/stacks.yaml", Status: model.StackStatus{
+		Health:     &model.Health{Status: model.HealthHealthy},
+		Conditions: []model.Condition{{Type: model.ConditionReady, Status: "True", Reason: "ProcessingCompleted"}},
+		LastUpdate: &model.LastUpdate{Type: model.UpdateUp, State: model.UpdateSucceeded,
 			LastSuccessfulCommit: clientCommitA, LastResyncTime: time.Now().Add(-time.Hour)}}}
 	var v any
 	switch r.URL.Path {
 	case "/api/v1/stacks":
-		v = map[string]any{"stacks": []daemon.StackView{app}, "total": 1}
+		v = map[string]any{"stacks": []model.StackView{app}, "total": 1}
 		if r.URL.Query().Get("view") == "summary" {
 			v = map[string]any{"stacks": summaries(app), "total": 1}
 		}
@@ -58,7 +58,7 @@ func (f *fakeDaemon) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // startFakeDaemon serves a fakeDaemon with config on a loopback port.
-func startFakeDaemon(t *testing.T, config daemon.ConfigStatus) (*fakeDaemon, string) {
+func startFakeDaemon(t *testing.T, config model.ConfigStatus) (*fakeDaemon, string) {
 	t.Helper()
 	f := &fakeDaemon{config: config}
 	srv := httptest.NewServer(f)
@@ -68,19 +68,19 @@ func startFakeDaemon(t *testing.T, config daemon.ConfigStatus) (*fakeDaemon, str
 
 // clientSources are a healthy Git source, a Git source whose latest
 // commit is refused, and a local file.
-var clientSources = []daemon.SourceStatus{
+var clientSources = []model.SourceStatus{
 	{Source: "git+https://github.com/acme/infra.git//stacks?ref=main", Git: &spec.GitDir{URL: "https://github.com/acme/infra.git", Path: "stacks", Ref: "main"},
-		Commit: clientCommitA, LatestCommit: clientCommitA, Stacks: 2, Health: daemon.Health{Status: daemon.HealthHealthy}},
+		Commit: clientCommitA, LatestCommit: clientCommitA, Stacks: 2, Health: model.Health{Status: model.HealthHealthy}},
 	{Source: "git+git@github.com:acme/db.git", Git: &spec.GitDir{URL: "git@github.com:acme/db.git"},
 		Commit: clientCommitA, LatestCommit: clientCommitB, Error: "db.yaml:3:5: spec.stack is required\ndb.yaml:9:1: unknown field", Stacks: 1,
-		Health: daemon.Health{Status: daemon.HealthDegraded}},
-	{Source: "/etc/stackd/stacks.yaml", Stacks: 1, Health: daemon.Health{Status: daemon.HealthProgressing}},
+		Health: model.Health{Status: model.HealthDegraded}},
+	{Source: "/etc/stackd/stacks.yaml", Stacks: 1, Health: model.Health{Status: model.HealthProgressing}},
 }
 
 // TestClientStatusSources: "stackd status" prints a line per config
 // source before the stack table.
 func TestClientStatusSources(t *testing.T) {
-	f, url := startFakeDaemon(t, daemon.ConfigStatus{Successful: true, Sources: clientSources})
+	f, url := startFakeDaemon(t, model.ConfigStatus{Successful: true, Sources: clientSources})
 	code, stdout, stderr := stackd(t, "status", "--server", url)
 	if code != exitOK {
 		t.Fatalf("status: exit %d: %s", code, stderr)
@@ -120,7 +120,7 @@ func TestClientStatusSources(t *testing.T) {
 // TestClientStatusNoSources: without config sources the output is the
 // stack table alone, as before.
 func TestClientStatusNoSources(t *testing.T) {
-	_, url := startFakeDaemon(t, daemon.ConfigStatus{Successful: true})
+	_, url := startFakeDaemon(t, model.ConfigStatus{Successful: true})
 	code, stdout, stderr := stackd(t, "status", "--server", url)
 	if code != exitOK || !strings.HasPrefix(stdout, "NAME ") || !strings.Contains(stdout, "app ") {
 		t.Fatalf("status: exit %d: %s\n%s", code, stderr, stdout)
@@ -130,13 +130,13 @@ func TestClientStatusNoSources(t *testing.T) {
 // TestClientStatusOneStack: "stackd status NAME" and --json print what
 // they did and do not read the config.
 func TestClientStatusOneStack(t *testing.T) {
-	f, url := startFakeDaemon(t, daemon.ConfigStatus{Sources: clientSources})
+	f, url := startFakeDaemon(t, model.ConfigStatus{Sources: clientSources})
 	code, stdout, stderr := stackd(t, "status", "app", "--server", url)
 	if code != exitOK || !strings.HasPrefix(stdout, "NAME ") || strings.Contains(stdout, "Degraded") {
 		t.Fatalf("status app: exit %d: %s\n%s", code, stderr, stdout)
 	}
 	code, stdout, stderr = stackd(t, "status", "--json", "--server", url)
-	var list struct{ Stacks []daemon.StackView } // the API's shape
+	var list struct{ Stacks []model.StackView } // the API's shape
 	if err := json.Unmarshal([]byte(stdout), &list); code != exitOK || err != nil || len(list.Stacks) != 1 || list.Stacks[0].Source != "/etc/stackd/stacks.yaml" {
 		t.Fatalf("status --json: exit %d, %v: %s\n%s", code, err, stderr, stdout)
 	}
@@ -156,10 +156,10 @@ func TestClientStatusOneStack(t *testing.T) {
 // replica, the leader and the members, and names each stack's holder.
 func TestPrintCluster(t *testing.T) {
 	var sb strings.Builder
-	cs := daemon.ClusterStatus{Node: "node-1", Leader: "node-2", Session: true, LeaseTTL: daemon.Duration(15 * time.Second),
-		Members: []daemon.ClusterMember{{Name: "node-1", Stacks: 2, URL: "http://10.0.0.1:8080"}, {Name: "node-2", Stacks: 1}}}
+	cs := model.ClusterStatus{Node: "node-1", Leader: "node-2", Session: true, LeaseTTL: model.Duration(15 * time.Second),
+		Members: []model.ClusterMember{{Name: "node-1", Stacks: 2, URL: "http://10.0.0.1:8080"}, {Name: "node-2", Stacks: 1}}}
 	printCluster(&sb, cs)
-	printStacks(&sb, summaries(daemon.StackView{Name: "app", Holder: "node-2"}), time.Now(), true)
+	printStacks(&sb, summaries(model.StackView{Name: "app", Holder: "node-2"}), time.Now(), true)
 	out := sb.String()
 	for _, want := range []string{"cluster: this replica node-1, leader node-2, session ok, lease 15s",
 		"node-1  2       http://10.0.0.1:8080", "node-2  1       -", "HOLDER", "node-2\n"} {
@@ -168,7 +168,7 @@ func TestPrintCluster(t *testing.T) {
 		}
 	}
 	sb.Reset()
-	printCluster(&sb, daemon.ClusterStatus{})
+	printCluster(&sb, model.ClusterStatus{})
 	if sb.Len() != 0 {
 		t.Errorf("a single node printed %q", sb.String())
 	}
@@ -183,8 +183,8 @@ func TestPrintCluster(t *testing.T) {
 // the first line of its message, cut short.
 func TestStatusReasonShowsTheError(t *testing.T) {
 	var sb strings.Builder
-	v := daemon.StackView{Name: "app", Status: daemon.StackStatus{Conditions: []daemon.Condition{
-		{Type: daemon.ConditionStalled, Status: "True", Reason: "UpdateFailed", Message: "up failed 3 times; not retrying: error: boom\nsecond line"},
+	v := model.StackView{Name: "app", Status: model.StackStatus{Conditions: []model.Condition{
+		{Type: model.ConditionStalled, Status: "True", Reason: "UpdateFailed", Message: "up failed 3 times; not retrying: error: boom\nsecond line"},
 	}}}
 	printStacks(&sb, summaries(v), time.Now(), false)
 	if out := sb.String(); !strings.Contains(out, "UpdateFailed: up failed 3 times; not retrying: error: boom") || strings.Contains(out, "second line") {
@@ -196,8 +196,8 @@ func TestStatusReasonShowsTheError(t *testing.T) {
 // a program hash, never as if it were a commit.
 func TestStatusProgramHash(t *testing.T) {
 	var sb strings.Builder
-	v := daemon.StackView{Name: "hello", Tracking: "program hello", Status: daemon.StackStatus{
-		LastUpdate: &daemon.LastUpdate{Type: daemon.UpdateUp, State: daemon.UpdateSucceeded, LastSuccessfulCommit: "9f86d081884c7d65"}}}
+	v := model.StackView{Name: "hello", Tracking: "program hello", Status: model.StackStatus{
+		LastUpdate: &model.LastUpdate{Type: model.UpdateUp, State: model.UpdateSucceeded, LastSuccessfulCommit: "9f86d081884c7d65"}}}
 	printStacks(&sb, summaries(v), time.Now(), false)
 	if !strings.Contains(sb.String(), "program:9f86d08") {
 		t.Fatalf("status:\n%s", sb.String())
@@ -205,7 +205,7 @@ func TestStatusProgramHash(t *testing.T) {
 }
 
 // summaries are the views as the list's summary view gives them.
-func summaries(views ...daemon.StackView) []view.StackSummary {
+func summaries(views ...model.StackView) []view.StackSummary {
 	out := make([]view.StackSummary, len(views))
 	for i := range views {
 		out[i] = view.SummaryOf(&views[i])
@@ -218,9 +218,9 @@ func summaries(views ...daemon.StackView) []view.StackSummary {
 func TestStatusSaysWhenAFailingStackRetries(t *testing.T) {
 	var sb strings.Builder
 	at := time.Date(2026, 5, 4, 13, 14, 15, 0, time.Local)
-	v := daemon.StackView{Name: "app", Status: daemon.StackStatus{
-		LastUpdate: &daemon.LastUpdate{Type: daemon.UpdateUp, State: daemon.UpdateFailed, Failures: 1},
-		Retry:      &daemon.Retry{Attempt: 2, Of: 3, At: at}}}
+	v := model.StackView{Name: "app", Status: model.StackStatus{
+		LastUpdate: &model.LastUpdate{Type: model.UpdateUp, State: model.UpdateFailed, Failures: 1},
+		Retry:      &model.Retry{Attempt: 2, Of: 3, At: at}}}
 	printStacks(&sb, summaries(v), time.Now(), false)
 	if !strings.Contains(sb.String(), "failing, retry 2 of 3 at 13:14:15") {
 		t.Fatalf("status:\n%s", sb.String())

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/cluster/etcdtest"
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // BenchmarkClusterThroughput measures a burst of 12 updates whose one
@@ -60,7 +60,7 @@ func burst(b *testing.B, n int) {
 	}
 	victim := e.replicas[nodes[n-1]]
 	vs := first.stacks()
-	if !slices.ContainsFunc(vs, func(v daemon.StackView) bool { return v.Holder == victim.name }) {
+	if !slices.ContainsFunc(vs, func(v model.StackView) bool { return v.Holder == victim.name }) {
 		b.Logf("%s holds no stack; no takeover to measure", victim.name)
 		return
 	}
@@ -69,7 +69,7 @@ func burst(b *testing.B, n int) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		vs := first.stacks()
-		if len(vs) == 12 && !slices.ContainsFunc(vs, func(v daemon.StackView) bool { return v.Holder == "" || v.Holder == victim.name }) {
+		if len(vs) == 12 && !slices.ContainsFunc(vs, func(v model.StackView) bool { return v.Holder == "" || v.Holder == victim.name }) {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/stackd/stackd/cluster"
 	"github.com/stackd/stackd/cluster/etcdtest"
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // The cluster tests run stackd replicas as processes of their own, on
@@ -179,8 +179,8 @@ func getJSON(url string, v any) (int, error) {
 }
 
 // stacks lists r's view of every stack; nil when r does not answer.
-func (r *replica) stacks() []daemon.StackView {
-	var out struct{ Stacks []daemon.StackView }
+func (r *replica) stacks() []model.StackView {
+	var out struct{ Stacks []model.StackView }
 	if code, err := getJSON(r.url+"/api/v1/stacks", &out); err != nil || code != http.StatusOK {
 		return nil
 	}
@@ -189,12 +189,12 @@ func (r *replica) stacks() []daemon.StackView {
 
 // waitAll waits until every stack r lists satisfies cond, and r lists
 // want stacks.
-func (e *clusterEnv) waitAll(r *replica, want int, what string, timeout time.Duration, cond func(daemon.StackView) bool) []daemon.StackView {
+func (e *clusterEnv) waitAll(r *replica, want int, what string, timeout time.Duration, cond func(model.StackView) bool) []model.StackView {
 	e.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		vs := r.stacks()
-		if len(vs) == want && !slices.ContainsFunc(vs, func(v daemon.StackView) bool { return !cond(v) }) {
+		if len(vs) == want && !slices.ContainsFunc(vs, func(v model.StackView) bool { return !cond(v) }) {
 			return vs
 		}
 		if time.Now().After(deadline) {
@@ -212,9 +212,9 @@ func (e *clusterEnv) waitAll(r *replica, want int, what string, timeout time.Dur
 }
 
 // updatesOf lists a stack's updates, oldest first, as r serves them.
-func (e *clusterEnv) updatesOf(r *replica, stack string) []daemon.Update {
+func (e *clusterEnv) updatesOf(r *replica, stack string) []model.Update {
 	e.t.Helper()
-	var out struct{ Updates []daemon.Update }
+	var out struct{ Updates []model.Update }
 	if code, err := getJSON(r.url+"/api/v1/stacks/"+stack+"/updates?limit=100", &out); err != nil || code != http.StatusOK {
 		e.t.Fatalf("updates of %s from %s: %d %v", stack, r.name, code, err)
 	}
@@ -223,8 +223,8 @@ func (e *clusterEnv) updatesOf(r *replica, stack string) []daemon.Update {
 }
 
 // readyWith says whether a stack is Ready with its output duration d.
-func readyWith(d string) func(daemon.StackView) bool {
-	return func(v daemon.StackView) bool { return isReady(v) && output(v, "duration") == d && v.Holder != "" }
+func readyWith(d string) func(model.StackView) bool {
+	return func(v model.StackView) bool { return isReady(v) && output(v, "duration") == d && v.Holder != "" }
 }
 
 // checkNoOverlap fails when two updates of a stack overlap in time.
@@ -243,7 +243,7 @@ func (e *clusterEnv) checkNoOverlap(r *replica, names []string) {
 }
 
 // holders maps each stack to its holder, as r sees it.
-func holders(vs []daemon.StackView) map[string]string {
+func holders(vs []model.StackView) map[string]string {
 	out := map[string]string{}
 	for _, v := range vs {
 		out[v.Name] = v.Holder
@@ -298,11 +298,11 @@ func TestE2ECluster(t *testing.T) {
 	per := map[string]int{}
 	for _, name := range names {
 		per[owners[name]]++
-		if us := e.updatesOf(e.replicas["node-1"], name); len(us) != 1 || us[0].State != daemon.UpdateSucceeded || us[0].Node != owners[name] {
+		if us := e.updatesOf(e.replicas["node-1"], name); len(us) != 1 || us[0].State != model.UpdateSucceeded || us[0].Node != owners[name] {
 			t.Errorf("%s: updates %+v, want one succeeded by its holder %s", name, us, owners[name])
 		}
 	}
-	var cs daemon.ClusterStatus
+	var cs model.ClusterStatus
 	if code, err := getJSON(e.replicas["node-2"].url+"/api/v1/cluster", &cs); err != nil || code != 200 || len(cs.Members) != 3 {
 		t.Fatalf("/api/v1/cluster: %d %v %+v", code, err, cs)
 	}
@@ -320,7 +320,7 @@ func TestE2ECluster(t *testing.T) {
 
 	// The config changed twice after the start: the leader recorded each
 	// revision once for the cluster.
-	var revs struct{ Revisions []daemon.ConfigRevision }
+	var revs struct{ Revisions []model.ConfigRevision }
 	if code, err := getJSON(e.replicas["node-3"].url+"/api/v1/config/revisions", &revs); err != nil || code != 200 {
 		t.Fatalf("revisions: %d %v", code, err)
 	}
@@ -380,7 +380,7 @@ func killMidUpdate(t *testing.T, e *clusterEnv, names []string, owners map[strin
 	deadline := time.Now().Add(time.Minute)
 	for moved == 0 {
 		vs := survivor.stacks()
-		if len(vs) == 30 && !slices.ContainsFunc(vs, func(v daemon.StackView) bool { return v.Holder == "" || v.Holder == victim.name }) {
+		if len(vs) == 30 && !slices.ContainsFunc(vs, func(v model.StackView) bool { return v.Holder == "" || v.Holder == victim.name }) {
 			moved = time.Since(killed)
 		}
 		if time.Now().After(deadline) {
@@ -398,20 +398,20 @@ func killMidUpdate(t *testing.T, e *clusterEnv, names []string, owners map[strin
 	if r := replicaOf(e, again); r == nil || r == victim {
 		t.Errorf("the update of %s run again by %d, of %v", target, again, r)
 	}
-	if us := e.updatesOf(survivor, target); !slices.ContainsFunc(us, func(u daemon.Update) bool {
-		return u.Node == victim.name && u.State == daemon.UpdateAborted
+	if us := e.updatesOf(survivor, target); !slices.ContainsFunc(us, func(u model.Update) bool {
+		return u.Node == victim.name && u.State == model.UpdateAborted
 	}) {
 		t.Errorf("%s: run again while node-2's update is not aborted: %+v", target, us)
 	}
 	e.gates.open("update", target)
-	e.waitAll(survivor, 30, "node-2's stacks Ready again", 3*time.Minute, func(v daemon.StackView) bool {
+	e.waitAll(survivor, 30, "node-2's stacks Ready again", 3*time.Minute, func(v model.StackView) bool {
 		return isReady(v) && (!slices.Contains(slow, v.Name) || output(v, "duration") == "2s")
 	})
 	aborted := 0
 	for _, n := range slow {
 		us := e.updatesOf(survivor, n)
 		for i, u := range us {
-			if u.State != daemon.UpdateAborted {
+			if u.State != model.UpdateAborted {
 				continue
 			}
 			aborted++
@@ -430,7 +430,7 @@ func killMidUpdate(t *testing.T, e *clusterEnv, names []string, owners map[strin
 		t.Error("no update of node-2 was recorded as aborted")
 	}
 	e.start("node-2")
-	e.waitAll(survivor, 30, "node-2 back", time.Minute, func(v daemon.StackView) bool { return isReady(v) && v.Holder != "" })
+	e.waitAll(survivor, 30, "node-2 back", time.Minute, func(v model.StackView) bool { return isReady(v) && v.Holder != "" })
 }
 
 // repoOf is the repository the config's stacks track.
@@ -458,7 +458,7 @@ func pauseLongerThanLease(t *testing.T, e *clusterEnv, names []string) {
 	// Settled: each stack is held by the replica rendezvous hashing gives
 	// it, none is still being handed back to node-2.
 	members := slices.Sorted(maps.Keys(e.replicas))
-	vs := e.waitAll(survivor, 30, "holders settled", time.Minute, func(v daemon.StackView) bool {
+	vs := e.waitAll(survivor, 30, "holders settled", time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Holder == cluster.Owner(v.Name, members)
 	})
 	var slow []string
@@ -512,7 +512,7 @@ func pauseLongerThanLease(t *testing.T, e *clusterEnv, names []string) {
 		logs, _ := os.ReadFile(victim.log.Name())
 		t.Errorf("node-3's late write about %s was not refused; its log:\n%s", target, logs)
 	}
-	var cs daemon.ClusterStatus
+	var cs model.ClusterStatus
 	deadline = time.Now().Add(time.Minute)
 	for cs.SessionsLost == 0 || !cs.Session {
 		if _, err := getJSON(victim.url+"/api/v1/cluster", &cs); err != nil || time.Now().After(deadline) {
@@ -524,12 +524,12 @@ func pauseLongerThanLease(t *testing.T, e *clusterEnv, names []string) {
 		t.Errorf("%s: the new holder's update (%d) interrupted when node-3 came back: held by %d", target, again, held)
 	}
 	e.gates.open("update", target)
-	e.waitAll(survivor, 30, "node-3's stacks Ready elsewhere", 3*time.Minute, func(v daemon.StackView) bool {
+	e.waitAll(survivor, 30, "node-3's stacks Ready elsewhere", 3*time.Minute, func(v model.StackView) bool {
 		return isReady(v) && (!slices.Contains(slow, v.Name) || output(v, "duration") == "3s")
 	})
 	// The update node-3 ran when it was paused stays aborted.
 	us := e.updatesOf(survivor, target)
-	if !slices.ContainsFunc(us, func(u daemon.Update) bool { return u.Node == victim.name && u.State == daemon.UpdateAborted }) {
+	if !slices.ContainsFunc(us, func(u model.Update) bool { return u.Node == victim.name && u.State == model.UpdateAborted }) {
 		t.Errorf("%s: the update node-3 ran while paused is not recorded as aborted: %+v", target, us)
 	}
 }
@@ -539,18 +539,18 @@ func pauseLongerThanLease(t *testing.T, e *clusterEnv, names []string) {
 func rollingRestart(t *testing.T, e *clusterEnv, names, nodes []string) {
 	t.Helper()
 	before := map[string]int{}
-	settled := e.waitAll(e.replicas["node-1"], 30, "settled", 2*time.Minute, func(v daemon.StackView) bool { return isReady(v) && v.Holder != "" })
+	settled := e.waitAll(e.replicas["node-1"], 30, "settled", 2*time.Minute, func(v model.StackView) bool { return isReady(v) && v.Holder != "" })
 	for _, v := range settled {
 		before[v.Name] = len(e.updatesOf(e.replicas["node-1"], v.Name))
 	}
 	for i, n := range nodes {
 		other := e.replicas[nodes[(i+1)%len(nodes)]]
 		e.stop(e.replicas[n], syscall.SIGTERM)
-		e.waitAll(other, 30, n+" stopped: its stacks held elsewhere", time.Minute, func(v daemon.StackView) bool {
+		e.waitAll(other, 30, n+" stopped: its stacks held elsewhere", time.Minute, func(v model.StackView) bool {
 			return isReady(v) && v.Holder != "" && v.Holder != n
 		})
 		e.start(n)
-		e.waitAll(other, 30, n+" back", time.Minute, func(v daemon.StackView) bool { return isReady(v) && v.Holder != "" })
+		e.waitAll(other, 30, n+" back", time.Minute, func(v model.StackView) bool { return isReady(v) && v.Holder != "" })
 	}
 	time.Sleep(3 * time.Second) // time for a stack that would run again to start
 	for _, name := range names {
@@ -579,7 +579,7 @@ func TestE2EClusterQuorum(t *testing.T) {
 
 	etcd.Stop(2) // one of three: the quorum stays
 	e.writeConfig(src, 6, map[string]string{"c00": "2s", "c01": "2s"})
-	e.waitAll(r, 6, "a change applied with two etcd members", 2*time.Minute, func(v daemon.StackView) bool {
+	e.waitAll(r, 6, "a change applied with two etcd members", 2*time.Minute, func(v model.StackView) bool {
 		return isReady(v) && (v.Name > "c01" || output(v, "duration") == "2s")
 	})
 
@@ -614,10 +614,10 @@ func TestE2EClusterQuorum(t *testing.T) {
 		})
 	}
 	t.Logf("replicas acting again %s after the quorum came back", time.Since(back).Round(time.Millisecond))
-	vs := e.waitAll(r, 6, "Ready after the quorum came back", 2*time.Minute, func(v daemon.StackView) bool { return isReady(v) && v.Holder != "" })
+	vs := e.waitAll(r, 6, "Ready after the quorum came back", 2*time.Minute, func(v model.StackView) bool { return isReady(v) && v.Holder != "" })
 	for _, v := range vs {
 		for _, u := range e.updatesOf(r, v.Name) {
-			if u.Type == daemon.UpdateDestroy {
+			if u.Type == model.UpdateDestroy {
 				t.Errorf("%s was destroyed: %+v", v.Name, u)
 			}
 		}

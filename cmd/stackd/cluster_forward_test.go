@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/cluster/etcdtest"
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // TestE2EClusterDecideAnyReplica: in a cluster, what only a stack's
@@ -35,8 +36,8 @@ func TestE2EClusterDecideAnyReplica(t *testing.T) {
 		}
 	}
 	n1, n2 := e.start("node-1", "--api-token-file", tokenFile), e.start("node-2", "--api-token-file", tokenFile)
-	v := e.waitAll(n1, 1, "the first plan awaiting approval", 3*time.Minute, func(v daemon.StackView) bool {
-		return v.Holder != "" && v.Status.Gate != nil && v.Status.Gate.State == daemon.GateAwaiting && v.Status.Gate.Plan != nil
+	v := e.waitAll(n1, 1, "the first plan awaiting approval", 3*time.Minute, func(v model.StackView) bool {
+		return v.Holder != "" && v.Status.Gate != nil && v.Status.Gate.State == model.GateAwaiting && v.Status.Gate.Plan != nil
 	})[0]
 	other := n1
 	if v.Holder == n1.name {
@@ -61,7 +62,7 @@ func TestE2EClusterDecideAnyReplica(t *testing.T) {
 	}
 	e.waitAll(other, 1, "the approved plan applied", 2*time.Minute, readyWith("1s"))
 
-	var trail struct{ Entries []daemon.AuditEntry }
+	var trail struct{ Entries []model.AuditEntry }
 	req, _ := http.NewRequest(http.MethodGet, other.url+"/api/v1/audit?stack=c00", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
@@ -75,11 +76,11 @@ func TestE2EClusterDecideAnyReplica(t *testing.T) {
 	}
 	var approvals []string
 	for _, a := range trail.Entries {
-		if a.Action == daemon.ActionApprove {
+		if a.Action == access.ActionApprove {
 			approvals = append(approvals, a.Node+" "+a.Principal.Kind+" "+a.Outcome)
 		}
 	}
-	if want := v.Holder + " " + daemon.PrincipalAdmin + " " + daemon.AuditAllowed; len(approvals) != 1 || approvals[0] != want {
+	if want := v.Holder + " " + model.PrincipalAdmin + " " + model.AuditAllowed; len(approvals) != 1 || approvals[0] != want {
 		t.Errorf("approvals in the audit trail %q, want one: %q", approvals, want)
 	}
 
@@ -89,9 +90,9 @@ func TestE2EClusterDecideAnyReplica(t *testing.T) {
 	}
 	for _, r := range []*replica{n1, n2} {
 		waitFor(t, "the preview's result on "+r.name, 2*time.Minute, func() bool {
-			var p daemon.StackPreview
+			var p model.StackPreview
 			code, err := getJSON(r.url+"/api/v1/stacks/c00/preview", &p)
-			return err == nil && code == http.StatusOK && p.State == daemon.UpdateSucceeded
+			return err == nil && code == http.StatusOK && p.State == model.UpdateSucceeded
 		})
 	}
 	data, _ := os.ReadFile(other.log.Name())

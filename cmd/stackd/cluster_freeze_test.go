@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/cluster/etcdtest"
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // TestE2EClusterFreeze: a replica frozen (SIGSTOP) in the middle of an
@@ -76,12 +76,12 @@ func TestE2EClusterFreeze(t *testing.T) {
 	// The resumed replica rejoins; the other one, asked to hand c00 back,
 	// goes on with its update, still held, a lease period later.
 	waitFor(t, holder.name+" back in the cluster", time.Minute, func() bool {
-		var cs daemon.ClusterStatus
+		var cs model.ClusterStatus
 		code, err := getJSON(holder.url+"/api/v1/cluster", &cs)
 		return err == nil && code == http.StatusOK && cs.Session && cs.SessionsLost > 0
 	})
 	waitFor(t, other.name+" seeing "+holder.name+" back", time.Minute, func() bool {
-		var cs daemon.ClusterStatus
+		var cs model.ClusterStatus
 		code, err := getJSON(other.url+"/api/v1/cluster", &cs)
 		return err == nil && code == http.StatusOK && len(cs.Members) == 2
 	})
@@ -96,7 +96,7 @@ func TestE2EClusterFreeze(t *testing.T) {
 
 	// The other replica finishes its update, and whoever holds the stack
 	// in the end finds nothing more to do.
-	e.waitAll(other, 1, "c00 deployed by the other replica", 3*time.Minute, func(v daemon.StackView) bool {
+	e.waitAll(other, 1, "c00 deployed by the other replica", 3*time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate != nil && strings.HasPrefix(v.Status.LastUpdate.Name, "c00") &&
 			lastUpdateBy(e, other, other.name)
 	})
@@ -117,7 +117,7 @@ func TestE2EClusterFreeze(t *testing.T) {
 	aborted := 0
 	for _, u := range e.updatesOf(other, "c00") {
 		t.Logf("update %s by %s: %s %s", u.ID, u.Node, u.State, u.Message)
-		if u.State == daemon.UpdateAborted && u.Node == other.name {
+		if u.State == model.UpdateAborted && u.Node == other.name {
 			aborted++
 		}
 	}
@@ -128,20 +128,20 @@ func TestE2EClusterFreeze(t *testing.T) {
 }
 
 // stackOf is r's view of the stack name (zero when r does not list it).
-func stackOf(r *replica, name string) daemon.StackView {
+func stackOf(r *replica, name string) model.StackView {
 	for _, v := range r.stacks() {
 		if v.Name == name {
 			return v
 		}
 	}
-	return daemon.StackView{}
+	return model.StackView{}
 }
 
 // lastUpdateBy says whether the last update of c00, as r serves it, is
 // node's and succeeded.
 func lastUpdateBy(e *clusterEnv, r *replica, node string) bool {
 	us := e.updatesOf(r, "c00")
-	return len(us) > 0 && us[len(us)-1].Node == node && us[len(us)-1].State == daemon.UpdateSucceeded
+	return len(us) > 0 && us[len(us)-1].Node == node && us[len(us)-1].State == model.UpdateSucceeded
 }
 
 // processSampler looks at the process table every 25 ms and counts the

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // buildStackd builds the daemon binary for tests that need a process of
@@ -163,8 +163,8 @@ func TestE2ESIGTERMGrace(t *testing.T) {
 	bin := toolchainBin(t)
 	exe := buildStackd(t)
 	for _, tc := range []struct{ name, grace, want string }{
-		{"finishes", "1m", daemon.UpdateSucceeded},
-		{"interrupted", "500ms", daemon.UpdateAborted},
+		{"finishes", "1m", model.UpdateSucceeded},
+		{"interrupted", "500ms", model.UpdateAborted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ps := newHeldStack(t)
@@ -175,7 +175,7 @@ func TestE2ESIGTERMGrace(t *testing.T) {
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			exited := make(chan error, 1)
 			go func() { exited <- cmd.Wait() }()
-			if tc.want == daemon.UpdateSucceeded {
+			if tc.want == model.UpdateSucceeded {
 				// The stop has begun (it waits for the update), and the
 				// update is still held: now it may end.
 				waitFor(t, "the process stopping", time.Minute, func() bool {

@@ -9,18 +9,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // destroyAwaiting says the stack's destroy awaits approval.
-func destroyAwaiting(v daemon.StackView) bool {
+func destroyAwaiting(v model.StackView) bool {
 	g := v.Status.Gate
-	return awaitingAt("")(v) && g.Type == daemon.UpdateDestroy
+	return awaitingAt("")(v) && g.Type == model.UpdateDestroy
 }
 
 // deletesFile says the gate's steps delete the test provider's File.
-func deletesFile(g *daemon.Gate, path string) bool {
-	return slices.ContainsFunc(g.Steps, func(s daemon.Step) bool {
+func deletesFile(g *model.Gate, path string) bool {
+	return slices.ContainsFunc(g.Steps, func(s model.Step) bool {
 		return s.Op == "delete" && s.Type == "stackdtest:index:File" && s.Old["path"] == path
 	})
 }
@@ -48,7 +48,7 @@ func TestE2EApprovalHoldsDestroy(t *testing.T) {
 	if !deletesFile(g, out) || g.Changes["delete"] == 0 || !strings.Contains(g.Reason, "approval is required") {
 		t.Fatalf("gate %+v, want the File's delete awaiting approval", g)
 	}
-	if v.Status.Health == nil || v.Status.Health.Status != daemon.HealthAwaitingApproval {
+	if v.Status.Health == nil || v.Status.Health.Status != model.HealthAwaitingApproval {
 		t.Errorf("health = %+v, want AwaitingApproval", v.Status.Health)
 	}
 	time.Sleep(time.Second)
@@ -85,7 +85,7 @@ func TestE2EApprovalHoldsDestroy(t *testing.T) {
 	if got := readFile(t, out); got != "" {
 		t.Fatalf("the approved destroy left the file: %q", got)
 	}
-	if !strings.Contains(in.logs.String(), "Approved by admin token: destroy plan "+g.Plan.ID) {
+	if !strings.Contains(in.logs.String(), "Approved by admin-token: destroy plan "+g.Plan.ID) {
 		t.Error("the log does not say who approved the destroy")
 	}
 }
@@ -100,19 +100,19 @@ func TestE2EPolicyDeniesDestroy(t *testing.T) {
 	out := filepath.Join(outDir(t), "note.txt")
 	config := "stacks:\n" + stackYAML("app", r, pathConfig(out)+"    destroyOnFinalize: true\n")
 	in := startDaemonWith(t, config, "", func(f *runFlags) { f.policy = policyDir(t) })
-	in.waitStack("app", "first deploy", 2*time.Minute, func(v daemon.StackView) bool {
+	in.waitStack("app", "first deploy", 2*time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate != nil && v.Status.LastUpdate.LastSuccessfulCommit == first
 	})
 
 	in.reload("stacks: []\n")
-	v := in.waitStack("app", "the denied destroy", 2*time.Minute, stalledFor(daemon.ReasonPolicyDenied))
+	v := in.waitStack("app", "the denied destroy", 2*time.Minute, stalledFor(model.ReasonPolicyDenied))
 	denial := "deleting " + out + " is not allowed (stack app)"
 	g := v.Status.Gate
-	if g == nil || g.Type != daemon.UpdateDestroy || g.State != daemon.GatePolicyDenied || !deletesFile(g, out) ||
+	if g == nil || g.Type != model.UpdateDestroy || g.State != model.GatePolicyDenied || !deletesFile(g, out) ||
 		len(g.Violations) != 1 || g.Violations[0].Message != denial {
 		t.Fatalf("gate %+v, want the destroy denied by the policy", g)
 	}
-	if c := v.Status.Condition(daemon.ConditionStalled); !strings.Contains(c.Message, "denied by policy: stackd.files: "+denial) {
+	if c := v.Status.Condition(model.ConditionStalled); !strings.Contains(c.Message, "denied by policy: stackd.files: "+denial) {
 		t.Errorf("stalled message %q, want the denial", c.Message)
 	}
 	time.Sleep(time.Second)
@@ -122,17 +122,17 @@ func TestE2EPolicyDeniesDestroy(t *testing.T) {
 	if code, _ := in.get("/api/v1/stacks/app", nil); code != http.StatusOK {
 		t.Fatalf("the stack whose destroy was denied is no longer listed: %d", code)
 	}
-	if slices.ContainsFunc(in.updates("app"), func(u daemon.Update) bool { return u.Type == daemon.UpdateDestroy }) {
+	if slices.ContainsFunc(in.updates("app"), func(u model.Update) bool { return u.Type == model.UpdateDestroy }) {
 		t.Fatal("a destroy ran")
 	}
 
 	in.reload(config)
-	in.waitStack("app", "back and Ready", time.Minute, func(v daemon.StackView) bool { return isReady(v) && v.Status.Gate == nil })
+	in.waitStack("app", "back and Ready", time.Minute, func(v model.StackView) bool { return isReady(v) && v.Status.Gate == nil })
 	time.Sleep(time.Second)
 	if got := readFile(t, out); got != "hello v1" {
 		t.Fatalf("the stack put back has the file %q", got)
 	}
-	if slices.ContainsFunc(in.updates("app"), func(u daemon.Update) bool { return u.Type == daemon.UpdateDestroy }) {
+	if slices.ContainsFunc(in.updates("app"), func(u model.Update) bool { return u.Type == model.UpdateDestroy }) {
 		t.Fatal("a destroy ran")
 	}
 }

@@ -14,10 +14,11 @@ import (
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/notify"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
-func driftState(state string) func(v daemon.StackView) bool {
-	return func(v daemon.StackView) bool { return v.Status.Drift != nil && v.Status.Drift.State == state }
+func driftState(state string) func(v model.StackView) bool {
+	return func(v model.StackView) bool { return v.Status.Drift != nil && v.Status.Drift.State == state }
 }
 
 // TestE2EDrift edits a deployed file out of band: the next check reports
@@ -85,13 +86,13 @@ func TestE2EDrift(t *testing.T) {
 				}
 				found := false
 				for _, u := range in.updates("app") {
-					found = found || (u.Type == daemon.UpdateUp && strings.HasPrefix(u.Reason, "Drift remediation after check"))
+					found = found || (u.Type == model.UpdateUp && strings.HasPrefix(u.Reason, "Drift remediation after check"))
 				}
 				if !found {
 					t.Fatalf("no update records the remediation: %+v", in.updates("app"))
 				}
 			case "ignore":
-				v := in.waitStack("app", "the drift ignored", time.Minute, func(v daemon.StackView) bool {
+				v := in.waitStack("app", "the drift ignored", time.Minute, func(v model.StackView) bool {
 					return v.Status.Drift != nil && v.Status.Drift.Ignored == 1
 				})
 				if v.Status.Drift.State != spec.DriftInSync {
@@ -182,12 +183,12 @@ func TestE2ESyncHealsDrift(t *testing.T) {
 		!strings.Contains(stdout.String(), "with refresh") {
 		t.Fatalf("stackd sync: exit %d: %s%s", code, stdout.String(), stderr.String())
 	}
-	v := in.waitStack("app", "the sync's up", time.Minute, func(v daemon.StackView) bool {
+	v := in.waitStack("app", "the sync's up", time.Minute, func(v model.StackView) bool {
 		lu := v.Status.LastUpdate
-		return lu != nil && lu.State == daemon.UpdateSucceeded && lu.Type == daemon.UpdateUp && lu.ReconcileRequest != "" &&
+		return lu != nil && lu.State == model.UpdateSucceeded && lu.Type == model.UpdateUp && lu.ReconcileRequest != "" &&
 			v.Status.CurrentUpdate == nil
 	})
-	var up daemon.Update
+	var up model.Update
 	for _, u := range in.updates("app") {
 		if u.ID == v.Status.LastUpdate.Name {
 			up = u

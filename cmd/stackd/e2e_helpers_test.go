@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/auth"
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // The end-to-end tests run the daemon with the real pieces: git
@@ -311,9 +311,9 @@ func (in *instance) tryGet(path string, v any) (int, []byte, error) {
 	return resp.StatusCode, body, nil
 }
 
-func (in *instance) stack(name string) daemon.StackView {
+func (in *instance) stack(name string) model.StackView {
 	in.t.Helper()
-	var v daemon.StackView
+	var v model.StackView
 	if code, body := in.get("/api/v1/stacks/"+name, &v); code != http.StatusOK {
 		in.t.Fatalf("GET stack %s: %d %s", name, code, body)
 	}
@@ -343,11 +343,11 @@ func (in *instance) sync(name string) string {
 
 // waitStack polls the API until cond holds for the stack, for up to
 // timeout.
-func (in *instance) waitStack(name, what string, timeout time.Duration, cond func(v daemon.StackView) bool) daemon.StackView {
+func (in *instance) waitStack(name, what string, timeout time.Duration, cond func(v model.StackView) bool) model.StackView {
 	in.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		var v daemon.StackView
+		var v model.StackView
 		code, body, err := in.tryGet("/api/v1/stacks/"+name, &v)
 		if err == nil && code == http.StatusOK && cond(v) {
 			return v
@@ -359,14 +359,14 @@ func (in *instance) waitStack(name, what string, timeout time.Duration, cond fun
 	}
 }
 
-func isReady(v daemon.StackView) bool {
-	c := v.Status.Condition(daemon.ConditionReady)
+func isReady(v model.StackView) bool {
+	c := v.Status.Condition(model.ConditionReady)
 	return c != nil && c.Status == "True"
 }
 
-func stalledFor(reason string) func(v daemon.StackView) bool {
-	return func(v daemon.StackView) bool {
-		c := v.Status.Condition(daemon.ConditionStalled)
+func stalledFor(reason string) func(v model.StackView) bool {
+	return func(v model.StackView) bool {
+		c := v.Status.Condition(model.ConditionStalled)
 		return c != nil && c.Status == "True" && c.Reason == reason
 	}
 }
@@ -384,7 +384,7 @@ func readFile(t testing.TB, path string) string {
 	return string(data)
 }
 
-func output(v daemon.StackView, name string) string {
+func output(v model.StackView, name string) string {
 	raw, ok := v.Status.Outputs[name]
 	if !ok {
 		return "<none>"

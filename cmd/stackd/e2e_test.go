@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // pathConfig is the config block pointing a stack's File at path.
@@ -33,13 +33,13 @@ func TestE2ECommitConfigAndSync(t *testing.T) {
 	if v.Status.LastUpdate.LastSuccessfulCommit != first || output(v, "content") != "hello v1" {
 		t.Fatalf("status after the first deploy: %+v outputs %v", v.Status.LastUpdate, v.Status.Outputs)
 	}
-	if v.Status.Health == nil || v.Status.Health.Status != daemon.HealthHealthy {
+	if v.Status.Health == nil || v.Status.Health.Status != model.HealthHealthy {
 		t.Fatalf("health = %+v", v.Status.Health)
 	}
 
 	second := r.commit(map[string]string{"Pulumi.yaml": program("v2")})
 	start := time.Now()
-	v = in.waitStack("app", "the new commit", time.Minute, func(v daemon.StackView) bool {
+	v = in.waitStack("app", "the new commit", time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate.LastSuccessfulCommit == second
 	})
 	t.Logf("new commit applied %v after it was made", time.Since(start).Round(time.Millisecond))
@@ -48,7 +48,7 @@ func TestE2ECommitConfigAndSync(t *testing.T) {
 	}
 
 	in.reload("stacks:\n" + stackYAML("app", r, pathConfig(out)+"      greeting: bonjour\n"))
-	in.waitStack("app", "the config change", time.Minute, func(v daemon.StackView) bool {
+	in.waitStack("app", "the config change", time.Minute, func(v model.StackView) bool {
 		return isReady(v) && output(v, "content") == "bonjour v2"
 	})
 	if got := readFile(t, out); got != "bonjour v2" {
@@ -59,12 +59,12 @@ func TestE2ECommitConfigAndSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	token := in.sync("app")
-	v = in.waitStack("app", "the sync", time.Minute, func(v daemon.StackView) bool {
+	v = in.waitStack("app", "the sync", time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate.ReconcileRequest == token
 	})
-	var updates []daemon.Update
+	var updates []model.Update
 	updates = in.updates("app")
-	if last := updates[len(updates)-1]; !strings.Contains(last.Reason, "Sync request") || last.State != daemon.UpdateSucceeded {
+	if last := updates[len(updates)-1]; !strings.Contains(last.Reason, "Sync request") || last.State != model.UpdateSucceeded {
 		t.Fatalf("last update = %+v", last)
 	}
 }
@@ -75,7 +75,7 @@ func TestE2EPreviewChangesNothing(t *testing.T) {
 	out := filepath.Join(outDir(t), "note.txt")
 	in := startDaemon(t, "stacks:\n"+stackYAML("pre", r, pathConfig(out)+"    preview: true\n"), "")
 	v := in.waitStack("pre", "the preview", time.Minute, isReady)
-	if v.Status.LastUpdate.Type != daemon.UpdatePreview || v.Status.LastUpdate.State != daemon.UpdateSucceeded {
+	if v.Status.LastUpdate.Type != model.UpdatePreview || v.Status.LastUpdate.State != model.UpdateSucceeded {
 		t.Fatalf("last update = %+v", v.Status.LastUpdate)
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
@@ -96,16 +96,16 @@ func TestE2EBrokenCommitStallsThenRecovers(t *testing.T) {
 
 	broken := strings.Replace(program("v2"), "${path}", "${nowhere}", 1)
 	r.commit(map[string]string{"Pulumi.yaml": broken})
-	v := in.waitStack("app", "Stalled after the failure limit", 3*time.Minute, stalledFor(daemon.ReasonUpdateFailed))
+	v := in.waitStack("app", "Stalled after the failure limit", 3*time.Minute, stalledFor(model.ReasonUpdateFailed))
 	if !strings.Contains(v.Status.LastUpdate.Message, `"nowhere" not found`) {
 		t.Fatalf("failure message = %q, want the program's error", v.Status.LastUpdate.Message)
 	}
 	// Failures count from 1, so the third failure reaches the limit of 3.
 	// The n-th failure is followed by a backoff of base·3^(n-1).
 	failed := 0
-	var prev daemon.Update
+	var prev model.Update
 	for _, u := range in.updates("app") {
-		if u.State != daemon.UpdateFailed {
+		if u.State != model.UpdateFailed {
 			continue
 		}
 		if failed > 0 {
@@ -124,7 +124,7 @@ func TestE2EBrokenCommitStallsThenRecovers(t *testing.T) {
 	}
 
 	fixed := r.commit(map[string]string{"Pulumi.yaml": program("v3")})
-	in.waitStack("app", "recovery", time.Minute, func(v daemon.StackView) bool {
+	in.waitStack("app", "recovery", time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate.LastSuccessfulCommit == fixed
 	})
 	if got := readFile(t, out); got != "hello v3" {
@@ -225,8 +225,8 @@ func TestE2EUnreachableRepoAndMissingSecret(t *testing.T) {
 	config := "stacks:\n" + strings.Replace(stackYAML("app", r, pathConfig(out)+
 		"    secretsRef:\n      token: {type: Secret, secret: {name: api, key: token}}\n"), "file://"+r.dir, "file://"+missing, 1)
 	in := startDaemon(t, config, "")
-	v := in.waitStack("app", "SourceUnavailable", time.Minute, stalledFor(daemon.ReasonSourceUnavailable))
-	if c := v.Status.Condition(daemon.ConditionStalled); !strings.Contains(c.Message, "later") {
+	v := in.waitStack("app", "SourceUnavailable", time.Minute, stalledFor(model.ReasonSourceUnavailable))
+	if c := v.Status.Condition(model.ConditionStalled); !strings.Contains(c.Message, "later") {
 		t.Fatalf("message %q does not name the repository", c.Message)
 	}
 
@@ -234,8 +234,8 @@ func TestE2EUnreachableRepoAndMissingSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	secretFile := filepath.Join(in.flags.secretsDir, "api", "token")
-	v = in.waitStack("app", "SpecInvalid", time.Minute, stalledFor(daemon.ReasonSpecInvalid))
-	if c := v.Status.Condition(daemon.ConditionStalled); !strings.Contains(c.Message, secretFile) {
+	v = in.waitStack("app", "SpecInvalid", time.Minute, stalledFor(model.ReasonSpecInvalid))
+	if c := v.Status.Condition(model.ConditionStalled); !strings.Contains(c.Message, secretFile) {
 		t.Fatalf("message %q does not name %s", c.Message, secretFile)
 	}
 	if readFile(t, out) != "" || len(in.updates("app")) != 0 {
@@ -254,7 +254,7 @@ func TestE2EUnreachableRepoAndMissingSecret(t *testing.T) {
 }
 
 // updates lists a stack's updates, oldest first.
-func (in *instance) updates(name string) []daemon.Update {
+func (in *instance) updates(name string) []model.Update {
 	in.t.Helper()
 	recs, err := in.app.d.Updates(name, 0, 1000)
 	if err != nil {
@@ -278,8 +278,8 @@ func TestE2EStopDrainsThenInterrupts(t *testing.T) {
 		drain time.Duration
 		want  string
 	}{
-		{"drained", 30 * time.Second, daemon.UpdateSucceeded},
-		{"interrupted", time.Second, daemon.UpdateAborted},
+		{"drained", 30 * time.Second, model.UpdateSucceeded},
+		{"interrupted", time.Second, model.UpdateAborted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRepo(t)
@@ -295,7 +295,7 @@ func TestE2EStopDrainsThenInterrupts(t *testing.T) {
 			defer cancel()
 			stopped := make(chan error, 1)
 			go func() { stopped <- a.stop(grace) }()
-			if tc.want == daemon.UpdateSucceeded {
+			if tc.want == model.UpdateSucceeded {
 				// The stop waits for the held update: now it may end.
 				waitFor(t, "the stop waiting for the update", time.Minute, func() bool {
 					cs := a.d.ConfigStatus()
@@ -356,14 +356,14 @@ func TestE2EClientCommands(t *testing.T) {
 	if !strings.Contains(table, "NAME") || !strings.Contains(table, "app") || !strings.Contains(table, "Healthy") {
 		t.Fatalf("status:\n%s", table)
 	}
-	var one daemon.StackView
+	var one model.StackView
 	if err := json.Unmarshal([]byte(cli("status", "app", "--json")), &one); err != nil || one.Name != "app" {
 		t.Fatalf("status --json: %v %+v", err, one)
 	}
 	if got := cli("sync", "app"); !strings.Contains(got, "sync of app requested") {
 		t.Fatalf("sync: %s", got)
 	}
-	in.waitStack("app", "the sync", time.Minute, func(v daemon.StackView) bool {
+	in.waitStack("app", "the sync", time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate.Name == "app-2"
 	})
 	if got := cli("logs", "app"); !strings.Contains(got, "hello v1") {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // TestE2EProgramEnvironment: what a program's environment holds. A
@@ -64,7 +64,7 @@ func TestE2EInstallWhenDependenciesChange(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "data")
 	config := "stacks:\n" + stackYAML("app", r, "")
 	in := startDaemon(t, config, dataDir)
-	in.waitStack("app", "deployed", time.Minute, func(v daemon.StackView) bool { return isReady(v) && output(v, "v") == "one" })
+	in.waitStack("app", "deployed", time.Minute, func(v model.StackView) bool { return isReady(v) && output(v, "v") == "one" })
 	logOf := func(in *instance, n int) string {
 		us := in.updates("app")
 		_, log := in.get("/api/v1/updates/"+us[n].ID+"/log", nil)
@@ -75,7 +75,7 @@ func TestE2EInstallWhenDependenciesChange(t *testing.T) {
 	}
 	// A commit that leaves Pulumi.yaml and the dependency files alone.
 	second := r.commit(map[string]string{"README.md": "docs\n"})
-	in.waitStack("app", "second commit", time.Minute, func(v daemon.StackView) bool {
+	in.waitStack("app", "second commit", time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate.LastSuccessfulCommit == second
 	})
 	if log := logOf(in, 1); strings.Contains(log, "pulumi install") {
@@ -85,8 +85,8 @@ func TestE2EInstallWhenDependenciesChange(t *testing.T) {
 
 	r.commit(map[string]string{"Pulumi.yaml": prog("three"), "requirements.txt": "pulumi>=3\nrequests\n"})
 	in = startDaemonWith(t, config, dataDir, func(f *runFlags) { f.installTimeout = time.Millisecond })
-	v := in.waitStack("app", "the install failed", time.Minute, func(v daemon.StackView) bool {
-		return v.Status.LastUpdate != nil && v.Status.LastUpdate.State == daemon.UpdateFailed
+	v := in.waitStack("app", "the install failed", time.Minute, func(v model.StackView) bool {
+		return v.Status.LastUpdate != nil && v.Status.LastUpdate.State == model.UpdateFailed
 	})
 	if msg := v.Status.LastUpdate.Message; !strings.Contains(msg, "pulumi install: timed out after 1ms") {
 		t.Fatalf("message %q", msg)

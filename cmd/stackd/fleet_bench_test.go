@@ -21,6 +21,7 @@ import (
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/gitwatch"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/store"
 	"github.com/stackd/stackd/web"
 	"github.com/stackd/stackd/web/metrics"
@@ -168,11 +169,11 @@ func latencies(b *testing.B, url string, clients, total int) (p50, p99 float64) 
 // instantRunner succeeds at once: the daemon's cost without Pulumi's.
 type instantRunner struct{}
 
-func (instantRunner) Run(context.Context, daemon.Operation) (daemon.Result, error) {
-	return daemon.Result{Changes: map[string]int{"same": 1}}, nil
+func (instantRunner) Run(context.Context, model.Operation) (model.Result, error) {
+	return model.Result{Changes: map[string]int{"same": 1}}, nil
 }
 
-func (instantRunner) Outputs(context.Context, daemon.Workspace) (map[string]any, error) {
+func (instantRunner) Outputs(context.Context, model.Workspace) (map[string]any, error) {
 	return map[string]any{}, nil
 }
 
@@ -180,7 +181,7 @@ func (instantRunner) Outputs(context.Context, daemon.Workspace) (map[string]any,
 // directory holding an empty project.
 type resolveOnly struct{ *gitwatch.Fetcher }
 
-func (resolveOnly) Checkout(_ context.Context, _ daemon.GitSource, _, dir string) (string, error) {
+func (resolveOnly) Checkout(_ context.Context, _ model.GitSource, _, dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // countingGit serves the repositories under a root over Git's smart HTTP
@@ -119,7 +119,7 @@ func TestE2EPollPerRepository(t *testing.T) {
 	began := time.Now()
 	in := startDaemonWith(t, sb.String(), "", func(f *runFlags) { f.maxConcurrent = 4 })
 	for name, b := range branchOf {
-		in.waitStack(name, "deployed", 5*time.Minute, func(v daemon.StackView) bool {
+		in.waitStack(name, "deployed", 5*time.Minute, func(v model.StackView) bool {
 			return isReady(v) && output(v, "branch") == b
 		})
 	}
@@ -160,7 +160,7 @@ func TestE2EPollPerRepository(t *testing.T) {
 	r.commit(map[string]string{"Pulumi.yaml": fleetProgram("blue", "v2")})
 	for name, b := range branchOf {
 		if b == "blue" {
-			in.waitStack(name, "blue's new commit", 2*time.Minute, func(v daemon.StackView) bool {
+			in.waitStack(name, "blue's new commit", 2*time.Minute, func(v model.StackView) bool {
 				return isReady(v) && output(v, "version") == "v2"
 			})
 		}
@@ -201,7 +201,7 @@ func TestE2EPaths(t *testing.T) {
 	// Outside both stacks' paths.
 	readme := r.commit(map[string]string{"README.md": "monorepo, edited"})
 	for _, name := range []string{"net", "app"} {
-		v := in.waitStack(name, "the README commit skipped", time.Minute, func(v daemon.StackView) bool {
+		v := in.waitStack(name, "the README commit skipped", time.Minute, func(v model.StackView) bool {
 			sc := v.Status.SkippedCommit
 			return sc != nil && sc.Commit == readme
 		})
@@ -215,16 +215,16 @@ func TestE2EPaths(t *testing.T) {
 
 	// Inside app's paths only (a file of shared/ that net does not use).
 	r.commit(map[string]string{"shared/settings.json": `{"size": 2}`})
-	in.waitStack("app", "the shared commit deployed", time.Minute, func(v daemon.StackView) bool {
+	in.waitStack("app", "the shared commit deployed", time.Minute, func(v model.StackView) bool {
 		return len(in.updates("app")) == 2 && isReady(v)
 	})
-	in.waitStack("net", "the shared commit skipped", time.Minute, func(v daemon.StackView) bool {
+	in.waitStack("net", "the shared commit skipped", time.Minute, func(v model.StackView) bool {
 		return v.Status.SkippedCommit != nil && v.Status.SkippedCommit.Commit != readme
 	})
 
 	// Inside net's repoDir.
 	r.commit(map[string]string{"infra/net/Pulumi.yaml": "name: net\nruntime: yaml\noutputs:\n  v: v2\n"})
-	in.waitStack("net", "the net commit deployed", time.Minute, func(v daemon.StackView) bool {
+	in.waitStack("net", "the net commit deployed", time.Minute, func(v model.StackView) bool {
 		return isReady(v) && output(v, "v") == "v2" && v.Status.SkippedCommit == nil
 	})
 	time.Sleep(2 * time.Second) // time for app to run, were it woken

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // TestE2EFluxSource: a Stack with fluxSource and the Flux GitRepository it
@@ -68,9 +69,9 @@ spec:
 `, url, token, url)
 	in := startDaemon(t, config, "")
 	in.waitStack("app", "deployed", 2*time.Minute, isReady)
-	in.waitStack("released", "v1.0.0 deployed", 2*time.Minute, func(v daemon.StackView) bool { return isReady(v) && output(v, "v") == "v1" })
+	in.waitStack("released", "v1.0.0 deployed", 2*time.Minute, func(v model.StackView) bool { return isReady(v) && output(v, "v") == "v1" })
 	r.commit(map[string]string{"infra/app/Pulumi.yaml": "name: app\nruntime: yaml\noutputs:\n  v: v2\n"})
-	v := in.waitStack("app", "the new commit deployed", time.Minute, func(v daemon.StackView) bool { return isReady(v) && output(v, "v") == "v2" })
+	v := in.waitStack("app", "the new commit deployed", time.Minute, func(v model.StackView) bool { return isReady(v) && output(v, "v") == "v2" })
 	if v.Tracking != url+"@main" {
 		t.Errorf("tracking %q", v.Tracking)
 	}
@@ -80,7 +81,7 @@ spec:
 		t.Fatalf("the semver stack followed main: %v", v.Status.Outputs)
 	}
 	r.git("tag", "v1.1.0")
-	in.waitStack("released", "v1.1.0 deployed", time.Minute, func(v daemon.StackView) bool { return isReady(v) && output(v, "v") == "v2" })
+	in.waitStack("released", "v1.1.0 deployed", time.Minute, func(v model.StackView) bool { return isReady(v) && output(v, "v") == "v2" })
 	r.commit(map[string]string{"infra/app/Pulumi.yaml": "name: app\nruntime: yaml\noutputs:\n  v: v3\n"})
 	r.git("tag", "v2.0.0")
 	time.Sleep(3 * time.Second)
@@ -132,9 +133,9 @@ func TestE2EDestroyNeverDeployed(t *testing.T) {
 	}
 	in := startDaemon(t, "stacks:\n"+blocker+stack("legacy")+stack("ghost"), "")
 	for _, name := range []string{"legacy", "ghost"} {
-		in.waitStack(name, "waiting for its prerequisite", time.Minute, func(v daemon.StackView) bool {
-			c := v.Status.Condition(daemon.ConditionReconciling)
-			return c != nil && c.Reason == daemon.ReasonPrerequisiteNotSatisfied
+		in.waitStack(name, "waiting for its prerequisite", time.Minute, func(v model.StackView) bool {
+			c := v.Status.Condition(model.ConditionReconciling)
+			return c != nil && c.Reason == model.ReasonPrerequisiteNotSatisfied
 		})
 	}
 	if n := len(in.updates("legacy")) + len(in.updates("ghost")); n != 0 {

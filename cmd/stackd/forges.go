@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/forge"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/preview"
 	"github.com/stackd/stackd/web"
 )
@@ -106,7 +108,7 @@ func normalBase(base string) string { return strings.TrimRight(strings.TrimSpace
 // newPreviewer makes the previewer of pull requests, or nil when no
 // forge was declared.
 func newPreviewer(f *runFlags, d *daemon.Daemon, run daemon.Runner, fetcher daemon.Fetcher, st daemon.Store,
-	auth *daemon.GitAuth, dataDir string, obs preview.Observer, notifier daemon.Notifier, log *slog.Logger, pol daemon.Policies,
+	auth *model.GitAuth, dataDir string, obs preview.Observer, notifier daemon.Notifier, log *slog.Logger, pol gate.Policies,
 ) (*preview.Previewer, error) {
 	if !f.forgeFlags.enabled() {
 		return nil, nil

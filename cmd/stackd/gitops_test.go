@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // gitops is the trunk-based workflow of configs/gitops with two real
@@ -72,8 +72,8 @@ func (g *gitops) start() {
 func (g *gitops) repoRoot() stringsFlag { return stringsFlag{filepath.Dir(g.programs.dir)} }
 
 // config reads GET /api/v1/config.
-func (g *gitops) config() daemon.ConfigStatus {
-	var st daemon.ConfigStatus
+func (g *gitops) config() model.ConfigStatus {
+	var st model.ConfigStatus
 	if code, body := g.in.get("/api/v1/config", &st); code != http.StatusOK {
 		g.t.Fatalf("GET /api/v1/config: %d %s", code, body)
 	}
@@ -81,7 +81,7 @@ func (g *gitops) config() daemon.ConfigStatus {
 }
 
 // waitConfig polls the config status until cond holds.
-func (g *gitops) waitConfig(what string, cond func(daemon.ConfigStatus) bool) daemon.ConfigStatus {
+func (g *gitops) waitConfig(what string, cond func(model.ConfigStatus) bool) model.ConfigStatus {
 	g.t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -96,21 +96,21 @@ func (g *gitops) waitConfig(what string, cond func(daemon.ConfigStatus) bool) da
 	}
 }
 
-func (g *gitops) deployedAt(name, commit string) func(daemon.StackView) bool {
-	return func(v daemon.StackView) bool {
+func (g *gitops) deployedAt(name, commit string) func(model.StackView) bool {
+	return func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate != nil && v.Status.LastUpdate.LastSuccessfulCommit == commit
 	}
 }
 
 // firstUp is the stack's first successful up.
-func (g *gitops) firstUp(name string) daemon.Update {
+func (g *gitops) firstUp(name string) model.Update {
 	for _, u := range g.in.updates(name) {
-		if u.Type == daemon.UpdateUp && u.State == daemon.UpdateSucceeded {
+		if u.Type == model.UpdateUp && u.State == model.UpdateSucceeded {
 			return u
 		}
 	}
 	g.t.Fatalf("%s has no successful up", name)
-	return daemon.Update{}
+	return model.Update{}
 }
 
 func TestE2EGitOpsTrunkBased(t *testing.T) {
@@ -147,13 +147,13 @@ func TestE2EGitOpsTrunkBased(t *testing.T) {
 		t.Logf("%s: wave 1 ready at %v, wave 2 started %v later", env, net.EndTime.Format(time.StampMilli), app.StartTime.Sub(net.EndTime))
 	}
 	preview := g.in.waitStack("preview-app", "the preview", time.Minute, isReady)
-	if preview.Status.LastUpdate.Type != daemon.UpdatePreview || readFile(t, g.file("preview-app")) != "" {
+	if preview.Status.LastUpdate.Type != model.UpdatePreview || readFile(t, g.file("preview-app")) != "" {
 		t.Fatalf("the preview stack changed something: %+v", preview.Status.LastUpdate)
 	}
-	if v := g.in.stack("staging-app"); v.ExternalLink != "https://console.example/staging-app" || v.Status.Health.Status != daemon.HealthHealthy {
+	if v := g.in.stack("staging-app"); v.ExternalLink != "https://console.example/staging-app" || v.Status.Health.Status != model.HealthHealthy {
 		t.Fatalf("staging-app: link %q health %+v", v.ExternalLink, v.Status.Health)
 	}
-	st := g.waitConfig("a healthy config", func(st daemon.ConfigStatus) bool { return st.Health.Status == daemon.HealthHealthy })
+	st := g.waitConfig("a healthy config", func(st model.ConfigStatus) bool { return st.Health.Status == model.HealthHealthy })
 	if src := st.Sources[0]; src.Commit != g.manifests.git("rev-parse", "HEAD") || src.Stacks != 5 {
 		t.Fatalf("source status = %+v", src)
 	}
@@ -164,7 +164,7 @@ func TestE2EGitOpsTrunkBased(t *testing.T) {
 		"environments/staging/app.yaml":   g.manifest("staging-app", "2", "app", "main", "    greeting: bonjour\n"),
 	})
 	g.in.waitStack("staging-cache", "the new manifest", time.Minute, g.deployedAt("staging-cache", v1))
-	g.in.waitStack("staging-app", "the config change", time.Minute, func(v daemon.StackView) bool {
+	g.in.waitStack("staging-app", "the config change", time.Minute, func(v model.StackView) bool {
 		return isReady(v) && output(v, "content") == "bonjour v1"
 	})
 
@@ -189,9 +189,9 @@ func TestE2EGitOpsTrunkBased(t *testing.T) {
 	// and the error.
 	good := g.manifests.git("rev-parse", "HEAD")
 	broken := g.manifests.commit(map[string]string{"environments/staging/cache.yaml": "kind: Stack\nmetadata: {name: [\n"})
-	st = g.waitConfig("the broken commit", func(st daemon.ConfigStatus) bool { return st.Sources[0].LatestCommit == broken && st.Error != "" })
+	st = g.waitConfig("the broken commit", func(st model.ConfigStatus) bool { return st.Sources[0].LatestCommit == broken && st.Error != "" })
 	src := st.Sources[0]
-	if src.Commit != good || src.Health.Status != daemon.HealthDegraded ||
+	if src.Commit != good || src.Health.Status != model.HealthDegraded ||
 		!strings.Contains(src.Error, "file://"+g.manifests.dir+"//environments/staging/cache.yaml:") {
 		t.Fatalf("after a broken commit, source = %+v", src)
 	}
@@ -215,7 +215,7 @@ func TestE2EGitOpsTrunkBased(t *testing.T) {
 	g.manifests.git("rm", "-q", "-r", "environments")
 	g.manifests.git("commit", "-q", "-m", "delete everything")
 	emptied := g.manifests.git("rev-parse", "HEAD")
-	st = g.waitConfig("the emptying commit refused", func(st daemon.ConfigStatus) bool {
+	st = g.waitConfig("the emptying commit refused", func(st model.ConfigStatus) bool {
 		return st.Sources[0].LatestCommit == emptied && strings.Contains(st.Error, "removes 4 of the 4 stacks")
 	})
 	if v := g.in.stack("staging-network"); v.Removed {
@@ -223,7 +223,7 @@ func TestE2EGitOpsTrunkBased(t *testing.T) {
 	}
 
 	// The history names every revision, applied or not.
-	var page struct{ Revisions []daemon.ConfigRevision }
+	var page struct{ Revisions []model.ConfigRevision }
 	if code, body := g.in.get("/api/v1/config/revisions", &page); code != http.StatusOK {
 		t.Fatalf("GET revisions: %d %s", code, body)
 	}
@@ -283,7 +283,7 @@ func TestE2EGitOpsWebhook(t *testing.T) {
 	if code != http.StatusAccepted {
 		t.Fatalf("webhook: %d", code)
 	}
-	g.waitConfig("the pushed commit in force", func(st daemon.ConfigStatus) bool { return st.Sources[0].Commit == commit })
+	g.waitConfig("the pushed commit in force", func(st model.ConfigStatus) bool { return st.Sources[0].Commit == commit })
 	t.Logf("push-to-config-applied latency: %v (polling period 10m)", time.Since(start).Round(time.Millisecond))
 	g.in.waitStack("db", "the new stack", time.Minute, g.deployedAt("db", v1))
 	t.Logf("push-to-new-stack-deployed: %v", time.Since(start).Round(time.Millisecond))

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // guideStep is a fenced block of a guide that a marker comment before it
@@ -84,12 +84,12 @@ func TestE2EFirstStackGuide(t *testing.T) {
 		"STACKD_LISTEN="+addr, "STACKD_SERVER=http://"+addr)
 	site := filepath.Join(home, "first", "site")
 	page := func() string { return readFile(t, filepath.Join(site, "index.html")) }
-	stack := func(what string, cond func(daemon.StackView) bool) {
+	stack := func(what string, cond func(model.StackView) bool) {
 		t.Helper()
 		waitGuideStack(t, "http://"+addr+"/api/v1/stacks/website", what, 3*time.Minute, cond)
 	}
-	contentIs := func(s string) func(daemon.StackView) bool {
-		return func(v daemon.StackView) bool { return isReady(v) && output(v, "content") == s }
+	contentIs := func(s string) func(model.StackView) bool {
+		return func(v model.StackView) bool { return isReady(v) && output(v, "content") == s }
 	}
 	// What the guide says has happened before each command, and what the
 	// command prints.
@@ -97,16 +97,16 @@ func TestE2EFirstStackGuide(t *testing.T) {
 		"deployed": func() { stack("the first deployment", contentIs("Hello from my first stack")) },
 		"pushed":   func() { stack("the push", contentIs("Bonjour from my first stack")) },
 		"failed": func() {
-			stack("the failed update", func(v daemon.StackView) bool {
-				return v.Status.LastUpdate != nil && v.Status.LastUpdate.State == daemon.UpdateFailed
+			stack("the failed update", func(v model.StackView) bool {
+				return v.Status.LastUpdate != nil && v.Status.LastUpdate.State == model.UpdateFailed
 			})
 		},
 		"tamper": func() { stack("the fix", contentIs("Bonjour from my first stack")) },
 		"drifted": func() {
-			stack("the drift check", func(v daemon.StackView) bool { return v.Status.Drift != nil && v.Status.Drift.State == "Drifted" })
+			stack("the drift check", func(v model.StackView) bool { return v.Status.Drift != nil && v.Status.Drift.State == "Drifted" })
 		},
 		"healed": func() {
-			stack("the healing sync", func(v daemon.StackView) bool { return v.Status.Drift != nil && v.Status.Drift.State == "InSync" })
+			stack("the healing sync", func(v model.StackView) bool { return v.Status.Drift != nil && v.Status.Drift.State == "InSync" })
 		},
 	}
 	prints := map[string][]string{
@@ -193,7 +193,7 @@ func startGuideDaemon(t *testing.T, s guideStep, home string, env []string) {
 }
 
 // waitGuideStack polls a stack's API view until cond holds.
-func waitGuideStack(t *testing.T, url, what string, timeout time.Duration, cond func(daemon.StackView) bool) {
+func waitGuideStack(t *testing.T, url, what string, timeout time.Duration, cond func(model.StackView) bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -201,7 +201,7 @@ func waitGuideStack(t *testing.T, url, what string, timeout time.Duration, cond 
 	for ctx.Err() == nil {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
-			var v daemon.StackView
+			var v model.StackView
 			if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&v) == nil {
 				if cond(v) {
 					resp.Body.Close()

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // forging is program with committed code that runs in every preview (a
@@ -44,13 +44,13 @@ func TestE2EHostileProgramCannotSkipApproval(t *testing.T) {
 	in.approveAndWait("app")
 
 	second := r.commit(map[string]string{"Pulumi.yaml": forging(program("v2"))})
-	v := in.waitStack("app", "the forged commit judged", 2*time.Minute, func(v daemon.StackView) bool {
+	v := in.waitStack("app", "the forged commit judged", 2*time.Minute, func(v model.StackView) bool {
 		return awaitingAt(second)(v) || v.Status.LastUpdate != nil && v.Status.LastUpdate.LastAttemptedCommit == second && v.Status.Gate == nil
 	})
 	if !awaitingAt(second)(v) {
 		t.Fatalf("the forged commit does not await approval: gate %+v, last update %+v", v.Status.Gate, v.Status.LastUpdate)
 	}
-	if !slices.ContainsFunc(v.Status.Gate.Steps, func(s daemon.Step) bool { return s.Op == "update" && s.Type == "stackdtest:index:File" }) {
+	if !slices.ContainsFunc(v.Status.Gate.Steps, func(s model.Step) bool { return s.Op == "update" && s.Type == "stackdtest:index:File" }) {
 		t.Errorf("the plan awaiting approval hides the update: steps %+v", v.Status.Gate.Steps)
 	}
 	time.Sleep(2 * time.Second) // resyncs, which must not apply it
@@ -67,16 +67,16 @@ func TestE2EHostileProgramCannotSkipPolicy(t *testing.T) {
 	v1 := r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(outDir(t), "note.txt")
 	in := startDaemonWith(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)), "", func(f *runFlags) { f.policy = policyDir(t) })
-	in.waitStack("app", "first deploy", 2*time.Minute, func(v daemon.StackView) bool {
+	in.waitStack("app", "first deploy", 2*time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate.LastSuccessfulCommit == v1
 	})
 
 	second := r.commit(map[string]string{"Pulumi.yaml": forging(noFileProgram)})
-	v := in.waitStack("app", "the forged commit judged", 2*time.Minute, func(v daemon.StackView) bool {
+	v := in.waitStack("app", "the forged commit judged", 2*time.Minute, func(v model.StackView) bool {
 		return v.Status.LastUpdate != nil && v.Status.LastUpdate.LastAttemptedCommit == second ||
 			v.Status.Gate != nil && v.Status.Gate.Commit == second
 	})
-	if g := v.Status.Gate; g == nil || g.State != daemon.GatePolicyDenied {
+	if g := v.Status.Gate; g == nil || g.State != model.GatePolicyDenied {
 		t.Errorf("the forged commit was not denied: gate %+v, last update %+v", g, v.Status.LastUpdate)
 	}
 	if got := readFile(t, out); got != "hello v1" {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // hostStack is a compact-list manifest of stack app of the programs
@@ -59,7 +59,7 @@ func TestE2EGitConfigBackendInDataDir(t *testing.T) {
 		f.config, f.secretsDir, f.repoRoots = stringsFlag{src}, secrets, stringsFlag{filepath.Dir(programs.dir)}
 		f.sandboxRW = stringsFlag{out} // where its File is written, and nothing of the data dir
 	})
-	in.waitStack("app", "first deploy", 2*time.Minute, func(v daemon.StackView) bool {
+	in.waitStack("app", "first deploy", 2*time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate != nil && v.Status.LastUpdate.LastSuccessfulCommit == v1
 	})
 	deployed := len(in.updates("app"))
@@ -75,12 +75,12 @@ func TestE2EGitConfigBackendInDataDir(t *testing.T) {
 			t.Fatalf("%s: %d updates, want %d", when, n, deployed)
 		}
 	}
-	config := func() daemon.ConfigStatus {
-		var st daemon.ConfigStatus
+	config := func() model.ConfigStatus {
+		var st model.ConfigStatus
 		in.get("/api/v1/config", &st)
 		return st
 	}
-	waitRefused := func(commit, want string) daemon.ConfigStatus {
+	waitRefused := func(commit, want string) model.ConfigStatus {
 		t.Helper()
 		deadline := time.Now().Add(time.Minute)
 		for {
@@ -120,8 +120,8 @@ func TestE2EGitConfigBackendInDataDir(t *testing.T) {
 	// PULUMI_BACKEND_URL from a Secret that holds file://<data-dir>.
 	applied := manifests.commit(map[string]string{"stacks/app.yaml": hostStack(programs.dir, out, "pwned",
 		"    envRefs:\n      PULUMI_BACKEND_URL: {type: Secret, secret: {name: backend, key: url}}\n")})
-	v := in.waitStack("app", "refused before it runs", time.Minute, stalledFor(daemon.ReasonSpecInvalid))
-	if c := v.Status.Condition(daemon.ConditionStalled); !strings.Contains(c.Message, "envRefs.PULUMI_BACKEND_URL: a file:// backend may not lie in the data dir (--data-dir)") ||
+	v := in.waitStack("app", "refused before it runs", time.Minute, stalledFor(model.ReasonSpecInvalid))
+	if c := v.Status.Condition(model.ConditionStalled); !strings.Contains(c.Message, "envRefs.PULUMI_BACKEND_URL: a file:// backend may not lie in the data dir (--data-dir)") ||
 		strings.Contains(c.Message, dataDir) {
 		t.Fatalf("the Stalled condition says %q", c.Message)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // TestE2ECheckoutOverLimit: a commit with a file over --max-file-bytes
@@ -23,8 +23,8 @@ func TestE2ECheckoutOverLimit(t *testing.T) {
 	in.waitStack("app", "first deploy", time.Minute, isReady)
 
 	r.commit(map[string]string{"Pulumi.yaml": program("v2"), "assets/big.bin": strings.Repeat("compressible ", 200_000)})
-	v := in.waitStack("app", "the large commit refused", time.Minute, stalledFor(daemon.ReasonSourceUnavailable))
-	msg := v.Status.Condition(daemon.ConditionStalled).Message
+	v := in.waitStack("app", "the large commit refused", time.Minute, stalledFor(model.ReasonSourceUnavailable))
+	msg := v.Status.Condition(model.ConditionStalled).Message
 	if !strings.Contains(msg, "2600000 bytes (2.5 MiB), more than --max-file-bytes 1048576 bytes (1.0 MiB)") {
 		t.Fatalf("message %q does not say what is too large", msg)
 	}

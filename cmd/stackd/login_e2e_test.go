@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/model"
 )
 
 // TestE2ELoginChromium: `stackd login` prints the server's /auth/cli
@@ -112,10 +113,10 @@ func TestE2ELoginChromium(t *testing.T) {
 	var cliSignIn, synced bool
 	for _, e := range in.audit("?actor=bob@example.com&limit=50") {
 		switch {
-		case e.Action == "sign-in" && e.Path == "/auth/cli" && e.Outcome == daemon.AuditAllowed && e.Principal.Name == "bob@example.com":
+		case e.Action == "sign-in" && e.Path == "/auth/cli" && e.Outcome == model.AuditAllowed && e.Principal.Name == "bob@example.com":
 			cliSignIn = true
-		case e.Action == daemon.ActionSync && e.Stack == "app" && e.Outcome == daemon.AuditAllowed &&
-			e.Principal.Kind == daemon.PrincipalUser && e.Principal.Name == "bob@example.com":
+		case e.Action == access.ActionSync && e.Stack == "app" && e.Outcome == model.AuditAllowed &&
+			e.Principal.Kind == model.PrincipalUser && e.Principal.Name == "bob@example.com":
 			synced = true
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/store"
 )
 
@@ -80,7 +80,7 @@ func TestStoreCheckAndBackup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutStack(daemon.StackRecord{Name: "app", Generation: 1}); err != nil {
+	if err := s.PutStack(model.StackRecord{Name: "app", Generation: 1}); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/store"
 )
 
@@ -35,7 +35,7 @@ func TestE2EBackupAndPause(t *testing.T) {
 	}
 	us, err := copied.Updates("app", 0, 0)
 	copied.Close()
-	if err != nil || len(us) != len(in.updates("app")) || us[0].State != daemon.UpdateSucceeded {
+	if err != nil || len(us) != len(in.updates("app")) || us[0].State != model.UpdateSucceeded {
 		t.Fatalf("the copy's history: %+v %v", us, err)
 	}
 
@@ -80,7 +80,7 @@ func TestE2EBackupAndPause(t *testing.T) {
 		t.Fatalf("resume: exit %d %s", code, stdout)
 	}
 	checkPaused(t, in, false)
-	in.waitStack("app", "v3 after resume", time.Minute, func(v daemon.StackView) bool { return isReady(v) && output(v, "content") == "hello v3" })
+	in.waitStack("app", "v3 after resume", time.Minute, func(v model.StackView) bool { return isReady(v) && output(v, "content") == "hello v3" })
 }
 
 // checkPaused: GET /api/v1/config, /metrics, the UI's banner and stackd
@@ -88,7 +88,7 @@ func TestE2EBackupAndPause(t *testing.T) {
 func checkPaused(t *testing.T, in *instance, paused bool) {
 	t.Helper()
 	_, body := in.get("/api/v1/config", nil)
-	var cfg daemon.ConfigStatus
+	var cfg model.ConfigStatus
 	if err := json.Unmarshal(body, &cfg); err != nil || cfg.Paused != paused {
 		t.Errorf("paused=%v: GET /api/v1/config says %s (%v)", paused, body, err)
 	}

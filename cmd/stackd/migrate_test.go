@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/audit"
 	"github.com/stackd/stackd/cluster"
 	"github.com/stackd/stackd/cluster/etcdtest"
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/storetest"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/store"
 )
 
@@ -32,9 +34,9 @@ func TestStoreMigrate(t *testing.T) {
 	if err := st.PutStack(storetest.Record("app", 2)); err != nil {
 		t.Fatal(err)
 	}
-	var last daemon.Update
+	var last model.Update
 	for range 3 {
-		u, err := st.BeginUpdate(daemon.Update{Stack: "app", Type: daemon.UpdateUp, State: daemon.UpdateSucceeded})
+		u, err := st.BeginUpdate(model.Update{Stack: "app", Type: model.UpdateUp, State: model.UpdateSucceeded})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,27 +45,27 @@ func TestStoreMigrate(t *testing.T) {
 		}
 		last = u
 	}
-	if _, err := st.PutRevision(daemon.ConfigRevision{Trigger: "start", Applied: true}); err != nil {
+	if _, err := st.PutRevision(model.ConfigRevision{Trigger: "start", Applied: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.PutMeta("source:abc", []byte(`{"commit":"x"}`)); err != nil {
 		t.Fatal(err)
 	}
 	resources := storetest.Resources("app", 12)
-	preview := daemon.StackPreview{Commit: "c0ffee", Time: storetest.T0, State: daemon.UpdateSucceeded, Diff: "~ 1 to update\n"}
+	preview := model.StackPreview{Commit: "c0ffee", Time: storetest.T0, State: model.UpdateSucceeded, Diff: "~ 1 to update\n"}
 	if err := st.PutResources("app", resources); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.PutPreview("app", preview); err != nil {
 		t.Fatal(err)
 	}
-	var trail []daemon.AuditEntry
+	var trail []model.AuditEntry
 	for i := range 4 {
-		e, err := st.PutAudit(storetest.NewAuditEntry("alice", daemon.ActionSync, "app", i))
+		e, err := st.PutAudit(storetest.NewAuditEntry("alice", access.ActionSync, "app", i))
 		if err != nil {
 			t.Fatal(err)
 		}
-		trail = append([]daemon.AuditEntry{e}, trail...) // newest first
+		trail = append([]model.AuditEntry{e}, trail...) // newest first
 	}
 	if n, err := st.PruneAudit(storetest.T0.Add(time.Minute)); err != nil || n != 1 {
 		t.Fatalf("PruneAudit = %d, %v", n, err)
@@ -113,10 +115,10 @@ func TestStoreMigrate(t *testing.T) {
 	if got, err := c.Preview("app"); err != nil || !reflect.DeepEqual(got, preview) {
 		t.Errorf("preview = %+v, %v", got, err)
 	}
-	if es, err := c.Audit(daemon.AuditFilter{}); err != nil || !reflect.DeepEqual(es, trail) {
+	if es, err := c.Audit(audit.Filter{}); err != nil || !reflect.DeepEqual(es, trail) {
 		t.Errorf("audit trail = %+v, %v; want %+v", es, err, trail)
 	}
-	if e, err := c.PutAudit(storetest.NewAuditEntry("bob", daemon.ActionSync, "app", 9)); err != nil || e.Seq != 5 {
+	if e, err := c.PutAudit(storetest.NewAuditEntry("bob", access.ActionSync, "app", 9)); err != nil || e.Seq != 5 {
 		t.Errorf("next audit entry has Seq %d, %v; want 5", e.Seq, err)
 	}
 }

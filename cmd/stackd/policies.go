@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/gitwatch"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/policy"
 	"github.com/stackd/stackd/web"
 )
@@ -29,7 +31,7 @@ func (f *policyFlags) define(fs *flag.FlagSet) {
 // policySetup is the --policy set in force and what keeps it current.
 type policySetup struct {
 	// policies is nil without --policy.
-	policies daemon.Policies
+	policies gate.Policies
 	// git is the Git source; nil for a directory or without --policy.
 	git *policySource
 	// stop ends the watch or the polling.
@@ -40,7 +42,7 @@ type policySetup struct {
 // is called. A local directory must load at start, as the config must,
 // and is watched (with --watch-config). A Git directory is polled
 // (policySource).
-func openPolicies(f *runFlags, auth *daemon.GitAuth, dataDir string, log *slog.Logger) (*policySetup, error) {
+func openPolicies(f *runFlags, auth *model.GitAuth, dataDir string, log *slog.Logger) (*policySetup, error) {
 	if f.policy == "" {
 		return &policySetup{stop: func() {}}, nil
 	}
@@ -87,7 +89,7 @@ type policyPush struct {
 	src *policySource
 }
 
-func (p policyPush) Push(urls []string, branch string) daemon.PushResult {
+func (p policyPush) Push(urls []string, branch string) model.PushResult {
 	res := p.Daemon.Push(urls, branch)
 	if p.src.push(spec.RepoKeys(urls), branch) {
 		res.Sources = append(res.Sources, "--policy "+p.src.name)
@@ -105,7 +107,7 @@ type policySource struct {
 	git     spec.GitDir
 	wake    chan struct{}
 	fetcher daemon.Fetcher
-	auth    *daemon.GitAuth
+	auth    *model.GitAuth
 	dir     string
 	live    *policy.Live
 	log     *slog.Logger
@@ -117,7 +119,7 @@ type policySource struct {
 // startPolicySource polls src until ctx ends; the returned channel is
 // closed then. The first poll runs before it returns, so that a
 // reachable repository's policies are in force at start.
-func startPolicySource(ctx context.Context, f *runFlags, src spec.Source, auth *daemon.GitAuth, dataDir string, live *policy.Live, log *slog.Logger) (*policySource, <-chan struct{}) {
+func startPolicySource(ctx context.Context, f *runFlags, src spec.Source, auth *model.GitAuth, dataDir string, live *policy.Live, log *slog.Logger) (*policySource, <-chan struct{}) {
 	p := &policySource{name: src.String(), git: *src.Git, wake: make(chan struct{}, 1), auth: auth, dir: filepath.Join(dataDir, "policy"), live: live,
 		log: log.With("component", "policy"), timeout: f.gitTimeout,
 		fetcher: gitwatch.New(f.withLimits(gitwatch.Options{Timeout: f.gitTimeout, Logger: log.With("component", "gitwatch")}))}
@@ -162,7 +164,7 @@ func (p *policySource) push(want map[string]bool, branch string) bool {
 func (p *policySource) poll(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 2*p.timeout+time.Minute)
 	defer cancel()
-	src := daemon.GitSource{URL: p.git.URL, Ref: p.git.Ref, RepoDir: p.git.Path, Shallow: true, Auth: p.auth}
+	src := model.GitSource{URL: p.git.URL, Ref: p.git.Ref, RepoDir: p.git.Path, Shallow: true, Auth: p.auth}
 	commit := p.git.Ref
 	if p.git.Pinned() {
 		src.Ref = ""

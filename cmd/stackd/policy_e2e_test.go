@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/model"
 )
 
 // noFileProgram is program without its File: applying it deletes the File.
@@ -71,7 +71,7 @@ func TestE2EPolicyDeniesDelete(t *testing.T) {
 	policies := policyDir(t)
 	g.start(manifest("app", g.url("infra"), out, "hello"), func(f *runFlags) { f.policy, f.watchConfig = policies, true })
 	in := g.in
-	in.waitStack("app", "first deploy", 2*time.Minute, func(v daemon.StackView) bool {
+	in.waitStack("app", "first deploy", 2*time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate != nil && v.Status.LastUpdate.LastSuccessfulCommit == v1
 	})
 	if got := readFile(t, file); got != "hello v1" {
@@ -100,13 +100,13 @@ func TestE2EPolicyDeniesDelete(t *testing.T) {
 
 	// Merged: the commit is not applied.
 	merged := programs.commit(map[string]string{"app/Pulumi.yaml": noFileProgram})
-	v := in.waitStack("app", "the denial", 2*time.Minute, func(v daemon.StackView) bool {
-		return stalledFor(daemon.ReasonPolicyDenied)(v) && v.Status.Gate != nil && v.Status.Gate.Commit == merged
+	v := in.waitStack("app", "the denial", 2*time.Minute, func(v model.StackView) bool {
+		return stalledFor(model.ReasonPolicyDenied)(v) && v.Status.Gate != nil && v.Status.Gate.Commit == merged
 	})
-	if c := v.Status.Condition(daemon.ConditionStalled); !strings.Contains(c.Message, "denied by policy: stackd.files: "+denial) {
+	if c := v.Status.Condition(model.ConditionStalled); !strings.Contains(c.Message, "denied by policy: stackd.files: "+denial) {
 		t.Errorf("stalled message %q, want the denial", c.Message)
 	}
-	if g := v.Status.Gate; g.State != daemon.GatePolicyDenied || len(g.Violations) != 1 || g.Violations[0].Message != denial {
+	if g := v.Status.Gate; g.State != model.GatePolicyDenied || len(g.Violations) != 1 || g.Violations[0].Message != denial {
 		t.Errorf("gate %+v, want the policy's denial", g)
 	}
 	if got := readFile(t, file); got != "hello v1" {
@@ -138,7 +138,7 @@ func TestE2EPolicyDeniesDelete(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(policies, "files.rego"), []byte("package stackd.files\n\ndeny contains msg if {\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var cfg daemon.ConfigStatus
+	var cfg model.ConfigStatus
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if code, body := in.get("/api/v1/config", &cfg); code != http.StatusOK {
@@ -214,7 +214,7 @@ func TestE2EPolicySeesSecrets(t *testing.T) {
 	}
 	g.start(manifest("app", g.url("infra"), out, "hello"), func(f *runFlags) { f.policy = policies })
 	in := g.in
-	in.waitStack("app", "first deploy", 2*time.Minute, func(v daemon.StackView) bool {
+	in.waitStack("app", "first deploy", 2*time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate != nil && v.Status.LastUpdate.LastSuccessfulCommit == v1
 	})
 	const urn = "urn:pulumi:app::e2e::stackdtest:index:File::hidden"
@@ -237,11 +237,11 @@ func TestE2EPolicySeesSecrets(t *testing.T) {
 
 	// Merged: the commit is not applied.
 	merged := programs.commit(map[string]string{"app/Pulumi.yaml": secretFileProgram(hidden)})
-	v := in.waitStack("app", "the denial", 2*time.Minute, func(v daemon.StackView) bool {
-		return stalledFor(daemon.ReasonPolicyDenied)(v) && v.Status.Gate != nil && v.Status.Gate.Commit == merged
+	v := in.waitStack("app", "the denial", 2*time.Minute, func(v model.StackView) bool {
+		return stalledFor(model.ReasonPolicyDenied)(v) && v.Status.Gate != nil && v.Status.Gate.Commit == merged
 	})
 	g2 := v.Status.Gate
-	if g2.State != daemon.GatePolicyDenied || len(g2.Violations) != 1 || g2.Violations[0].Message != denial {
+	if g2.State != model.GatePolicyDenied || len(g2.Violations) != 1 || g2.Violations[0].Message != denial {
 		t.Errorf("gate %+v, want the policy's denial", g2)
 	}
 	for _, s := range g2.Steps {

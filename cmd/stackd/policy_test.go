@@ -9,6 +9,7 @@ import (
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 func TestValidatePolicies(t *testing.T) {
@@ -43,16 +44,16 @@ func TestPolicyGitSource(t *testing.T) {
 	if push("file://"+r.dir, "dev") || push("file:///elsewhere", "main") {
 		t.Error("a push to another branch or repository concerns the policy source")
 	}
-	status := func() daemon.PolicyStatus { return pol.(daemon.PolicyReporter).PolicyStatus() }
+	status := func() model.PolicyStatus { return pol.(daemon.PolicyReporter).PolicyStatus() }
 	if st := status(); !st.Successful || st.Commit != first || strings.Join(st.Policies, ",") != "stackd.review" {
 		t.Fatalf("status at start %+v, want the first commit's policy", st)
 	}
-	in := daemon.PolicyInput{Stack: "app", PullRequest: 2, Author: "bob"}
+	in := model.PolicyInput{Stack: "app", PullRequest: 2, Author: "bob"}
 	if v, err := pol.Evaluate(context.Background(), in); err != nil || len(v.Warn) != 1 {
 		t.Fatalf("verdict %+v, %v; want the first commit's warning", v, err)
 	}
 
-	waitFor := func(what string, ok func(daemon.PolicyStatus) bool) {
+	waitFor := func(what string, ok func(model.PolicyStatus) bool) {
 		t.Helper()
 		deadline := time.Now().Add(20 * time.Second)
 		for !ok(status()) {
@@ -66,7 +67,7 @@ func TestPolicyGitSource(t *testing.T) {
 	if !push("file://"+r.dir, "main") {
 		t.Fatal("a push to the branch does not concern the policy source")
 	}
-	waitFor("the broken commit", func(st daemon.PolicyStatus) bool { return !st.Successful })
+	waitFor("the broken commit", func(st model.PolicyStatus) bool { return !st.Successful })
 	if st := status(); st.Commit != first || !strings.Contains(st.Error, "file://"+r.dir+"//policies/files.rego:4:0: ") {
 		t.Errorf("status after a broken commit %+v, want the first commit in force and the error", st)
 	}
@@ -75,7 +76,7 @@ func TestPolicyGitSource(t *testing.T) {
 	}
 	fixed := r.commit(files("package stackd.review\n\ndeny contains \"no\" if input.author == \"bob\"\n"))
 	push("file://"+r.dir, "main")
-	waitFor("the fixed commit", func(st daemon.PolicyStatus) bool { return st.Successful && st.Commit == fixed })
+	waitFor("the fixed commit", func(st model.PolicyStatus) bool { return st.Successful && st.Commit == fixed })
 	if v, err := pol.Evaluate(context.Background(), in); err != nil || !v.Denied() {
 		t.Errorf("after the fixed commit: verdict %+v, %v; want its denial", v, err)
 	}

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/cluster/etcdtest"
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/model"
 )
 
 // forgeFlagsFor are the flags of a replica that reports to g's forge.
@@ -88,7 +88,7 @@ func TestE2EClusterPullRequest(t *testing.T) {
 	}
 	flags := forgeFlagsFor(t, g)
 	n1, n2 := e.start("node-1", flags...), e.start("node-2", flags...)
-	e.waitAll(n1, 1, "app deployed", 3*time.Minute, func(v daemon.StackView) bool { return isReady(v) && v.Holder != "" })
+	e.waitAll(n1, 1, "app deployed", 3*time.Minute, func(v model.StackView) bool { return isReady(v) && v.Holder != "" })
 
 	// A webhook to node-2: one set of statuses, one comment.
 	pr := &pullRequest{repo: "acme/infra", name: "infra", number: 9}
@@ -148,11 +148,11 @@ func TestE2EClusterPullRequest(t *testing.T) {
 	}
 	var states []string
 	for _, u := range e.updatesOf(survivor, "app") {
-		if u.Type == daemon.UpdatePreview && u.Commit == pr.head {
+		if u.Type == model.UpdatePreview && u.Commit == pr.head {
 			states = append(states, u.State)
 		}
 	}
-	if got, want := strings.Join(states, " "), daemon.UpdateAborted+" "+daemon.UpdateRunning; got != want {
+	if got, want := strings.Join(states, " "), model.UpdateAborted+" "+model.UpdateRunning; got != want {
 		t.Errorf("previews of the second head while the survivor's runs: %q, want %q", got, want)
 	}
 	gates.open("diff", "app.txt")
@@ -182,13 +182,13 @@ func TestE2EClusterPullRequest(t *testing.T) {
 	// succeeded, none left running.
 	var aborted, succeeded int
 	for _, u := range e.updatesOf(survivor, "app") {
-		if u.Type != daemon.UpdatePreview || u.Commit != pr.head {
+		if u.Type != model.UpdatePreview || u.Commit != pr.head {
 			continue
 		}
 		switch u.State {
-		case daemon.UpdateAborted:
+		case model.UpdateAborted:
 			aborted++
-		case daemon.UpdateSucceeded:
+		case model.UpdateSucceeded:
 			succeeded++
 		default:
 			t.Errorf("preview %s of the second head is %s", u.ID, u.State)
@@ -285,7 +285,7 @@ func TestE2EClusterReviewStacks(t *testing.T) {
 	}
 	flags := forgeFlagsFor(t, g)
 	n1, n2 := e.start("node-1", flags...), e.start("node-2", flags...)
-	e.waitAll(n1, 2, "the templates deployed", 3*time.Minute, func(v daemon.StackView) bool { return isReady(v) && v.Holder != "" })
+	e.waitAll(n1, 2, "the templates deployed", 3*time.Minute, func(v model.StackView) bool { return isReady(v) && v.Holder != "" })
 
 	pr := &pullRequest{repo: "acme/infra", name: "infra", number: 5}
 	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": reviewProgram("v2")})

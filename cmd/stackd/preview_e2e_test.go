@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/forge/forgetest"
+	"github.com/stackd/stackd/model"
 )
 
 // Secret canaries of the previewed stack: its config and its env.
@@ -277,7 +277,7 @@ func TestE2EPullRequestPreviewGitHub(t *testing.T) {
 	v1 := programs.commit(map[string]string{"app/Pulumi.yaml": program("v1"), "docs/README.md": "docs\n"})
 	out := outDir(t)
 	g.start(g.previewStack("app", g.url("infra"), out), nil)
-	before := g.in.waitStack("app", "first deploy", 2*time.Minute, func(v daemon.StackView) bool {
+	before := g.in.waitStack("app", "first deploy", 2*time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate != nil && v.Status.LastUpdate.LastSuccessfulCommit == v1
 	})
 
@@ -348,7 +348,7 @@ func TestE2EPullRequestPreviewGitHub(t *testing.T) {
 
 // stackUntouched checks that the previews changed nothing of the stack:
 // its status, its resource on disk.
-func (g *forgeRig) stackUntouched(name string, before daemon.StackView, out, content string) {
+func (g *forgeRig) stackUntouched(name string, before model.StackView, out, content string) {
 	g.t.Helper()
 	v := g.in.stack(name)
 	if !isReady(v) || v.Status.LastUpdate.Name != before.Status.LastUpdate.Name || v.Status.LastUpdate.LastSuccessfulCommit != before.Status.LastUpdate.LastSuccessfulCommit {
@@ -364,13 +364,13 @@ func (g *forgeRig) stackUntouched(name string, before daemon.StackView, out, con
 func (g *forgeRig) checkHistory(name string, number int) {
 	g.t.Helper()
 	var res struct {
-		Updates []daemon.Update `json:"updates"`
+		Updates []model.Update `json:"updates"`
 	}
 	g.in.get("/api/v1/stacks/"+name+"/updates", &res)
 	ups := res.Updates
 	n := 0
 	for _, u := range ups {
-		if u.Type != daemon.UpdatePreview || u.PullRequest != number {
+		if u.Type != model.UpdatePreview || u.PullRequest != number {
 			continue
 		}
 		n++

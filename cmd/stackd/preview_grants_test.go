@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/model"
 )
 
 // TestE2EPullRequestPreviewUngrantedSecret: a pull request to the
@@ -76,7 +76,7 @@ func TestE2EPullRequestPreviewUngrantedSecret(t *testing.T) {
 	_, list := g.in.get("/api/v1/previews", nil)
 	texts["GET /api/v1/previews"] = string(list)
 	var res struct {
-		Updates []daemon.Update `json:"updates"`
+		Updates []model.Update `json:"updates"`
 	}
 	_, history := g.in.get("/api/v1/stacks/b/updates", &res)
 	texts["GET /api/v1/stacks/b/updates"] = string(history)

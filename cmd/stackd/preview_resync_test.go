@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/cluster/etcdtest"
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/forge/forgetest"
+	"github.com/stackd/stackd/model"
 )
 
 // TestE2EPullRequestResync: stackd catches up with the pull-request
@@ -113,7 +113,7 @@ func TestE2EClusterPullRequestResync(t *testing.T) {
 	}
 	flags := append(forgeFlagsFor(t, g), "--preview-resync-interval", "2s")
 	n1, n2 := e.start("node-1", flags...), e.start("node-2", flags...)
-	e.waitAll(n1, 1, "app deployed", 3*time.Minute, func(v daemon.StackView) bool { return isReady(v) && v.Holder != "" })
+	e.waitAll(n1, 1, "app deployed", 3*time.Minute, func(v model.StackView) bool { return isReady(v) && v.Holder != "" })
 
 	merged := &pullRequest{repo: "acme/infra", name: "infra", number: 31}
 	pushed := &pullRequest{repo: "acme/infra", name: "infra", number: 32}

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/model"
 )
 
 // TestE2EPreviewsUnderDefaultSandbox is the acceptance of previews of a
@@ -31,7 +31,7 @@ func TestE2EPreviewsUnderDefaultSandbox(t *testing.T) {
 			t.Fatalf("the sandbox's grant %s overlaps %s", out, p)
 		}
 	}
-	g.in.waitStack("app", "first deploy", 2*time.Minute, func(v daemon.StackView) bool {
+	g.in.waitStack("app", "first deploy", 2*time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate != nil && v.Status.LastUpdate.LastSuccessfulCommit == v1
 	})
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/model"
 )
 
 // busyStack is a stack of the programs repository at url whose update
@@ -55,7 +55,7 @@ func busyAgain(g *forgeRig, programs *repo) {
 	g.t.Helper()
 	again := strings.Replace(busyProgram, "duration: ${duration}\n", "duration: ${duration}\n      trigger: again\n", 1)
 	programs.commit(map[string]string{"slow/Pulumi.yaml": again})
-	g.in.waitStack("busy", "the long update running again", 2*time.Minute, func(v daemon.StackView) bool {
+	g.in.waitStack("busy", "the long update running again", 2*time.Minute, func(v model.StackView) bool {
 		return v.Status.CurrentUpdate != nil
 	})
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // TestE2EReloadAllowRemoval: the mass-removal guard refuses a config that
@@ -33,7 +33,7 @@ func TestE2EReloadAllowRemoval(t *testing.T) {
 	if code, msg := cli("reload"); code == 0 || !strings.Contains(msg, "--allow-removal 1") {
 		t.Fatalf("reload without the override: exit %d: %s", code, msg)
 	}
-	var cs daemon.ConfigStatus
+	var cs model.ConfigStatus
 	if in.get("/api/v1/config", &cs); cs.Removes != 1 {
 		t.Fatalf("the config status does not say the refused config removes 1 stack: %+v", cs)
 	}

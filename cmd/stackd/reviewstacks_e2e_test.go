@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/model"
 )
 
 // reviewProgram writes a file named after its Pulumi stack, so that a
@@ -174,7 +174,7 @@ func TestE2EReviewStacks(t *testing.T) {
 		}
 	}
 	var stacks struct {
-		Stacks []daemon.StackView `json:"stacks"`
+		Stacks []model.StackView `json:"stacks"`
 	}
 	g.in.get("/api/v1/stacks", &stacks)
 	for _, s := range stacks.Stacks {

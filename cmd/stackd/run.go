@@ -18,11 +18,15 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/decide"
+	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/notify"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/gitwatch"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/preview"
 	"github.com/stackd/stackd/runner"
 	"github.com/stackd/stackd/sandbox"
@@ -119,8 +123,8 @@ func (f *runFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&f.secretsDir, "secrets-dir", "", "directory of Secret references, as <name>/<key> files")
 	fs.StringVar(&f.configMapsDir, "configmaps-dir", "", "directory of configRef values, as <name>/<key> files")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent", daemon.DefaultMaxConcurrent, "operations running at once")
-	fs.Int64Var(&f.maxFailures, "max-failures", daemon.DefaultMaxFailures, "consecutive failures after which a stack stalls")
-	fs.DurationVar(&f.minResync, "min-resync-interval", daemon.DefaultResync, "floor of every stack's resync and branch-poll period")
+	fs.Int64Var(&f.maxFailures, "max-failures", decide.DefaultMaxFailures, "consecutive failures after which a stack stalls")
+	fs.DurationVar(&f.minResync, "min-resync-interval", decide.DefaultResync, "floor of every stack's resync and branch-poll period")
 	fs.DurationVar(&f.retryBackoff, "retry-backoff", 10*time.Second, "first retry delay after a failure; each further one triples it")
 	fs.DurationVar(&f.opTimeout, "operation-timeout", time.Hour, "time limit of one pulumi operation")
 	fs.DurationVar(&f.installTimeout, "install-timeout", runner.DefaultInstallTimeout, "time limit of one `pulumi install` (run when a program's dependency files change)")
@@ -500,8 +504,8 @@ func closeNotifier(wh *notify.Webhook, grace time.Duration) {
 	_ = wh.Close(ctx)
 }
 
-func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *daemon.GitAuth, dataDir string, hosts spec.HostPaths, st daemon.Store,
-	own daemon.Ownership, obs daemon.Observer, notifier daemon.Notifier, red *scrub.Redactor, log *slog.Logger, pol daemon.Policies,
+func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *model.GitAuth, dataDir string, hosts spec.HostPaths, st daemon.Store,
+	own daemon.Ownership, obs daemon.Observer, notifier daemon.Notifier, red *scrub.Redactor, log *slog.Logger, pol gate.Policies,
 ) (*daemon.Daemon, daemon.Runner, daemon.Fetcher, error) {
 	bin, err := pulumiBin(f.pulumiBin)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/runner"
 	"github.com/stackd/stackd/sandbox"
 )
@@ -61,7 +61,7 @@ func childrenCPU(b *testing.B) time.Duration {
 // benchStack is a deployed stack of a runner of its own.
 type benchStack struct {
 	r  *runner.Runner
-	op daemon.Operation
+	op model.Operation
 }
 
 // newBenchStack makes a runner with sb (nil: unconfined) and deploys a
@@ -85,7 +85,7 @@ func newBenchStack(b *testing.B, bin string, sb runner.Confiner) *benchStack {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := &benchStack{r: r, op: daemon.Operation{Type: daemon.UpdateUp, Workspace: daemon.Workspace{
+	s := &benchStack{r: r, op: model.Operation{Type: model.UpdateUp, Workspace: model.Workspace{
 		Name: "bench", Stack: "dev", ProjectDir: project, WorkDir: work}}}
 	s.up(b)
 	return s

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // readProgram is a Pulumi YAML program whose output is the content of
@@ -53,7 +53,7 @@ func sandboxStack(name string, r *repo, dir string) string {
 }
 
 // failed says the stack's last update failed.
-func failed(v daemon.StackView) bool {
+func failed(v model.StackView) bool {
 	return v.Status.LastUpdate != nil && v.Status.LastUpdate.State == "failed"
 }
 
@@ -146,7 +146,7 @@ func TestE2ESandbox(t *testing.T) {
 			t.Errorf("%s (reads %s): message %q, want a permission error", name, path, msg)
 		}
 	}
-	v := in.waitStack("main-outside", "refused", time.Minute, func(v daemon.StackView) bool {
+	v := in.waitStack("main-outside", "refused", time.Minute, func(v model.StackView) bool {
 		return failed(v) && strings.Contains(v.Status.LastUpdate.Message, "leads outside the checkout")
 	})
 	t.Logf("main outside the checkout: %s", v.Status.LastUpdate.Message)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // TestE2EOneStacksSecretHiddenFromAnother: stack "keeper" holds a secret
@@ -74,8 +74,8 @@ resources:
 	})
 	in.waitStack("keeper", "deployed", time.Minute, isReady)
 	v := in.waitStack("leaker", "deployed", time.Minute, isReady)
-	in.waitStack("failer", "failed", time.Minute, func(v daemon.StackView) bool {
-		return v.Status.LastUpdate != nil && v.Status.LastUpdate.State == daemon.UpdateFailed
+	in.waitStack("failer", "failed", time.Minute, func(v model.StackView) bool {
+		return v.Status.LastUpdate != nil && v.Status.LastUpdate.State == model.UpdateFailed
 	})
 	if got := output(v, "stolen"); got != "[secret]" {
 		t.Errorf("output stolen = %q", got)

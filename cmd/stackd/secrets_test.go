@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // The secret values of TestE2ESecretsStaySecret: distinctive, so that a
@@ -158,14 +158,14 @@ func TestE2ESecretsStaySecret(t *testing.T) {
 	if err != nil || follow.StatusCode != http.StatusOK {
 		t.Fatalf("following the log: %s %v", follow.Status, err)
 	}
-	in.waitStack("app", "second commit", time.Minute, func(v daemon.StackView) bool {
+	in.waitStack("app", "second commit", time.Minute, func(v model.StackView) bool {
 		return isReady(v) && output(v, "content") == "hello v2"
 	})
 	if !strings.Contains(string(streamed), "leaked") || !strings.Contains(string(streamed), "[secret]") {
 		t.Fatalf("the streamed log does not show the scrubbed output:\n%s", streamed)
 	}
 	in.sync("app")
-	in.waitStack("app", "synced", time.Minute, func(v daemon.StackView) bool {
+	in.waitStack("app", "synced", time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate != nil && v.Status.LastUpdate.Name == "app-3"
 	})
 
@@ -278,7 +278,7 @@ outputs:
 		t.Fatalf("the stack's own passphrase: %v, want one", own)
 	}
 	in.reload(config(own[0]))
-	v := in.waitStack("app", "deployed again", time.Minute, func(v daemon.StackView) bool {
+	v := in.waitStack("app", "deployed again", time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate.Name != first
 	})
 	passphrase, err := os.ReadFile(own[0])
@@ -321,8 +321,8 @@ func TestE2ESymlinkedProjectRefused(t *testing.T) {
 	r.git("add", "-A")
 	r.git("commit", "-q", "-m", "link")
 	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, ""), "")
-	v := in.waitStack("app", "refused", time.Minute, func(v daemon.StackView) bool {
-		return v.Status.LastUpdate != nil && v.Status.LastUpdate.State == daemon.UpdateFailed
+	v := in.waitStack("app", "refused", time.Minute, func(v model.StackView) bool {
+		return v.Status.LastUpdate != nil && v.Status.LastUpdate.State == model.UpdateFailed
 	})
 	if msg := v.Status.LastUpdate.Message; !strings.Contains(msg, "Pulumi.yaml is a symbolic link that leads outside") || strings.Contains(msg, "root:") {
 		t.Fatalf("message %q", msg)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/auth"
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // TestE2ESIGTERMKeepsServingReads: after SIGTERM, while an update runs to
@@ -69,7 +69,7 @@ func TestE2ESIGTERMKeepsServingReads(t *testing.T) {
 	if health.Operations != 1 {
 		t.Fatalf("/healthz while stopping: %+v, want 1 operation", health)
 	}
-	var cs daemon.ConfigStatus
+	var cs model.ConfigStatus
 	if code := call(http.MethodGet, "/api/v1/config", &cs); code != http.StatusOK || !cs.Stopping ||
 		!slices.Contains(cs.WaitingFor, "app ("+update+")") {
 		t.Fatalf("GET /api/v1/config while stopping: %d %+v", code, cs)
@@ -100,7 +100,7 @@ func TestE2ESIGTERMKeepsServingReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if u, err := s.Update(update); err != nil || u.State != daemon.UpdateSucceeded {
+	if u, err := s.Update(update); err != nil || u.State != model.UpdateSucceeded {
 		t.Fatalf("the update waited for: %+v %v", u, err)
 	}
 }

@@ -21,7 +21,7 @@ import (
 	zoidc "github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // testOP is a real OpenID provider on loopback (zitadel/oidc's op
@@ -209,7 +209,7 @@ func TestE2ESignInChromium(t *testing.T) {
 
 	var signIns []string
 	for _, e := range in.audit("?limit=20") {
-		if e.Action == "sign-in" && e.Outcome == daemon.AuditAllowed {
+		if e.Action == "sign-in" && e.Outcome == model.AuditAllowed {
 			signIns = append(signIns, e.Principal.Name)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // sourceFlags are the flags of the config sources: where the config is
@@ -51,7 +52,7 @@ func (f *sourceFlags) sources() ([]spec.Source, error) {
 
 // auth reads the credentials of the Git sources; nil when none is given.
 // One form at most: a token, a user and password, or an SSH key.
-func (f *sourceFlags) auth() (*daemon.GitAuth, error) {
+func (f *sourceFlags) auth() (*model.GitAuth, error) {
 	forms := 0
 	for _, set := range []bool{f.tokenFile != "", f.username != "" || f.passwordFile != "", f.sshKeyFile != ""} {
 		if set {
@@ -69,10 +70,10 @@ func (f *sourceFlags) auth() (*daemon.GitAuth, error) {
 		return nil, nil
 	case f.tokenFile != "":
 		token, err := readSecretFile(f.tokenFile, "--config-git-token-file")
-		return &daemon.GitAuth{Username: "git", Password: token}, err
+		return &model.GitAuth{Username: "git", Password: token}, err
 	case f.username != "":
 		pass, err := readSecretFile(f.passwordFile, "--config-git-password-file")
-		return &daemon.GitAuth{Username: f.username, Password: pass}, err
+		return &model.GitAuth{Username: f.username, Password: pass}, err
 	}
 	key, err := os.ReadFile(f.sshKeyFile)
 	if err != nil {
@@ -82,7 +83,7 @@ func (f *sourceFlags) auth() (*daemon.GitAuth, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &daemon.GitAuth{SSHPrivateKey: key, SSHPassphrase: pass}, nil
+	return &model.GitAuth{SSHPrivateKey: key, SSHPassphrase: pass}, nil
 }
 
 // localPaths are the sources that are local files or directories.

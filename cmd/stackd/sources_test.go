@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 func TestSourceAuth(t *testing.T) {
@@ -22,14 +22,14 @@ func TestSourceAuth(t *testing.T) {
 	tests := []struct {
 		name    string
 		flags   sourceFlags
-		want    *daemon.GitAuth
+		want    *model.GitAuth
 		wantErr string
 	}{
 		{name: "none", flags: sourceFlags{}},
-		{name: "token", flags: sourceFlags{tokenFile: token}, want: &daemon.GitAuth{Username: "git", Password: "tok-1"}},
-		{name: "basic", flags: sourceFlags{username: "ci", passwordFile: pass}, want: &daemon.GitAuth{Username: "ci", Password: "pw-1"}},
+		{name: "token", flags: sourceFlags{tokenFile: token}, want: &model.GitAuth{Username: "git", Password: "tok-1"}},
+		{name: "basic", flags: sourceFlags{username: "ci", passwordFile: pass}, want: &model.GitAuth{Username: "ci", Password: "pw-1"}},
 		{name: "ssh", flags: sourceFlags{sshKeyFile: key, passphraseFile: phrase},
-			want: &daemon.GitAuth{SSHPrivateKey: []byte("-----BEGIN KEY-----"), SSHPassphrase: "ph-1"}},
+			want: &model.GitAuth{SSHPrivateKey: []byte("-----BEGIN KEY-----"), SSHPassphrase: "ph-1"}},
 		{name: "two forms", flags: sourceFlags{tokenFile: token, sshKeyFile: key}, wantErr: "give one of"},
 		{name: "user without password", flags: sourceFlags{username: "ci"}, wantErr: "go together"},
 		{name: "passphrase without key", flags: sourceFlags{passphraseFile: phrase}, wantErr: "needs --config-git-ssh-key-file"},

@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/view"
 )
 
@@ -35,7 +35,7 @@ func diffCommand(args []string, stdout io.Writer) error {
 		return err
 	}
 	path := "/api/v1/stacks/" + url.PathEscape(fs.Arg(0)) + "/preview"
-	var before daemon.StackPreview
+	var before model.StackPreview
 	if err := c.getJSON(path, &before); err != nil && !isStatus(err, http.StatusNotFound) {
 		return err
 	}
@@ -58,15 +58,15 @@ func diffCommand(args []string, stdout io.Writer) error {
 }
 
 // awaitPreview polls path until a preview newer than after has ended.
-func awaitPreview(c *client, path string, after time.Time, wait time.Duration) (daemon.StackPreview, error) {
+func awaitPreview(c *client, path string, after time.Time, wait time.Duration) (model.StackPreview, error) {
 	deadline := time.Now().Add(wait)
 	for {
-		var p daemon.StackPreview
+		var p model.StackPreview
 		err := c.getJSON(path, &p)
 		if err != nil && !isStatus(err, http.StatusNotFound) {
 			return p, err
 		}
-		if err == nil && p.Time.After(after) && p.State != daemon.UpdateRunning {
+		if err == nil && p.Time.After(after) && p.State != model.UpdateRunning {
 			return p, nil
 		}
 		if time.Now().After(deadline) {
@@ -77,14 +77,14 @@ func awaitPreview(c *client, path string, after time.Time, wait time.Duration) (
 }
 
 // printPreview prints p, and fails when the preview did.
-func printPreview(w io.Writer, stack string, p daemon.StackPreview) error {
+func printPreview(w io.Writer, stack string, p model.StackPreview) error {
 	fmt.Fprintf(w, "preview of %s at %s, %s (took %s): %s", stack, shortCommit(p.Commit),
 		p.Time.UTC().Format(time.RFC3339), p.Duration, p.State)
 	if len(p.Changes) > 0 {
 		fmt.Fprintf(w, ", %s", view.ChangeCounts(p.Changes))
 	}
 	fmt.Fprintf(w, "\n\n%s", p.Diff)
-	if p.State == daemon.UpdateFailed {
+	if p.State == model.UpdateFailed {
 		return errors.New("the preview failed: " + p.Message)
 	}
 	return nil
@@ -106,11 +106,11 @@ func describeCommand(args []string, stdout io.Writer) error {
 		return err
 	}
 	base := "/api/v1/stacks/" + url.PathEscape(fs.Arg(0))
-	var v daemon.StackView
+	var v model.StackView
 	if err := c.getJSON(base, &v); err != nil {
 		return err
 	}
-	var rs daemon.Resources
+	var rs model.Resources
 	if err := c.getJSON(base+"/resources", &rs); err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func describeCommand(args []string, stdout io.Writer) error {
 }
 
 // printDescription writes v and its resources rs as describe shows them.
-func printDescription(w io.Writer, v daemon.StackView, rs daemon.Resources, now time.Time) {
+func printDescription(w io.Writer, v model.StackView, rs model.Resources, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, format string, args ...any) {
 		fmt.Fprintf(tw, "%s:\t"+format+"\n", append([]any{k}, args...)...)
@@ -166,7 +166,7 @@ func printDescription(w io.Writer, v daemon.StackView, rs daemon.Resources, now 
 	counts := map[string]int{}
 	for _, r := range rs.Resources {
 		counts[r.Type]++
-		if r.Drift == daemon.ResourceDrifted || r.Drift == daemon.ResourceDeleted {
+		if r.Drift == model.ResourceDrifted || r.Drift == model.ResourceDeleted {
 			counts[r.Drift+": "+r.Name]++
 		}
 	}
@@ -177,7 +177,7 @@ func printDescription(w io.Writer, v daemon.StackView, rs daemon.Resources, now 
 
 // describeCommit is sha, short, with its subject, author and time when
 // info describes it.
-func describeCommit(sha string, info *daemon.Commit) string {
+func describeCommit(sha string, info *model.Commit) string {
 	if sha == "" {
 		return "-"
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // bigProgram is 500 resources: the stack, the test provider, 10 parent
@@ -36,7 +36,7 @@ func BenchmarkStackView500(b *testing.B) {
 	r.commit(map[string]string{"Pulumi.yaml": bigProgram()})
 	in := startDaemon(b, "stacks:\n"+stackYAML("app", r, "    config:\n      dir: "+outDir(b)+"\n"), "")
 	in.waitStack("app", "500 resources deployed", 10*time.Minute, isReady)
-	var rs daemon.Resources
+	var rs model.Resources
 	if code, body := in.get("/api/v1/stacks/app/resources", &rs); code != http.StatusOK || len(rs.Resources) != 500 {
 		b.Fatalf("GET resources: %d, %d resources\n%.300s", code, len(rs.Resources), body)
 	}

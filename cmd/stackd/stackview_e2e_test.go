@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // groupProgram is three test-provider Files whose parent is a fourth, in
@@ -28,13 +28,13 @@ func groupProgram(version string) string {
 }
 
 // resourcesByName reads the stack's resources from the API, by name.
-func (in *instance) resourcesByName(t *testing.T, stack string) (daemon.Resources, map[string]daemon.Resource) {
+func (in *instance) resourcesByName(t *testing.T, stack string) (model.Resources, map[string]model.Resource) {
 	t.Helper()
-	var rs daemon.Resources
+	var rs model.Resources
 	if code, body := in.get("/api/v1/stacks/"+stack+"/resources", &rs); code != 200 {
 		t.Fatalf("GET resources: %d %s", code, body)
 	}
-	m := map[string]daemon.Resource{}
+	m := map[string]model.Resource{}
 	for _, r := range rs.Resources {
 		m[r.Name] = r
 	}
@@ -65,7 +65,7 @@ func TestE2EResources(t *testing.T) {
 	}
 	for _, name := range []string{"a", "b", "c"} {
 		r := byName[name]
-		if r.Type != "stackdtest:index:File" || r.Parent != group.URN || r.ChangedBy != first || r.Drift != daemon.ResourceInSync {
+		if r.Type != "stackdtest:index:File" || r.Parent != group.URN || r.ChangedBy != first || r.Drift != model.ResourceInSync {
 			t.Errorf("%s = %+v, want a File under %s created by %s, in sync", name, r, group.URN, first)
 		}
 	}
@@ -75,7 +75,7 @@ func TestE2EResources(t *testing.T) {
 	}
 	in.waitStack("app", "drifted", time.Minute, driftState(spec.DriftDrifted))
 	_, byName = in.resourcesByName(t, "app")
-	for name, want := range map[string]string{"a": daemon.ResourceInSync, "b": daemon.ResourceDrifted, "c": daemon.ResourceInSync, "group": daemon.ResourceInSync} {
+	for name, want := range map[string]string{"a": model.ResourceInSync, "b": model.ResourceDrifted, "c": model.ResourceInSync, "group": model.ResourceInSync} {
 		if got := byName[name]; got.Drift != want {
 			t.Errorf("%s: drift %q, want %q", name, got.Drift, want)
 		}

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // post sends a POST with headers and returns the status.
@@ -70,7 +70,7 @@ func TestE2ETokenAndWebhook(t *testing.T) {
 	if code := in.post("/api/v1/stacks/app/sync", nil, map[string]string{"Authorization": "Bearer " + token}); code != http.StatusAccepted {
 		t.Fatalf("sync with the token: %d, want 202", code)
 	}
-	in.waitStack("app", "the sync", time.Minute, func(v daemon.StackView) bool {
+	in.waitStack("app", "the sync", time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate.Name == "app-2"
 	})
 
@@ -90,12 +90,12 @@ func TestE2ETokenAndWebhook(t *testing.T) {
 	if code := in.post("/api/v1/webhooks/git", payload, github(hookSecret)); code != http.StatusAccepted {
 		t.Fatalf("signed webhook: %d, want 202", code)
 	}
-	in.waitStackFast("app", func(v daemon.StackView) bool {
+	in.waitStackFast("app", func(v model.StackView) bool {
 		return v.Status.CurrentUpdate != nil && v.Status.CurrentUpdate.Commit == commit
 	})
 	latency := time.Since(start)
 	t.Logf("push-to-start latency: %v (polling period 10m)", latency.Round(time.Millisecond))
-	in.waitStack("app", "the pushed commit", time.Minute, func(v daemon.StackView) bool {
+	in.waitStack("app", "the pushed commit", time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate.LastSuccessfulCommit == commit
 	})
 	if got := readFile(t, out); got != "hello v2" {

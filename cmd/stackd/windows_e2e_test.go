@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/model"
 )
 
 // oncallToken is a named API token whose role may override change
@@ -30,9 +30,9 @@ func (in *instance) overrideAs(token string, body any) (int, []byte) {
 	return in.postJSON("/api/v1/stacks/app/sync", data, map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json"}, nil)
 }
 
-func waitsForWindow(v daemon.StackView) bool {
-	c := v.Status.Condition(daemon.ConditionReconciling)
-	return c != nil && c.Reason == daemon.ReasonChangeWindowClosed && v.Status.ChangeWindow != nil
+func waitsForWindow(v model.StackView) bool {
+	c := v.Status.Condition(model.ConditionReconciling)
+	return c != nil && c.Reason == model.ReasonChangeWindowClosed && v.Status.ChangeWindow != nil
 }
 
 // TestE2EChangeWindows: a deny window active now holds a commit back
@@ -92,17 +92,17 @@ func TestE2EChangeWindows(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "through its change windows") {
 		t.Fatalf("stackd sync --override-window: %d %s%s", code, stdout, stderr)
 	}
-	v = in.waitStack("app", "the overridden commit", time.Minute, func(v daemon.StackView) bool {
+	v = in.waitStack("app", "the overridden commit", time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate.LastSuccessfulCommit == second
 	})
 	if got := readFile(t, out); got != "hello v2" || v.Status.ChangeWindow != nil {
 		t.Fatalf("file = %q, changeWindow %+v after the override", got, v.Status.ChangeWindow)
 	}
-	var history struct{ Updates []daemon.Update }
+	var history struct{ Updates []model.Update }
 	if code, body := in.get("/api/v1/stacks/app/updates", &history); code != http.StatusOK || len(history.Updates) != 2 {
 		t.Fatalf("history: %d %s", code, body)
 	}
-	if o := history.Updates[0].WindowOverride; o == nil || o.By.Name != "oncall" || o.By.Kind != daemon.PrincipalToken || o.Reason != "INC-7 hotfix" {
+	if o := history.Updates[0].WindowOverride; o == nil || o.By.Name != "oncall" || o.By.Kind != model.PrincipalToken || o.Reason != "INC-7 hotfix" {
 		t.Fatalf("the update's override: %+v", history.Updates[0])
 	}
 	entries := in.audit("?stack=app")
@@ -128,7 +128,7 @@ func TestE2EChangeWindows(t *testing.T) {
 	if !v.Status.ChangeWindow.NextOpen.Equal(end) {
 		t.Fatalf("nextOpen = %v, want %v", v.Status.ChangeWindow.NextOpen, end)
 	}
-	v = in.waitStack("app", "the window to open", time.Until(end)+time.Minute, func(v daemon.StackView) bool {
+	v = in.waitStack("app", "the window to open", time.Until(end)+time.Minute, func(v model.StackView) bool {
 		return isReady(v) && v.Status.LastUpdate.LastSuccessfulCommit == third
 	})
 	ups := in.updates("app")

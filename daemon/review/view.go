@@ -102,7 +102,7 @@ type Preview struct {
 	Diff string `json:"-"`
 }
 
-// Violation is one message of one policy (daemon.Violation, as the
+// Violation is one message of one policy (model.Violation, as the
 // comment shows it).
 type Violation struct {
 	Policy  string `json:"policy"`

@@ -3,6 +3,8 @@
 // outputs and the daemon's own log, line by line or in JSON, and drops
 // terminal escape sequences. The daemon holds one Redactor with every
 // secret it knows, so that no stack's output shows another's secret.
+// The records the daemon stores, serves and tells (a stack's status, an
+// update, the config's status; records.go) are cleaned field by field.
 package scrub
 
 import (

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/audit"
 )
 
 // BenchAuditFilter reads the first page of filters over log, a trail
@@ -12,16 +12,16 @@ import (
 // one of one stack, one rarer (a stack and an actor), one that matches
 // nothing (every entry is read), and a recent Since that ends the scan
 // early. Each reports its mean time as ms/op.
-func BenchAuditFilter(b *testing.B, log daemon.AuditLog, last time.Time) {
+func BenchAuditFilter(b *testing.B, log audit.Log, last time.Time) {
 	for _, tc := range []struct {
 		name string
-		f    daemon.AuditFilter
+		f    audit.Filter
 	}{
-		{"all", daemon.AuditFilter{}},
-		{"stack", daemon.AuditFilter{Stack: "stack-7"}},
-		{"stack+actor", daemon.AuditFilter{Stack: "stack-7", Actor: "user7"}},
-		{"none", daemon.AuditFilter{Stack: "gone"}},
-		{"none-since-1h", daemon.AuditFilter{Stack: "gone", Since: last.Add(-time.Hour)}},
+		{"all", audit.Filter{}},
+		{"stack", audit.Filter{Stack: "stack-7"}},
+		{"stack+actor", audit.Filter{Stack: "stack-7", Actor: "user7"}},
+		{"none", audit.Filter{Stack: "gone"}},
+		{"none-since-1h", audit.Filter{Stack: "gone", Since: last.Add(-time.Hour)}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			start := time.Now()

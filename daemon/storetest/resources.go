@@ -6,27 +6,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // Resources is a snapshot of n resources of stack: a stack resource, a
 // component and the rest its children, every field set on some.
-func Resources(stack string, n int) daemon.Resources {
+func Resources(stack string, n int) model.Resources {
 	root := "urn:pulumi:dev::" + stack + "::pulumi:pulumi:Stack::" + stack + "-dev"
 	comp := "urn:pulumi:dev::" + stack + "::stackd:index:Group::group"
-	rs := []daemon.Resource{
+	rs := []model.Resource{
 		{URN: root, Type: "pulumi:pulumi:Stack", Name: stack + "-dev", Created: T0, Modified: T0},
 		{URN: comp, Type: "stackd:index:Group", Name: "group", Parent: root, Created: T0, Modified: T0, ChangedBy: stack + "-1"},
 	}
 	for i := range max(0, n-2) {
 		name := fmt.Sprintf("file-%d", i)
-		rs = append(rs, daemon.Resource{
+		rs = append(rs, model.Resource{
 			URN: "urn:pulumi:dev::" + stack + "::stackd:index:Group$stackdtest:index:File::" + name, Type: "stackdtest:index:File",
 			Name: name, ID: "/srv/" + name, Parent: comp, Provider: "urn:pulumi:dev::" + stack + "::pulumi:providers:stackdtest::default",
 			Custom: true, Protect: i%2 == 0, RetainOnDelete: i%3 == 0, Created: T0, Modified: T0.Add(1e9), ChangedBy: stack + "-2",
 		})
 	}
-	return daemon.Resources{Update: stack + "-2", Time: T0, Resources: rs[:min(n, len(rs))]}
+	return model.Resources{Update: stack + "-2", Time: T0, Resources: rs[:min(n, len(rs))]}
 }
 
 // testResources: resources and the last preview are kept per stack,
@@ -46,9 +46,9 @@ func testResources(t *testing.T, open Factory) {
 	}
 	_, err = s.Preview("a")
 	WantNotFound(t, "Preview(a) before any", err)
-	preview := daemon.StackPreview{Commit: "c0ffee", Time: T0, Duration: 1500 * time.Millisecond, State: daemon.UpdateSucceeded,
+	preview := model.StackPreview{Commit: "c0ffee", Time: T0, Duration: 1500 * time.Millisecond, State: model.UpdateSucceeded,
 		Changes: map[string]int{"update": 1}, Diff: "  ~ stackdtest:index:File b update [diff: ~content]\n"}
-	for _, p := range []daemon.StackPreview{{Time: T0, State: daemon.UpdateRunning}, preview} {
+	for _, p := range []model.StackPreview{{Time: T0, State: model.UpdateRunning}, preview} {
 		if err := s.PutPreview("a", p); err != nil {
 			t.Fatal(err)
 		}

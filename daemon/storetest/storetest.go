@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // Limits are the retention settings a store is opened with.
@@ -56,34 +57,34 @@ func Run(t *testing.T, open Factory) {
 var T0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // Record is a stack record with every part of a status filled in.
-func Record(name string, gen int64) daemon.StackRecord {
-	return daemon.StackRecord{
+func Record(name string, gen int64) model.StackRecord {
+	return model.StackRecord{
 		Name:       name,
 		Generation: gen,
 		SpecHash:   "sha256:" + name,
-		Status: daemon.StackStatus{
+		Status: model.StackStatus{
 			ObservedGeneration: gen,
-			Conditions: []daemon.Condition{{
-				Type: daemon.ConditionReady, Status: "True", Reason: "ProcessingCompleted",
+			Conditions: []model.Condition{{
+				Type: model.ConditionReady, Status: "True", Reason: "ProcessingCompleted",
 				ObservedGeneration: gen, LastTransitionTime: T0,
 			}},
 			Outputs:    map[string]json.RawMessage{"url": json.RawMessage(`"https://example.com"`)},
-			LastUpdate: &daemon.LastUpdate{Name: name + "-1", State: daemon.UpdateSucceeded, LastResyncTime: T0},
-			Health:     &daemon.Health{Status: "Healthy"},
+			LastUpdate: &model.LastUpdate{Name: name + "-1", State: model.UpdateSucceeded, LastResyncTime: T0},
+			Health:     &model.Health{Status: "Healthy"},
 		},
 	}
 }
 
 // NewUpdate is a running up of stack with every field set.
-func NewUpdate(stack string) daemon.Update {
-	return daemon.Update{
-		Stack: stack, Type: daemon.UpdateUp, Reason: "New commit detected",
-		Commit: "abc123", StartTime: T0, State: daemon.UpdateRunning,
+func NewUpdate(stack string) model.Update {
+	return model.Update{
+		Stack: stack, Type: model.UpdateUp, Reason: "New commit detected",
+		Commit: "abc123", StartTime: T0, State: model.UpdateRunning,
 		Changes: map[string]int{"create": 2},
 	}
 }
 
-func begin(t *testing.T, s daemon.Store, stack string) daemon.Update {
+func begin(t *testing.T, s daemon.Store, stack string) model.Update {
 	t.Helper()
 	u, err := s.BeginUpdate(NewUpdate(stack))
 	if err != nil {
@@ -93,7 +94,7 @@ func begin(t *testing.T, s daemon.Store, stack string) daemon.Update {
 }
 
 // Seqs lists the updates' sequence numbers.
-func Seqs(us []daemon.Update) []uint64 {
+func Seqs(us []model.Update) []uint64 {
 	out := []uint64{}
 	for _, u := range us {
 		out = append(out, u.Seq)
@@ -101,11 +102,11 @@ func Seqs(us []daemon.Update) []uint64 {
 	return out
 }
 
-// WantNotFound fails t unless err wraps daemon.ErrNotFound.
+// WantNotFound fails t unless err wraps model.ErrNotFound.
 func WantNotFound(t *testing.T, what string, err error) {
 	t.Helper()
-	if !errors.Is(err, daemon.ErrNotFound) {
-		t.Errorf("%s: got %v, want daemon.ErrNotFound", what, err)
+	if !errors.Is(err, model.ErrNotFound) {
+		t.Errorf("%s: got %v, want model.ErrNotFound", what, err)
 	}
 }
 
@@ -155,7 +156,7 @@ func testUpdates(t *testing.T, open Factory) {
 		}
 	}
 	u := begin(t, s, "db-eu-1")
-	u.State, u.EndTime, u.Message = daemon.UpdateSucceeded, T0.Add(time.Minute), "done"
+	u.State, u.EndTime, u.Message = model.UpdateSucceeded, T0.Add(time.Minute), "done"
 	if err := s.PutUpdate(u); err != nil {
 		t.Fatal(err)
 	}
@@ -219,15 +220,15 @@ func testNotFound(t *testing.T, open Factory) {
 		WantNotFound(t, "Log("+id+")", err)
 		WantNotFound(t, "PutLog("+id+")", s.PutLog(id, []byte("x")))
 	}
-	WantNotFound(t, "PutUpdate", s.PutUpdate(daemon.Update{Stack: "a", Seq: 2}))
-	WantNotFound(t, "PutUpdate", s.PutUpdate(daemon.Update{Stack: "b", Seq: 1}))
+	WantNotFound(t, "PutUpdate", s.PutUpdate(model.Update{Stack: "a", Seq: 2}))
+	WantNotFound(t, "PutUpdate", s.PutUpdate(model.Update{Stack: "b", Seq: 1}))
 	if err := s.DeleteStack("b"); err != nil {
 		t.Errorf("DeleteStack(b) with nothing stored = %v", err)
 	}
-	if err := s.PutStack(daemon.StackRecord{}); err == nil {
+	if err := s.PutStack(model.StackRecord{}); err == nil {
 		t.Error("PutStack with no name succeeded")
 	}
-	if _, err := s.BeginUpdate(daemon.Update{}); err == nil {
+	if _, err := s.BeginUpdate(model.Update{}); err == nil {
 		t.Error("BeginUpdate with no stack succeeded")
 	}
 }
@@ -249,7 +250,7 @@ func testRetention(t *testing.T, open Factory) {
 		WantNotFound(t, "Log("+id+")", err)
 		WantNotFound(t, "PutLog("+id+")", s.PutLog(id, []byte("x")))
 	}
-	WantNotFound(t, "PutUpdate(a-b-1)", s.PutUpdate(daemon.Update{Stack: "a-b", Seq: 1}))
+	WantNotFound(t, "PutUpdate(a-b-1)", s.PutUpdate(model.Update{Stack: "a-b", Seq: 1}))
 	if log, err := s.Log("a-b-3"); err != nil || string(log) != "a-b-3" {
 		t.Errorf("Log(a-b-3) = %q, %v", log, err)
 	}
@@ -290,7 +291,7 @@ func testRunningUpdates(t *testing.T, open Factory) {
 		for i := range 3 {
 			u := begin(t, s, stack)
 			if i == 1 {
-				u.State = daemon.UpdateSucceeded
+				u.State = model.UpdateSucceeded
 				if err := s.PutUpdate(u); err != nil {
 					t.Fatal(err)
 				}
@@ -298,7 +299,7 @@ func testRunningUpdates(t *testing.T, open Factory) {
 		}
 	}
 	u := begin(t, s, "c")
-	u.State = daemon.UpdateFailed
+	u.State = model.UpdateFailed
 	if err := s.PutUpdate(u); err != nil {
 		t.Fatal(err)
 	}
@@ -354,10 +355,10 @@ func testDeleteStack(t *testing.T, open Factory) {
 }
 
 // NewRevision is an applied config revision with every field set.
-func NewRevision(trigger string) daemon.ConfigRevision {
-	return daemon.ConfigRevision{
+func NewRevision(trigger string) model.ConfigRevision {
+	return model.ConfigRevision{
 		Time: T0, Trigger: trigger, Applied: true,
-		Sources: []daemon.RevisionSource{
+		Sources: []model.RevisionSource{
 			{Source: "https://git.example.com/infra.git", Commit: "abc123"},
 			{Source: "/etc/stackd/extra.yaml"},
 		},
@@ -366,7 +367,7 @@ func NewRevision(trigger string) daemon.ConfigRevision {
 }
 
 // RevSeqs lists the revisions' sequence numbers.
-func RevSeqs(rs []daemon.ConfigRevision) []uint64 {
+func RevSeqs(rs []model.ConfigRevision) []uint64 {
 	out := []uint64{}
 	for _, r := range rs {
 		out = append(out, r.Seq)

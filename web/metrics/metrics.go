@@ -15,9 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // Metrics are stackd's Prometheus metrics. It is the daemon's
@@ -62,13 +64,13 @@ type Metrics struct {
 type State interface {
 	// StackVersions lists every stack's version, by name: a stack's view
 	// is read again (Stack) only when its version or holder changed.
-	StackVersions() []daemon.StackVersion
-	Stack(name string) (daemon.StackView, error)
-	Stats() daemon.Stats
-	ConfigStatus() daemon.ConfigStatus
+	StackVersions() []model.StackVersion
+	Stack(name string) (model.StackView, error)
+	Stats() model.Stats
+	ConfigStatus() model.ConfigStatus
 	// ClusterStatus is the cluster as this replica sees it; ok is false
 	// for a single node.
-	ClusterStatus() (status daemon.ClusterStatus, ok bool)
+	ClusterStatus() (status model.ClusterStatus, ok bool)
 }
 
 // apiRef boxes a State for atomic.Pointer.
@@ -88,8 +90,8 @@ const (
 // updateTypes and updateResults are the label values the counters start
 // at zero with, so rates are defined before the first update.
 var (
-	updateTypes   = []string{daemon.UpdateUp, daemon.UpdatePreview, daemon.UpdateRefresh, daemon.UpdateDestroy, daemon.UpdateDrift}
-	updateResults = []string{daemon.UpdateSucceeded, daemon.UpdateFailed, daemon.UpdateAborted}
+	updateTypes   = []string{model.UpdateUp, model.UpdatePreview, model.UpdateRefresh, model.UpdateDestroy, model.UpdateDrift}
+	updateResults = []string{model.UpdateSucceeded, model.UpdateFailed, model.UpdateAborted}
 	// previewResults are the results of a finished preview.
 	previewResults = []string{review.Succeeded, review.Failed, review.Cancelled}
 )
@@ -224,7 +226,7 @@ func buildInfo(version string) prometheus.Gauge {
 }
 
 // UpdateFinished counts a finished update and observes its duration.
-func (m *Metrics) UpdateFinished(u daemon.Update) {
+func (m *Metrics) UpdateFinished(u model.Update) {
 	m.events.Add(1)
 	result := u.State
 	if result == "" {
@@ -262,7 +264,7 @@ func (m *Metrics) CommitApplied(took time.Duration) {
 
 // ConfigReloaded does nothing: the reload gauges are read from
 // State.ConfigStatus at scrape time, which also covers the first load.
-func (m *Metrics) ConfigReloaded(daemon.ConfigStatus) {}
+func (m *Metrics) ConfigReloaded(model.ConfigStatus) {}
 
 // DriftChecked counts a drift check by its outcome.
 func (m *Metrics) DriftChecked(state string) {
@@ -271,9 +273,9 @@ func (m *Metrics) DriftChecked(state string) {
 }
 
 // PolicyEvaluated counts the policy messages of a verdict on stack.
-func (m *Metrics) PolicyEvaluated(stack string, v daemon.PolicyVerdict) {
+func (m *Metrics) PolicyEvaluated(stack string, v model.PolicyVerdict) {
 	m.events.Add(1)
-	for _, list := range [][]daemon.Violation{v.Deny, v.Warn} {
+	for _, list := range [][]model.Violation{v.Deny, v.Warn} {
 		for _, x := range list {
 			m.policyViolations.WithLabelValues(stack, x.Policy, x.Level).Inc()
 		}
@@ -316,9 +318,9 @@ const (
 // auditActions and auditOutcomes are the label values of
 // stackd_audit_total, each pair at zero from the start.
 var (
-	auditActions = []string{daemon.ActionRead, daemon.ActionSync, daemon.ActionPause, daemon.ActionReload,
-		daemon.ActionApprove, daemon.ActionCancel, daemon.ActionOverride, daemon.ActionAdmin, ActionSignIn, ActionSignOut}
-	auditOutcomes = []string{daemon.AuditAllowed, daemon.AuditFailed, daemon.AuditDenied, daemon.AuditUnauthenticated}
+	auditActions = []string{access.ActionRead, access.ActionSync, access.ActionPause, access.ActionReload,
+		access.ActionApprove, access.ActionCancel, access.ActionOverride, access.ActionAdmin, ActionSignIn, ActionSignOut}
+	auditOutcomes = []string{model.AuditAllowed, model.AuditFailed, model.AuditDenied, model.AuditUnauthenticated}
 )
 
 // Audited counts a request recorded in the audit trail; action and
@@ -401,7 +403,7 @@ var (
 // healthValues are the values of the "health" label, each reported for
 // every stack and source so that a change of health moves a 1 rather
 // than ending one series and starting another.
-var healthValues = []string{daemon.HealthHealthy, daemon.HealthProgressing, daemon.HealthDegraded, daemon.HealthAwaitingApproval}
+var healthValues = []string{model.HealthHealthy, model.HealthProgressing, model.HealthDegraded, model.HealthAwaitingApproval}
 
 // stateCollector reports the State's current values at each scrape.
 type stateCollector struct{ m *Metrics }
@@ -433,7 +435,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if clustered {
 		// Each replica reports the stacks it holds, so that a sum over
 		// replicas counts each stack once.
-		versions = slices.DeleteFunc(versions, func(sv daemon.StackVersion) bool { return sv.Holder != cs.Node })
+		versions = slices.DeleteFunc(versions, func(sv model.StackVersion) bool { return sv.Holder != cs.Node })
 		collectCluster(ch, cs, len(versions))
 	}
 	gauge(ch, descStacks, float64(len(versions)))
@@ -454,7 +456,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 
 // collectStacks emits the gauges of the stacks of versions, making again
 // those of the stacks that changed since the last scrape.
-func (m *Metrics) collectStacks(ch chan<- prometheus.Metric, api State, versions []daemon.StackVersion) {
+func (m *Metrics) collectStacks(ch chan<- prometheus.Metric, api State, versions []model.StackVersion) {
 	m.stacksMu.Lock()
 	defer m.stacksMu.Unlock()
 	if m.stacks == nil {
@@ -486,7 +488,7 @@ func (m *Metrics) collectStacks(ch chan<- prometheus.Metric, api State, versions
 }
 
 // collectCluster emits the cluster's metrics as this replica sees it.
-func collectCluster(ch chan<- prometheus.Metric, cs daemon.ClusterStatus, owned int) {
+func collectCluster(ch chan<- prometheus.Metric, cs model.ClusterStatus, owned int) {
 	gauge(ch, descClusterMembers, float64(len(cs.Members)))
 	gauge(ch, descClusterOwned, float64(owned))
 	ch <- prometheus.MustNewConstMetric(descClusterMoves, prometheus.CounterValue, float64(cs.Moves))
@@ -498,7 +500,7 @@ func collectCluster(ch chan<- prometheus.Metric, cs daemon.ClusterStatus, owned 
 // collectSources emits the config sources' gauges. A source named twice
 // is reported once (the first), as a duplicate series would fail the
 // whole scrape.
-func collectSources(ch chan<- prometheus.Metric, sources []daemon.SourceStatus) {
+func collectSources(ch chan<- prometheus.Metric, sources []model.SourceStatus) {
 	seen := make(map[string]bool, len(sources))
 	for i := range sources {
 		src := &sources[i]
@@ -532,12 +534,12 @@ func collectHealth(ch chan<- prometheus.Metric, d *prometheus.Desc, name, curren
 // update failed (1 after the first failure; the number the Stalled
 // message gives), 0 otherwise. A record from before stackd counted from 1
 // shows at least 1.
-func collectStack(ch chan<- prometheus.Metric, v *daemon.StackView) {
-	gauge(ch, descReady, conditionTrue(&v.Status, daemon.ConditionReady), v.Name)
-	gauge(ch, descReconcile, conditionTrue(&v.Status, daemon.ConditionReconciling), v.Name)
-	gauge(ch, descStalled, conditionTrue(&v.Status, daemon.ConditionStalled), v.Name)
+func collectStack(ch chan<- prometheus.Metric, v *model.StackView) {
+	gauge(ch, descReady, conditionTrue(&v.Status, model.ConditionReady), v.Name)
+	gauge(ch, descReconcile, conditionTrue(&v.Status, model.ConditionReconciling), v.Name)
+	gauge(ch, descStalled, conditionTrue(&v.Status, model.ConditionStalled), v.Name)
 	failing, failures := 0.0, 0.0
-	if lu := v.Status.LastUpdate; lu != nil && lu.State == daemon.UpdateFailed {
+	if lu := v.Status.LastUpdate; lu != nil && lu.State == model.UpdateFailed {
 		failing, failures = 1, float64(max(lu.Failures, 1))
 	}
 	gauge(ch, descFailing, failing, v.Name)
@@ -575,7 +577,7 @@ func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, value float64, label
 	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, value, labels...)
 }
 
-func conditionTrue(s *daemon.StackStatus, typ string) float64 {
+func conditionTrue(s *model.StackStatus, typ string) float64 {
 	c := s.Condition(typ)
 	return boolValue(c != nil && c.Status == "True")
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/webtest"
 )
 
@@ -25,22 +26,22 @@ const failingCommit = "0123456789abcdef0123456789abcdef01234567"
 
 // metricStacks are three stacks: ready, failing twice and stalled, and
 // reconciling for the first time.
-func metricStacks() []daemon.StackView {
+func metricStacks() []model.StackView {
 	success := time.Unix(1_700_000_000, 0)
-	cond := func(typ, status string) daemon.Condition {
-		return daemon.Condition{Type: typ, Status: status, Reason: "R", Message: "exit status 1: " + failingCommit}
+	cond := func(typ, status string) model.Condition {
+		return model.Condition{Type: typ, Status: status, Reason: "R", Message: "exit status 1: " + failingCommit}
 	}
-	return []daemon.StackView{
-		{Name: "app", LastSuccess: success, Status: daemon.StackStatus{
-			Conditions: []daemon.Condition{cond(daemon.ConditionReady, "True")},
-			LastUpdate: &daemon.LastUpdate{State: daemon.UpdateSucceeded, LastSuccessfulCommit: failingCommit}}},
-		{Name: "db", LastSuccess: success, Status: daemon.StackStatus{
-			Conditions: []daemon.Condition{cond(daemon.ConditionReady, "False"), cond(daemon.ConditionStalled, "True")},
-			LastUpdate: &daemon.LastUpdate{State: daemon.UpdateFailed, Failures: 2, LastAttemptedCommit: failingCommit,
+	return []model.StackView{
+		{Name: "app", LastSuccess: success, Status: model.StackStatus{
+			Conditions: []model.Condition{cond(model.ConditionReady, "True")},
+			LastUpdate: &model.LastUpdate{State: model.UpdateSucceeded, LastSuccessfulCommit: failingCommit}}},
+		{Name: "db", LastSuccess: success, Status: model.StackStatus{
+			Conditions: []model.Condition{cond(model.ConditionReady, "False"), cond(model.ConditionStalled, "True")},
+			LastUpdate: &model.LastUpdate{State: model.UpdateFailed, Failures: 2, LastAttemptedCommit: failingCommit,
 				Message: "error: permission denied"}}},
-		{Name: "new", Status: daemon.StackStatus{
-			Conditions:   []daemon.Condition{cond(daemon.ConditionReady, "False"), cond(daemon.ConditionReconciling, "True")},
-			ChangeWindow: &daemon.ChangeWindowStatus{Change: "commit", NextOpen: time.Unix(1_700_003_600, 0), Windows: []string{`deny window "freeze"`}}}},
+		{Name: "new", Status: model.StackStatus{
+			Conditions:   []model.Condition{cond(model.ConditionReady, "False"), cond(model.ConditionReconciling, "True")},
+			ChangeWindow: &model.ChangeWindowStatus{Change: "commit", NextOpen: time.Unix(1_700_003_600, 0), Windows: []string{`deny window "freeze"`}}}},
 	}
 }
 
@@ -48,46 +49,46 @@ func metricStacks() []daemon.StackView {
 // test sets; a stack's version is its view's content hash.
 type fakeState struct {
 	mu      sync.Mutex
-	stacks  []daemon.StackView
-	stats   daemon.Stats
-	config  daemon.ConfigStatus
-	cluster daemon.ClusterStatus // a single node while Node is empty
+	stacks  []model.StackView
+	stats   model.Stats
+	config  model.ConfigStatus
+	cluster model.ClusterStatus // a single node while Node is empty
 }
 
-func (f *fakeState) StackVersions() []daemon.StackVersion {
+func (f *fakeState) StackVersions() []model.StackVersion {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make([]daemon.StackVersion, len(f.stacks))
+	out := make([]model.StackVersion, len(f.stacks))
 	for i, v := range f.stacks {
 		h := fnv.New64a()
 		_ = json.NewEncoder(h).Encode(v)
-		out[i] = daemon.StackVersion{Name: v.Name, Version: h.Sum64(), Holder: v.Holder}
+		out[i] = model.StackVersion{Name: v.Name, Version: h.Sum64(), Holder: v.Holder}
 	}
 	return out
 }
 
-func (f *fakeState) Stack(name string) (daemon.StackView, error) {
+func (f *fakeState) Stack(name string) (model.StackView, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if i := slices.IndexFunc(f.stacks, func(v daemon.StackView) bool { return v.Name == name }); i >= 0 {
+	if i := slices.IndexFunc(f.stacks, func(v model.StackView) bool { return v.Name == name }); i >= 0 {
 		return f.stacks[i], nil
 	}
-	return daemon.StackView{}, daemon.ErrUnknownStack
+	return model.StackView{}, daemon.ErrUnknownStack
 }
 
-func (f *fakeState) Stats() daemon.Stats {
+func (f *fakeState) Stats() model.Stats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.stats
 }
 
-func (f *fakeState) ConfigStatus() daemon.ConfigStatus {
+func (f *fakeState) ConfigStatus() model.ConfigStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.config
 }
 
-func (f *fakeState) ClusterStatus() (daemon.ClusterStatus, bool) {
+func (f *fakeState) ClusterStatus() (model.ClusterStatus, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.cluster, f.cluster.Node != ""
@@ -109,23 +110,23 @@ func serve(t *testing.T, reg *prometheus.Registry, m *Metrics) string {
 }
 
 func TestMetrics(t *testing.T) {
-	api := &fakeState{stacks: metricStacks(), stats: daemon.Stats{Running: 1, Queued: 2},
-		config: daemon.ConfigStatus{Successful: false, LastSuccess: time.Unix(1_700_000_100, 0), Error: "stacks.yaml:1:1: bad",
-			Policies: &daemon.PolicyStatus{Source: "policies", Error: "policies/files.rego:3:1: bad"}}}
+	api := &fakeState{stacks: metricStacks(), stats: model.Stats{Running: 1, Queued: 2},
+		config: model.ConfigStatus{Successful: false, LastSuccess: time.Unix(1_700_000_100, 0), Error: "stacks.yaml:1:1: bad",
+			Policies: &model.PolicyStatus{Source: "policies", Error: "policies/files.rego:3:1: bad"}}}
 	reg := prometheus.NewPedanticRegistry() // checks what collectors emit against what they describe
 	m := New(reg, nil, "1.2.3")
 	m.SetAPI(api)
 	start := time.Now()
-	m.UpdateFinished(daemon.Update{Type: daemon.UpdateUp, State: daemon.UpdateSucceeded, StartTime: start, EndTime: start.Add(90 * time.Second), Commit: failingCommit})
-	m.UpdateFinished(daemon.Update{Type: daemon.UpdateUp, State: daemon.UpdateFailed, StartTime: start, EndTime: start.Add(time.Second), Message: "error: permission denied"})
+	m.UpdateFinished(model.Update{Type: model.UpdateUp, State: model.UpdateSucceeded, StartTime: start, EndTime: start.Add(90 * time.Second), Commit: failingCommit})
+	m.UpdateFinished(model.Update{Type: model.UpdateUp, State: model.UpdateFailed, StartTime: start, EndTime: start.Add(time.Second), Message: "error: permission denied"})
 	m.Polled(nil, 200*time.Millisecond)
 	m.Polled(errors.New("dial tcp: refused"), time.Second)
 	m.CommitApplied(2 * time.Minute)
 	m.ConfigReloaded(api.ConfigStatus())
 	m.ResourcesExportFailed("db")
-	m.PolicyEvaluated("app", daemon.PolicyVerdict{
-		Deny: []daemon.Violation{{Policy: "stackd.files", Level: daemon.PolicyDeny, Message: "deleting /srv/data is denied"}},
-		Warn: []daemon.Violation{{Policy: "stackd.files", Level: daemon.PolicyWarn, Message: "a"}, {Policy: "stackd.tags", Level: daemon.PolicyWarn, Message: "b"}},
+	m.PolicyEvaluated("app", model.PolicyVerdict{
+		Deny: []model.Violation{{Policy: "stackd.files", Level: model.PolicyDeny, Message: "deleting /srv/data is denied"}},
+		Warn: []model.Violation{{Policy: "stackd.files", Level: model.PolicyWarn, Message: "a"}, {Policy: "stackd.tags", Level: model.PolicyWarn, Message: "b"}},
 	})
 	url := serve(t, reg, nil)
 
@@ -206,16 +207,16 @@ func TestMetricsWithoutAPI(t *testing.T) {
 // when known. Commits and error text never become label values.
 func TestMetricsHealth(t *testing.T) {
 	stacks := metricStacks()
-	stacks[0].Status.Health = &daemon.Health{Status: daemon.HealthHealthy}
-	stacks[1].Status.Health = &daemon.Health{Status: daemon.HealthDegraded, Message: "error: permission denied"}
+	stacks[0].Status.Health = &model.Health{Status: model.HealthHealthy}
+	stacks[1].Status.Health = &model.Health{Status: model.HealthDegraded, Message: "error: permission denied"}
 	gitSource := "git+https://github.com/acme/infra.git//stacks?ref=main"
-	api := &fakeState{stacks: stacks, config: daemon.ConfigStatus{Successful: true, Sources: []daemon.SourceStatus{
+	api := &fakeState{stacks: stacks, config: model.ConfigStatus{Successful: true, Sources: []model.SourceStatus{
 		{Source: gitSource, Git: &spec.GitDir{URL: "https://github.com/acme/infra.git", Path: "stacks", Ref: "main"},
 			Commit: failingCommit, LatestCommit: strings.Repeat("f", 40), LastPoll: time.Unix(1_700_000_200, 0),
 			AppliedAt: time.Unix(1_700_000_100, 0), Error: "stacks/app.yaml:1:1: refused at " + failingCommit, Stacks: 2,
-			Health: daemon.Health{Status: daemon.HealthDegraded, Message: "refused"}},
+			Health: model.Health{Status: model.HealthDegraded, Message: "refused"}},
 		{Source: "/etc/stackd/local.yaml", AppliedAt: time.Unix(1_700_000_000, 0), Stacks: 1,
-			Health: daemon.Health{Status: daemon.HealthProgressing}},
+			Health: model.Health{Status: model.HealthProgressing}},
 		{Source: "/etc/stackd/local.yaml", Stacks: 7}, // named twice: reported once
 	}}}
 	reg := prometheus.NewPedanticRegistry()
@@ -270,8 +271,8 @@ func TestMetricsHealth(t *testing.T) {
 func TestMetricsCluster(t *testing.T) {
 	stacks := metricStacks()
 	stacks[0].Holder, stacks[1].Holder, stacks[2].Holder = "node-1", "node-2", "node-1"
-	cluster := daemon.ClusterStatus{Node: "node-1", Session: true, Leader: "node-2", Moves: 4, SessionsLost: 1,
-		Members: []daemon.ClusterMember{{Name: "node-1", Stacks: 2}, {Name: "node-2", Stacks: 1}}}
+	cluster := model.ClusterStatus{Node: "node-1", Session: true, Leader: "node-2", Moves: 4, SessionsLost: 1,
+		Members: []model.ClusterMember{{Name: "node-1", Stacks: 2}, {Name: "node-2", Stacks: 1}}}
 	api := &fakeState{stacks: stacks, cluster: cluster}
 	reg := prometheus.NewRegistry()
 	New(reg, api, "test")
@@ -324,7 +325,7 @@ func TestMetricsServedAgainWhileUnchanged(t *testing.T) {
 		t.Fatalf("5 scrapes of one state gathered %d times, want 1 (at most %d in the time they took)", n, most)
 	}
 	api.mu.Lock()
-	api.stacks[0].Status.LastUpdate.State = daemon.UpdateFailed
+	api.stacks[0].Status.LastUpdate.State = model.UpdateFailed
 	api.mu.Unlock()
 	if body := webtest.Scrape(t, url); !strings.Contains(body, `stackd_stack_failing{stack="app"} 1`) {
 		t.Errorf("a stack's change is not in the next scrape:\n%s", body)

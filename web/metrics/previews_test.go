@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/webtest"
 )
 
@@ -65,11 +65,11 @@ func TestMetricsPullRequests(t *testing.T) {
 	if body := scrapeWith(&fakeState{}, nil); strings.Contains(body, "stackd_pull_requests") || strings.Contains(body, "stackd_review_stacks") {
 		t.Error("/metrics reports pull requests without previews")
 	}
-	follower := &fakeState{cluster: daemon.ClusterStatus{Node: "node-1", Session: true, Leader: "node-2"}}
+	follower := &fakeState{cluster: model.ClusterStatus{Node: "node-1", Session: true, Leader: "node-2"}}
 	if body := scrapeWith(follower, func() []review.PullRequest { return prs }); strings.Contains(body, "stackd_pull_requests") {
 		t.Error("a replica that does not lead reports the cluster's pull requests")
 	}
-	leader := &fakeState{cluster: daemon.ClusterStatus{Node: "node-2", Session: true, Leader: "node-2"}}
+	leader := &fakeState{cluster: model.ClusterStatus{Node: "node-2", Session: true, Leader: "node-2"}}
 	if body := scrapeWith(leader, func() []review.PullRequest { return prs }); !strings.Contains(body, `stackd_pull_requests{state="open"} 2`+"\n") {
 		t.Error("the leader does not report the cluster's pull requests")
 	}

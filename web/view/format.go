@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // The formatters the templates call (package web's template functions).
@@ -78,7 +78,7 @@ func span(d time.Duration) string {
 }
 
 // Duration is how long an update took (or has run), rounded to seconds.
-func Duration(u daemon.Update) string {
+func Duration(u model.Update) string {
 	end := u.EndTime
 	if end.IsZero() {
 		end = time.Now()

@@ -15,9 +15,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // Permission says whether the page's viewer may take an action: the UI
@@ -31,7 +31,7 @@ type Permission struct {
 
 // Viewer is who looks at a page, for the header.
 type Viewer struct {
-	daemon.Principal
+	model.Principal
 	// SignIn says sign-in is set up; Login is then its URL, returning to
 	// the page.
 	SignIn bool
@@ -53,9 +53,9 @@ type Page struct {
 	Section string
 	// Version is stackd's version, if known.
 	Version string
-	Stats   daemon.Stats
+	Stats   model.Stats
 	// Config is the config's status; zero unless DaemonRead.
-	Config daemon.ConfigStatus
+	Config model.ConfigStatus
 	// Who is the viewer; DaemonRead says they may read what is not any
 	// one stack's (the config, the cluster).
 	Who        Viewer
@@ -87,7 +87,7 @@ type ListPage struct {
 	Next, First string
 	// Cluster is the cluster as this replica sees it; nil for a single
 	// node.
-	Cluster *daemon.ClusterStatus
+	Cluster *model.ClusterStatus
 }
 
 // StackRow summarizes a stack for the list and a stack page's header.
@@ -101,7 +101,7 @@ type StackRow struct {
 	// Running names the update in flight, if any.
 	Running string
 	// Last is the last finished update, if any.
-	Last *daemon.LastUpdate
+	Last *model.LastUpdate
 	// Tracking is what the stack follows, whole and split for display.
 	Tracking, Repo, Ref string
 	// Applied is the last commit an update succeeded with; AppliedRef
@@ -115,11 +115,11 @@ type StackRow struct {
 	// Holder is the replica acting on the stack (cluster mode).
 	Holder string
 	// Retry is a failing stack's next attempt, while it has some left.
-	Retry *daemon.Retry
+	Retry *model.Retry
 }
 
 // Summarize is v's row.
-func Summarize(v daemon.StackView) StackRow {
+func Summarize(v model.StackView) StackRow {
 	row := StackRow{Name: v.Name, Removed: v.Removed, Orphaned: v.Orphaned, Health: "Unknown", Last: v.Status.LastUpdate, Tracking: v.Tracking,
 		Drift: v.Status.Drift, Holder: v.Holder, Retry: v.Status.Retry}
 	if h := v.Status.Health; h != nil {
@@ -131,7 +131,7 @@ func Summarize(v daemon.StackView) StackRow {
 	if lu := v.Status.LastUpdate; lu != nil {
 		row.Applied = lu.LastSuccessfulCommit
 		row.AppliedRef = RefOfCommit(v.CommitURL, lu.LastSuccessfulCommit, v.AppliedCommit)
-		if lu.State == daemon.UpdateFailed && lu.LastAttemptedCommit != "" && lu.LastAttemptedCommit != lu.LastSuccessfulCommit {
+		if lu.State == model.UpdateFailed && lu.LastAttemptedCommit != "" && lu.LastAttemptedCommit != lu.LastSuccessfulCommit {
 			latest := RefOfCommit(v.CommitURL, lu.LastAttemptedCommit, v.LatestCommit)
 			row.LatestFailed = &latest
 		}
@@ -145,12 +145,12 @@ func Summarize(v daemon.StackView) StackRow {
 // subject, author and time.
 type CommitRef struct {
 	SHA, URL string
-	Info     *daemon.Commit
+	Info     *model.Commit
 }
 
 // RefOfCommit is sha's CommitRef, with info when it describes sha; url
 // is the stack's CommitURL.
-func RefOfCommit(url, sha string, info *daemon.Commit) CommitRef {
+func RefOfCommit(url, sha string, info *model.Commit) CommitRef {
 	r := CommitRef{SHA: sha}
 	if url != "" && isFullSHA(sha) {
 		r.URL = strings.ReplaceAll(url, "{sha}", sha)
@@ -186,14 +186,14 @@ func splitTracking(t string) (repo, ref string) {
 type StackPage struct {
 	Page
 	Stack      StackItem
-	View       daemon.StackView
+	View       model.StackView
 	Spec       string
 	Outputs    []Output
-	Updates    []daemon.Update
+	Updates    []model.Update
 	UpdatesErr string
 	Log        *Log
 	Resources  Resources
-	Preview    *daemon.StackPreview
+	Preview    *model.StackPreview
 	// Approve is the viewer's permission to decide on a plan.
 	Approve Permission
 	// Override is the viewer's permission to override closed change
@@ -225,7 +225,7 @@ type HealthBadge struct {
 }
 
 // badgeOf is h's badge; an empty status is Unknown.
-func badgeOf(h daemon.Health) HealthBadge {
+func badgeOf(h model.Health) HealthBadge {
 	if h.Status == "" {
 		return HealthBadge{Health: "Unknown", HealthMessage: h.Message}
 	}
@@ -234,9 +234,9 @@ func badgeOf(h daemon.Health) HealthBadge {
 
 // ConfigBadge is the config's overall health badge: Unknown while the
 // daemon reports none.
-func ConfigBadge(h *daemon.Health) HealthBadge {
+func ConfigBadge(h *model.Health) HealthBadge {
 	if h == nil {
-		return badgeOf(daemon.Health{})
+		return badgeOf(model.Health{})
 	}
 	return badgeOf(*h)
 }
@@ -249,7 +249,7 @@ type ConfigPage struct {
 	Reload       Permission
 	Health       HealthBadge
 	Sources      []SourceRow
-	Revisions    []daemon.ConfigRevision
+	Revisions    []model.ConfigRevision
 	RevisionsErr string
 }
 
@@ -270,7 +270,7 @@ type SourceRow struct {
 }
 
 // SourceRowOf is src's row.
-func SourceRowOf(src daemon.SourceStatus) SourceRow {
+func SourceRowOf(src model.SourceStatus) SourceRow {
 	row := SourceRow{Source: src.Source, Git: src.Git, Commit: src.Commit, LastPoll: src.LastPoll,
 		AppliedAt: src.AppliedAt, Stacks: src.Stacks, Error: src.Error, Badge: badgeOf(src.Health)}
 	if src.Git != nil {
@@ -350,7 +350,7 @@ type AuditPage struct {
 	// Kept says whether the daemon keeps a trail at all.
 	Kept                bool
 	Stack, Actor, Since string
-	Entries             []daemon.AuditEntry
+	Entries             []model.AuditEntry
 	// Next is the URL of the next page, empty on the last.
 	Next string
 }

@@ -1,8 +1,8 @@
 package view
 
 import (
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
+	"github.com/stackd/stackd/model"
 )
 
 // PreviewsPage is the open pull requests' page at /previews.
@@ -32,7 +32,7 @@ func (p PreviewsPage) Closing() int { return len(p.PullRequests) - p.Open() }
 // preview's update.
 type PreviewPage struct {
 	Page
-	Update daemon.Update
+	Update model.Update
 	// PR is the open pull request the preview belongs to; nil once it is
 	// closed or its head moved on.
 	PR  *review.PullRequest

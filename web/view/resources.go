@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // The stack page shows the resources of the stack's last exported state
@@ -28,7 +28,7 @@ const (
 
 // ResNode is one resource in the tree.
 type ResNode struct {
-	daemon.Resource
+	model.Resource
 	// Anchor is the id of its row, which the picture links to.
 	Anchor   string
 	Status   string // a CSS class: in-sync, drifted, deleted, unknown, stack, provider
@@ -49,7 +49,7 @@ type TypeCount struct {
 
 // Resources is what the stack page renders of the resources.
 type Resources struct {
-	Snapshot daemon.Resources
+	Snapshot model.Resources
 	Roots    []*ResNode
 	Counts   []TypeCount
 	Total    int
@@ -61,7 +61,7 @@ type Resources struct {
 }
 
 // statusOf is r's CSS status.
-func statusOf(r daemon.Resource) string {
+func statusOf(r model.Resource) string {
 	switch {
 	case r.Type == "pulumi:pulumi:Stack":
 		return "stack"
@@ -76,11 +76,11 @@ func statusOf(r daemon.Resource) string {
 // severity orders statuses for a collapsed node's colour.
 func severity(status string) int {
 	switch status {
-	case daemon.ResourceDeleted:
+	case model.ResourceDeleted:
 		return 3
-	case daemon.ResourceDrifted:
+	case model.ResourceDrifted:
 		return 2
-	case daemon.ResourceInSync:
+	case model.ResourceInSync:
 		return 1
 	}
 	return 0
@@ -95,7 +95,7 @@ func AnchorOf(urn string) string {
 
 // BuildResources makes the tree of rs, narrowed to the resources whose
 // name, type or URN holds query (case-insensitive) and their ancestors.
-func BuildResources(snap daemon.Resources, query string) Resources {
+func BuildResources(snap model.Resources, query string) Resources {
 	v := Resources{Snapshot: snap, Total: len(snap.Resources), Query: strings.TrimSpace(query)}
 	v.Counts = countTypes(snap.Resources)
 	nodes := make(map[string]*ResNode, len(snap.Resources))
@@ -129,7 +129,7 @@ func BuildResources(snap daemon.Resources, query string) Resources {
 }
 
 // countTypes counts rs by type, most first.
-func countTypes(rs []daemon.Resource) []TypeCount {
+func countTypes(rs []model.Resource) []TypeCount {
 	m := map[string]int{}
 	for _, r := range rs {
 		m[r.Type]++
@@ -142,14 +142,14 @@ func countTypes(rs []daemon.Resource) []TypeCount {
 	return out
 }
 
-func matches(r daemon.Resource, q string) bool {
+func matches(r model.Resource, q string) bool {
 	return strings.Contains(strings.ToLower(r.Name), q) || strings.Contains(strings.ToLower(r.Type), q) ||
 		strings.Contains(strings.ToLower(r.URN), q)
 }
 
 // matching is the set of URNs to show: all without a query, else those
 // that match and their ancestors.
-func matching(rs []daemon.Resource, nodes map[string]*ResNode, q string) map[string]bool {
+func matching(rs []model.Resource, nodes map[string]*ResNode, q string) map[string]bool {
 	keep := make(map[string]bool, len(rs))
 	for _, r := range rs {
 		if q != "" && !matches(r, q) {

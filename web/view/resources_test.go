@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/webtest"
 )
 
@@ -36,7 +36,7 @@ func TestBuildResources(t *testing.T) {
 			if group.Open != tc.open || group.Name != "group" {
 				t.Errorf("group %q open = %v, want %v", group.Name, group.Open, tc.open)
 			}
-			if tc.query == "" && (group.Total != tc.n-2 || group.Worst != daemon.ResourceDeleted) {
+			if tc.query == "" && (group.Total != tc.n-2 || group.Worst != model.ResourceDeleted) {
 				t.Errorf("group total %d worst %q, want %d and deleted", group.Total, group.Worst, tc.n-2)
 			}
 			if tc.query != "" && (len(group.Children) != 1 || group.Children[0].Name != "file-497") {

@@ -3,7 +3,7 @@ package view
 import (
 	"time"
 
-	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/model"
 )
 
 // StackSummary is a stack in the list's summary view (?view=summary):
@@ -31,7 +31,7 @@ type StackSummary struct {
 	Drift  string `json:"drift,omitempty"`
 	Holder string `json:"holder,omitempty"`
 	// Retry is a failing stack's next attempt, while it has some left.
-	Retry *daemon.Retry `json:"retry,omitempty"`
+	Retry *model.Retry `json:"retry,omitempty"`
 }
 
 // SummaryUpdate is the last finished update in a StackSummary.
@@ -45,15 +45,15 @@ type SummaryUpdate struct {
 }
 
 // SummaryOf is v's summary.
-func SummaryOf(v *daemon.StackView) StackSummary {
+func SummaryOf(v *model.StackView) StackSummary {
 	s := StackSummary{Name: v.Name, Removed: v.Removed, Orphaned: v.Orphaned, Health: "Unknown", Source: v.Source, Tracking: v.Tracking, Holder: v.Holder}
 	if h := v.Status.Health; h != nil && h.Status != "" {
 		s.Health = h.Status
 	}
-	if c := v.Status.Condition(daemon.ConditionReady); c != nil {
+	if c := v.Status.Condition(model.ConditionReady); c != nil {
 		s.Ready = c.Status
 	}
-	for _, typ := range []string{daemon.ConditionStalled, daemon.ConditionReconciling} {
+	for _, typ := range []string{model.ConditionStalled, model.ConditionReconciling} {
 		if c := v.Status.Condition(typ); c != nil && c.Status == "True" {
 			s.Reason, s.Message = c.Reason, c.Message
 			break

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/daemon/storetest"
+	"github.com/stackd/stackd/model"
 )
 
 // Scrape gets url's /metrics, failing unless promtool accepts it.
@@ -103,14 +103,14 @@ var (
 
 // Resources are n resources of "app" (a stack, a component and files
 // under it), the first file drifted and the second deleted.
-func Resources(n int) daemon.Resources {
+func Resources(n int) model.Resources {
 	rs := storetest.Resources("app", n)
 	for i := range rs.Resources {
-		rs.Resources[i].Drift = daemon.ResourceInSync
+		rs.Resources[i].Drift = model.ResourceInSync
 	}
 	if n > 3 {
-		rs.Resources[2].Drift, rs.Resources[2].DriftProperties = daemon.ResourceDrifted, []string{"content"}
-		rs.Resources[3].Drift = daemon.ResourceDeleted
+		rs.Resources[2].Drift, rs.Resources[2].DriftProperties = model.ResourceDrifted, []string{"content"}
+		rs.Resources[3].Drift = model.ResourceDeleted
 	}
 	return rs
 }

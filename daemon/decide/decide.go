@@ -1,4 +1,4 @@
-package daemon
+package decide
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/model"
 )
 
 // PKO's constants.
@@ -18,7 +19,8 @@ const (
 	DefaultMaxBackoff = 24 * time.Hour
 	// DefaultMaxFailures is how many consecutive failures stall a stack.
 	DefaultMaxFailures = 3
-	baseBackoff        = 10 * time.Second
+	// BaseBackoff is the first retry delay after a failure.
+	BaseBackoff = 10 * time.Second
 )
 
 // Observation is everything Decide needs about a stack at one moment.
@@ -64,7 +66,7 @@ type Decision struct {
 // Decide is PKO's isSynced decision table (stack_controller.go), evaluated
 // top-down, for the last finished update last (nil when there is none).
 // It is pure: same inputs, same decision.
-func Decide(last *LastUpdate, o Observation) Decision {
+func Decide(last *model.LastUpdate, o Observation) Decision {
 	switch {
 	case o.Removed && (!o.DestroyOnRemoval || o.Preview):
 		return Decision{Finalize: true}
@@ -81,16 +83,16 @@ func Decide(last *LastUpdate, o Observation) Decision {
 		return o.run(fmt.Sprintf("New stack generation: %d", o.Generation))
 	case last.ReconcileRequest != o.ReconcileRequest:
 		return o.run(fmt.Sprintf("Sync request: %q", o.ReconcileRequest))
-	case last.State == UpdateSucceeded:
+	case last.State == model.UpdateSucceeded:
 		return decideAfterSuccess(last, o)
 	default:
 		return decideAfterFailure(last, o)
 	}
 }
 
-func decideAfterSuccess(last *LastUpdate, o Observation) Decision {
+func decideAfterSuccess(last *model.LastUpdate, o Observation) Decision {
 	switch {
-	case o.Removed && last.Type == UpdateDestroy:
+	case o.Removed && last.Type == model.UpdateDestroy:
 		return Decision{Finalize: true}
 	case o.Removed:
 		return o.run("Stack marked for deletion")
@@ -108,14 +110,14 @@ func decideAfterSuccess(last *LastUpdate, o Observation) Decision {
 	return Decision{RecheckAfter: recheck(due.Sub(o.Now))}
 }
 
-func decideAfterFailure(last *LastUpdate, o Observation) Decision {
+func decideAfterFailure(last *model.LastUpdate, o Observation) Decision {
 	if !o.Removed && o.Commit != "" && last.LastAttemptedCommit != o.Commit {
 		return o.run(fmt.Sprintf("New commit detected: %q", o.Commit))
 	}
-	if last.Failures >= o.maxFailures() {
+	if last.Failures >= o.FailureLimit() {
 		return Decision{Stalled: true}
 	}
-	wait := backoff(o.BackoffBase, last.Failures-1, o.MaxBackoff)
+	wait := BackoffFrom(o.BackoffBase, last.Failures-1, o.MaxBackoff)
 	due := last.LastResyncTime.Add(wait)
 	if !o.Now.Before(due) {
 		return o.run(fmt.Sprintf("Backoff time elapsed: %s", wait))
@@ -124,17 +126,18 @@ func decideAfterFailure(last *LastUpdate, o Observation) Decision {
 }
 
 func (o Observation) run(reason string) Decision {
-	typ := UpdateUp
+	typ := model.UpdateUp
 	switch {
 	case o.Removed:
-		typ = UpdateDestroy
+		typ = model.UpdateDestroy
 	case o.Preview:
-		typ = UpdatePreview
+		typ = model.UpdatePreview
 	}
 	return Decision{Run: true, Type: typ, Reason: reason}
 }
 
-func (o Observation) maxFailures() int64 {
+// FailureLimit is MaxFailures, or DefaultMaxFailures when not set.
+func (o Observation) FailureLimit() int64 {
 	if o.MaxFailures <= 0 {
 		return DefaultMaxFailures
 	}
@@ -150,13 +153,14 @@ func recheck(d time.Duration) time.Duration {
 // 10s·3^failures capped by limit (DefaultMaxBackoff when zero); the first
 // step, 10s, is never capped.
 func Backoff(failures int64, limit time.Duration) time.Duration {
-	return backoff(baseBackoff, failures, limit)
+	return BackoffFrom(BaseBackoff, failures, limit)
 }
 
-// backoff is Backoff with another first step; tests shorten it.
-func backoff(base time.Duration, failures int64, limit time.Duration) time.Duration {
+// BackoffFrom is Backoff with another first step (BaseBackoff when
+// zero or less); tests shorten it.
+func BackoffFrom(base time.Duration, failures int64, limit time.Duration) time.Duration {
 	if base <= 0 {
-		base = baseBackoff
+		base = BaseBackoff
 	}
 	if failures <= 0 {
 		return base
@@ -178,8 +182,8 @@ func backoff(base time.Duration, failures int64, limit time.Duration) time.Durat
 // the whole retry budget. (PKO counts from 0 and does not restart on a new
 // commit: a stalled stack then stalls again at the first failure of the
 // commit that fixes it.)
-func NextFailures(last *LastUpdate, generation int64, request, commit string) int64 {
-	if last == nil || last.State != UpdateFailed || last.Generation != generation ||
+func NextFailures(last *model.LastUpdate, generation int64, request, commit string) int64 {
+	if last == nil || last.State != model.UpdateFailed || last.Generation != generation ||
 		last.ReconcileRequest != request || last.LastAttemptedCommit != commit {
 		return 1
 	}

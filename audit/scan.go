@@ -1,45 +1,47 @@
-package daemon
+package audit
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/stackd/stackd/model"
 )
 
-// Page sizes of AuditLog.Audit: the default when the filter's Limit is 0
+// Page sizes of Log.Audit: the default when the filter's Limit is 0
 // or less, and the most one call returns.
 const (
-	AuditPageDefault = 100
-	AuditPageMax     = 5000
+	PageDefault = 100
+	PageMax     = 5000
 )
 
-// AuditSlack is how much older than the one before it an entry of the
+// Slack is how much older than the one before it an entry of the
 // trail may be. Entries are appended in Seq order with the time of their
 // request, and clocks step (a replica's, or one node's when NTP corrects
 // it): a scan newest first for Since goes on this far past the first
 // older entry before it stops.
-const AuditSlack = time.Minute
+const Slack = time.Minute
 
-// AuditScan selects, for an AuditLog's Audit, the entries of a filter
+// Scan selects, for a Log's Audit, the entries of a filter
 // among stored ones read newest first, each the JSON that json.Marshal
-// makes of an AuditEntry. It skips, without decoding them, entries whose
+// makes of a model.AuditEntry. It skips, without decoding them, entries whose
 // JSON cannot match the filter's stack or actor, so that a filter that
 // matches little costs a read of the trail rather than a decoding of it.
-type AuditScan struct {
-	filter  AuditFilter
+type Scan struct {
+	filter  Filter
 	limit   int
 	needles [][]byte
 	// Entries are those selected so far, newest first; never nil.
-	Entries []AuditEntry
+	Entries []model.AuditEntry
 }
 
-// NewAuditScan starts a scan for f. Its Limit is AuditPageDefault when
-// 0 or less, and at most AuditPageMax.
-func NewAuditScan(f AuditFilter) *AuditScan {
-	s := &AuditScan{filter: f, limit: AuditPageDefault, Entries: []AuditEntry{}}
+// NewScan starts a scan for f. Its Limit is PageDefault when
+// 0 or less, and at most PageMax.
+func NewScan(f Filter) *Scan {
+	s := &Scan{filter: f, limit: PageDefault, Entries: []model.AuditEntry{}}
 	if f.Limit > 0 {
-		s.limit = min(f.Limit, AuditPageMax)
+		s.limit = min(f.Limit, PageMax)
 	}
 	if f.Stack != "" {
 		s.needles = append(s.needles, needle("stack", f.Stack))
@@ -51,9 +53,9 @@ func NewAuditScan(f AuditFilter) *AuditScan {
 }
 
 // Remaining is how many more entries the scan may select.
-func (s *AuditScan) Remaining() int { return s.limit - len(s.Entries) }
+func (s *Scan) Remaining() int { return s.limit - len(s.Entries) }
 
-// needle is how json.Marshal writes field: value in an AuditEntry.
+// needle is how json.Marshal writes field: value in a model.AuditEntry.
 func needle(field, value string) []byte {
 	v, _ := json.Marshal(value) // a string always marshals
 	return append([]byte(`"`+field+`":`), v...)
@@ -63,7 +65,7 @@ func needle(field, value string) []byte {
 // Seq below the last one's, and below the filter's Before). It says
 // whether the scan goes on: false once Entries holds Limit entries or
 // the scan is past the filter's Since.
-func (s *AuditScan) Add(v []byte) (bool, error) {
+func (s *Scan) Add(v []byte) (bool, error) {
 	if len(s.Entries) >= s.limit {
 		return false, nil
 	}
@@ -72,11 +74,11 @@ func (s *AuditScan) Add(v []byte) (bool, error) {
 			return !s.pastSince(v), nil
 		}
 	}
-	var e AuditEntry
+	var e model.AuditEntry
 	if err := json.Unmarshal(v, &e); err != nil {
 		return false, fmt.Errorf("audit entry: %w", err)
 	}
-	if !s.filter.Since.IsZero() && e.Time.Before(s.filter.Since.Add(-AuditSlack)) {
+	if !s.filter.Since.IsZero() && e.Time.Before(s.filter.Since.Add(-Slack)) {
 		return false, nil
 	}
 	if s.filter.Matches(e) && (s.filter.Before == 0 || e.Seq < s.filter.Before) {
@@ -89,12 +91,12 @@ func (s *AuditScan) Add(v []byte) (bool, error) {
 // for Since. Its time is read without decoding the rest when it is
 // where json.Marshal puts it, after the Seq. An entry without a time
 // ends nothing.
-func (s *AuditScan) pastSince(v []byte) bool {
+func (s *Scan) pastSince(v []byte) bool {
 	if s.filter.Since.IsZero() {
 		return false
 	}
 	t, ok := entryTime(v)
-	return ok && t.Before(s.filter.Since.Add(-AuditSlack))
+	return ok && t.Before(s.filter.Since.Add(-Slack))
 }
 
 var timeField = []byte(`,"time":"`)

@@ -1,4 +1,4 @@
-package daemon
+package model
 
 import (
 	"encoding/json"
@@ -18,24 +18,38 @@ const (
 	ConditionAwaitingApproval = "AwaitingApproval"
 )
 
-// Update types. UpdateDrift is stackd's own: a refresh preview that never
-// changes the state.
+// Condition reasons, PKO's strings.
 const (
-	UpdateUp      = "up"
-	UpdatePreview = "preview"
-	UpdateRefresh = "refresh"
-	UpdateDestroy = "destroy"
-	UpdateDrift   = "drift"
+	ReasonProcessingCompleted      = "ProcessingCompleted"
+	ReasonNotReadyInProgress       = "NotReadyInProgress"
+	ReasonNotReadyStalled          = "NotReadyStalled"
+	ReasonStackProcessing          = "StackProcessing"
+	ReasonRetryingAfterFailure     = "RetryingAfterFailure"
+	ReasonPreviewFailed            = "PreviewFailed"
+	ReasonPrerequisiteNotSatisfied = "PrerequisiteNotSatisfied"
+	ReasonSpecInvalid              = "SpecInvalid"
+	ReasonSourceUnavailable        = "SourceUnavailable"
+	ReasonUpdateFailed             = "UpdateFailed"
+	ReasonWorkspaceFailed          = "WorkspaceFailed"
+	// ReasonChangeWindowClosed is stackd's own: a change waits for a
+	// change window to open.
+	ReasonChangeWindowClosed = "ChangeWindowClosed"
+	// stackd's own: change control.
+	ReasonAwaitingApproval = "AwaitingApproval"
+	ReasonPolicyDenied     = "PolicyDenied"
+	ReasonPlanRejected     = "PlanRejected"
+	ReasonPlanExpired      = "PlanExpired"
+	ReasonPlanStale        = "PlanStale"
 )
 
-// Update states. UpdateRunning is only ever seen on a record of an update
-// in flight; at start, a record still running belongs to a process that
-// died and is turned into UpdateAborted.
+// Argo CD health statuses.
 const (
-	UpdateRunning   = "running"
-	UpdateSucceeded = "succeeded"
-	UpdateFailed    = "failed"
-	UpdateAborted   = "aborted"
+	HealthHealthy     = "Healthy"
+	HealthProgressing = "Progressing"
+	HealthDegraded    = "Degraded"
+	// HealthAwaitingApproval is stackd's own: nothing is wrong, a person
+	// has to decide.
+	HealthAwaitingApproval = "AwaitingApproval"
 )
 
 // StackRecord is what stackd keeps about one stack between restarts: its
@@ -188,39 +202,6 @@ type Health struct {
 	Message string `json:"message,omitempty"`
 }
 
-// Update is one entry of a stack's update history.
-type Update struct {
-	// ID is "<stack>-<seq>", unique across the store.
-	ID    string `json:"id"`
-	Stack string `json:"stack"`
-	// Seq numbers a stack's updates from 1, in the order they started.
-	Seq  uint64 `json:"seq"`
-	Type string `json:"type"`
-	// Reason is why the update ran, e.g. "New commit detected".
-	Reason           string `json:"reason,omitempty"`
-	Generation       int64  `json:"generation,omitempty"`
-	ReconcileRequest string `json:"reconcileRequest,omitempty"`
-	Commit           string `json:"commit,omitempty"`
-	// CommitInfo is Commit's subject, author and time, when the checkout
-	// could tell them.
-	CommitInfo *Commit   `json:"commitInfo,omitempty"`
-	StartTime  time.Time `json:"startTime"`
-	EndTime    time.Time `json:"endTime,omitzero"`
-	State      string    `json:"state"`
-	Message    string    `json:"message,omitempty"`
-	// Changes counts resources by operation (create, update, delete, same, …).
-	Changes   map[string]int `json:"changes,omitempty"`
-	Permalink string         `json:"permalink,omitempty"`
-	// PullRequest is the number of the pull request a preview (type
-	// UpdatePreview) previewed, at Commit; zero for other updates.
-	PullRequest int `json:"pullRequest,omitempty"`
-	// Node is the replica that ran the update (cluster mode).
-	Node string `json:"node,omitempty"`
-	// WindowOverride is the override of the change windows the update
-	// ran under: who, why, when.
-	WindowOverride *WindowOverride `json:"windowOverride,omitempty"`
-}
-
 // Clone returns a deep copy of s, safe to hand out while s changes.
 func (s StackStatus) Clone() StackStatus {
 	c := s
@@ -255,4 +236,14 @@ func (s StackStatus) Clone() StackStatus {
 		c.Retry = &r
 	}
 	return c
+}
+
+// Condition returns the condition of type typ, or nil.
+func (s *StackStatus) Condition(typ string) *Condition {
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == typ {
+			return &s.Conditions[i]
+		}
+	}
+	return nil
 }

@@ -1,11 +1,21 @@
-package daemon
+package model
 
-import (
-	"context"
-	"fmt"
-	"maps"
-	"slices"
-)
+import "slices"
+
+// Plan is a saved plan and digests of what it was made against. The
+// digests are keyed or of encrypted data: they reveal no secret.
+type Plan struct {
+	// ID names the plan among the stack's plans.
+	ID string `json:"id"`
+	// Digest is the SHA-256 of the plan file; for a destroy's plan, which
+	// has no file, a keyed digest of Config and State.
+	Digest string `json:"digest"`
+	// Config digests the stack's config, its secrets and its environment.
+	Config string `json:"config"`
+	// State digests the stack's state (its checkpoint) the plan starts
+	// from.
+	State string `json:"state"`
+}
 
 // Step is one resource operation that a preview plans.
 type Step struct {
@@ -87,63 +97,4 @@ func (v PolicyVerdict) Scrubbed(clean func(string) string) PolicyVerdict {
 		return out
 	}
 	return PolicyVerdict{Deny: scrub(v.Deny), Warn: scrub(v.Warn)}
-}
-
-// JudgedSteps are the steps of r that policies judge: PolicySteps, secret
-// values in clear, when the runner made them; else Steps.
-func (r Result) JudgedSteps() []Step {
-	if r.PolicySteps != nil {
-		return r.PolicySteps
-	}
-	return r.Steps
-}
-
-// Policies judges previews; the policy package implements it. Evaluate
-// must be safe for concurrent use. An error means the policies could not
-// be evaluated: the caller treats it as a denial (fail closed).
-type Policies interface {
-	Evaluate(ctx context.Context, in PolicyInput) (PolicyVerdict, error)
-}
-
-// PolicyEvaluationFailed is the Violation.Policy of the denial that
-// stands for a policy evaluation error.
-const PolicyEvaluationFailed = "evaluation"
-
-// JudgeSteps evaluates p on in, failing closed: an evaluation error is a
-// denial that says why. A nil p allows everything.
-func JudgeSteps(ctx context.Context, p Policies, in PolicyInput) PolicyVerdict {
-	if p == nil {
-		return PolicyVerdict{}
-	}
-	in.Labels = maps.Clone(in.Labels)
-	if in.Operation == "" {
-		in.Operation = PolicyUp
-	}
-	v, err := p.Evaluate(ctx, in)
-	if err != nil {
-		return PolicyVerdict{Deny: []Violation{{
-			Policy:  PolicyEvaluationFailed,
-			Level:   PolicyDeny,
-			Message: fmt.Sprintf("the policies could not be evaluated, so the change is blocked: %v", err),
-		}}}
-	}
-	return v
-}
-
-// judge evaluates the daemon's policies on res, a preview of j's
-// operation (an up, or a removed stack's destroy), and tells the Observer
-// the outcome. The policies judge the real values of secrets; the verdict
-// returned is scrubbed of them and of every secret the daemon knows, as
-// it is logged, stored and shown.
-func (d *Daemon) judge(ctx context.Context, j job, commit string, res Result) PolicyVerdict {
-	if d.opts.Policies == nil {
-		return PolicyVerdict{}
-	}
-	in := PolicyInput{Stack: j.st.rec.Name, Operation: PolicyUp, Labels: j.labels, Commit: commit, Steps: res.JudgedSteps()}
-	if j.typ == UpdateDestroy {
-		in.Operation = PolicyDestroy
-	}
-	v := JudgeSteps(ctx, d.opts.Policies, in).Scrubbed(d.red.With(res.PolicySecrets...).Clean)
-	d.opts.Observer.PolicyEvaluated(in.Stack, v)
-	return v
 }
