@@ -14,10 +14,7 @@ import (
 )
 
 func benchCluster(b *testing.B) *Cluster {
-	if endpoints == nil {
-		b.Skip("starts an etcd member")
-	}
-	c, err := Open(context.Background(), Options{Endpoints: endpoints, Prefix: newPrefix(), Node: "bench"})
+	c, err := Open(context.Background(), Options{Endpoints: etcd(b), Prefix: newPrefix(), Node: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -107,35 +107,49 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// endpoints are those of one etcd member shared by the tests of this
-// package, each with a key prefix of its own; nil under -short.
-var endpoints []string
+// shared is one etcd member that the package's tests share, each with a
+// key prefix of its own. It starts on first use, within m.Run: testing
+// swaps os.Stderr there (with -json), which the member's loggers read
+// from goroutines of their own.
+var shared struct {
+	once      sync.Once
+	dir       string
+	cluster   *etcdtest.Cluster
+	endpoints []string
+	err       error
+}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
-	dir, err := os.MkdirTemp("", "stackd-cluster-test-")
-	if err != nil {
-		panic(err)
-	}
-	e, err := etcdtest.StartIn(dir, 1)
-	if err != nil {
-		panic(err)
-	}
-	endpoints = e.Endpoints()
 	code := m.Run()
-	e.StopAll()
-	os.RemoveAll(dir)
+	if shared.cluster != nil {
+		shared.cluster.StopAll()
+	}
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
 	os.Exit(code)
 }
 
-func etcd(t *testing.T) []string {
-	if endpoints == nil {
-		t.Skip("starts an etcd member")
+// etcd returns the endpoints of the shared member, started on the first
+// call; under -short the test is skipped.
+func etcd(tb testing.TB) []string {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("starts an etcd member")
 	}
-	return endpoints
+	shared.once.Do(func() {
+		if shared.dir, shared.err = os.MkdirTemp("", "stackd-cluster-test-"); shared.err != nil {
+			return
+		}
+		if shared.cluster, shared.err = etcdtest.StartIn(shared.dir, 1); shared.err == nil {
+			shared.endpoints = shared.cluster.Endpoints()
+		}
+	})
+	if shared.err != nil {
+		tb.Fatalf("start the shared etcd member: %v", shared.err)
+	}
+	return shared.endpoints
 }
 
 func TestStoreContract(t *testing.T) {
