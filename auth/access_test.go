@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/access"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/access"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 func testKey(b byte) []byte { return []byte(strings.Repeat(string(rune('a'+b%26)), 32)) }

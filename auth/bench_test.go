@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/access"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/access"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // BenchmarkBearer resolves a named token among 100, every hash compared.

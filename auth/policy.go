@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stackd/stackd/access"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/access"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // AdminRole is the built-in role that allows every action, on every

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/access"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/access"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // examplePolicy is the roles file of docs/access.md's example.

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stackd/stackd/access"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/access"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // SessionKeyFile is the file in the data dir that holds the session key

@@ -10,8 +10,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/stackd/stackd/audit"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/audit"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // The audit trail is shared by every replica: each appends what it

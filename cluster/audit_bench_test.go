@@ -9,7 +9,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/daemon/access"
 	"github.com/stackd/stackd/daemon/storetest"
 )
 

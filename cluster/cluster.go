@@ -20,8 +20,8 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/review"
-	"github.com/stackd/stackd/model"
 )
 
 // Defaults of Options.

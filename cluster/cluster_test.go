@@ -17,8 +17,8 @@ import (
 
 	"github.com/stackd/stackd/cluster/etcdtest"
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/storetest"
-	"github.com/stackd/stackd/model"
 )
 
 var prefixes atomic.Int64

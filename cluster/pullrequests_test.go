@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/review"
-	"github.com/stackd/stackd/model"
 )
 
 func TestDecidePRs(t *testing.T) {

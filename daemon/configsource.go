@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 )
 
 // DefaultSourcePoll is how often Git config sources are polled.

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 )
 
 func TestParseSource(t *testing.T) {

@@ -16,11 +16,11 @@ import (
 	"github.com/stackd/stackd/daemon/decide"
 	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/livelog"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/resource"
 	"github.com/stackd/stackd/daemon/sched"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 )
 
 // Store keeps stack records, update history and logs; store implements it.

@@ -15,8 +15,8 @@ import (
 
 	"github.com/stackd/stackd/daemon/conditions"
 	"github.com/stackd/stackd/daemon/decide"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 
 	"github.com/stackd/stackd/daemon/notify"
 )

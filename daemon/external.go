@@ -4,9 +4,9 @@ import (
 	"context"
 	"sync"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/resolve"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 )
 
 // Config is the config in force; nil before the first one.

@@ -9,8 +9,8 @@ import (
 	"github.com/stackd/stackd/daemon/conditions"
 	"github.com/stackd/stackd/daemon/decide"
 	"github.com/stackd/stackd/daemon/gate"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/notify"
-	"github.com/stackd/stackd/model"
 )
 
 // Change control: an up of a stack under approval, or of any stack while

@@ -14,10 +14,10 @@ import (
 
 	"github.com/stackd/stackd/daemon/conditions"
 	"github.com/stackd/stackd/daemon/gate"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/notify"
 	"github.com/stackd/stackd/daemon/resolve"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 )
 
 // planRunner is a fakeRunner that saves plans: a preview with SavePlan

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // Fetcher resolves and checks out Git sources. gitwatch implements it.

@@ -29,7 +29,7 @@ var (
 	// shared are the words every package shares (model, which imports
 	// only the spec) and the contracts between leaves (access, audit),
 	// which import only the words.
-	shared = []string{"model", "access", "audit"}
+	shared = []string{"daemon/model", "daemon/access", "daemon/audit"}
 	// selfContained of daemon's sub-packages import nothing of stackd's;
 	// onSpec import only the spec.
 	selfContained = []string{"daemon/spec", "daemon/livelog", "daemon/sched", "daemon/dirwatch"}
@@ -98,20 +98,20 @@ func TestImportRules(t *testing.T) {
 			forbid(pkg, func(dep string) bool {
 				return ours(dep) && dep != mod+"daemon/spec" || isHeavy(dep) && pkg != "daemon/notify"
 			})
-		case pkg == "model":
+		case pkg == "daemon/model":
 			forbid(pkg, func(dep string) bool { return ours(dep) && dep != mod+"daemon/spec" || isHeavy(dep) })
 		case slices.Contains(shared, pkg):
 			forbid(pkg, func(dep string) bool {
-				return ours(dep) && dep != mod+"model" && dep != mod+"daemon/spec" || isHeavy(dep)
+				return ours(dep) && dep != mod+"daemon/model" && dep != mod+"daemon/spec" || isHeavy(dep)
 			})
 		case slices.Contains(pure, pkg):
 			forbid(pkg, func(dep string) bool {
-				return ours(dep) && dep != mod+"model" && !slices.Contains(pure, strings.TrimPrefix(dep, mod)) &&
+				return ours(dep) && dep != mod+"daemon/model" && !slices.Contains(pure, strings.TrimPrefix(dep, mod)) &&
 					!slices.Contains(selfContained, strings.TrimPrefix(dep, mod)) || isHeavy(dep)
 			})
 		case pkg == "daemon":
 			forbid(pkg, func(dep string) bool {
-				return ours(dep) && !strings.HasPrefix(dep, mod+"daemon/") && dep != mod+"model"
+				return ours(dep) && !strings.HasPrefix(dep, mod+"daemon/") && dep != mod+"daemon/model"
 			})
 		case under(pkg, leaves):
 			forbid(pkg, func(dep string) bool {

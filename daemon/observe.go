@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/livelog"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 )
 
 // Observer is told what happens, for metrics; web implements it with

@@ -11,8 +11,8 @@ import (
 	"github.com/stackd/stackd/daemon/decide"
 	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/livelog"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 
 	"github.com/stackd/stackd/daemon/notify"
 )

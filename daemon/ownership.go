@@ -3,7 +3,7 @@ package daemon
 import (
 	"errors"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // Ownership shares the stacks among stackd replicas (cluster mode). A

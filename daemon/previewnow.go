@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/previewnow"
-	"github.com/stackd/stackd/model"
 )
 
 // maxPreviewDiff bounds the diff a preview keeps.

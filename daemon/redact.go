@@ -1,10 +1,10 @@
 package daemon
 
 import (
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/notify"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 )
 
 // The daemon scrubs every secret it knows from everything it stores,

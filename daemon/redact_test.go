@@ -13,10 +13,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/notify"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 )
 
 // Secrets of TestOneStacksSecretsScrubbedFromAnother: distinctive, so

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 )
 
 // Reload reads the config again and applies it: Git sources are polled

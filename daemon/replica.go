@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 )
 
 // This file is the daemon's side of cluster mode: what it does when it

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // fakeOwnership is a cluster as one replica ("me") sees it, driven by the

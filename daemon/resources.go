@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/resource"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 )
 
 // ResourceStore keeps the last Resources of each stack; the BoltDB and

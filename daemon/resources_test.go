@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/scrub"
-	"github.com/stackd/stackd/model"
 )
 
 // TestResourcesRecorded: an up's exported resources are stored with the

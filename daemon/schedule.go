@@ -11,9 +11,9 @@ import (
 
 	"github.com/stackd/stackd/daemon/conditions"
 	"github.com/stackd/stackd/daemon/decide"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 )
 
 // sourceRetry is how soon a stack whose source or references could not be

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/conditions"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 )
 
 // ErrUnknownStack is returned for a name that is not a stack of the

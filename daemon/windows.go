@@ -9,9 +9,9 @@ import (
 	"github.com/stackd/stackd/daemon/conditions"
 	"github.com/stackd/stackd/daemon/decide"
 	"github.com/stackd/stackd/daemon/gate"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/daemon/window"
-	"github.com/stackd/stackd/model"
 )
 
 // MaxOverrideReason bounds an override's reason, in bytes.

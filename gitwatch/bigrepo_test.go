@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // bigFile is a file of a generated repository: data, or else size bytes

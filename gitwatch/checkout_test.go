@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 func checkout(t *testing.T, f *Fetcher, src model.GitSource, commit, dir string) string {

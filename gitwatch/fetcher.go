@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // Defaults for zero Options fields.

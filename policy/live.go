@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/dirwatch"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // Live is the policy set in force, reloaded when its files change. A load

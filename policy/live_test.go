@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/gate"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // TestLiveFailsClosedBeforeALoad: with no policy set loaded, every

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/stackd/stackd/daemon/gate"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // noDelete denies deleting a File and warns about any replacement.

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 )
 
 // specBackends answers StackBackend as the daemon does, with no

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 )
 
 // proposal is what a pull request to a Git config source proposes: the

@@ -19,11 +19,11 @@ import (
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/gate"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/notify"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 )
 
 // Daemon is what previews take from the reconcile loop (daemon.Daemon).

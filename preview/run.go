@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/gate"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/daemon/scrub"
-	"github.com/stackd/stackd/model"
 )
 
 // maxLog bounds what a preview's log keeps in memory; the store keeps

@@ -4,8 +4,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/review"
-	"github.com/stackd/stackd/model"
 )
 
 // post passes ev on to the replica that holds (or takes) its pull

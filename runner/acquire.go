@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // The engine downloads no plugin itself (PULUMI_DISABLE_AUTOMATIC_PLUGIN_

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 func TestMissingIn(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // ErrLockHeld is returned by Unlock when a lock of the stack may belong to

@@ -15,8 +15,8 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/scrub"
-	"github.com/stackd/stackd/model"
 )
 
 // operationArgs are the CLI arguments of op on w, event log aside.

@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"github.com/stackd/stackd/daemon"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // Saved plans live in the runner's state directory of their stack,

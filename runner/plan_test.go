@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/stackd/stackd/daemon"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // TestRunSavedPlan saves plans with the real CLI and applies them: an up

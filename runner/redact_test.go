@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // TestLogWriterLongLineKeepsSecretsWhole: a line too long to hold is cut,

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // exportedState is the part of `pulumi stack export` the runner reads:

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // Sentinel secrets: they must never reach an argv, the log, an error or a

@@ -8,8 +8,8 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/stackd/stackd/audit"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/audit"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 var _ audit.Log = (*Store)(nil)

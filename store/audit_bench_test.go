@@ -9,7 +9,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/daemon/access"
 	"github.com/stackd/stackd/daemon/storetest"
 )
 

@@ -12,10 +12,10 @@ import (
 	"go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
-	"github.com/stackd/stackd/access"
-	"github.com/stackd/stackd/audit"
+	"github.com/stackd/stackd/daemon/access"
+	"github.com/stackd/stackd/daemon/audit"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/storetest"
-	"github.com/stackd/stackd/model"
 )
 
 // putAudit appends n entries, a minute apart from T0 on, and returns

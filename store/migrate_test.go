@@ -10,8 +10,8 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/storetest"
-	"github.com/stackd/stackd/model"
 )
 
 func TestSchemaVersion(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // PutResources replaces the resources of stack. It writes.

@@ -7,7 +7,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // PutRevision appends config revision r: it assigns r.Seq, the next

@@ -11,8 +11,8 @@ import (
 	"go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/storetest"
-	"github.com/stackd/stackd/model"
 )
 
 // putRevisions appends n revisions and returns them as stored.

@@ -34,7 +34,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // FileName is the name of the store file inside a data dir.

@@ -15,8 +15,8 @@ import (
 	"go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/storetest"
-	"github.com/stackd/stackd/model"
 )
 
 // TestMain doubles as the lock holder of TestLockHeldByAnotherProcess: with

@@ -9,8 +9,8 @@ import (
 	"path"
 	"strings"
 
-	"github.com/stackd/stackd/access"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/access"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // Access control: every request is identified (a bearer token, else the

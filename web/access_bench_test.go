@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/stackd/stackd/daemon"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // mapAPI finds a stack in a map, as the daemon does, rather than in a

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/stackd/stackd/daemon"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/web/view"
 )
 

@@ -11,9 +11,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/stackd/stackd/access"
-	"github.com/stackd/stackd/audit"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/access"
+	"github.com/stackd/stackd/daemon/audit"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/web/metrics"
 	"github.com/stackd/stackd/web/webtest"
 )

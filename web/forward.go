@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // In a cluster, some writes about a stack can only be made by the

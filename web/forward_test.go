@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/stackd/stackd/access"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/access"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // heldElsewhere is an approvals API whose stack db another replica, at

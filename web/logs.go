@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/livelog"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // Page sizes of GET /api/v1/stacks/{name}/updates and

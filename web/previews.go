@@ -6,10 +6,10 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/access"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/review"
-	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/view"
 )
 

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/livelog"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/review"
-	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/webtest"
 )
 

@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/stackd/stackd/daemon"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/web/view"
 )
 

@@ -18,12 +18,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/stackd/stackd/access"
-	"github.com/stackd/stackd/audit"
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/access"
+	"github.com/stackd/stackd/daemon/audit"
 	"github.com/stackd/stackd/daemon/livelog"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/metrics"
 	"github.com/stackd/stackd/web/tlscert"
 )

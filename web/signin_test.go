@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stackd/stackd/access"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/access"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // fakeSignIn is an OpenID provider's flow reduced to its checks: the

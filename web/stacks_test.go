@@ -6,7 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/web/view"
 	"github.com/stackd/stackd/web/webtest"
 )

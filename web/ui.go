@@ -17,9 +17,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/daemon"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/access"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/web/view"
 )
 

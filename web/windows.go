@@ -7,9 +7,9 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/daemon"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/access"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // WindowOverrider is what an API may also implement: a sync that

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/daemon"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/access"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/web/webtest"
 )
 

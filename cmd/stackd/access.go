@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stackd/stackd/audit"
 	"github.com/stackd/stackd/auth"
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/audit"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/web"
 )

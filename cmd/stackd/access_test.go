@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/audit"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/audit"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/web"
 )
 

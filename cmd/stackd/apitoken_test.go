@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/auth"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/web"
 )
 

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/access"
+	"github.com/stackd/stackd/daemon/access"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/review"
-	"github.com/stackd/stackd/model"
 )
 
 // awaitingAt says the stack's plan for commit awaits approval.

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // decideCommand runs "stackd approve NAME [--plan ID]" and "stackd reject

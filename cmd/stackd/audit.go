@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stackd/stackd/audit"
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/audit"
 )
 
 // defaultAuditRetention is how long audit entries are kept: 90 days.

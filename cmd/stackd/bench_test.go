@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // The benchmarks compare one reconcile cycle of the daemon with a bare

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // auditCommand runs "stackd audit [--stack S] [--actor A] [--since D]

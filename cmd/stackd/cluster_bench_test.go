@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/cluster/etcdtest"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // BenchmarkClusterThroughput measures a burst of 12 updates whose one

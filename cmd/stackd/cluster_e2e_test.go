@@ -18,7 +18,7 @@ import (
 
 	"github.com/stackd/stackd/cluster"
 	"github.com/stackd/stackd/cluster/etcdtest"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // The cluster tests run stackd replicas as processes of their own, on

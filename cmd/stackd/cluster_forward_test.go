@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/access"
 	"github.com/stackd/stackd/cluster/etcdtest"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/access"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // TestE2EClusterDecideAnyReplica: in a cluster, what only a stack's

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/cluster/etcdtest"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // TestE2EClusterFreeze: a replica frozen (SIGSTOP) in the middle of an

@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/auth"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 )
 
 // The end-to-end tests run the daemon with the real pieces: git

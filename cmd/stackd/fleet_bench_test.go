@@ -19,9 +19,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/gitwatch"
-	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/store"
 	"github.com/stackd/stackd/web"
 	"github.com/stackd/stackd/web/metrics"

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // countingGit serves the repositories under a root over Git's smart HTTP

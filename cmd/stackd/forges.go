@@ -11,10 +11,10 @@ import (
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/gate"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/forge"
-	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/preview"
 	"github.com/stackd/stackd/web"
 )

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // guideStep is a fenced block of a guide that a marker comment before it

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/access"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/access"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // TestE2ELoginChromium: `stackd login` prints the server's /auth/cli

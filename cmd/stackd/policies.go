@@ -12,9 +12,9 @@ import (
 
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/gate"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/gitwatch"
-	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/policy"
 	"github.com/stackd/stackd/web"
 )

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/review"
-	"github.com/stackd/stackd/model"
 )
 
 // noFileProgram is program without its File: applying it deletes the File.

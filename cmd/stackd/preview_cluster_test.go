@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/cluster/etcdtest"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/review"
-	"github.com/stackd/stackd/model"
 )
 
 // forgeFlagsFor are the flags of a replica that reports to g's forge.

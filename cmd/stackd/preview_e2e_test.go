@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/forge/forgetest"
-	"github.com/stackd/stackd/model"
 )
 
 // Secret canaries of the previewed stack: its config and its env.

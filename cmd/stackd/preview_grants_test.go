@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/review"
-	"github.com/stackd/stackd/model"
 )
 
 // TestE2EPullRequestPreviewUngrantedSecret: a pull request to the

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/cluster/etcdtest"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/forge/forgetest"
-	"github.com/stackd/stackd/model"
 )
 
 // TestE2EPullRequestResync: stackd catches up with the pull-request

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/review"
-	"github.com/stackd/stackd/model"
 )
 
 // TestE2EPreviewsUnderDefaultSandbox is the acceptance of previews of a

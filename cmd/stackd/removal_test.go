@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // TestE2EReloadAllowRemoval: the mass-removal guard refuses a config that

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/runner"
 	"github.com/stackd/stackd/sandbox"
 )

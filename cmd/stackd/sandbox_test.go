@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // readProgram is a Pulumi YAML program whose output is the content of

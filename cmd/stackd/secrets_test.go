@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // The secret values of TestE2ESecretsStaySecret: distinctive, so that a

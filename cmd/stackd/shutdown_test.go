@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/auth"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // TestE2ESIGTERMKeepsServingReads: after SIGTERM, while an update runs to

@@ -21,7 +21,7 @@ import (
 	zoidc "github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // testOP is a real OpenID provider on loopback (zitadel/oidc's op

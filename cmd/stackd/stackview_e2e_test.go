@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 )
 
 // groupProgram is three test-provider Files whose parent is a fourth, in

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // post sends a POST with headers and returns the status.

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/review"
-	"github.com/stackd/stackd/model"
 )
 
 // oncallToken is a named API token whose role may override change

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // The status of a condition.

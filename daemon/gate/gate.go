@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/decide"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 )
 
 // stepKind is the approval.when operation a step belongs to: a

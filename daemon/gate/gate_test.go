@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/decide"
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 )
 
 func TestNeedsApproval(t *testing.T) {

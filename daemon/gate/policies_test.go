@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 type policiesFunc func(context.Context, model.PolicyInput) (model.PolicyVerdict, error)

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 )
 
 // DestroySpec is what the record of s, run from the project in dir,

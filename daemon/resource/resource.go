@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/spec"
-	"github.com/stackd/stackd/model"
 )
 
 // Attribute sets each resource's ChangedBy: update when the state says

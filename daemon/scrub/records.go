@@ -6,7 +6,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // Status returns s with every message and output cleaned by r, and

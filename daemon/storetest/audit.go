@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/access"
-	"github.com/stackd/stackd/audit"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/access"
+	"github.com/stackd/stackd/daemon/audit"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // RunAudit runs the contract of audit.Log against the stores from

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/audit"
+	"github.com/stackd/stackd/daemon/audit"
 )
 
 // BenchAuditFilter reads the first page of filters over log, a trail

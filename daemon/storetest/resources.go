@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // Resources is a snapshot of n resources of stack: a stack resource, a

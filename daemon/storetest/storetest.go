@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // Limits are the retention settings a store is opened with.

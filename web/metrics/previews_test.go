@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/review"
-	"github.com/stackd/stackd/model"
 	"github.com/stackd/stackd/web/webtest"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // The formatters the templates call (package web's template functions).

@@ -1,8 +1,8 @@
 package view
 
 import (
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/review"
-	"github.com/stackd/stackd/model"
 )
 
 // PreviewsPage is the open pull requests' page at /previews.

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // The stack page shows the resources of the stack's last exported state

@@ -3,7 +3,7 @@ package view
 import (
 	"time"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // StackSummary is a stack in the list's summary view (?view=summary):

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/daemon/storetest"
-	"github.com/stackd/stackd/model"
 )
 
 // Scrape gets url's /metrics, failing unless promtool accepts it.

@@ -3,7 +3,7 @@ package audit
 import (
 	"time"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // Filter selects audit entries; zero fields select all.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/access"
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/access"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // scanEntries runs a scan of f over es, stored newest first as the

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // Page sizes of Log.Audit: the default when the filter's Limit is 0

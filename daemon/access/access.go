@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 // Actions a role may allow on the stacks it covers (see the auth

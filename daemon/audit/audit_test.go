@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/model"
+	"github.com/stackd/stackd/daemon/model"
 )
 
 func TestAuditFilterMatches(t *testing.T) {
