@@ -270,6 +270,9 @@ func TestE2EReviewStackOverrides(t *testing.T) {
 	g.hook(pr, "opened")
 	reviewFile := filepath.Join(out, "app-pr-4.txt")
 	waitFile(t, g, reviewFile, "review of pull request 4, not ${prNumber}")
+	// The program's three files are written in parallel: the comment
+	// says the update ended, after which all three are there.
+	c := g.waitCommentWith(pr, "✅ deployed")
 	if got := readFile(t, reviewFile+".token"); got != reviewToken {
 		t.Errorf("the review stack's secret file holds %q, want its own secret", got)
 	}
@@ -279,7 +282,6 @@ func TestE2EReviewStackOverrides(t *testing.T) {
 	if got := readFile(t, templateFile+".env"); got != "template-region" {
 		t.Errorf("the template ran with REGION=%q, want its own", got)
 	}
-	c := g.waitCommentWith(pr, "✅ deployed")
 	if !strings.Contains(c, "`token`: `\"[secret]\"`") {
 		t.Errorf("the comment does not show the review stack's secret output as [secret]:\n%s", c)
 	}
