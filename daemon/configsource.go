@@ -98,23 +98,23 @@ func (d *Daemon) fetchSource(ctx context.Context, s *sourceState) bool {
 	if err == nil {
 		dir, err = d.checkoutSource(ctx, s, src, commit)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	l := d.lock()
+	defer l.unlock()
 	s.lastPoll = time.Now()
 	if err != nil {
 		if s.fetchErr == nil {
-			d.log.Warn("cannot fetch a config source; the config in force stays", "source", s.name, "err", err)
+			l.log.Warn("cannot fetch a config source; the config in force stays", "source", s.name, "err", err)
 		}
 		s.fetchErr = err
 		return false
 	}
 	if s.fetchErr != nil {
-		d.log.Info("config source is reachable again", "source", s.name)
+		l.log.Info("config source is reachable again", "source", s.name)
 	}
 	s.fetchErr = nil
 	changed := commit != s.latest
 	if changed {
-		d.log.Info("new config commit", "source", s.name, "commit", commit)
+		l.log.Info("new config commit", "source", s.name, "commit", commit)
 	}
 	s.latest, s.latestDir = commit, dir
 	return changed
@@ -154,15 +154,15 @@ func (d *Daemon) pollSources(ctx context.Context, force bool) bool {
 		if s.Git == nil {
 			continue
 		}
-		d.mu.Lock()
+		l := d.lock()
 		due := force || !time.Now().Before(s.nextPoll)
 		if s.Git.Pinned() && s.latest != "" {
 			due = false // a commit never moves
 		}
 		if due {
-			s.nextPoll = time.Now().Add(d.opts.SourcePoll)
+			s.nextPoll = time.Now().Add(l.opts.SourcePoll)
 		}
-		d.mu.Unlock()
+		l.unlock()
 		if due && d.fetchSource(ctx, s) {
 			changed = true
 		}
@@ -172,10 +172,10 @@ func (d *Daemon) pollSources(ctx context.Context, force bool) bool {
 
 // untilSourcePoll is how long until the next Git source is due.
 func (d *Daemon) untilSourcePoll() time.Duration {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	next := d.opts.SourcePoll
-	for _, s := range d.sources {
+	l := d.lock()
+	defer l.unlock()
+	next := l.opts.SourcePoll
+	for _, s := range l.sources {
 		if s.Git != nil && !(s.Git.Pinned() && s.latest != "") {
 			next = min(next, time.Until(s.nextPoll))
 		}
@@ -198,9 +198,9 @@ func (d *Daemon) watchSources(ctx context.Context) {
 		case <-timer.C:
 		}
 		changed := d.pollSources(ctx, false)
-		d.mu.Lock()
-		loaded := d.cfg != nil
-		d.mu.Unlock()
+		l := d.lock()
+		loaded := l.cfg != nil
+		l.unlock()
 		if changed || !loaded {
 			_ = d.reloadConfig("git", 0) // logged and recorded in ConfigStatus
 		}
@@ -212,23 +212,23 @@ func (d *Daemon) watchSources(ctx context.Context) {
 // repository in want poll now, and names them. A source following the
 // default branch polls on any push to its repository.
 func (d *Daemon) pushSources(want map[string]bool, branch string) []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	l := d.lock()
+	defer l.unlock()
 	var names []string
-	for _, s := range d.sources {
+	for _, s := range l.sources {
 		if s.Git == nil || s.Git.Pinned() || !want[spec.RepoKey(s.Git.URL)] {
 			continue
 		}
 		if ref := strings.TrimPrefix(s.Git.Ref, "refs/heads/"); ref != "" && ref != branch {
 			continue
 		}
-		d.opts.Fetcher.Forget(s.Git.URL)
+		l.opts.Fetcher.Forget(s.Git.URL)
 		s.nextPoll = time.Time{}
 		names = append(names, s.name)
 	}
 	if len(names) > 0 {
 		select {
-		case d.srcWake <- struct{}{}:
+		case l.srcWake <- struct{}{}:
 		default:
 		}
 	}
@@ -263,13 +263,13 @@ func (d *Daemon) restoreSources(ctx context.Context) {
 		cctx, cancel := context.WithTimeout(ctx, d.opts.PollTimeout)
 		dir, err := d.checkoutSource(cctx, s, d.sourceGit(s), rec.Commit)
 		cancel()
-		d.mu.Lock()
+		l := d.lock()
 		if err != nil {
 			s.fetchErr = err
 		} else {
 			s.applied, s.appliedDir, s.appliedAt = rec.Commit, dir, rec.AppliedAt
 		}
-		d.mu.Unlock()
+		l.unlock()
 	}
 }
 
@@ -278,19 +278,19 @@ func (d *Daemon) restoreSources(ctx context.Context) {
 // start. The others are polled as soon as the daemon runs.
 func (d *Daemon) fetchUnapplied(ctx context.Context) {
 	for _, s := range d.sources {
-		d.mu.Lock()
+		l := d.lock()
 		need := s.Git != nil && s.applied == ""
-		d.mu.Unlock()
+		l.unlock()
 		if need {
 			d.fetchSource(ctx, s)
 		}
 	}
 }
 
-// inputsLocked lists what a reload reads: each local path, and each Git
+// inputs lists what a reload reads: each local path, and each Git
 // source's newest checkout (or the one in force when no fetch succeeded
 // since the start).
-func (d *Daemon) inputsLocked() ([]spec.Input, []model.RevisionSource, error) {
+func (d locked) inputs() ([]spec.Input, []model.RevisionSource, error) {
 	var inputs []spec.Input
 	var revs []model.RevisionSource
 	for _, s := range d.sources {
@@ -317,9 +317,9 @@ func (d *Daemon) inputsLocked() ([]spec.Input, []model.RevisionSource, error) {
 	return inputs, revs, nil
 }
 
-// markAppliedLocked records that revs are in force, and returns the Git
+// markApplied records that revs are in force, and returns the Git
 // sources whose commit in force changed.
-func (d *Daemon) markAppliedLocked(revs []model.RevisionSource, now time.Time) []*sourceState {
+func (d locked) markApplied(revs []model.RevisionSource, now time.Time) []*sourceState {
 	var moved []*sourceState
 	for i, s := range d.sources {
 		s.configErr = ""
@@ -342,10 +342,10 @@ func (d *Daemon) markAppliedLocked(revs []model.RevisionSource, now time.Time) [
 // removes the checkouts no longer needed.
 func (d *Daemon) persistApplied(moved []*sourceState) {
 	for _, s := range moved {
-		d.mu.Lock()
+		l := d.lock()
 		rec := appliedRecord{Commit: s.applied, AppliedAt: s.appliedAt}
 		keep := map[string]bool{shortCommit(s.applied): true, shortCommit(s.latest): true}
-		d.mu.Unlock()
+		l.unlock()
 		data, _ := json.Marshal(rec)
 		if err := d.opts.Store.PutMeta(metaKey(s), data); err != nil {
 			d.log.Error("cannot record the commit in force of a config source", "source", s.name, "err", err)
@@ -384,10 +384,10 @@ func isHex(s string) bool {
 	return true
 }
 
-// attributeLocked gives each source the lines of a reload error found in
+// attribute gives each source the lines of a reload error found in
 // its files. An error no source's files show (a source that cannot be
 // read) goes to the Git sources whose new commit was being applied.
-func (d *Daemon) attributeLocked(err error) {
+func (d locked) attribute(err error) {
 	lines := strings.Split(err.Error(), "\n")
 	found := false
 	for _, s := range d.sources {

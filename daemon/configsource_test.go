@@ -257,10 +257,10 @@ stacks:
 	h.start()
 	h.eventually("deployed", func() bool { return h.ready("net") && h.ready("app") })
 	h.fetcher.set("https://git.example/infra.git", sha2, nil)
-	h.d.mu.Lock()
-	h.d.stacks["app"].pollNow = true // app polls first
-	h.d.markDirty(h.d.stacks["app"])
-	h.d.mu.Unlock()
+	l := h.d.lock()
+	l.stacks["app"].pollNow = true // app polls first
+	l.markDirty(l.stacks["app"])
+	l.unlock()
 	h.eventually("both at the new commit", func() bool {
 		n, a := h.last("net"), h.last("app")
 		return n != nil && a != nil && n.LastSuccessfulCommit == sha2 && a.LastSuccessfulCommit == sha2

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stackd/stackd/daemon/activity"
 	"github.com/stackd/stackd/daemon/decide"
 	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/livelog"
@@ -194,7 +195,7 @@ type Daemon struct {
 	cfg *spec.Config // nil until a first config is applied
 	// repoPolls are the polling rounds of the stacks' repositories, by
 	// spec.RepoKey.
-	repoPolls map[string]*repoPoll
+	repoPolls map[string]*sched.Round
 	// versions numbers the changes of the stacks' views.
 	versions uint64
 	// order is the evaluation order, nil when stacks or specs changed;
@@ -240,8 +241,34 @@ type Daemon struct {
 	loopCtx  context.Context
 }
 
+// locked is the daemon while its lock (mu) is held. What mu guards (the
+// fields of Daemon after it, and every stack's stackState) is read and
+// changed by methods of locked, which only lock makes: a caller without
+// the lock cannot call them. A locked is not used after unlock, nor by a
+// goroutine started under it, which takes the lock anew (TestLockRule).
+type locked struct{ *Daemon }
+
+// lock takes d.mu.
+func (d *Daemon) lock() locked {
+	d.mu.Lock()
+	return locked{d}
+}
+
+// unlock releases d.mu.
+func (d locked) unlock() { d.mu.Unlock() }
+
+// move applies e to st's activity. A refused event is a fault of the
+// loop's: it is logged, and the stack keeps its phase.
+func (d locked) move(st *stackState, e activity.Event) bool {
+	if err := st.act.Do(e); err != nil {
+		d.log.Error("the stack's activity refused a transition", "stack", st.rec.Name, "err", err)
+		return false
+	}
+	return true
+}
+
 // stackState is the daemon's in-memory view of one stack. Guarded by
-// Daemon.mu.
+// Daemon.mu: read and changed by methods of locked.
 type stackState struct {
 	stack *spec.Stack // nil once the stack left the config
 	rec   model.StackRecord
@@ -250,35 +277,27 @@ type stackState struct {
 	// for its destroy (kept in memory only).
 	gone    *spec.Stack
 	goneCfg *spec.Config
+	// act is what the stack is doing (activity.State); the loop moves it.
+	act activity.State
 
 	// commit is the source's current commit (a resolved branch, a pinned
 	// commit or a Program's revision); empty until known.
 	commit    string
 	sourceErr error
-	polling   bool
 	// pollNow asks for a poll before the next round of the stack's
 	// repository (a push, a sync, a new source); round is the last round
-	// of that repository the stack polled in.
+	// of that repository the stack polled in. Not a phase: a request
+	// comes in any phase, for the next poll.
 	pollNow bool
 	round   int
 	// version grows with every change of the stack's view (touch).
 	version uint64
-	running bool
-	cancel  context.CancelFunc // of the running operation
-	// previewing is set while a PreviewNow of the stack runs.
-	previewing bool
-	// blocked is why the stack cannot run right now (a reference that
-	// cannot be read, a source that cannot be fetched); it is retried at
-	// retryAt.
-	blocked bool
-	retryAt time.Time
-	// live is the running operation's log, for followers.
-	live *livelog.Log
+	// cancel and live are the running operation's; live is its log.
+	cancel context.CancelFunc
+	live   *livelog.Log
 	// commitSeen is when commit was first seen, for the commit-to-applied
 	// latency.
 	commitSeen time.Time
-	// waiting is set while the stack wants to run but cannot start yet.
-	waiting bool
 	// remediate is the reason of the next up when it repairs drift (it
 	// refreshes first): a remediation after a check, or a sync of a
 	// drifted stack.
@@ -286,19 +305,17 @@ type stackState struct {
 	// refusedPlan says why the last approved plan was not applied (it no
 	// longer held), for the plan that asks again.
 	refusedPlan string
-	// releasing is set once another replica should hold the stack: it is
-	// released when idle (a running operation ends first).
-	releasing bool
 	// breakLockAt is set when this replica took the stack from a holder
 	// that died during an update: its Pulumi lock may be left, and is
 	// broken by the next operation, which waits until then.
 	breakLockAt time.Time
 	// requested is the last sync request passed to the stack's holder.
 	requested string
-	// held is set while this replica acts on the stack (cluster mode):
-	// from the moment it took the stack over (gained) until it lost or
-	// released it.
-	held bool
+	// held and releasing are its ownership in cluster mode, which follows
+	// the cluster's events in any phase: held from taking the stack over
+	// (gained) until losing or releasing it; releasing once another
+	// replica should hold it, which it gets once no operation runs.
+	held, releasing bool
 	// scrubbed is the redactor's version the status was last cleaned at.
 	scrubbed uint64
 }
@@ -331,7 +348,7 @@ func New(cfg *spec.Config, opts Options) (*Daemon, error) {
 		resources: &resource.Cache{Off: opts.Ownership != nil},
 		cfg:       cfg,
 		sources:   newSourceStates(opts.Sources),
-		stacks:    map[string]*stackState{}, repoPolls: map[string]*repoPoll{}, waiters: map[string]bool{},
+		stacks:    map[string]*stackState{}, repoPolls: map[string]*sched.Round{}, waiters: map[string]bool{},
 		starved: map[string]bool{}, slotFreed: make(chan struct{}),
 		wake:    make(chan struct{}, 1),
 		srcWake: make(chan struct{}, 1),
@@ -362,28 +379,28 @@ func (d *Daemon) Start(ctx context.Context) error {
 	if d.cfg != nil {
 		d.learnConfig(d.cfg)
 	}
-	d.mu.Lock()
+	l := d.lock()
 	for _, rec := range recs {
 		st := &stackState{rec: rec}
-		if rec.Status.CurrentUpdate != nil && !d.clustered {
+		if rec.Status.CurrentUpdate != nil && !l.clustered {
 			st.rec.Status.CurrentUpdate = nil // marked aborted by recover
-			d.putStack(st)
+			l.putStack(st)
 		}
-		d.stacks[rec.Name] = st
+		l.stacks[rec.Name] = st
 	}
-	if d.cfg != nil {
-		err = d.applyLocked(d.cfg)
+	if l.cfg != nil {
+		err = l.apply(l.cfg)
 	}
-	d.mu.Unlock()
+	l.unlock()
 	if err != nil {
 		return err
 	}
 	if err := d.loadFirst(ctx); err != nil {
 		return err
 	}
-	d.mu.Lock()
-	d.started = true
-	d.mu.Unlock()
+	l = d.lock()
+	l.started = true
+	l.unlock()
 	d.loopCtx, d.stop = context.WithCancel(context.WithoutCancel(ctx))
 	d.opCtx, d.opStop = context.WithCancel(context.WithoutCancel(ctx))
 	d.loopWG.Add(1)
@@ -444,24 +461,24 @@ func (d *Daemon) recover() error {
 // errors). Stacks that left it are kept until their removal is done.
 func (d *Daemon) Apply(cfg *spec.Config) error {
 	d.learnConfig(cfg)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if err := d.applyLocked(cfg); err != nil {
+	l := d.lock()
+	defer l.unlock()
+	if err := l.apply(cfg); err != nil {
 		return err
 	}
-	d.fullPass = true
-	d.kick()
+	l.fullPass = true
+	l.kick()
 	return nil
 }
 
-func (d *Daemon) applyLocked(cfg *spec.Config) error {
-	return d.applyConfirmingLocked(cfg, false)
+func (d locked) apply(cfg *spec.Config) error {
+	return d.applyConfirming(cfg, false)
 }
 
-// applyConfirmingLocked is applyLocked; a stack that left the config
+// applyConfirming is apply; a stack that left the config
 // because its source is no longer configured is kept, orphaned, unless
 // confirm (the operator's override) removes it as any other.
-func (d *Daemon) applyConfirmingLocked(cfg *spec.Config, confirm bool) error {
+func (d locked) applyConfirming(cfg *spec.Config, confirm bool) error {
 	prev := d.cfg
 	d.cfg = cfg
 	inConfig := map[string]bool{}
@@ -489,7 +506,7 @@ func (d *Daemon) applyConfirmingLocked(cfg *spec.Config, confirm bool) error {
 		if !d.acts(st) {
 			continue // its holder records the removal
 		}
-		if src := d.unconfiguredLocked(st); src != "" && !confirm {
+		if src := d.unconfigured(st); src != "" && !confirm {
 			if st.rec.Orphaned == "" {
 				st.rec.Orphaned = orphanMessage(src)
 				d.putStack(st)
@@ -504,14 +521,14 @@ func (d *Daemon) applyConfirmingLocked(cfg *spec.Config, confirm bool) error {
 		}
 		d.log.Info("stack left the config", "stack", name)
 	}
-	d.declareStacksLocked()
+	d.declareStacks()
 	return nil
 }
 
-// unconfiguredLocked is the config source of st when that source is no
+// unconfigured is the config source of st when that source is no
 // longer among the daemon's; empty when it is, or is not known (a record
 // of an older stackd, a config given without sources).
-func (d *Daemon) unconfiguredLocked(st *stackState) string {
+func (d locked) unconfigured(st *stackState) string {
 	src := st.rec.Source
 	if st.stack != nil {
 		src = st.stack.Source
@@ -532,8 +549,8 @@ func orphanMessage(src string) string {
 	return fmt.Sprintf("source %s is no longer configured; kept until confirmed (stackd reload --allow-removal N, N counting this stack)", src)
 }
 
-// orphansLocked names the stacks kept since their source left.
-func (d *Daemon) orphansLocked() []string {
+// orphans names the stacks kept since their source left.
+func (d locked) orphans() []string {
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(d.stacks)) {
 		if d.stacks[name].rec.Orphaned != "" {
@@ -543,14 +560,14 @@ func (d *Daemon) orphansLocked() []string {
 	return out
 }
 
-// declareStacksLocked tells the ownership layer which stacks there are.
-func (d *Daemon) declareStacksLocked() {
+// declareStacks tells the ownership layer which stacks there are.
+func (d locked) declareStacks() {
 	d.own.SetStacks(slices.Collect(maps.Keys(d.stacks)))
 }
 
 // observeSpec takes s as st's spec, growing the generation when the
 // spec's hash changed.
-func (d *Daemon) observeSpec(st *stackState, s *spec.Stack) error {
+func (d locked) observeSpec(st *stackState, s *spec.Stack) error {
 	changedSource := st.stack == nil || sourceOf(st.stack) != sourceOf(s)
 	st.stack, d.order = s, nil
 	d.touch(st)
@@ -566,7 +583,7 @@ func (d *Daemon) observeSpec(st *stackState, s *spec.Stack) error {
 		st.rec.SpecHash = hash
 	}
 	st.rec.Removed, st.rec.Source, st.rec.Orphaned = false, s.Source, ""
-	st.blocked = false
+	st.act.Unblock()
 	if changedSource {
 		st.commit, st.sourceErr, st.pollNow = "", nil, true
 	}
@@ -590,9 +607,9 @@ func sourceOf(s *spec.Stack) string {
 // whatever it stops first, so that no moment reports a stopping process
 // waiting for nothing.
 func (d *Daemon) Stopping() {
-	d.mu.Lock()
-	d.stopping = true
-	d.mu.Unlock()
+	l := d.lock()
+	l.stopping = true
+	l.unlock()
 }
 
 // Stop stops scheduling, lets running operations finish until ctx ends,
@@ -617,7 +634,7 @@ func (d *Daemon) Stop(ctx context.Context) error {
 	return nil
 }
 
-// kick wakes the loop. Callers may hold d.mu.
+// kick wakes the loop, with or without the lock.
 func (d *Daemon) kick() {
 	select {
 	case d.wake <- struct{}{}:
@@ -650,64 +667,64 @@ func (d *Daemon) loop() {
 // Every stack is evaluated on a new config, on Resume, and once a
 // minute.
 func (d *Daemon) evaluate(now time.Time) time.Duration {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	l := d.lock()
+	defer l.unlock()
 	if t := time.Now(); t.After(now) {
 		now = t // not before what happened while it waited for the lock
 	}
 	next := time.Minute
-	if d.cfg == nil {
+	if l.cfg == nil {
 		return next // no config yet: no stack may be judged removed
 	}
-	full := d.fullPass || now.Sub(d.lastFull) >= time.Minute
+	full := l.fullPass || now.Sub(l.lastFull) >= time.Minute
 	if full {
-		d.fullPass, d.lastFull = false, now
+		l.fullPass, l.lastFull = false, now
 	}
-	names := d.queue.Take(now)
+	names := l.queue.Take(now)
 	if full {
-		names = d.orderLocked()
+		names = l.evalOrder()
 	} else {
-		slices.SortFunc(names, d.orderOf)
+		slices.SortFunc(names, l.orderOf)
 	}
 	for _, name := range names {
-		st := d.stacks[name]
+		st := l.stacks[name]
 		if st == nil {
-			d.forgetLocked(name) // finalized meanwhile
+			l.forget(name) // finalized meanwhile
 			continue
 		}
 		var pass passState
-		wait := d.evaluateStack(st, now, &pass)
-		if d.stacks[name] != st {
+		wait := l.evaluateStack(st, now, &pass)
+		if l.stacks[name] != st {
 			continue // finalized by its evaluation
 		}
-		d.queue.Clean(name)
+		l.queue.Clean(name)
 		var due time.Time // none: only an event concerns it
 		if wait > 0 {
 			due = now.Add(wait)
 		}
-		d.queue.SetDue(name, due)
+		l.queue.SetDue(name, due)
 		busy := pass.marked && st.stack != nil // a stack that left the config holds no wave
-		if src, w := sourceAndWave(st); d.waves.Set(name, src, w, busy) && !busy {
-			d.wakeWaiting() // a later sync wave may go now
+		if src, w := sourceAndWave(st); l.waves.Set(name, src, w, busy) && !busy {
+			l.wakeWaiting() // a later sync wave may go now
 		}
-		if st.waiting {
-			d.waiters[name] = true
+		if st.act.Waiting() {
+			l.waiters[name] = true
 		} else {
-			delete(d.waiters, name)
+			delete(l.waiters, name)
 		}
 	}
-	d.freeSlotLocked()
-	if d.queue.Dirty() { // marked by another stack's evaluation
+	l.freeSlot()
+	if l.queue.Dirty() { // marked by another stack's evaluation
 		return 10 * time.Millisecond
 	}
-	if wait, ok := d.queue.Next(now); ok {
+	if wait, ok := l.queue.Next(now); ok {
 		next = min(next, wait)
 	}
 	return max(next, 10*time.Millisecond)
 }
 
-// forgetLocked drops a stack that left the daemon.
-func (d *Daemon) forgetLocked(name string) {
+// forget drops a stack that left the daemon.
+func (d locked) forget(name string) {
 	delete(d.stacks, name)
 	delete(d.waiters, name)
 	delete(d.starved, name)
@@ -716,16 +733,15 @@ func (d *Daemon) forgetLocked(name string) {
 	d.order = nil
 }
 
-// markDirty asks for st's evaluation at the next pass. Called with d.mu
-// held.
-func (d *Daemon) markDirty(st *stackState) {
+// markDirty asks for st's evaluation at the next pass.
+func (d locked) markDirty(st *stackState) {
 	d.queue.MarkDirty(st.rec.Name)
 	d.kick()
 }
 
-// orderLocked lists stack names by sync wave, then name; it is kept
+// evalOrder lists stack names by sync wave, then name; it is kept
 // until stacks or specs change (d.order = nil).
-func (d *Daemon) orderLocked() []string {
+func (d locked) evalOrder() []string {
 	if d.order != nil && len(d.order) == len(d.stacks) {
 		return d.order
 	}
@@ -736,7 +752,7 @@ func (d *Daemon) orderLocked() []string {
 }
 
 // orderOf orders stacks by sync wave, then name.
-func (d *Daemon) orderOf(a, b string) int {
+func (d locked) orderOf(a, b string) int {
 	_, wa := sourceAndWave(d.stacks[a])
 	_, wb := sourceAndWave(d.stacks[b])
 	return cmp.Or(cmp.Compare(wa, wb), cmp.Compare(a, b))

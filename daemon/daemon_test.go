@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackd/stackd/daemon/activity"
 	"github.com/stackd/stackd/daemon/conditions"
 	"github.com/stackd/stackd/daemon/decide"
 	"github.com/stackd/stackd/daemon/model"
+	"github.com/stackd/stackd/daemon/sched"
 	"github.com/stackd/stackd/daemon/spec"
 
 	"github.com/stackd/stackd/daemon/notify"
@@ -1011,18 +1013,23 @@ func TestNotifications(t *testing.T) {
 // the queue at the next evaluation.
 func TestQueueDepthForgetsStacksThatNoLongerWait(t *testing.T) {
 	h := newHarness(t, oneStack, nil)
-	st := &stackState{stack: h.d.cfg.Stack("app"), waiting: true, commit: sha1,
+	st := &stackState{stack: h.d.cfg.Stack("app"), commit: sha1,
 		rec: model.StackRecord{Name: "app", Generation: 1, Status: model.StackStatus{LastUpdate: &model.LastUpdate{
 			Generation: 1, State: model.UpdateSucceeded, Type: model.UpdateUp, LastSuccessfulCommit: sha1, LastAttemptedCommit: sha1}}}}
+	if err := st.act.Do(activity.Want); err != nil { // it waits
+		t.Fatal(err)
+	}
 	st.round = 1 // polled in its repository's current round
-	h.d.repoPolls[spec.RepoKey(st.stack.Spec.ProjectRepo)] = &repoPoll{round: 1, next: time.Now().Add(time.Hour)}
+	round := &sched.Round{}
+	round.Join(time.Now(), time.Hour, time.Hour) // round 1, the next in an hour
+	h.d.repoPolls[spec.RepoKey(st.stack.Spec.ProjectRepo)] = round
 	h.d.stacks["app"], h.d.waiters["app"] = st, true
 	if got := h.d.Stats().Queued; got != 1 {
 		t.Fatalf("queued = %d before the evaluation, want 1", got)
 	}
-	h.d.mu.Lock()
-	h.d.evaluateStack(st, time.Now(), &passState{})
-	h.d.mu.Unlock()
+	l := h.d.lock()
+	l.evaluateStack(st, time.Now(), &passState{})
+	l.unlock()
 	if got := h.d.Stats().Queued; got != 0 {
 		t.Fatalf("queued = %d after an evaluation that found nothing to do", got)
 	}

@@ -15,11 +15,14 @@
 // "preview now" runner (daemon/previewnow), change windows
 // (daemon/window), notification delivery (daemon/notify), secret
 // scrubbing (daemon/scrub), the running operation's log
-// (daemon/livelog) and the scheduler's bookkeeping (daemon/sched).
+// (daemon/livelog), the scheduler's bookkeeping (daemon/sched) and a
+// stack's activity, one state and its transitions (daemon/activity).
+// What Daemon.mu guards is changed by methods of locked, which only lock
+// makes (TestLockRule checks what the compiler cannot).
 //
 // Where things are:
 //
-//	daemon.go        Daemon, Options, the Store interface; New, Start, Stop
+//	daemon.go        Daemon, Options, the Store interface, the lock (locked); New, Start, Stop
 //	interfaces.go    Fetcher, Runner, CommitReader, PlanDiscarder and their errors
 //	schedule.go      the scheduler: when each stack polls, waits or runs
 //	operate.go       one operation: start, record, finish, failure counting

@@ -13,7 +13,7 @@ import (
 
 // driftInterval is how often st is checked for drift; zero means never.
 // Intervals are honoured down to the resync floor.
-func (d *Daemon) driftInterval(st *stackState) time.Duration {
+func (d locked) driftInterval(st *stackState) time.Duration {
 	if st.stack == nil || st.stack.Spec.Preview {
 		return 0
 	}
@@ -28,7 +28,7 @@ func (d *Daemon) driftInterval(st *stackState) time.Duration {
 }
 
 // driftSchedule is st's cron schedule of drift checks, or nil.
-func (d *Daemon) driftSchedule(st *stackState) *spec.Cron {
+func (d locked) driftSchedule(st *stackState) *spec.Cron {
 	if st.stack == nil || st.stack.Spec.Preview || st.stack.Spec.DriftDetection == nil || st.stack.Spec.DriftDetection.Schedule == "" {
 		return nil
 	}
@@ -42,7 +42,7 @@ func (d *Daemon) driftSchedule(st *stackState) *spec.Cron {
 // driftDue says whether st should be checked now, and if not, how long
 // until it should (0: not until something changes). Only a stack whose
 // last update succeeded is checked, against the commit it applied.
-func (d *Daemon) driftDue(st *stackState, now time.Time) (bool, time.Duration) {
+func (d locked) driftDue(st *stackState, now time.Time) (bool, time.Duration) {
 	last := st.rec.Status.LastUpdate
 	if last == nil || last.State != model.UpdateSucceeded || last.LastSuccessfulCommit == "" || last.Type != model.UpdateUp {
 		return false, 0
@@ -70,15 +70,15 @@ func (d *Daemon) driftDue(st *stackState, now time.Time) (bool, time.Duration) {
 	return true, 0
 }
 
-// startDrift runs a drift check of st. Called with d.mu held.
-func (d *Daemon) startDrift(st *stackState, obs decide.Observation) {
+// startDrift runs a drift check of st.
+func (d locked) startDrift(st *stackState, obs decide.Observation) {
 	obs.Commit = st.rec.Status.LastUpdate.LastSuccessfulCommit
 	d.startOperation(st, decide.Decision{Run: true, Type: model.UpdateDrift, Reason: "Drift check"}, obs)
 }
 
 // recordDrift turns a finished check into the stack's drift status, and
 // asks for a remediation when the spec says so.
-func (d *Daemon) recordDrift(st *stackState, u model.Update, res model.Result, now time.Time) {
+func (d locked) recordDrift(st *stackState, u model.Update, res model.Result, now time.Time) {
 	prev := st.rec.Status.Drift
 	dr := &spec.DriftStatus{State: spec.DriftInSync, LastCheck: now, Check: u.ID}
 	if u.State != model.UpdateSucceeded {
@@ -111,7 +111,7 @@ func (d *Daemon) recordDrift(st *stackState, u model.Update, res model.Result, n
 // driftHealed clears a drifted stack's drift once an up that refreshed
 // first succeeded (u): the resources match the program again, so that the
 // status and drift_resolved need not wait for the next check.
-func (d *Daemon) driftHealed(st *stackState, u model.Update, now time.Time) {
+func (d locked) driftHealed(st *stackState, u model.Update, now time.Time) {
 	prev := st.rec.Status.Drift
 	if prev == nil || prev.State != spec.DriftDrifted {
 		return

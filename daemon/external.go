@@ -11,17 +11,17 @@ import (
 
 // Config is the config in force; nil before the first one.
 func (d *Daemon) Config() *spec.Config {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.cfg
+	l := d.lock()
+	defer l.unlock()
+	return l.cfg
 }
 
 // ConfigInputs lists what a reload would read: each local path and each
 // Git config source's newest checkout.
 func (d *Daemon) ConfigInputs() ([]spec.Input, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	inputs, _, err := d.inputsLocked()
+	l := d.lock()
+	defer l.unlock()
+	inputs, _, err := l.inputs()
 	return inputs, err
 }
 
@@ -64,14 +64,14 @@ func (d *Daemon) StackBackend(cfg *spec.Config, s *spec.Stack) (string, error) {
 // running operation until release is called.
 func (d *Daemon) AcquireSlot(ctx context.Context) (release func(), err error) {
 	for {
-		d.mu.Lock()
-		if d.running < d.opts.MaxConcurrent && !d.paused && len(d.starved) == 0 {
-			d.running++
-			d.mu.Unlock()
-			return sync.OnceFunc(d.releaseSlot), nil
+		l := d.lock()
+		if l.running < l.opts.MaxConcurrent && !l.paused && len(l.starved) == 0 {
+			l.running++
+			l.unlock()
+			return sync.OnceFunc(l.releaseSlot), nil
 		}
-		wake := d.slotFreed
-		d.mu.Unlock()
+		wake := l.slotFreed
+		l.unlock()
 		select {
 		case <-wake:
 		case <-ctx.Done():
@@ -81,16 +81,15 @@ func (d *Daemon) AcquireSlot(ctx context.Context) (release func(), err error) {
 }
 
 func (d *Daemon) releaseSlot() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.running--
-	d.wakeWaiting()
-	d.freeSlotLocked()
+	l := d.lock()
+	defer l.unlock()
+	l.running--
+	l.wakeWaiting()
+	l.freeSlot()
 }
 
-// freeSlotLocked wakes the callers of AcquireSlot to look again. Called
-// with d.mu held.
-func (d *Daemon) freeSlotLocked() {
+// freeSlot wakes the callers of AcquireSlot to look again.
+func (d locked) freeSlot() {
 	close(d.slotFreed)
 	d.slotFreed = make(chan struct{})
 }

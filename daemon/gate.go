@@ -121,10 +121,10 @@ func (d *Daemon) hold(j job, u model.Update, res model.Result, g *model.Gate) {
 	if err := d.opts.Store.PutLog(u.ID, j.st.live.Bytes()); err != nil {
 		d.storeError("cannot record the update's log", u.Stack, err, "update", u.ID)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	l := d.lock()
+	defer l.unlock()
 	st := j.st
-	d.release(st)
+	l.release(st)
 	s := &st.rec.Status
 	g.Refused, st.refusedPlan = st.refusedPlan, ""
 	s.CurrentUpdate, s.Gate = nil, g
@@ -137,18 +137,17 @@ func (d *Daemon) hold(j job, u model.Update, res model.Result, g *model.Gate) {
 		conditions.MarkAwaitingApproval(s, u.Message, st.rec.Generation, now)
 		event.Kind = notify.ApprovalNeeded
 	}
-	d.putStack(st)
-	d.opts.Notifier.Notify(event)
-	d.opts.Observer.UpdateFinished(u)
-	d.log.Info("change held", "stack", st.rec.Name, "state", g.State, "update", u.ID, "reason", g.Reason)
+	l.putStack(st)
+	l.opts.Notifier.Notify(event)
+	l.opts.Observer.UpdateFinished(u)
+	l.log.Info("change held", "stack", st.rec.Name, "state", g.State, "update", u.ID, "reason", g.Reason)
 }
 
 // planStale records an approved plan that the runner refused because it
 // no longer holds. It counts no failure and leaves the last update as it
 // was: the change still wants to run, so a new preview asks again at
 // once; a person stands between each such preview and the next refusal.
-// Called with d.mu held.
-func (d *Daemon) planStale(st *stackState, u model.Update, now time.Time) {
+func (d locked) planStale(st *stackState, u model.Update, now time.Time) {
 	s := &st.rec.Status
 	s.CurrentUpdate, st.refusedPlan = nil, u.Message
 	conditions.MarkReconciling(s, model.ReasonPlanStale, "the approved plan was not applied; a new preview follows: "+u.Message, st.rec.Generation, now)
@@ -157,9 +156,8 @@ func (d *Daemon) planStale(st *stackState, u model.Update, now time.Time) {
 
 // checkGate applies gate.Action to st, held by a gate, once Decide decided
 // dec. It returns whether st is held, and how long until time alone may
-// change that; for an approved plan it rewrites dec's reason. Called with
-// d.mu held.
-func (d *Daemon) checkGate(st *stackState, obs decide.Observation, dec *decide.Decision) (bool, time.Duration) {
+// change that; for an approved plan it rewrites dec's reason.
+func (d locked) checkGate(st *stackState, obs decide.Observation, dec *decide.Decision) (bool, time.Duration) {
 	g := st.rec.Status.Gate
 	if g == nil {
 		return false, 0
@@ -221,13 +219,13 @@ func (d *Daemon) Reject(name, plan, who, reason string) error {
 }
 
 func (d *Daemon) decidePlan(name, plan, who, comment string, approve bool) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	st := d.stacks[name]
+	l := d.lock()
+	defer l.unlock()
+	st := l.stacks[name]
 	if st == nil {
 		return ErrUnknownStack
 	}
-	if !d.acts(st) {
+	if !l.acts(st) {
 		return fmt.Errorf("stack %s: %w; decide on its plan through the replica that holds it", name, ErrNotOwner)
 	}
 	now := time.Now()
@@ -247,7 +245,7 @@ func (d *Daemon) decidePlan(name, plan, who, comment string, approve bool) error
 		g.State = model.GateApproved
 		conditions.MarkReconciling(&st.rec.Status, model.ReasonStackProcessing, fmt.Sprintf("%s approved by %s", g.PlanName(), who), st.rec.Generation, now)
 	} else {
-		d.discardPlan(name, g.Plan)
+		l.discardPlan(name, g.Plan)
 		note = fmt.Sprintf("rejected by %s at %s", who, now.UTC().Format(time.RFC3339))
 		if comment != "" {
 			note += ": " + comment
@@ -259,10 +257,10 @@ func (d *Daemon) decidePlan(name, plan, who, comment string, approve bool) error
 		conditions.MarkStalled(&st.rec.Status, model.ReasonPlanRejected, fmt.Sprintf("%s %s; %s", g.PlanName(), note, again), st.rec.Generation, now)
 		g.State = model.GateRejected
 	}
-	d.noteOnUpdate(g.Update, note)
-	d.putStack(st)
-	d.markDirty(st)
-	d.log.Info("plan decided", "stack", name, "plan", g.Plan.ID, "state", g.State, "by", who)
+	l.noteOnUpdate(g.Update, note)
+	l.putStack(st)
+	l.markDirty(st)
+	l.log.Info("plan decided", "stack", name, "plan", g.Plan.ID, "state", g.State, "by", who)
 	return nil
 }
 

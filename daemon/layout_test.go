@@ -32,7 +32,7 @@ var (
 	shared = []string{"daemon/model", "daemon/access", "daemon/audit"}
 	// selfContained of daemon's sub-packages import nothing of stackd's;
 	// onSpec import only the spec.
-	selfContained = []string{"daemon/spec", "daemon/livelog", "daemon/sched", "daemon/dirwatch"}
+	selfContained = []string{"daemon/spec", "daemon/livelog", "daemon/sched", "daemon/dirwatch", "daemon/activity"}
 	onSpec        = []string{"daemon/notify", "daemon/window", "daemon/review"}
 	// pure are the loop's parts that work on the shared words: they import
 	// the words, the spec and each other, never the loop.
@@ -255,4 +255,117 @@ func parseSources(t *testing.T, fset *token.FileSet, dir string) []*ast.File {
 		out = append(out, f)
 	}
 	return out
+}
+
+// TestLockRule keeps the lock rule the compiler cannot see: a locked
+// (the daemon under d.mu, the receiver of what needs it) is made by lock
+// alone, d.mu is taken and released by lock and unlock alone, a method of
+// locked takes the lock no more (it holds it), and no goroutine uses the
+// locked of the code that started it, which may have released it since:
+// it takes the lock anew, or is given d.Daemon.
+func TestLockRule(t *testing.T) {
+	fset := token.NewFileSet()
+	isLocked := func(e ast.Expr) bool { id, ok := e.(*ast.Ident); return ok && id.Name == "locked" }
+	isCall := func(n ast.Node, name string) bool {
+		c, ok := n.(*ast.CallExpr)
+		if !ok {
+			return false
+		}
+		sel, ok := c.Fun.(*ast.SelectorExpr)
+		return ok && sel.Sel.Name == name
+	}
+	for _, f := range parseSources(t, fset, ".") {
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			// The names of the locked values in fn: its receiver or
+			// parameters of type locked, and what lock() returns.
+			held := map[string]bool{}
+			lockedRecv := false
+			for _, fl := range []*ast.FieldList{fn.Recv, fn.Type.Params} {
+				for _, p := range fieldsOf(fl) {
+					for _, n := range p.Names {
+						if isLocked(p.Type) {
+							held[n.Name] = true
+							lockedRecv = lockedRecv || fl == fn.Recv
+						}
+					}
+				}
+			}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				if as, ok := n.(*ast.AssignStmt); ok && len(as.Rhs) == 1 && isCall(as.Rhs[0], "lock") {
+					if id, ok := as.Lhs[0].(*ast.Ident); ok {
+						held[id.Name] = true
+					}
+				}
+				return true
+			})
+			var goStmts []*ast.GoStmt
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				if n == nil {
+					return false
+				}
+				pos := fset.Position(n.Pos())
+				switch n := n.(type) {
+				case *ast.GoStmt:
+					goStmts = append(goStmts, n)
+					return false // checked below
+				case *ast.CompositeLit:
+					if isLocked(n.Type) && fn.Name.Name != "lock" {
+						t.Errorf("%s: %s makes a locked; only lock does", pos, fn.Name.Name)
+					}
+				case *ast.CallExpr:
+					sel, _ := n.Fun.(*ast.SelectorExpr)
+					if sel == nil {
+						break
+					}
+					if mu, ok := sel.X.(*ast.SelectorExpr); ok && mu.Sel.Name == "mu" && fn.Name.Name != "lock" && fn.Name.Name != "unlock" {
+						t.Errorf("%s: %s calls mu.%s; take the lock with lock() and release it with unlock()", pos, fn.Name.Name, sel.Sel.Name)
+					}
+					if lockedRecv && sel.Sel.Name == "lock" {
+						t.Errorf("%s: %s, a method of locked, takes the lock it holds", pos, fn.Name.Name)
+					}
+				}
+				return true
+			})
+			for _, g := range goStmts {
+				checkGoStmt(t, fset, fn.Name.Name, g, held)
+			}
+		}
+	}
+}
+
+// checkGoStmt fails when g refers to one of the locked values held, other
+// than as its Daemon, before it declares the name anew.
+func checkGoStmt(t *testing.T, fset *token.FileSet, fn string, g *ast.GoStmt, held map[string]bool) {
+	t.Helper()
+	own := map[string]token.Pos{}
+	ast.Inspect(g, func(n ast.Node) bool {
+		if as, ok := n.(*ast.AssignStmt); ok && as.Tok == token.DEFINE {
+			for _, l := range as.Lhs {
+				if id, ok := l.(*ast.Ident); ok && own[id.Name] == token.NoPos {
+					own[id.Name] = id.Pos()
+				}
+			}
+		}
+		return true
+	})
+	ast.Inspect(g, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "Daemon" {
+			return false // the daemon, not its lock
+		}
+		if id, ok := n.(*ast.Ident); ok && held[id.Name] && (own[id.Name] == token.NoPos || id.Pos() < own[id.Name]) {
+			t.Errorf("%s: a goroutine started in %s uses %s, the locked of its starter: take the lock anew", fset.Position(id.Pos()), fn, id.Name)
+		}
+		return true
+	})
+}
+
+func fieldsOf(fl *ast.FieldList) []*ast.Field {
+	if fl == nil {
+		return nil
+	}
+	return fl.List
 }

@@ -34,23 +34,23 @@ func (d *Daemon) Backup(w io.Writer) (int64, error) {
 // on, and requests wait for Resume. It returns how many operations still
 // run. A restart resumes.
 func (d *Daemon) Pause() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if !d.paused {
-		d.paused = true
-		d.log.Warn("paused: no operation starts until resumed")
+	l := d.lock()
+	defer l.unlock()
+	if !l.paused {
+		l.paused = true
+		l.log.Warn("paused: no operation starts until resumed")
 	}
-	return d.running
+	return l.running
 }
 
 // Resume lets operations start again.
 func (d *Daemon) Resume() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.paused {
-		d.paused = false
-		d.log.Info("resumed")
-		d.fullPass = true
-		d.kick()
+	l := d.lock()
+	defer l.unlock()
+	if l.paused {
+		l.paused = false
+		l.log.Info("resumed")
+		l.fullPass = true
+		l.kick()
 	}
 }

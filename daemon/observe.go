@@ -55,16 +55,16 @@ var ErrUnknownUpdate = errors.New("unknown update")
 
 // Stats reports the scheduler's gauges.
 func (d *Daemon) Stats() model.Stats {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	s := model.Stats{Running: d.running, Paused: d.paused}
-	for name := range d.waiters {
-		if st := d.stacks[name]; st != nil && !st.running && st.waiting {
+	l := d.lock()
+	defer l.unlock()
+	s := model.Stats{Running: l.running, Paused: l.paused}
+	for name := range l.waiters {
+		if st := l.stacks[name]; st != nil && st.act.Waiting() {
 			s.Queued++
 		}
 	}
-	for _, st := range d.stacks {
-		if g := st.rec.Status.Gate; g != nil && g.State == model.GateAwaiting && d.acts(st) {
+	for _, st := range l.stacks {
+		if g := st.rec.Status.Gate; g != nil && g.State == model.GateAwaiting && l.acts(st) {
 			s.AwaitingApproval++
 		}
 	}
@@ -73,9 +73,9 @@ func (d *Daemon) Stats() model.Stats {
 
 // Updates lists a stack's updates, newest first (see Store.Updates).
 func (d *Daemon) Updates(stack string, before uint64, limit int) ([]model.Update, error) {
-	d.mu.Lock()
-	_, known := d.stacks[stack]
-	d.mu.Unlock()
+	l := d.lock()
+	_, known := l.stacks[stack]
+	l.unlock()
 	if !known {
 		return nil, ErrUnknownStack
 	}
@@ -99,13 +99,13 @@ func (d *Daemon) Log(id string) ([]byte, *livelog.Log, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	d.mu.Lock()
-	st := d.stacks[u.Stack]
+	l := d.lock()
+	st := l.stacks[u.Stack]
 	var live *livelog.Log
-	if st != nil && st.running && st.rec.Status.CurrentUpdate != nil && st.rec.Status.CurrentUpdate.Name == id {
+	if st != nil && st.act.Running() && st.rec.Status.CurrentUpdate != nil && st.rec.Status.CurrentUpdate.Name == id {
 		live = st.live
 	}
-	d.mu.Unlock()
+	l.unlock()
 	if live != nil {
 		return nil, live, nil
 	}
@@ -133,25 +133,25 @@ func (d *Daemon) Push(urls []string, branch string) model.PushResult {
 }
 
 func (d *Daemon) pushStacks(want map[string]bool, branch string) []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	l := d.lock()
+	defer l.unlock()
 	var names []string
-	for _, name := range slices.Sorted(maps.Keys(d.stacks)) {
-		st := d.stacks[name]
+	for _, name := range slices.Sorted(maps.Keys(l.stacks)) {
+		st := l.stacks[name]
 		if !tracksBranch(st) || strings.TrimPrefix(st.stack.Spec.Branch, "refs/heads/") != branch {
 			continue
 		}
-		src, err := d.gitSource(st.stack)
+		src, err := l.gitSource(st.stack)
 		if err != nil || !want[spec.RepoKey(src.URL)] {
 			continue
 		}
-		d.opts.Fetcher.Forget(src.URL)
+		l.opts.Fetcher.Forget(src.URL)
 		st.pollNow = true
-		d.markDirty(st)
+		l.markDirty(st)
 		names = append(names, name)
 	}
 	if len(names) > 0 {
-		d.kick()
+		l.kick()
 	}
 	return names
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/stackd/stackd/daemon/activity"
 	"github.com/stackd/stackd/daemon/conditions"
 	"github.com/stackd/stackd/daemon/decide"
 	"github.com/stackd/stackd/daemon/gate"
@@ -17,7 +18,7 @@ import (
 	"github.com/stackd/stackd/daemon/notify"
 )
 
-// job is one operation's inputs, captured under d.mu when it starts.
+// job is one operation's inputs, captured under the lock when it starts.
 type job struct {
 	st      *stackState
 	stack   *spec.Stack // nil for a removed stack
@@ -51,9 +52,11 @@ type job struct {
 }
 
 // startOperation marks st running and runs its operation in the
-// background. Called with d.mu held.
-func (d *Daemon) startOperation(st *stackState, dec decide.Decision, obs decide.Observation) {
-	st.running = true
+// background.
+func (d locked) startOperation(st *stackState, dec decide.Decision, obs decide.Observation) {
+	if !d.move(st, activity.Start) {
+		return
+	}
 	d.running++
 	ctx, cancel := context.WithCancel(d.opCtx)
 	st.cancel = cancel
@@ -75,16 +78,14 @@ func (d *Daemon) startOperation(st *stackState, dec decide.Decision, obs decide.
 	}
 	d.log.Info("operation starting", "stack", st.rec.Name, "type", dec.Type, "reason", dec.Reason)
 	d.workWG.Add(1)
-	go func() {
-		defer d.workWG.Done()
-		defer cancel()
-		d.operate(ctx, j)
-	}()
+	go d.Daemon.operate(ctx, cancel, j)
 }
 
 // operate prepares the workspace, records the update, runs it and
-// records the outcome.
-func (d *Daemon) operate(ctx context.Context, j job) {
+// records the outcome; then it cancels ctx and tells Stop it is done.
+func (d *Daemon) operate(ctx context.Context, cancel context.CancelFunc, j job) {
+	defer d.workWG.Done()
+	defer cancel()
 	p, err := d.prepare(ctx, j)
 	if err != nil {
 		d.notPrepared(j, err)
@@ -153,16 +154,16 @@ func (d *Daemon) notPrepared(j job, err error) {
 		reason = pe.reason
 	}
 	d.log.Warn("cannot prepare the stack's workspace", "stack", j.st.rec.Name, "reason", reason, "err", err)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.release(j.st)
-	d.blockLocked(j.st, reason, err, time.Now())
+	l := d.lock()
+	defer l.unlock()
+	l.release(j.st)
+	l.block(j.st, reason, err, time.Now())
 }
 
 // release ends st's running state; an operation that outlived the loss
-// of its stack acknowledges that loss. Called with d.mu held.
-func (d *Daemon) release(st *stackState) {
-	st.running = false
+// of its stack acknowledges that loss.
+func (d locked) release(st *stackState) {
+	d.move(st, activity.End)
 	st.cancel = nil
 	st.live.Close()
 	d.running--
@@ -175,8 +176,7 @@ func (d *Daemon) release(st *stackState) {
 
 // wakeWaiting marks dirty the stacks that wait for a worker, a
 // prerequisite or a sync wave: a stack's change may let them start.
-// Called with d.mu held.
-func (d *Daemon) wakeWaiting() {
+func (d locked) wakeWaiting() {
 	for name := range d.waiters {
 		d.queue.MarkDirty(name)
 	}
@@ -187,8 +187,8 @@ func (d *Daemon) wakeWaiting() {
 // spec.paths (same digest as at the last successful up): nothing runs,
 // the stack notes the commit as seen and stays Ready.
 func (d *Daemon) skipCommit(j job) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	l := d.lock()
+	defer l.unlock()
 	st := j.st
 	if !j.newCommit || j.pathsHash == "" || j.pathsHash != st.rec.PathsHash {
 		return false
@@ -196,9 +196,9 @@ func (d *Daemon) skipCommit(j job) bool {
 	globs, _ := j.stack.Spec.PathFilter()
 	reason := fmt.Sprintf("changes no file of paths %v", globs)
 	st.rec.Status.SkippedCommit = &model.SkippedCommit{Commit: j.obs.Commit, Reason: reason, Time: time.Now()}
-	d.release(st)
-	d.putStack(st)
-	d.log.Info("new commit skipped", "stack", st.rec.Name, "commit", j.obs.Commit, "reason", reason)
+	l.release(st)
+	l.putStack(st)
+	l.log.Info("new commit skipped", "stack", st.rec.Name, "commit", j.obs.Commit, "reason", reason)
 	return true
 }
 
@@ -221,10 +221,10 @@ func (d *Daemon) begin(j job, p *prepared) (model.Update, error) {
 	if err != nil {
 		return model.Update{}, fmt.Errorf("record the update: %w", err)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	l := d.lock()
+	defer l.unlock()
 	st := j.st
-	st.blocked = false
+	st.act.Unblock()
 	if j.override != nil && st.rec.WindowOverride == j.override {
 		st.rec.WindowOverride = nil // used
 	}
@@ -238,7 +238,7 @@ func (d *Daemon) begin(j job, p *prepared) (model.Update, error) {
 		st.rec.Status.Retry = nil
 		conditions.MarkReconciling(&st.rec.Status, model.ReasonStackProcessing, "stack is being processed: "+j.reason, st.rec.Generation, now)
 	}
-	d.putStack(st)
+	l.putStack(st)
 	return u, nil
 }
 
@@ -283,9 +283,9 @@ func (d *Daemon) finish(ctx context.Context, j job, u model.Update, res model.Re
 			u.State, u.Message = model.UpdateAborted, "interrupted: stackd was stopping"
 		}
 	}
-	d.mu.Lock()
-	acts := d.acts(j.st)
-	d.mu.Unlock()
+	l := d.lock()
+	acts := l.acts(j.st)
+	l.unlock()
 	if !acts {
 		d.log.Info("not recording the outcome of the update: another replica holds the stack now", "stack", u.Stack, "update", u.ID)
 	} else {
@@ -303,29 +303,29 @@ func (d *Daemon) finish(ctx context.Context, j job, u model.Update, res model.Re
 			d.opts.Observer.ResourcesExportFailed(u.Stack)
 		}
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	l = d.lock()
+	defer l.unlock()
 	st := j.st
-	d.release(st)
+	l.release(st)
 	if j.gate != nil {
 		st.rec.Status.Gate = nil // applied, or it failed: a new preview asks again
 	}
 	if j.stalePlan && u.State == model.UpdateFailed {
-		d.planStale(st, u, now)
+		l.planStale(st, u, now)
 	} else {
-		d.recordOutcome(st, j, u, res, now)
+		l.recordOutcome(st, j, u, res, now)
 	}
-	d.putStack(st)
-	d.opts.Observer.UpdateFinished(u)
+	l.putStack(st)
+	l.opts.Observer.UpdateFinished(u)
 	if u.State == model.UpdateFailed {
-		d.log.Warn("operation failed", "stack", st.rec.Name, "type", u.Type, "update", u.ID, "commit", u.Commit, "err", u.Message)
+		l.log.Warn("operation failed", "stack", st.rec.Name, "type", u.Type, "update", u.ID, "commit", u.Commit, "err", u.Message)
 	} else {
-		d.log.Info("operation finished", "stack", st.rec.Name, "type", u.Type, "state", u.State, "update", u.ID)
+		l.log.Info("operation finished", "stack", st.rec.Name, "type", u.Type, "state", u.State, "update", u.ID)
 	}
 }
 
 // recordOutcome updates st's status for a finished update u.
-func (d *Daemon) recordOutcome(st *stackState, j job, u model.Update, res model.Result, now time.Time) {
+func (d locked) recordOutcome(st *stackState, j job, u model.Update, res model.Result, now time.Time) {
 	s := &st.rec.Status
 	if u.Type == model.UpdateDrift {
 		s.CurrentUpdate = nil

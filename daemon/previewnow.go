@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/stackd/stackd/daemon/activity"
 	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/previewnow"
 )
@@ -34,28 +35,27 @@ type PreviewStore interface {
 // too, never waits for a worker, and never changes the stack's status,
 // history or resources: the runner previews a copy of the stack's state.
 func (d *Daemon) PreviewNow(name string) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	st := d.stacks[name]
+	l := d.lock()
+	defer l.unlock()
+	st := l.stacks[name]
 	switch {
 	case st == nil:
 		return ErrUnknownStack
 	case st.stack == nil:
 		return fmt.Errorf("stack %s left the config: %w", name, ErrPreviewRefused)
-	case !d.acts(st):
+	case !l.acts(st):
 		return fmt.Errorf("stack %s is held by another replica, which previews it: %w", name, ErrPreviewRefused)
-	case st.previewing:
+	case st.act.Do(activity.Preview) != nil: // refused: one runs
 		return fmt.Errorf("stack %s: a preview runs already: %w", name, ErrPreviewRefused)
 	}
-	st.previewing = true
-	j := job{st: st, stack: st.stack, cfg: d.cfg, typ: model.UpdatePreview}
-	d.workWG.Add(1)
+	j := job{st: st, stack: st.stack, cfg: l.cfg, typ: model.UpdatePreview}
+	l.workWG.Add(1)
 	go func() {
 		defer d.workWG.Done()
 		d.previewNow(d.opCtx, j)
-		d.mu.Lock()
-		st.previewing = false
-		d.mu.Unlock()
+		l := d.lock()
+		l.move(st, activity.Previewed)
+		l.unlock()
 	}()
 	return nil
 }
@@ -63,9 +63,9 @@ func (d *Daemon) PreviewNow(name string) error {
 // LastPreview returns the named stack's last preview; ErrNotFound
 // (wrapped) when it never had one.
 func (d *Daemon) LastPreview(name string) (model.StackPreview, error) {
-	d.mu.Lock()
-	st := d.stacks[name]
-	d.mu.Unlock()
+	l := d.lock()
+	st := l.stacks[name]
+	l.unlock()
 	if st == nil {
 		return model.StackPreview{}, ErrUnknownStack
 	}

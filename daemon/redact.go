@@ -17,7 +17,7 @@ import (
 // config, learned whenever a config is read; what an operation resolves
 // (other stacks' secret outputs), learned when it starts. Its choke
 // points are the Store (every record written or read), the Notifier,
-// the status in memory (putStack, viewLocked) and an operation's log.
+// the status in memory (putStack, view) and an operation's log.
 
 // Redactor is the daemon's redactor: work outside the reconcile loop (a
 // pull request's preview) cleans what it shows with it.
@@ -120,10 +120,9 @@ func (n scrubNotifier) Notify(e notify.Event) {
 	n.Notifier.Notify(e)
 }
 
-// scrubLocked cleans st's status in memory when secrets were learned
-// since it was last cleaned, and records it when that changed it. Called
-// with d.mu held.
-func (d *Daemon) scrubLocked(st *stackState) {
+// cleanStatus cleans st's status in memory when secrets were learned
+// since it was last cleaned, and records it when that changed it.
+func (d locked) cleanStatus(st *stackState) {
 	v := d.red.Version()
 	if st.scrubbed == v {
 		return

@@ -48,9 +48,9 @@ func (d *Daemon) reloadConfig(trigger string, allowRemoval int) error {
 	d.reloadMu.Lock()
 	defer d.reloadMu.Unlock()
 	now := time.Now()
-	d.mu.Lock()
-	inputs, revs, err := d.inputsLocked()
-	d.mu.Unlock()
+	l := d.lock()
+	inputs, revs, err := l.inputs()
+	l.unlock()
 	if err != nil { // a Git source not fetched yet: no revision to judge
 		err = fmt.Errorf("config not applied: %w", err)
 		return d.recordReload(now, err)
@@ -72,43 +72,43 @@ func (d *Daemon) reloadConfig(trigger string, allowRemoval int) error {
 // revision it applied.
 func (d *Daemon) swap(cfg *spec.Config, revs []model.RevisionSource, trigger string, now time.Time, allowRemoval int) error {
 	d.learnConfig(cfg) // also when it is the same: a Secret file may have changed
-	d.mu.Lock()
-	sameConfig := d.cfg != nil && cfg.Fingerprint() == d.cfg.Fingerprint()
+	l := d.lock()
+	sameConfig := l.cfg != nil && cfg.Fingerprint() == l.cfg.Fingerprint()
 	rev := model.ConfigRevision{Time: now, Trigger: trigger, Sources: revs, Applied: true}
 	// Stacks whose source is no longer configured are kept unless the
 	// override covers every stack this reload removes, them included.
-	orphans := d.orphansOfLocked(cfg)
-	_, _, removed := d.diffLocked(cfg)
+	orphans := l.orphansOf(cfg)
+	_, _, removed := l.diff(cfg)
 	confirm := allowRemoval > 0 && len(orphans) > 0 && allowRemoval >= len(removed)
 	if !sameConfig || confirm {
-		why, removes := d.guardLocked(cfg, allowRemoval)
-		d.reload.Removes = removes
+		why, removes := l.guard(cfg, allowRemoval)
+		l.reload.Removes = removes
 		if why != "" {
-			d.mu.Unlock()
+			l.unlock()
 			return fmt.Errorf("config not applied: %s", why)
 		}
 		if removes > 0 || confirm {
 			rev.AllowedRemoval = allowRemoval
 		}
-		rev.Added, rev.Changed, rev.Removed = d.diffLocked(cfg)
+		rev.Added, rev.Changed, rev.Removed = l.diff(cfg)
 		if !confirm {
 			rev.Removed = slices.DeleteFunc(rev.Removed, func(n string) bool { return slices.Contains(orphans, n) })
 		}
-		if err := d.applyConfirmingLocked(cfg, confirm); err != nil {
-			d.mu.Unlock()
+		if err := l.applyConfirming(cfg, confirm); err != nil {
+			l.unlock()
 			return err
 		}
-		d.fullPass = true
-		d.kick()
+		l.fullPass = true
+		l.kick()
 	}
-	moved := d.markAppliedLocked(revs, now)
+	moved := l.markApplied(revs, now)
 	// Recorded before the loop can act on the new config, so that the
 	// history shows a revision before what it caused.
 	if len(rev.Added)+len(rev.Changed)+len(rev.Removed) > 0 || len(moved) > 0 {
-		d.lastRefused = nil
-		d.putRevision(rev)
+		l.lastRefused = nil
+		l.putRevision(rev)
 	}
-	d.mu.Unlock()
+	l.unlock()
 	d.persistApplied(moved)
 	if sameConfig && len(moved) == 0 {
 		d.log.Debug("config reloaded: nothing changed", "trigger", trigger)
@@ -122,18 +122,18 @@ func (d *Daemon) swap(cfg *spec.Config, revs []model.RevisionSource, trigger str
 // refused records a revision that was not applied, unless it repeats the
 // last one refused (a broken commit is seen again on every poll).
 func (d *Daemon) refused(revs []model.RevisionSource, trigger string, now time.Time, err error) {
-	d.mu.Lock()
-	d.attributeLocked(err)
-	last := d.lastRefused
-	d.mu.Unlock()
+	l := d.lock()
+	l.attribute(err)
+	last := l.lastRefused
+	l.unlock()
 	rev := model.ConfigRevision{Time: now, Trigger: trigger, Sources: revs, Error: err.Error()}
 	if last != nil && last.Error == rev.Error && slices.Equal(last.Sources, rev.Sources) {
 		return
 	}
 	d.putRevision(rev)
-	d.mu.Lock()
-	d.lastRefused = &rev
-	d.mu.Unlock()
+	l = d.lock()
+	l.lastRefused = &rev
+	l.unlock()
 }
 
 func (d *Daemon) putRevision(rev model.ConfigRevision) {
@@ -145,12 +145,12 @@ func (d *Daemon) putRevision(rev model.ConfigRevision) {
 	}
 }
 
-// runningLocked names the operations in flight: "<stack> (<update>)".
-func (d *Daemon) runningLocked() []string {
+// operations names the operations in flight: "<stack> (<update>)".
+func (d locked) operations() []string {
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(d.stacks)) {
 		st := d.stacks[name]
-		if !st.running {
+		if !st.act.Running() {
 			continue
 		}
 		op := name
@@ -162,28 +162,28 @@ func (d *Daemon) runningLocked() []string {
 	return out
 }
 
-// orphansOfLocked names the stacks cfg lacks whose config source is no
+// orphansOf names the stacks cfg lacks whose config source is no
 // longer configured: those kept, orphaned, until confirmed.
-func (d *Daemon) orphansOfLocked(cfg *spec.Config) []string {
+func (d locked) orphansOf(cfg *spec.Config) []string {
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(d.stacks)) {
 		st := d.stacks[name]
-		if cfg.Stack(name) == nil && !st.rec.Removed && d.unconfiguredLocked(st) != "" {
+		if cfg.Stack(name) == nil && !st.rec.Removed && d.unconfigured(st) != "" {
 			out = append(out, name)
 		}
 	}
 	return out
 }
 
-// guardLocked refuses a config that removes too many stacks, unless
+// guard refuses a config that removes too many stacks, unless
 // allowed: by --allow-mass-removal, or once for up to allowRemoval
 // stacks. removes is how many stacks the guard stood against (0 when it
 // let cfg pass on its own).
-func (d *Daemon) guardLocked(cfg *spec.Config, allowRemoval int) (why string, removes int) {
+func (d locked) guard(cfg *spec.Config, allowRemoval int) (why string, removes int) {
 	if d.opts.AllowMassRemoval {
 		return "", 0
 	}
-	cur := d.currentLocked()
+	cur := d.current()
 	if why = spec.MassRemoval(cur, cfg); why == "" {
 		return "", 0
 	}
@@ -197,10 +197,10 @@ func (d *Daemon) guardLocked(cfg *spec.Config, allowRemoval int) (why string, re
 	return "", removes
 }
 
-// currentLocked is the config in force; before one was applied, the
+// current is the config in force; before one was applied, the
 // stacks the store holds stand for it, so that a first config that
 // lacks most of them is refused too.
-func (d *Daemon) currentLocked() *spec.Config {
+func (d locked) current() *spec.Config {
 	if d.cfg != nil {
 		return d.cfg
 	}
@@ -208,16 +208,16 @@ func (d *Daemon) currentLocked() *spec.Config {
 	for _, name := range slices.Sorted(maps.Keys(d.stacks)) {
 		// A stack whose source is no longer configured is kept, not
 		// removed: it does not count against the guard.
-		if st := d.stacks[name]; !st.rec.Removed && d.unconfiguredLocked(st) == "" {
+		if st := d.stacks[name]; !st.rec.Removed && d.unconfigured(st) == "" {
 			cur.Stacks = append(cur.Stacks, &spec.Stack{Name: name})
 		}
 	}
 	return cur
 }
 
-// diffLocked names the stacks cfg adds, changes (spec or annotations)
+// diff names the stacks cfg adds, changes (spec or annotations)
 // and removes, against the stacks the daemon has.
-func (d *Daemon) diffLocked(cfg *spec.Config) (added, changed, removed []string) {
+func (d locked) diff(cfg *spec.Config) (added, changed, removed []string) {
 	in := map[string]bool{}
 	for _, s := range cfg.Stacks {
 		in[s.Name] = true
@@ -225,7 +225,7 @@ func (d *Daemon) diffLocked(cfg *spec.Config) (added, changed, removed []string)
 		switch {
 		case st == nil || st.rec.Removed:
 			added = append(added, s.Name)
-		case d.changedLocked(st, s):
+		case d.changed(st, s):
 			changed = append(changed, s.Name)
 		}
 	}
@@ -239,13 +239,13 @@ func (d *Daemon) diffLocked(cfg *spec.Config) (added, changed, removed []string)
 	return added, changed, removed
 }
 
-// changedLocked says whether s differs from stack st as the config in
+// changed says whether s differs from stack st as the config in
 // force has it. It compares with the config in force rather than with
 // st's record: in a cluster another replica may already have written the
 // new spec's hash into the record, and the leader would then see no
 // change and record no revision. Before the first config, the record is
 // all there is.
-func (d *Daemon) changedLocked(st *stackState, s *spec.Stack) bool {
+func (d locked) changed(st *stackState, s *spec.Stack) bool {
 	if d.cfg != nil {
 		if old := d.cfg.Stack(s.Name); old != nil {
 			return old.SpecHash() != s.SpecHash() || !maps.Equal(old.Annotations, s.Annotations)
@@ -260,14 +260,14 @@ func (d *Daemon) recordReload(now time.Time, err error) error {
 	if err != nil {
 		d.log.Error("config not applied; the config in force stays", "err", err)
 	}
-	d.mu.Lock()
-	d.reload.LastAttempt, d.reload.Successful, d.reload.Error = now, err == nil, ""
+	l := d.lock()
+	l.reload.LastAttempt, l.reload.Successful, l.reload.Error = now, err == nil, ""
 	if err != nil {
-		d.reload.Error = err.Error()
+		l.reload.Error = err.Error()
 	} else {
-		d.reload.LastSuccess, d.reload.Removes = now, 0
+		l.reload.LastSuccess, l.reload.Removes = now, 0
 	}
-	d.mu.Unlock()
+	l.unlock()
 	d.opts.Observer.ConfigReloaded(d.ConfigStatus())
 	return err
 }
@@ -275,22 +275,22 @@ func (d *Daemon) recordReload(now time.Time, err error) error {
 // ConfigStatus reports the last config load, each source's state and the
 // config's health.
 func (d *Daemon) ConfigStatus() model.ConfigStatus {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	status := d.reload
-	status.Paused = d.paused
-	status.Orphaned = d.orphansLocked()
-	if status.Stopping = d.stopping; d.stopping {
-		status.WaitingFor = d.runningLocked()
+	l := d.lock()
+	defer l.unlock()
+	status := l.reload
+	status.Paused = l.paused
+	status.Orphaned = l.orphans()
+	if status.Stopping = l.stopping; l.stopping {
+		status.WaitingFor = l.operations()
 	}
-	for _, s := range d.sources {
-		status.Sources = append(status.Sources, d.sourceStatusLocked(s))
+	for _, s := range l.sources {
+		status.Sources = append(status.Sources, l.sourceStatus(s))
 	}
 	h := model.Health{Status: model.HealthHealthy, Message: "the config is applied and every source is healthy"}
 	switch {
 	case status.Error != "":
 		h = model.Health{Status: model.HealthDegraded, Message: status.Error}
-	case d.cfg == nil:
+	case l.cfg == nil:
 		h = model.Health{Status: model.HealthProgressing, Message: "waiting for a first config"}
 	default:
 		for _, ss := range status.Sources {
@@ -300,14 +300,14 @@ func (d *Daemon) ConfigStatus() model.ConfigStatus {
 		}
 	}
 	status.Health = &h
-	if r, ok := d.opts.Policies.(PolicyReporter); ok {
+	if r, ok := l.opts.Policies.(PolicyReporter); ok {
 		ps := r.PolicyStatus()
 		status.Policies = &ps
 	}
-	return scrub.ConfigStatus(status, d.red)
+	return scrub.ConfigStatus(status, l.red)
 }
 
-func (d *Daemon) sourceStatusLocked(s *sourceState) model.SourceStatus {
+func (d locked) sourceStatus(s *sourceState) model.SourceStatus {
 	ss := model.SourceStatus{Source: s.name, Git: s.Git, Commit: s.applied, LatestCommit: s.latest,
 		LastPoll: s.lastPoll, AppliedAt: s.appliedAt, Error: s.configErr}
 	if s.fetchErr != nil {

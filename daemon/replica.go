@@ -59,11 +59,11 @@ func (d *Daemon) gained(name string) {
 	rec, recErr := d.opts.Store.Stack(name)
 	recent, _ := d.opts.Store.Updates(name, 0, 3)
 	now := time.Now()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	st := d.stacks[name]
+	l := d.lock()
+	defer l.unlock()
+	st := l.stacks[name]
 	if st == nil {
-		d.own.Release(name) // no longer known here
+		l.own.Release(name) // no longer known here
 		return
 	}
 	st.releasing = false
@@ -75,13 +75,14 @@ func (d *Daemon) gained(name string) {
 	case recErr == nil:
 		st.rec = rec
 	case !errors.Is(recErr, model.ErrNotFound):
-		d.log.Error("cannot read the record of a stack taken over", "stack", name, "err", recErr)
+		l.log.Error("cannot read the record of a stack taken over", "stack", name, "err", recErr)
 	}
-	st.commit, st.sourceErr, st.pollNow, st.blocked = "", nil, true, false
+	st.commit, st.sourceErr, st.pollNow = "", nil, true
+	st.act.Unblock()
 	if len(recent) > 0 && recent[0].State == model.UpdateAborted && recent[0].PullRequest == 0 {
 		// Interrupted by the last holder (a handover after its grace): its
 		// CLI has ended, but may not have released the lock.
-		st.breakLockAt = now.Add(d.opts.HandoverGrace)
+		st.breakLockAt = now.Add(l.opts.HandoverGrace)
 	}
 	for _, u := range recent {
 		if u.State != model.UpdateRunning || u.Type == model.UpdatePreview {
@@ -92,23 +93,23 @@ func (d *Daemon) gained(name string) {
 		if u.Node != "" {
 			u.Message = fmt.Sprintf("replica %s stopped holding the stack during the update", u.Node)
 		}
-		if err := d.opts.Store.PutUpdate(u); err != nil {
-			d.log.Error("cannot mark an update of a stack taken over aborted", "update", u.ID, "err", err)
+		if err := l.opts.Store.PutUpdate(u); err != nil {
+			l.log.Error("cannot mark an update of a stack taken over aborted", "update", u.ID, "err", err)
 		}
-		st.breakLockAt = now.Add(d.opts.HandoverGrace)
-		d.log.Warn("update left running by the stack's last holder; marked aborted", "stack", name, "update", u.ID, "node", u.Node)
+		st.breakLockAt = now.Add(l.opts.HandoverGrace)
+		l.log.Warn("update left running by the stack's last holder; marked aborted", "stack", name, "update", u.ID, "node", u.Node)
 	}
 	st.rec.Status.CurrentUpdate = nil
 	if st.stack != nil {
-		if err := d.observeSpec(st, st.stack); err != nil {
-			d.log.Error("cannot record the spec of a stack taken over", "stack", name, "err", err)
+		if err := l.observeSpec(st, st.stack); err != nil {
+			l.log.Error("cannot record the spec of a stack taken over", "stack", name, "err", err)
 		}
 	} else {
 		st.rec.Removed = true
 	}
-	d.putStack(st)
-	d.log.Info("now acting on the stack", "stack", name)
-	d.kick()
+	l.putStack(st)
+	l.log.Info("now acting on the stack", "stack", name)
+	l.kick()
 }
 
 // lost stops acting on a stack at once: its running operation is
@@ -116,34 +117,34 @@ func (d *Daemon) gained(name string) {
 // acknowledged (Release) once that operation has ended (release), so
 // that the replica takes the stack again only after it.
 func (d *Daemon) lost(name string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	st := d.stacks[name]
-	if st == nil || !st.running {
-		d.own.Release(name)
+	l := d.lock()
+	defer l.unlock()
+	st := l.stacks[name]
+	if st == nil || !st.act.Running() {
+		l.own.Release(name)
 	}
 	if st == nil {
 		return
 	}
 	st.releasing, st.held = false, false
-	d.markDirty(st)
-	if st.running && st.cancel != nil {
-		d.log.Warn("lost the stack during an operation; interrupting it", "stack", name)
+	l.markDirty(st)
+	if st.act.Running() && st.cancel != nil {
+		l.log.Warn("lost the stack during an operation; interrupting it", "stack", name)
 		st.cancel()
 	}
 }
 
 // handover makes a stack go to another replica once idle.
 func (d *Daemon) handover(name string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	st := d.stacks[name]
+	l := d.lock()
+	defer l.unlock()
+	st := l.stacks[name]
 	if st == nil {
-		d.own.Release(name)
+		l.own.Release(name)
 		return
 	}
 	st.releasing = true
-	d.markDirty(st)
+	l.markDirty(st)
 }
 
 // handingOver releases st once no operation runs on it; it reports
@@ -151,12 +152,12 @@ func (d *Daemon) handover(name string) {
 // anything). A running operation is never interrupted for a handover:
 // the member that should hold the stack (one that joined, or came back
 // after a freeze) waits for it to end, rather than aborting an update
-// half-way and running its own. Called with d.mu held.
-func (d *Daemon) handingOver(st *stackState, _ time.Time) (bool, time.Duration) {
+// half-way and running its own.
+func (d locked) handingOver(st *stackState, _ time.Time) (bool, time.Duration) {
 	if !st.releasing {
 		return false, 0
 	}
-	if !st.running {
+	if !st.act.Running() {
 		st.releasing, st.held = false, false
 		d.own.Release(st.rec.Name)
 		d.log.Info("handed the stack over", "stack", st.rec.Name)
@@ -167,44 +168,44 @@ func (d *Daemon) handingOver(st *stackState, _ time.Time) (bool, time.Duration) 
 // recordFrom takes the record another replica wrote of a stack it holds;
 // nil when it deleted the stack.
 func (d *Daemon) recordFrom(name string, rec *model.StackRecord) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	st := d.stacks[name]
-	if st != nil && d.acts(st) {
+	l := d.lock()
+	defer l.unlock()
+	st := l.stacks[name]
+	if st != nil && l.acts(st) {
 		return
 	}
 	switch {
 	case rec == nil && st != nil && st.stack == nil:
-		d.forgetLocked(name) // removed and finalized by its holder
-		d.declareStacksLocked()
+		l.forget(name) // removed and finalized by its holder
+		l.declareStacks()
 	case rec == nil:
 	case st == nil:
 		st = &stackState{rec: *rec}
-		d.stacks[name] = st
-		d.order = nil
-		d.touch(st)
-		d.declareStacksLocked()
+		l.stacks[name] = st
+		l.order = nil
+		l.touch(st)
+		l.declareStacks()
 	default:
 		st.rec = *rec
-		d.touch(st)
-		d.wakeWaiting() // on a prerequisite held elsewhere
+		l.touch(st)
+		l.wakeWaiting() // on a prerequisite held elsewhere
 	}
 }
 
 // syncRequested applies a sync request another replica received.
 func (d *Daemon) syncRequested(name, token string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if st := d.stacks[name]; st != nil && st.rec.SyncRequest != token {
-		d.syncLocked(st, token)
+	l := d.lock()
+	defer l.unlock()
+	if st := l.stacks[name]; st != nil && st.rec.SyncRequest != token {
+		l.sync(st, token)
 	}
 }
 
 // requestSync asks for a run of st with token: directly when this
-// replica holds it, else through its holder. Called with d.mu held.
-func (d *Daemon) requestSync(st *stackState, token string) {
+// replica holds it, else through its holder.
+func (d locked) requestSync(st *stackState, token string) {
 	if d.acts(st) {
-		d.syncLocked(st, token)
+		d.sync(st, token)
 		return
 	}
 	if st.requested == token {
@@ -218,7 +219,7 @@ func (d *Daemon) requestSync(st *stackState, token string) {
 
 // acts says whether this replica acts on st: always for a single node;
 // in a cluster, while it holds st and has taken it over.
-func (d *Daemon) acts(st *stackState) bool { return !d.clustered || st.held }
+func (d locked) acts(st *stackState) bool { return !d.clustered || st.held }
 
 // busyElsewhere says whether a stack held by another replica is running
 // an operation, as its record says.
@@ -244,10 +245,10 @@ func (d *Daemon) HolderURL(name string) string {
 	if !d.clustered {
 		return ""
 	}
-	d.mu.Lock()
-	st := d.stacks[name]
-	here := st == nil || d.acts(st)
-	d.mu.Unlock()
+	l := d.lock()
+	st := l.stacks[name]
+	here := st == nil || l.acts(st)
+	l.unlock()
 	if here {
 		return ""
 	}

@@ -405,16 +405,16 @@ func TestStackVersionsFollowEveryChange(t *testing.T) {
 				return
 			case <-time.After(200 * time.Microsecond):
 			}
-			h.d.mu.Lock()
-			for name, st := range h.d.stacks {
-				js, _ := json.Marshal(h.d.viewLocked(st))
+			l := h.d.lock()
+			for name, st := range l.stacks {
+				js, _ := json.Marshal(l.view(st))
 				prev, ok := last[name]
 				if ok && prev.version == st.version && prev.view != string(js) {
 					stale = append(stale, fmt.Sprintf("%s at version %d:\n%s\n%s", name, st.version, prev.view, js))
 				}
 				last[name] = seen{st.version, string(js)}
 			}
-			h.d.mu.Unlock()
+			l.unlock()
 		}
 	}()
 	h.start()

@@ -52,13 +52,13 @@ func (d *Daemon) recordResources(u model.Update, exported []model.Resource) {
 // exported state, with each one's drift status from the last drift
 // check. A stack without any yet has none (no error).
 func (d *Daemon) StackResources(name string) (model.Resources, error) {
-	d.mu.Lock()
-	st := d.stacks[name]
+	l := d.lock()
+	st := l.stacks[name]
 	var drift *spec.DriftStatus
 	if st != nil {
 		drift = st.rec.Status.Drift.Clone()
 	}
-	d.mu.Unlock()
+	l.unlock()
 	if st == nil {
 		return model.Resources{}, ErrUnknownStack
 	}

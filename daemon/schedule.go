@@ -1,17 +1,17 @@
 package daemon
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"time"
 
+	"github.com/stackd/stackd/daemon/activity"
 	"github.com/stackd/stackd/daemon/conditions"
 	"github.com/stackd/stackd/daemon/decide"
 	"github.com/stackd/stackd/daemon/model"
+	"github.com/stackd/stackd/daemon/sched"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
 )
@@ -22,8 +22,7 @@ const sourceRetry = 30 * time.Second
 
 // evaluateStack starts a poll or an operation for st when one is due. It
 // returns how long until time alone could change that (0: an event will).
-// Called with d.mu held.
-func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) time.Duration {
+func (d locked) evaluateStack(st *stackState, now time.Time, pass *passState) time.Duration {
 	delete(d.starved, st.rec.Name)
 	if !healthy(st) {
 		pass.busy(st) // a lower wave must be Ready before a higher one starts
@@ -38,13 +37,13 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 		pass.busy(st)
 		return wait
 	}
-	if st.running {
+	if st.act.Running() {
 		pass.busy(st)
 		return 0
 	}
 	// A stack being polled, or whose commit is not known yet, may be about
 	// to run: later sync waves wait for it.
-	if st.polling {
+	if st.act.Polling() {
 		pass.busy(st)
 		return 0
 	}
@@ -53,11 +52,11 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 		d.startPoll(st)
 		return 0
 	}
-	// waiting is set again below only while the stack wants to run and
+	// The stack waits again (Want, below) only while it wants to run and
 	// cannot: a stack that no longer wants to run leaves the queue.
-	st.waiting = false
-	if st.blocked && now.Before(st.retryAt) {
-		return st.retryAt.Sub(now)
+	d.move(st, activity.Settle)
+	if wait := st.act.BlockedFor(now); wait > 0 {
+		return wait
 	}
 	obs, ok := d.observe(st, now)
 	if !ok {
@@ -90,7 +89,7 @@ func (d *Daemon) evaluateStack(st *stackState, now time.Time, pass *passState) t
 		return wait
 	}
 	pass.busy(st)
-	st.waiting = true
+	d.move(st, activity.Want)
 	if closed, wait := d.windowClosed(st, dec, obs, now); closed {
 		return wait
 	}
@@ -141,24 +140,15 @@ func tracksBranch(st *stackState) bool {
 	return st.stack != nil && st.stack.Spec.ProjectRepo != "" && st.stack.Spec.Branch != ""
 }
 
-// repoPoll is the polling schedule of one repository: every stack that
-// tracks a branch of it polls in the same round, so that their resolves
-// share one ls-remote (the Fetcher shares concurrent calls for one URL and
-// credentials). A round starts every period: the shortest resync period
-// among the stacks that polled in the last round, jittered by ±10% per
-// repository so that repositories spread their polls.
-type repoPoll struct {
-	round     int
-	next      time.Time
-	minPeriod time.Duration // of this round's stacks, for the next
-}
-
-// repoPollOf is the schedule of st's repository (due when new).
-func (d *Daemon) repoPollOf(st *stackState) *repoPoll {
+// repoPollOf is the polling schedule of st's repository (due when new):
+// every stack that tracks a branch of it polls in the same round, so that
+// their resolves share one ls-remote (the Fetcher shares concurrent calls
+// for one URL and credentials); see sched.Round.
+func (d locked) repoPollOf(st *stackState) *sched.Round {
 	key := spec.RepoKey(st.stack.Spec.ProjectRepo)
 	r := d.repoPolls[key]
 	if r == nil {
-		r = &repoPoll{}
+		r = &sched.Round{}
 		d.repoPolls[key] = r
 	}
 	return r
@@ -166,77 +156,72 @@ func (d *Daemon) repoPollOf(st *stackState) *repoPoll {
 
 // pollDue says whether st should poll now, starting its repository's
 // next round when that is due.
-func (d *Daemon) pollDue(st *stackState, now time.Time) bool {
+func (d locked) pollDue(st *stackState, now time.Time) bool {
 	if !tracksBranch(st) {
 		return false
 	}
-	r := d.repoPollOf(st)
-	if p := decide.ResyncPeriod(&st.stack.Spec, d.opts.MinResync); r.minPeriod == 0 || p < r.minPeriod {
-		r.minPeriod = p
-	}
-	if !now.Before(r.next) {
-		period := cmp.Or(d.opts.pollEvery, jitter(r.minPeriod))
-		r.round, r.next, r.minPeriod = r.round+1, now.Add(period), 0
-	}
-	return st.pollNow || st.round < r.round
+	round := d.repoPollOf(st).Join(now, decide.ResyncPeriod(&st.stack.Spec, d.opts.MinResync), d.opts.pollEvery)
+	return st.pollNow || st.round < round
 }
 
-func (d *Daemon) untilPoll(st *stackState, now time.Time) time.Duration {
+func (d locked) untilPoll(st *stackState, now time.Time) time.Duration {
 	if !tracksBranch(st) {
 		return 0
 	}
-	return max(d.repoPollOf(st).next.Sub(now), time.Millisecond)
-}
-
-// jitter is p ±10%.
-func jitter(p time.Duration) time.Duration {
-	return p + time.Duration((rand.Float64()*0.2-0.1)*float64(p))
+	return d.repoPollOf(st).Until(now)
 }
 
 // startPoll resolves st's branch in the background.
-func (d *Daemon) startPoll(st *stackState) {
-	st.polling, st.pollNow, st.round = true, false, d.repoPollOf(st).round
-	src, err := d.gitSource(st.stack)
-	if err != nil {
-		st.polling = false
-		d.blockLocked(st, model.ReasonSpecInvalid, err, time.Now())
+func (d locked) startPoll(st *stackState) {
+	if !d.move(st, activity.Poll) {
 		return
 	}
-	stack := st.stack
-	go func() {
-		ctx, cancel := context.WithTimeout(d.loopCtx, d.opts.PollTimeout)
-		start := time.Now()
-		commit, err := d.opts.Fetcher.Resolve(ctx, src)
-		cancel()
-		d.opts.Observer.Polled(err, time.Since(start))
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		defer d.markDirty(st)
-		st.polling = false
-		if st.stack != stack {
-			return // the spec changed meanwhile: poll again
-		}
-		d.polled(st, commit, err)
-	}()
+	st.pollNow, st.round = false, d.repoPollOf(st).N()
+	src, err := d.gitSource(st.stack)
+	if err != nil {
+		d.move(st, activity.Polled)
+		d.block(st, model.ReasonSpecInvalid, err, time.Now())
+		return
+	}
+	go d.Daemon.poll(st, st.stack, src)
 }
 
-// polled records a poll's outcome. Called with d.mu held.
-func (d *Daemon) polled(st *stackState, commit string, err error) {
+// poll resolves src, the branch of st whose spec was stack when the poll
+// began, and records the outcome.
+func (d *Daemon) poll(st *stackState, stack *spec.Stack, src model.GitSource) {
+	ctx, cancel := context.WithTimeout(d.loopCtx, d.opts.PollTimeout)
+	start := time.Now()
+	commit, err := d.opts.Fetcher.Resolve(ctx, src)
+	cancel()
+	d.opts.Observer.Polled(err, time.Since(start))
+	l := d.lock()
+	defer l.unlock()
+	defer l.markDirty(st)
+	l.move(st, activity.Polled)
+	if st.stack != stack {
+		return // the spec changed meanwhile: poll again
+	}
+	l.polled(st, commit, err)
+}
+
+// polled records a poll's outcome.
+func (d locked) polled(st *stackState, commit string, err error) {
 	if err != nil {
 		if st.sourceErr == nil {
 			d.log.Warn("cannot resolve the stack's branch", "stack", st.rec.Name, "err", err)
 		}
 		st.sourceErr = err
-		d.blockLocked(st, model.ReasonSourceUnavailable, err, time.Now())
+		d.block(st, model.ReasonSourceUnavailable, err, time.Now())
 		return
 	}
 	if st.sourceErr != nil {
 		d.log.Info("the stack's source is reachable again", "stack", st.rec.Name)
-		st.sourceErr, st.blocked = nil, false
+		st.sourceErr = nil
+		st.act.Unblock()
 	}
 	if commit != st.commit && st.commit != "" {
 		d.log.Info("new commit", "stack", st.rec.Name, "commit", commit)
-		d.pollSiblingsLocked(st)
+		d.pollSiblings(st)
 	}
 	if commit != st.commit {
 		st.commitSeen = time.Now()
@@ -244,11 +229,11 @@ func (d *Daemon) polled(st *stackState, commit string, err error) {
 	st.commit = commit
 }
 
-// pollSiblingsLocked makes the stacks of st's config source that track
+// pollSiblings makes the stacks of st's config source that track
 // the same branch of the same repository poll now, as Argo CD refreshes a whole application:
 // a new commit then reaches every wave in one pass, and the lower waves
 // run first, rather than each stack at its own poll.
-func (d *Daemon) pollSiblingsLocked(st *stackState) {
+func (d locked) pollSiblings(st *stackState) {
 	repo := spec.RepoKey(st.stack.Spec.ProjectRepo)
 	for _, other := range d.stacks {
 		if other != st && tracksBranch(other) && other.stack.Source == st.stack.Source &&
@@ -261,7 +246,7 @@ func (d *Daemon) pollSiblingsLocked(st *stackState) {
 
 // observe gathers Decide's inputs. ok is false while the commit to
 // deploy is not known yet.
-func (d *Daemon) observe(st *stackState, now time.Time) (decide.Observation, bool) {
+func (d locked) observe(st *stackState, now time.Time) (decide.Observation, bool) {
 	o := decide.Observation{
 		Now:         now,
 		Generation:  st.rec.Generation,
@@ -293,7 +278,7 @@ func (d *Daemon) observe(st *stackState, now time.Time) (decide.Observation, boo
 
 // request is the stack's reconcile request: the annotation and the last
 // sync asked through the API, either of which changing asks for a run.
-func (d *Daemon) request(st *stackState) string {
+func (d locked) request(st *stackState) string {
 	var parts []string
 	if st.stack != nil && st.stack.ReconcileRequest() != "" {
 		parts = append(parts, st.stack.ReconcileRequest())
@@ -306,7 +291,7 @@ func (d *Daemon) request(st *stackState) string {
 
 // commitOf is what the stack would deploy now: the resolved branch, the
 // pinned commit, or the Program's revision.
-func (d *Daemon) commitOf(st *stackState) string {
+func (d locked) commitOf(st *stackState) string {
 	spec := &st.stack.Spec
 	switch {
 	case spec.ProgramRef != nil:
@@ -323,7 +308,7 @@ func (d *Daemon) commitOf(st *stackState) string {
 // gate says why st may not start now: an unsatisfied prerequisite, a
 // stack whose outputs it reads that has not deployed, or a lower sync
 // wave still at work. Empty means it may start.
-func (d *Daemon) gate(st *stackState, now time.Time, pass *passState) string {
+func (d locked) gate(st *stackState, now time.Time, pass *passState) string {
 	if st.stack == nil {
 		return "" // prerequisites are skipped while deleting, as PKO does
 	}
@@ -360,14 +345,14 @@ func hasPrerequisite(s *spec.Stack, name string) bool {
 
 // prerequisite applies PKO's isRequirementSatisfied to one prerequisite,
 // asking a stale one to run again.
-func (d *Daemon) prerequisite(p spec.Prerequisite, now time.Time) string {
+func (d locked) prerequisite(p spec.Prerequisite, now time.Time) string {
 	dep := d.stacks[p.Name]
 	if dep == nil || dep.stack == nil {
 		return fmt.Sprintf("prerequisite %q is not in the config", p.Name)
 	}
 	last := dep.rec.Status.LastUpdate
 	switch {
-	case dep.running || busyElsewhere(dep) || last == nil || last.Generation != dep.rec.Generation || last.ReconcileRequest != d.request(dep):
+	case dep.act.Running() || busyElsewhere(dep) || last == nil || last.Generation != dep.rec.Generation || last.ReconcileRequest != d.request(dep):
 		return fmt.Sprintf("prerequisite %q has not run to completion", p.Name)
 	case last.State != model.UpdateSucceeded:
 		return fmt.Sprintf("prerequisite %q failed", p.Name)
@@ -388,7 +373,7 @@ func succeeded(st *stackState) bool {
 
 // poke asks st to run again, as PKO patches a stale prerequisite's
 // reconcile-request annotation. It is idempotent for one token.
-func (d *Daemon) poke(st *stackState, token string) {
+func (d locked) poke(st *stackState, token string) {
 	if st.rec.SyncRequest == token {
 		return
 	}
@@ -396,7 +381,7 @@ func (d *Daemon) poke(st *stackState, token string) {
 }
 
 // waiting records that st wants to run but is gated.
-func (d *Daemon) waiting(st *stackState, why string, now time.Time) {
+func (d locked) waiting(st *stackState, why string, now time.Time) {
 	c := st.rec.Status.Condition(model.ConditionReconciling)
 	if c != nil && c.Reason == model.ReasonPrerequisiteNotSatisfied && c.Message == why && st.rec.Status.ObservedGeneration == st.rec.Generation {
 		return
@@ -406,10 +391,10 @@ func (d *Daemon) waiting(st *stackState, why string, now time.Time) {
 	d.putStack(st)
 }
 
-// blockLocked marks st Stalled for reason until retryAt; it is tried
+// block marks st Stalled for reason until retryAt; it is tried
 // again then (or on any change).
-func (d *Daemon) blockLocked(st *stackState, reason string, err error, now time.Time) {
-	st.blocked, st.retryAt = true, now.Add(min(sourceRetry, d.opts.MinResync))
+func (d locked) block(st *stackState, reason string, err error, now time.Time) {
+	st.act.Block(now.Add(min(sourceRetry, d.opts.MinResync)))
 	msg := err.Error()
 	c := st.rec.Status.Condition(model.ConditionStalled)
 	if c != nil && c.Reason == reason && c.Message == msg && st.rec.Status.ObservedGeneration == st.rec.Generation {
@@ -423,9 +408,9 @@ func (d *Daemon) blockLocked(st *stackState, reason string, err error, now time.
 // settle recomputes st's conditions when nothing is to run, as PKO does
 // on every reconcile: once a block cleared, a stack whose last update
 // succeeded at its generation is Ready again without an update.
-func (d *Daemon) settle(st *stackState, dec decide.Decision, now time.Time) {
+func (d locked) settle(st *stackState, dec decide.Decision, now time.Time) {
 	s, last := &st.rec.Status, st.rec.Status.LastUpdate
-	if st.stack == nil || st.blocked || dec.Stalled || last == nil || last.State != model.UpdateSucceeded || last.Generation != st.rec.Generation {
+	if st.stack == nil || st.act.Blocked() || dec.Stalled || last == nil || last.State != model.UpdateSucceeded || last.Generation != st.rec.Generation {
 		return
 	}
 	if c := s.Condition(model.ConditionReady); c == nil || c.Status != conditions.True {
@@ -435,22 +420,22 @@ func (d *Daemon) settle(st *stackState, dec decide.Decision, now time.Time) {
 }
 
 // finalize forgets a removed stack whose removal is complete.
-func (d *Daemon) finalize(st *stackState) {
+func (d locked) finalize(st *stackState) {
 	name := st.rec.Name
 	if err := d.opts.Store.DeleteStack(name); err != nil {
 		d.storeError("cannot delete the record of a removed stack", name, err)
 		return
 	}
 	d.resources.Forget(name)
-	d.forgetLocked(name)
-	d.declareStacksLocked()
+	d.forget(name)
+	d.declareStacks()
 	d.removeStackDir(name)
 	d.log.Info("stack removed", "stack", name)
 }
 
 // putStack persists st's record, logging a failure: the in-memory state
 // stays authoritative and the next transition writes again.
-func (d *Daemon) putStack(st *stackState) {
+func (d locked) putStack(st *stackState) {
 	d.touch(st)
 	st.rec.Status.Health = healthPtr(conditions.HealthOf(&st.rec.Status, st.rec.Generation))
 	v := d.red.Version()

@@ -19,22 +19,22 @@ var ErrUnknownStack = errors.New("unknown stack")
 // StackVersions lists every stack's version, by name: a client that
 // keeps views asks again only for those that changed.
 func (d *Daemon) StackVersions() []model.StackVersion {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := make([]model.StackVersion, 0, len(d.stacks))
-	for _, name := range slices.Sorted(maps.Keys(d.stacks)) {
-		d.scrubLocked(d.stacks[name])
-		v := model.StackVersion{Name: name, Version: d.stacks[name].version}
-		if d.clustered {
-			v.Holder = d.own.Holder(name)
+	l := d.lock()
+	defer l.unlock()
+	out := make([]model.StackVersion, 0, len(l.stacks))
+	for _, name := range slices.Sorted(maps.Keys(l.stacks)) {
+		l.cleanStatus(l.stacks[name])
+		v := model.StackVersion{Name: name, Version: l.stacks[name].version}
+		if l.clustered {
+			v.Holder = l.own.Holder(name)
 		}
 		out = append(out, v)
 	}
 	return out
 }
 
-// touch notes a change of st's view. Called with d.mu held.
-func (d *Daemon) touch(st *stackState) {
+// touch notes a change of st's view.
+func (d locked) touch(st *stackState) {
 	d.versions++
 	st.version = d.versions
 	d.markDirty(st)
@@ -42,28 +42,28 @@ func (d *Daemon) touch(st *stackState) {
 
 // Stacks lists every stack, by name.
 func (d *Daemon) Stacks() []model.StackView {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := make([]model.StackView, 0, len(d.stacks))
-	for _, name := range slices.Sorted(maps.Keys(d.stacks)) {
-		out = append(out, d.viewLocked(d.stacks[name]))
+	l := d.lock()
+	defer l.unlock()
+	out := make([]model.StackView, 0, len(l.stacks))
+	for _, name := range slices.Sorted(maps.Keys(l.stacks)) {
+		out = append(out, l.view(l.stacks[name]))
 	}
 	return out
 }
 
 // Stack returns one stack, or ErrUnknownStack.
 func (d *Daemon) Stack(name string) (model.StackView, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	st := d.stacks[name]
+	l := d.lock()
+	defer l.unlock()
+	st := l.stacks[name]
 	if st == nil {
 		return model.StackView{}, ErrUnknownStack
 	}
-	return d.viewLocked(st), nil
+	return l.view(st), nil
 }
 
-func (d *Daemon) viewLocked(st *stackState) model.StackView {
-	d.scrubLocked(st)
+func (d locked) view(st *stackState) model.StackView {
+	d.cleanStatus(st)
 	v := model.StackView{Name: st.rec.Name, Status: st.rec.Status.Clone(), Removed: st.rec.Removed, Orphaned: st.rec.Orphaned,
 		LastSuccess: st.rec.LastSuccess, AppliedCommit: st.rec.AppliedCommit, LatestCommit: st.rec.LatestCommit}
 	v.Status.Health = healthPtr(conditions.HealthOf(&st.rec.Status, st.rec.Generation))
@@ -85,14 +85,14 @@ func (d *Daemon) viewLocked(st *stackState) model.StackView {
 // annotation does, and returns the request's token. For a stack that left
 // the config and whose destroy stalled, it asks for another destroy.
 func (d *Daemon) Sync(name string) (string, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	st := d.stacks[name]
+	l := d.lock()
+	defer l.unlock()
+	st := l.stacks[name]
 	if st == nil {
 		return "", ErrUnknownStack
 	}
 	token := time.Now().UTC().Format(time.RFC3339Nano)
-	d.requestSync(st, token)
+	l.requestSync(st, token)
 	return token, nil
 }
 
@@ -100,11 +100,10 @@ func (d *Daemon) Sync(name string) (string, error) {
 // stack asked for: it refreshes first.
 const SyncWithRefresh = "Sync with refresh"
 
-// syncLocked asks for a run of st, which this replica holds. Called with
-// d.mu held.
-func (d *Daemon) syncLocked(st *stackState, token string) {
+// sync asks for a run of st, which this replica holds.
+func (d locked) sync(st *stackState, token string) {
 	st.rec.SyncRequest = token
-	st.blocked = false
+	st.act.Unblock()
 	if dr := st.rec.Status.Drift; dr != nil && dr.State == spec.DriftDrifted && st.remediate == "" {
 		// A sync heals, as Argo CD's does: the up refreshes first, so
 		// that what changed outside Pulumi is put back.
@@ -122,14 +121,14 @@ func (d *Daemon) syncLocked(st *stackState, token string) {
 
 // Ready is nil once the daemon has started.
 func (d *Daemon) Ready() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	l := d.lock()
+	defer l.unlock()
 	switch {
-	case !d.started:
+	case !l.started:
 		return errors.New("starting")
-	case d.cfg == nil:
-		return errors.New("no config applied yet: " + d.reload.Error)
-	case d.clustered && !d.own.Status().Session:
+	case l.cfg == nil:
+		return errors.New("no config applied yet: " + l.reload.Error)
+	case l.clustered && !l.own.Status().Session:
 		return errors.New("no cluster session: acting on no stack")
 	}
 	return nil

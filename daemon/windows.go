@@ -39,8 +39,7 @@ func ChangeOf(last *model.LastUpdate, o decide.Observation, dec decide.Decision,
 // windowClosed says whether the change windows hold back st's decided
 // run now, and records it in st's status; when it does, it returns
 // how long until the windows open. An override lets the run go.
-// Called with d.mu held.
-func (d *Daemon) windowClosed(st *stackState, dec decide.Decision, obs decide.Observation, now time.Time) (bool, time.Duration) {
+func (d locked) windowClosed(st *stackState, dec decide.Decision, obs decide.Observation, now time.Time) (bool, time.Duration) {
 	change := ChangeOf(st.rec.Status.LastUpdate, obs, dec, st.remediate != "")
 	var v window.Verdict
 	if change == "" || st.rec.WindowOverride != nil {
@@ -89,19 +88,19 @@ func (d *Daemon) OverrideWindow(name string, by model.Principal, reason string) 
 	case len(reason) > MaxOverrideReason:
 		return "", fmt.Errorf("%w of at most %d bytes", ErrNoReason, MaxOverrideReason)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	st := d.stacks[name]
+	l := d.lock()
+	defer l.unlock()
+	st := l.stacks[name]
 	if st == nil {
 		return "", ErrUnknownStack
 	}
-	if !d.acts(st) {
-		return "", fmt.Errorf("override a change window of stack %s on the replica that holds it (%s): %w", name, d.own.Holder(name), ErrNotOwner)
+	if !l.acts(st) {
+		return "", fmt.Errorf("override a change window of stack %s on the replica that holds it (%s): %w", name, l.own.Holder(name), ErrNotOwner)
 	}
 	now := time.Now().UTC()
 	st.rec.WindowOverride = &model.WindowOverride{By: by, Reason: reason, Time: now}
-	d.log.Info("change windows overridden", "stack", name, "by", by.Kind+":"+by.Name, "reason", reason)
+	l.log.Info("change windows overridden", "stack", name, "by", by.Kind+":"+by.Name, "reason", reason)
 	token := now.Format(time.RFC3339Nano)
-	d.syncLocked(st, token)
+	l.sync(st, token)
 	return token, nil
 }

@@ -93,10 +93,10 @@ func (d *Daemon) prepareRemoved(ctx context.Context, j job) (*prepared, error) {
 // before stackd deployed it: its last spec, checked out at the commit its
 // source points at, on a stack that must exist already.
 func (d *Daemon) prepareGone(ctx context.Context, j job) (*prepared, error) {
-	d.mu.Lock()
+	l := d.lock()
 	g := &stackState{stack: j.st.gone, commit: j.st.commit}
-	j.stack, j.cfg, j.obs.Commit = g.stack, j.st.goneCfg, d.commitOf(g)
-	d.mu.Unlock()
+	j.stack, j.cfg, j.obs.Commit = g.stack, j.st.goneCfg, l.commitOf(g)
+	l.unlock()
 	if j.obs.Commit == "" && tracksBranch(g) {
 		src, err := resolve.GitSource(j.cfg, j.stack, d.opts.Refs, d.opts.HostPaths)
 		if err == nil {
@@ -196,22 +196,22 @@ func (d *Daemon) refSources(ctx context.Context, j job, secrets *[]string) spec.
 
 // secretOutput says whether stack's recorded output is a secret.
 func (d *Daemon) secretOutput(stack, output string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	dep := d.stacks[stack]
+	l := d.lock()
+	defer l.unlock()
+	dep := l.stacks[stack]
 	return dep != nil && string(dep.rec.Status.Outputs[output]) == `"[secret]"`
 }
 
 // outputsOf reads another stack's outputs, secrets in clear, through the
 // runner.
 func (d *Daemon) outputsOf(ctx context.Context, name string, cfg *spec.Config) (map[string]any, error) {
-	d.mu.Lock()
-	dep := d.stacks[name]
+	l := d.lock()
+	dep := l.stacks[name]
 	var s *spec.Stack
 	if dep != nil && succeeded(dep) {
 		s = dep.stack
 	}
-	d.mu.Unlock()
+	l.unlock()
 	if s == nil {
 		return nil, fmt.Errorf("stack %q has not deployed", name)
 	}

@@ -1,13 +1,15 @@
 // Package sched keeps what the reconcile loop needs to evaluate only the
 // stacks an event or the clock concerns: a set of dirty keys, a timer
-// heap of due times, and per group (a config source) the busy keys of
-// each sync wave. It is pure bookkeeping, not safe for concurrent use:
-// the loop holds its lock.
+// heap of due times, per group (a config source) the busy keys of each
+// sync wave, and the polling rounds of a repository. It is pure
+// bookkeeping, not safe for concurrent use: the loop holds its lock.
 package sched
 
 import (
+	"cmp"
 	"container/heap"
 	"maps"
+	"math/rand/v2"
 	"time"
 )
 
@@ -107,6 +109,42 @@ func (h *dueHeap[K]) Pop() any {
 	e := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return e
+}
+
+// Round is the polling schedule of one repository: every key that tracks
+// it polls in the same round, so that their resolves share one call. A
+// round starts every period: the shortest period among the keys that
+// joined the last round, jittered by ±10% so that repositories spread
+// their polls.
+type Round struct {
+	n         int
+	next      time.Time
+	minPeriod time.Duration // of this round's keys, for the next
+}
+
+// Join notes a key whose own period is p, starts the next round when it
+// is due at now (every, when set, replaces the jittered period), and
+// returns the current round's number; the first is 1.
+func (r *Round) Join(now time.Time, p, every time.Duration) int {
+	if r.minPeriod == 0 || p < r.minPeriod {
+		r.minPeriod = p
+	}
+	if !now.Before(r.next) {
+		period := cmp.Or(every, jitter(r.minPeriod))
+		r.n, r.next, r.minPeriod = r.n+1, now.Add(period), 0
+	}
+	return r.n
+}
+
+// N is the current round's number (0 before the first).
+func (r *Round) N() int { return r.n }
+
+// Until is how long after now the next round starts, at least 1ms.
+func (r *Round) Until(now time.Time) time.Duration { return max(r.next.Sub(now), time.Millisecond) }
+
+// jitter is p ±10%.
+func jitter(p time.Duration) time.Duration {
+	return p + time.Duration((rand.Float64()*0.2-0.1)*float64(p))
 }
 
 // Waves counts, per group, the busy keys of each sync wave: a key of a

@@ -80,3 +80,40 @@ func TestWaves(t *testing.T) {
 }
 
 func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
+
+// TestRound: the keys that join a round share it; the next starts after
+// the shortest period among them (jittered ±10%, or every).
+func TestRound(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var r Round
+	if r.N() != 0 {
+		t.Fatalf("a new round is %d", r.N())
+	}
+	steps := []struct {
+		at     time.Duration
+		period time.Duration
+		want   int
+	}{
+		{0, time.Minute, 1},                     // due at once: round 1 starts, next after a minute ±10%
+		{time.Second, 30 * time.Second, 1},      // joins round 1; the next round takes its 30s
+		{50 * time.Second, 5 * time.Minute, 1},  // within round 1's minute: no new round
+		{70 * time.Second, 5 * time.Minute, 2},  // round 1's minute ±10% is over
+		{80 * time.Second, 10 * time.Minute, 2}, // round 2 follows the 30s of round 1's keys: not before 97s
+	}
+	for _, s := range steps {
+		if got := r.Join(t0.Add(s.at), s.period, 0); got != s.want || r.N() != s.want {
+			t.Fatalf("at %s: round %d (N %d), want %d", s.at, got, r.N(), s.want)
+		}
+	}
+	if u := r.Until(t0.Add(80 * time.Second)); u < 17*time.Second || u > 23*time.Second {
+		t.Fatalf("next round in %s, want 20s ±10%% of 30s", u)
+	}
+	if u := r.Until(t0.Add(time.Hour)); u != time.Millisecond {
+		t.Fatalf("an overdue round is %s away, want 1ms", u)
+	}
+	var fixed Round
+	fixed.Join(t0, time.Hour, time.Second)
+	if u := fixed.Until(t0); u != time.Second {
+		t.Fatalf("with every set the period is %s", u)
+	}
+}
