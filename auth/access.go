@@ -42,6 +42,8 @@ type Access struct {
 	policy   atomic.Pointer[Policy]
 	sessions *signer
 	flows    *signer
+	// tokenSessions signs the sessions of token sign-ins (TokenSession).
+	tokenSessions *signer
 	// failed says whether the last reload failed, so that the next one
 	// that succeeds is reported even when the file is back as it was.
 	failed atomic.Bool
@@ -60,7 +62,8 @@ var _ access.Access = (*Access)(nil)
 // with other rights than its operator wrote.
 func New(o Options) (*Access, error) {
 	a := &Access{file: o.File, log: o.Log, now: o.Now,
-		sessions: newSigner(o.SessionKey, sessionPrefix), flows: newSigner(o.SessionKey, flowPrefix)}
+		sessions: newSigner(o.SessionKey, sessionPrefix), flows: newSigner(o.SessionKey, flowPrefix),
+		tokenSessions: newSigner(o.SessionKey, tokenSessionPrefix)}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -125,9 +128,17 @@ func (a *Access) Bearer(tok string) (model.Principal, error) {
 	if strings.HasPrefix(tok, sessionPrefix) { // never a generated token: those are hex
 		return a.Session(tok)
 	}
+	p, _, _, err := a.resolveToken(tok)
+	return p, err
+}
+
+// resolveToken resolves an API token, the admin token or a named one,
+// comparing every named token's hash in constant time: who holds it,
+// its SHA-256, and when it expires (zero: never).
+func (a *Access) resolveToken(tok string) (model.Principal, [32]byte, time.Time, error) {
 	sum := sha256.Sum256([]byte(tok))
 	if a.admin != nil && subtle.ConstantTimeCompare(sum[:], a.admin[:]) == 1 {
-		return model.Principal{Kind: model.PrincipalAdmin}, nil
+		return model.Principal{Kind: model.PrincipalAdmin}, sum, time.Time{}, nil
 	}
 	var found *token
 	for _, t := range a.policy.Load().tokens {
@@ -137,18 +148,22 @@ func (a *Access) Bearer(tok string) (model.Principal, error) {
 	}
 	switch {
 	case found == nil:
-		return anonymous, fmt.Errorf("unknown or revoked API token: %w", access.ErrUnauthenticated)
+		return anonymous, sum, time.Time{}, fmt.Errorf("unknown or revoked API token: %w", access.ErrUnauthenticated)
 	case !found.expires.IsZero() && !a.now().Before(found.expires):
-		return anonymous, fmt.Errorf("token %s expired at %s: %w", found.name, found.expires.UTC().Format(time.RFC3339), access.ErrUnauthenticated)
+		return anonymous, sum, time.Time{}, fmt.Errorf("token %s expired at %s: %w", found.name, found.expires.UTC().Format(time.RFC3339), access.ErrUnauthenticated)
 	}
-	return model.Principal{Kind: model.PrincipalToken, Name: found.name}, nil
+	return model.Principal{Kind: model.PrincipalToken, Name: found.name}, sum, found.expires, nil
 }
 
 // Session resolves the value of a session cookie: a user signed in
-// through OpenID Connect (SignIn). A cookie signed with another key,
-// altered, expired or malformed gives an error wrapping
-// access.ErrUnauthenticated.
+// through OpenID Connect (SignIn), or the holder of an API token signed
+// in with it (TokenSession). A cookie signed with another key, altered,
+// expired or malformed, or of a token since revoked, gives an error
+// wrapping access.ErrUnauthenticated.
 func (a *Access) Session(cookie string) (model.Principal, error) {
+	if strings.HasPrefix(cookie, tokenSessionPrefix) {
+		return a.openTokenSession(cookie)
+	}
 	return openSession(a.sessions, cookie, a.now())
 }
 

@@ -26,6 +26,15 @@
 // session key ends every session. Anyone who reads the key can mint
 // sessions for any name.
 //
+// A token session (TokenSession: the web UI's form, given an API token)
+// proves what the token proves, for as long as the token does: it names
+// the token and holds an HMAC, under the session key, of the token's
+// hash, never the token, and each request checks it against the admin
+// token and the roles file in force, so that revoking, replacing or the
+// expiry of the token ends it. It is signed as a kind of its own, so
+// that it never passes for a user's session, whose names are another
+// namespace.
+//
 // Sign-in trusts the provider for who the user is: its ID token is
 // checked for the provider's signature (keys from its JWKS; alg none is
 // refused), issuer, audience (the client ID, and the authorized party

@@ -45,6 +45,10 @@ const (
 const (
 	sessionPrefix = "s1."
 	flowPrefix    = "f1."
+	// tokenSessionPrefix is a session of a token sign-in: a kind of its
+	// own, so that it never reads as a user's session (a replica that
+	// does not know it refuses it).
+	tokenSessionPrefix = "t1."
 )
 
 // LoadSessionKey returns the key that signs session and sign-in flow

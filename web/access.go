@@ -85,7 +85,7 @@ func routeOf(method string, u *url.URL) route {
 		return daemonWide(access.ActionAdmin)
 	}
 	switch {
-	case match(seg, "api", "v1", "webhooks", "git"), match(seg, "auth", "logout"):
+	case match(seg, "api", "v1", "webhooks", "git"), match(seg, "auth", "logout"), match(seg, "auth", "signin"):
 		return route{Scope: scopeOpen}
 	case match(seg, "api", "v1", "reload"), match(seg, "config", "reload"):
 		return daemonWide(access.ActionReload)
@@ -112,7 +112,7 @@ func readRoute(seg []string, q url.Values) route {
 	case len(seg) == 0, match(seg, "api", "v1", "stacks"), match(seg, "previews"), match(seg, "api", "v1", "previews"):
 		return list
 	case match(seg, "healthz"), match(seg, "readyz"), len(seg) == 2 && seg[0] == "static",
-		match(seg, "auth", "login"), match(seg, "auth", "callback"), match(seg, "auth", "cli"):
+		match(seg, "auth", "login"), match(seg, "auth", "callback"), match(seg, "auth", "cli"), match(seg, "auth", "signin"):
 		return route{Scope: scopeOpen}
 	case match(seg, "api", "v1", "stacks", "*"), match(seg, "api", "v1", "stacks", "*", "updates"),
 		match(seg, "api", "v1", "stacks", "*", "resources"), match(seg, "api", "v1", "stacks", "*", "preview"):
@@ -423,6 +423,9 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, id identity, rt 
 	switch {
 	case status == http.StatusUnauthorized && s.sendToSignIn(r):
 		target := loginPath + "?" + url.Values{"return": {returnPath(r)}}.Encode()
+		if s.opts.SignIn == nil {
+			target = s.signInURL(returnPath(r)) // the token form
+		}
 		http.Redirect(w, r, target, http.StatusSeeOther)
 		if id.err == nil {
 			return // a browser without a session, sent to sign in: its sign-in is recorded
@@ -478,10 +481,11 @@ func (s *Server) refusePage(w http.ResponseWriter, r *http.Request, status int, 
 
 // sendToSignIn says whether r, unauthenticated, should be redirected to
 // sign in rather than refused: a browser navigating to a UI page while
-// sign-in is set up. The pages' own refreshes (fetch) get the 401, so
-// that an expired session does not start a sign-in every few seconds.
+// sign-in is set up: to the OpenID provider when there is one, else to
+// the token form. The pages' own refreshes (fetch) get the 401, so that
+// an expired session does not start a sign-in every few seconds.
 func (s *Server) sendToSignIn(r *http.Request) bool {
-	if s.opts.SignIn == nil || isAPI(r.URL.Path) {
+	if (s.opts.SignIn == nil && s.opts.TokenSignIn == nil) || isAPI(r.URL.Path) {
 		return false
 	}
 	mode := r.Header.Get("Sec-Fetch-Mode")

@@ -47,7 +47,7 @@ func (s *Server) record(r *http.Request, p model.Principal, action, stack, outco
 		return
 	}
 	now := time.Now()
-	if outcome == model.AuditUnauthenticated && !s.unauthLimit.allow(now) {
+	if outcome == model.AuditUnauthenticated && !s.unauthLimit.allow(now, unauthBurst, unauthEvery) {
 		if s.opts.Metrics != nil {
 			s.opts.Metrics.AuditDropped()
 		}
@@ -94,20 +94,34 @@ type bucket struct {
 	last   time.Time
 }
 
-func (b *bucket) allow(now time.Time) bool {
+func (b *bucket) allow(now time.Time, burst float64, every time.Duration) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.last.IsZero() {
-		b.tokens = unauthBurst
-	} else {
-		b.tokens = min(unauthBurst, b.tokens+float64(now.Sub(b.last))/float64(unauthEvery))
-	}
-	b.last = now
+	b.refill(now, burst, every)
 	if b.tokens < 1 {
 		return false
 	}
 	b.tokens--
 	return true
+}
+
+// full says whether the bucket holds burst tokens again, and left
+// whether it holds one, without taking it.
+func (b *bucket) left(now time.Time, burst float64, every time.Duration) (left, full bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refill(now, burst, every)
+	return b.tokens >= 1, b.tokens >= burst
+}
+
+// refill adds the tokens earned since the last call; b.mu is held.
+func (b *bucket) refill(now time.Time, burst float64, every time.Duration) {
+	if b.last.IsZero() {
+		b.tokens = burst
+	} else {
+		b.tokens = min(burst, b.tokens+float64(now.Sub(b.last))/float64(every))
+	}
+	b.last = now
 }
 
 // Paging of the audit trail.

@@ -196,17 +196,17 @@ func TestAuditUnauthenticatedLimit(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	kept := 0
 	for range 200 {
-		if b.allow(now) {
+		if b.allow(now, unauthBurst, unauthEvery) {
 			kept++
 		}
 	}
 	if kept != unauthBurst {
 		t.Errorf("a burst kept %d, want %d", kept, unauthBurst)
 	}
-	if b.allow(now.Add(500*time.Millisecond)) || !b.allow(now.Add(1100*time.Millisecond)) || b.allow(now.Add(1200*time.Millisecond)) {
+	if b.allow(now.Add(500*time.Millisecond), unauthBurst, unauthEvery) || !b.allow(now.Add(1100*time.Millisecond), unauthBurst, unauthEvery) || b.allow(now.Add(1200*time.Millisecond), unauthBurst, unauthEvery) {
 		t.Error("after the burst, not one a second")
 	}
-	if !b.allow(now.Add(time.Hour)) {
+	if !b.allow(now.Add(time.Hour), unauthBurst, unauthEvery) {
 		t.Error("the bucket does not refill")
 	}
 

@@ -10,6 +10,7 @@
 //	auth.go         the constant-time comparison of the API token
 //	host.go         the Host check against DNS rebinding
 //	signin.go       sign-in through OpenID Connect, the CLI's session, sign-out
+//	tokensignin.go  sign-in with an API token: the form, its CSRF check, the limit on failures
 //	audit.go        the audit trail: recording requests, GET /api/v1/audit, the /audit page
 //	forward.go      writes about a stack that another replica holds, forwarded to it
 //	stacks.go       GET /api/v1/stacks: stacks rendered once per version, filtered and paged

@@ -130,6 +130,10 @@ type Options struct {
 	// SignIn, when set (with Access), serves sign-in through OpenID
 	// Connect at /auth/login and /auth/callback. Nil: no sign-in.
 	SignIn access.SignIn
+	// TokenSignIn, when set (with Access), serves the sign-in form at
+	// /auth/signin, where a person gives an API token and gets a session
+	// cookie naming it (tokensignin.go). Nil: no such form.
+	TokenSignIn TokenSignIn
 	// SessionTTL, when set, is how long the browser keeps a session
 	// cookie (the session itself ends when Access says so); zero keeps it
 	// until the browser closes.
@@ -183,6 +187,8 @@ type Server struct {
 	stacks stackCache
 	// unauthLimit bounds the unauthenticated refusals recorded.
 	unauthLimit bucket
+	// signInLimit bounds failed token sign-ins per client address.
+	signInLimit signInLimits
 	// peers is the transport of requests to other replicas (nil: the
 	// default one).
 	peers http.RoundTripper
@@ -277,6 +283,7 @@ func (s *Server) Handler() http.Handler {
 	})
 	s.routeUI(mux)
 	s.routeSignIn(mux)
+	s.routeTokenSignIn(mux)
 	// The guard sees what crossOrigin refuses, to record it.
 	return s.refuseWrites(s.checkHost(limitBody(s.guard(crossOrigin(mux)))))
 }
@@ -307,7 +314,7 @@ func (s *Server) Start() error {
 		}
 	}()
 	s.log.Info("serving http", "addr", ln.Addr().String(), "tls", s.opts.TLS != nil, "auth", s.opts.Token != "" || s.opts.Access != nil,
-		"sign-in", s.opts.SignIn != nil, "audit", s.opts.Audit != nil, "webhooks", s.opts.WebhookSecret != "",
+		"sign-in", s.opts.SignIn != nil, "token-sign-in", s.opts.TokenSignIn != nil, "audit", s.opts.Audit != nil, "webhooks", s.opts.WebhookSecret != "",
 		"previews", s.opts.Previews != nil, "metrics", s.opts.Registry != nil)
 	return nil
 }

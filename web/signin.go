@@ -46,12 +46,8 @@ func (s *Server) routeSignIn(mux *http.ServeMux) {
 // login starts a sign-in that returns to ?return= (a path of this
 // server; the stack list by default).
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
-	ret := r.URL.Query().Get("return")
-	if ret == "" {
-		ret = "/"
-	}
-	if !access.LocalPath(ret) {
-		s.signInFailed(w, r, http.StatusBadRequest, "the return address is not a path of this server")
+	ret, ok := s.returnTo(w, r, r.URL.Query().Get("return"))
+	if !ok {
 		return
 	}
 	redirect, flow, err := s.opts.SignIn.Start(ret)
@@ -172,6 +168,20 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	s.clearCookie(w, r, sessionCookie, "/")
 	s.record(r, p, auditSignOut, "", model.AuditAllowed, http.StatusSeeOther, "")
 	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// returnTo is where a sign-in returns to: ret, a path of this server,
+// or the stack list when it is empty. Anything else is refused (400,
+// recorded), and ok is false.
+func (s *Server) returnTo(w http.ResponseWriter, r *http.Request, ret string) (_ string, ok bool) {
+	if ret == "" {
+		return "/", true
+	}
+	if !access.LocalPath(ret) {
+		s.signInFailed(w, r, http.StatusBadRequest, "the return address is not a path of this server")
+		return "", false
+	}
+	return ret, true
 }
 
 // signInFailed shows why a sign-in failed and records it.

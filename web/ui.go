@@ -87,8 +87,10 @@ func (s *Server) uiReload(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/config", http.StatusSeeOther)
 }
 
-// may is p's permission to take action on stack (nil: daemon-wide).
-func (s *Server) may(p model.Principal, action string, stack *access.StackRef) view.Permission {
+// may is the permission of r's principal to take action on stack (nil:
+// daemon-wide).
+func (s *Server) may(r *http.Request, action string, stack *access.StackRef) view.Permission {
+	p := principal(r)
 	ok, why := s.allowed(p, action, stack)
 	if ok {
 		return view.Permission{Allowed: true}
@@ -100,8 +102,8 @@ func (s *Server) may(p model.Principal, action string, stack *access.StackRef) v
 		if stack != nil {
 			perm.Reason += "; on the daemon's host: stackd " + action + " " + stack.Name
 		}
-	case p.Kind == model.PrincipalAnonymous && s.opts.SignIn != nil:
-		perm.Hint = "sign in to " + action
+	case p.Kind == model.PrincipalAnonymous && (s.opts.SignIn != nil || s.opts.TokenSignIn != nil):
+		perm.Hint, perm.SignIn = "sign in to "+action, s.signInURL(returnPath(r))
 	case stack == nil:
 		perm.Hint = "needs a role with " + action + " on every stack"
 	}
@@ -111,9 +113,11 @@ func (s *Server) may(p model.Principal, action string, stack *access.StackRef) v
 func (s *Server) newPage(r *http.Request, title string) view.Page {
 	p := principal(r)
 	pg := view.Page{Title: title, Version: s.opts.Version, Stats: s.api.Stats(),
-		Who: view.Viewer{Principal: p, SignIn: s.opts.SignIn != nil}}
-	if pg.Who.SignIn {
-		pg.Who.Login = loginPath + "?" + url.Values{"return": {returnPath(r)}}.Encode()
+		Who: view.Viewer{Principal: p, Login: s.signInURL(returnPath(r))}}
+	pg.Who.SignIn = pg.Who.Login != ""
+	if _, bearer := bearerToken(r); !bearer && p.Kind != model.PrincipalAnonymous {
+		c, err := r.Cookie(sessionCookie)
+		pg.Who.Session = err == nil && c.Value != ""
 	}
 	if pg.DaemonRead, _ = s.allowed(p, access.ActionRead, nil); pg.DaemonRead {
 		pg.Config = s.api.ConfigStatus()
@@ -121,9 +125,9 @@ func (s *Server) newPage(r *http.Request, title string) view.Page {
 	return pg
 }
 
-// item is row with p's permissions on v.
-func (s *Server) item(p model.Principal, v *model.StackView, row view.StackRow) view.StackItem {
-	return view.StackItem{StackRow: row, Sync: s.may(p, access.ActionSync, refOf(v))}
+// item is row with the permissions of r's principal on v.
+func (s *Server) item(r *http.Request, v *model.StackView, row view.StackRow) view.StackItem {
+	return view.StackItem{StackRow: row, Sync: s.may(r, access.ActionSync, refOf(v))}
 }
 
 func (s *Server) uiList(w http.ResponseWriter, r *http.Request) {
@@ -140,7 +144,7 @@ func (s *Server) uiList(w http.ResponseWriter, r *http.Request) {
 		Hidden: len(every) - len(all), Health: q.health, Source: q.source, Q: q.q}
 	p.Live, p.Section = true, view.SectionStacks
 	for _, e := range rows {
-		p.Stacks = append(p.Stacks, s.item(who, &e.view, e.row))
+		p.Stacks = append(p.Stacks, s.item(r, &e.view, e.row))
 	}
 	for _, src := range p.Config.Sources {
 		p.Sources = append(p.Sources, src.Source)
@@ -175,8 +179,8 @@ func (s *Server) uiStack(w http.ResponseWriter, r *http.Request) {
 		s.renderAPIError(w, r, err)
 		return
 	}
-	p := view.StackPage{Page: s.newPage(r, v.Name), Stack: s.item(principal(r), &v, view.Summarize(v)), View: v, Spec: view.SpecYAML(v.Spec),
-		Outputs: view.Outputs(v.Status.Outputs), Override: s.may(principal(r), access.ActionOverride, refOf(&v))}
+	p := view.StackPage{Page: s.newPage(r, v.Name), Stack: s.item(r, &v, view.Summarize(v)), View: v, Spec: view.SpecYAML(v.Spec),
+		Outputs: view.Outputs(v.Status.Outputs), Override: s.may(r, access.ActionOverride, refOf(&v))}
 	p.Live, p.Section = true, view.SectionStacks
 	p.Updates, err = s.api.Updates(v.Name, 0, historyLimit)
 	if err != nil {
@@ -185,13 +189,13 @@ func (s *Server) uiStack(w http.ResponseWriter, r *http.Request) {
 	p.Log = s.latestLog(v, p.Updates)
 	p.Resources = s.resourcesOf(v.Name, r.URL.Query().Get("q"))
 	p.Preview = s.lastPreviewOf(v.Name)
-	p.Approve = s.may(principal(r), access.ActionApprove, refOf(&v))
+	p.Approve = s.may(r, access.ActionApprove, refOf(&v))
 	s.render(w, http.StatusOK, "stack.html", p)
 }
 
 func (s *Server) uiConfig(w http.ResponseWriter, r *http.Request) {
 	p := view.ConfigPage{Page: s.newPage(r, "Config")}
-	p.Reload = s.may(principal(r), access.ActionReload, nil)
+	p.Reload = s.may(r, access.ActionReload, nil)
 	p.Live, p.Section = true, view.SectionConfig
 	p.Health = view.ConfigBadge(p.Config.Health)
 	p.Sources = make([]view.SourceRow, 0, len(p.Config.Sources))
@@ -293,7 +297,7 @@ func (s *Server) render(w http.ResponseWriter, status int, name string, data any
 }
 
 // pages maps each page's file to its template, parsed with the layout.
-var pages = parsePages("list.html", "stack.html", "config.html", "previews.html", "preview.html", "audit.html", "error.html")
+var pages = parsePages("list.html", "stack.html", "config.html", "previews.html", "preview.html", "audit.html", "error.html", "signin.html")
 
 func parsePages(names ...string) map[string]*template.Template {
 	m := make(map[string]*template.Template, len(names))

@@ -85,13 +85,18 @@ type accessSetup struct {
 	// secure says browsers reach the UI over https (the redirect URL's
 	// scheme): every cookie is then Secure.
 	secure bool
-	node   string
-	stop   context.CancelFunc
+	// tokenSignIn says the web UI signs people in with API tokens; ttl
+	// is how long a session lasts.
+	tokenSignIn bool
+	ttl         time.Duration
+	node        string
+	stop        context.CancelFunc
 }
 
 // newAccess sets up access control: the admin token (the API token) and
-// the roles file, watched for changes, and sign-in; the audit trail is
-// st's when st keeps one. red learns the client secret.
+// the roles file, watched for changes, sign-in through the provider and
+// with a token; the audit trail is st's when st keeps one. red learns
+// the client secret.
 func (f *runFlags) newAccess(ctx context.Context, adminToken string, st daemon.Store, node, dataDir string,
 	red *scrub.Redactor, log *slog.Logger,
 ) (*accessSetup, error) {
@@ -100,16 +105,23 @@ func (f *runFlags) newAccess(ctx context.Context, adminToken string, st daemon.S
 	if s.audit == nil {
 		log.Warn("the store keeps no audit trail: requests are not recorded")
 	}
-	if f.authFile == "" && !f.signIn() {
-		return s, nil
+	if f.authFile == "" && !f.signIn() && adminToken == "" {
+		return s, nil // --api-no-token: nobody to sign in
+	}
+	// Signing in with a token needs a session key; in a cluster, the
+	// same on every replica (sign-in through the provider requires it).
+	s.tokenSignIn = f.signIn() || !f.clusterFlags.enabled() || f.sessionKeyFile != ""
+	if !s.tokenSignIn {
+		log.Info("the web UI's token sign-in is off: in a cluster it needs --session-key-file, the same on every replica")
 	}
 	var key []byte
-	if f.signIn() {
+	if s.tokenSignIn {
 		var err error
 		if key, err = auth.LoadSessionKey(dataDir, f.sessionKeyFile); err != nil {
 			return nil, err
 		}
 	}
+	s.ttl = f.sessionTTL
 	alog := log.With("component", "auth")
 	a, err := auth.New(auth.Options{AdminToken: adminToken, File: f.authFile, SessionKey: key, Log: alog})
 	if err != nil {
@@ -177,6 +189,9 @@ func (s *accessSetup) webOptions(o web.Options) web.Options {
 		return o
 	}
 	o.Access = s.access
+	if s.tokenSignIn {
+		o.TokenSignIn, o.SessionTTL = s.access, s.ttl
+	}
 	if s.signIn != nil {
 		o.SignIn, o.SessionTTL, o.SecureCookies = s.signIn, s.signIn.SessionTTL(), s.secure
 	}

@@ -25,8 +25,9 @@ import (
 type Permission struct {
 	Allowed bool
 	// Reason is the whole refusal, shown on hover; Hint is its short
-	// form, shown beside the disabled button.
-	Reason, Hint string
+	// form, shown beside the disabled button. SignIn, when set, is the
+	// page where the viewer signs in to take it, which Hint links to.
+	Reason, Hint, SignIn string
 }
 
 // Viewer is who looks at a page, for the header.
@@ -36,6 +37,9 @@ type Viewer struct {
 	// the page.
 	SignIn bool
 	Login  string
+	// Session says the viewer is signed in with a session cookie (through
+	// the OpenID provider or with a token), which Sign out deletes.
+	Session bool
 }
 
 // Sections of the UI, which the header's navigation marks.
@@ -335,6 +339,17 @@ func Outputs(raw map[string]json.RawMessage) []Output {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// SignInPage is the token sign-in form at /auth/signin.
+type SignInPage struct {
+	Page
+	// Return is the path of this server to return to; Form the form's
+	// anti-forgery value; Error why the last attempt failed.
+	Return, Form, Error string
+	// Provider is the URL of the sign-in through the OpenID provider,
+	// when there is one.
+	Provider string
 }
 
 // ErrorPage is the page of a failed request.
