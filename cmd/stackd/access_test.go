@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -130,5 +131,55 @@ func TestAuditCommand(t *testing.T) {
 	if code, _, stderr := stackd(t, "audit", "--server", url, "--api-token-file", tokenFile, "--since", "soon"); code != exitFail ||
 		!strings.Contains(stderr, "since") {
 		t.Errorf("audit --since soon: exit %d: %s", code, stderr)
+	}
+}
+
+// TestAccessTokenSignIn: the web UI's token sign-in is on whenever there
+// is a token to sign in with, the admin token alone included, with a
+// session key generated into the data dir; in a cluster only with the
+// shared --session-key-file; never with --api-no-token and no roles
+// file, where nothing is protected.
+func TestAccessTokenSignIn(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	key := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(key, []byte(strings.Repeat("ab", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, admin string
+		set         func(*runFlags)
+		want        bool
+	}{
+		{"the admin token alone", "admin-secret", func(*runFlags) {}, true},
+		{"no token and no roles file", "", func(*runFlags) {}, false},
+		{"a cluster without a shared key", "admin-secret", func(f *runFlags) { f.etcd = "http://127.0.0.1:2379" }, false},
+		{"a cluster with a shared key", "admin-secret", func(f *runFlags) { f.etcd, f.sessionKeyFile = "http://127.0.0.1:2379", key }, true},
+	} {
+		var f runFlags
+		c.set(&f)
+		f.sessionTTL = 2 * time.Hour
+		dir := t.TempDir()
+		s, err := f.newAccess(context.Background(), c.admin, nil, "", dir, nil, log)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		o := s.webOptions(web.Options{})
+		s.close()
+		if got := o.TokenSignIn != nil; got != c.want || (c.want && o.SessionTTL != 2*time.Hour) {
+			t.Errorf("%s: token sign-in %v (session TTL %v), want %v", c.name, got, o.SessionTTL, c.want)
+		}
+		if (o.Access != nil) != (c.admin != "") {
+			t.Errorf("%s: access control %v with admin token %q", c.name, o.Access != nil, c.admin)
+		}
+		_, err = os.Stat(filepath.Join(dir, "session.key"))
+		if generated := err == nil; generated != (c.want && f.sessionKeyFile == "") {
+			t.Errorf("%s: session key generated into the data dir: %v", c.name, generated)
+		}
+		if c.want {
+			p, session, err := o.TokenSignIn.TokenSession("admin-secret", time.Hour)
+			if got, serr := o.Access.Session(session); err != nil || serr != nil || got.Kind != model.PrincipalAdmin || p.Kind != model.PrincipalAdmin {
+				t.Errorf("%s: the admin token's session: %v, %v, %+v", c.name, err, serr, got)
+			}
+		}
 	}
 }

@@ -147,7 +147,8 @@ func (c groupsScope) IsScopeAllowed(scope string) bool {
 }
 
 // TestE2ESignInChromium: reads need sign-in; headless Chromium asking
-// for a stack's page is sent to the OpenID provider and back, signed in.
+// for a stack's page is sent to the OpenID provider and back, signed in;
+// the sign-in page offers the provider beside the token form.
 // alice, a viewer, sees the stack with its Sync button disabled and the
 // reason; bob, an operator through his group, may sync; carol, an admin
 // through hers, reads the audit trail, which holds every sign-in.
@@ -158,6 +159,13 @@ func TestE2ESignInChromium(t *testing.T) {
 	if resp, err := noFollow.Get(in.url + "/stacks/app"); err != nil || resp.StatusCode != http.StatusSeeOther ||
 		resp.Header.Get("Location") != "/auth/login?return=%2Fstacks%2Fapp" {
 		t.Fatalf("an anonymous browser is not sent to sign in: %v %v", resp, err)
+	}
+	// The sign-in page offers the provider and the token form.
+	dom := chromiumRun(t, chromium, "--dump-dom", in.url+"/auth/signin?return=%2Fstacks%2Fapp")
+	for _, want := range []string{`href="/auth/login?return=%2Fstacks%2Fapp">Sign in with your OpenID provider</a>`, `name="token"`} {
+		if !strings.Contains(dom, want) {
+			t.Fatalf("the sign-in page lacks %q:\n%s", want, dom)
+		}
 	}
 	// A token that reads app only lists app, without the config or the
 	// cluster, which are not app's.
@@ -172,7 +180,7 @@ func TestE2ESignInChromium(t *testing.T) {
 
 	alice := "alice"
 	tp.user.Store(&alice)
-	dom := chromiumRun(t, chromium, "--dump-dom", in.url+"/stacks/app")
+	dom = chromiumRun(t, chromium, "--dump-dom", in.url+"/stacks/app")
 	for _, want := range []string{"Signed in as <strong>alice@example.com</strong>", "(readers)", "Sign out",
 		`<button type="button" disabled="" title="user &quot;alice@example.com&quot; (roles: viewer) may not sync stack app">Sync</button>`,
 		"needs a role with sync on this stack"} {
