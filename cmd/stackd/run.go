@@ -193,7 +193,7 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 // serve runs the daemon until ctx ends, then stops it.
 func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	sd := newNotifier()
-	adoptOrphans(log)
+	f.adoptOrphans = true
 	a, err := start(ctx, f, log)
 	if err != nil {
 		return err
@@ -365,6 +365,9 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 		metricSet.SetPullRequests(pv.PullRequests)
 	}
 	registerSandboxMetric(reg, f.sandboxWarn == "", f.reaper)
+	if f.adoptOrphans {
+		adoptOrphans(log)
+	}
 	if err := d.Start(ctx); err != nil {
 		return nil, err
 	}

@@ -27,6 +27,11 @@ type sandboxFlags struct {
 	// projectPlugins lets projects declare plugins in Pulumi.yaml, which
 	// the engine runs beside itself, out of the program's domain.
 	projectPlugins bool
+	// adoptOrphans, set by serve (never by a daemon started within
+	// another process, such as a test), makes the process a child
+	// subreaper once its start is checked, just before work begins: a
+	// refused start leaves the process as it was.
+	adoptOrphans bool
 }
 
 func (f *sandboxFlags) define(fs *flag.FlagSet) {

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestCheckGrants: no --sandbox-ro or --sandbox-rw path opens the data
@@ -102,6 +105,7 @@ func mustAbs(t *testing.T, p string) string {
 // the daemon's API token, so the daemon refuses to start with a grant of
 // its own, before it writes anything there.
 func TestE2ESandboxGrantOfDataDir(t *testing.T) {
+	t.Parallel()
 	victimData := filepath.Join(t.TempDir(), "victim", "data")
 	victim := startDaemon(t, "stacks: []\n", victimData)
 	victim.stop()
@@ -172,5 +176,24 @@ func TestRunRefusesGrantOfDaemonPaths(t *testing.T) {
 	}
 	if _, err := os.Stat(data); err == nil {
 		t.Errorf("a refused start made the data dir")
+	}
+	wantNoSubreaper(t)
+}
+
+// wantNoSubreaper fails the test when this process became a child
+// subreaper: a refused stackd run, run within the tests' process, must
+// leave it as it was, or the orphan reaper of every daemon the tests
+// start afterwards kills what other tests leave running on purpose (a
+// PostgreSQL server pg_ctl started, a daemon a guide started with &).
+func wantNoSubreaper(t *testing.T) {
+	t.Helper()
+	var on int32
+	// The conversion stays in the call of the assembly Syscall, so that
+	// on stays in place until the call returns.
+	if _, _, errno := unix.Syscall6(unix.SYS_PRCTL, unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&on)), 0, 0, 0, 0); errno != 0 {
+		t.Fatalf("PR_GET_CHILD_SUBREAPER: %v", errno)
+	}
+	if on != 0 {
+		t.Fatal("a refused stackd run made the process a child subreaper")
 	}
 }

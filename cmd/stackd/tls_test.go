@@ -53,6 +53,7 @@ func TestTLSFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, stderr, c.code, c.want)
 		}
 	}
+	wantNoSubreaper(t)
 }
 
 // TestCAFileErrors: a --ca-file that cannot serve is refused with its
