@@ -29,7 +29,7 @@ toolchain: ## build the pinned pulumi CLI and YAML language host into bin/ (only
 	tools/toolchain.sh $(BIN)
 
 test: toolchain vet ## run every test with the race detector, then fuzz the config parser
-	set -o pipefail; $(GO) test -race -count=1 -timeout 60m -json ./... | $(GO) run ./tools/testreport -slowest 20
+	set -o pipefail; $(GO) test -race -count=1 -parallel 3 -timeout 60m -json ./... | $(GO) run ./tools/testreport -slowest 20
 	$(MAKE) fuzz
 
 test-short: ## run the fast tests only (no Pulumi toolchain needed)

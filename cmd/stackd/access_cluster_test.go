@@ -21,6 +21,7 @@ import (
 // the session works on both. Each replica records what it served, and
 // either serves the whole trail, each entry naming its replica.
 func TestE2EClusterAccess(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	etcd := etcdtest.Start(t, 1)
 	e := newClusterEnv(t, etcd.Endpoints())

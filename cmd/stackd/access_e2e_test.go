@@ -88,6 +88,7 @@ func (in *instance) audit(query string) []model.AuditEntry {
 // bound to operator syncs, and the trail names it ci. A token removed
 // from the file is refused within seconds, without a restart.
 func TestE2ERolesAndAudit(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(outDir(t), "note.txt")

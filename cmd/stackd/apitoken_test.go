@@ -171,6 +171,7 @@ func TestClientSendsDataDirToken(t *testing.T) {
 // of its user find it, another user is told where it is, and a restart
 // keeps it.
 func TestE2EAPITokenByDefault(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	dataDir := t.TempDir()
@@ -257,6 +258,7 @@ func syncAsOtherUser(t *testing.T, in *instance, path string) (int, string) {
 // lets a sync without one through, and says so at start and in GET
 // /api/v1/config.
 func TestE2EAPINoToken(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	in := startDaemonWith(t, "stacks:\n"+stackYAML("app", r, pathConfig(filepath.Join(outDir(t), "note.txt"))), "",

@@ -74,6 +74,7 @@ func plansLeft(t *testing.T, dataDir, name string) []string {
 // the history says who approved which plan; stackd reject refuses the next
 // one.
 func TestE2EApprovalRequired(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	first := r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(outDir(t), "note.txt")
@@ -207,6 +208,7 @@ func TestE2EApprovalRequired(t *testing.T) {
 // updates it), applies nothing outside the plan, and says why in the
 // history; a new preview asks again at once, counting no failure.
 func TestE2EApprovalPlanNoLongerHolds(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(outDir(t), "note.txt")
@@ -259,6 +261,7 @@ func TestE2EApprovalPlanNoLongerHolds(t *testing.T) {
 // itself; a pull request that updates the File says in its comment that
 // the stack will wait for approval after merge.
 func TestE2EPullRequestSaysApprovalWaits(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")

@@ -268,6 +268,7 @@ func heldBy(g *gates, op, name string) int {
 // the middle of an update, another paused longer than its lease; then a
 // rolling restart. Across it all, no stack has two updates overlapping.
 func TestE2ECluster(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	etcd := etcdtest.Start(t, 1)
 	e := newClusterEnv(t, etcd.Endpoints())
@@ -565,6 +566,7 @@ func rollingRestart(t *testing.T, e *clusterEnv, names, nodes []string) {
 // (/readyz, stackd_cluster_session, the log), destroying nothing; when the
 // quorum is back they go on.
 func TestE2EClusterQuorum(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	etcd := etcdtest.Start(t, 3)
 	e := newClusterEnv(t, etcd.Endpoints())

@@ -22,6 +22,7 @@ import (
 // (the only one) names who approved. A preview now asked of that replica
 // runs on the holder, and its result is read through either.
 func TestE2EClusterDecideAnyReplica(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	etcd := etcdtest.Start(t, 1)
 	e := newClusterEnv(t, etcd.Endpoints())

@@ -28,6 +28,7 @@ import (
 // and the new holder's update stays in progress, held, while the frozen
 // replica resumes and rejoins.
 func TestE2EClusterFreeze(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	etcd := etcdtest.Start(t, 1)
 	e := newClusterEnv(t, etcd.Endpoints())

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -14,16 +16,43 @@ import (
 	"github.com/stackd/stackd/daemon/model"
 )
 
-// buildStackd builds the daemon binary for tests that need a process of
-// its own.
+// buildStackd returns the daemon binary for tests that need a process of
+// its own, built once for the package's tests (in TestMain's directory).
 func buildStackd(t testing.TB) string {
 	t.Helper()
-	exe := filepath.Join(t.TempDir(), "stackd")
-	out, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	built.once.Do(func() {
+		exe := filepath.Join(built.dir, "stackd")
+		if out, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		built.exe = exe
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return exe
+	return built.exe
+}
+
+// built is the daemon binary buildStackd made, in dir.
+var built struct {
+	once     sync.Once
+	dir, exe string
+	err      error
+}
+
+// TestMain gives the binaries built for the tests a directory, removed
+// when they end.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "stackd-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	built.dir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // freeAddr returns a loopback address with a port that was free a moment
@@ -98,6 +127,7 @@ func descendants(pid int) []int {
 // and starts it again on the same data dir. The up is held in the
 // provider's create (its gate) when the kill comes.
 func TestE2ESIGKILLMidUp(t *testing.T) {
+	t.Parallel()
 	bin := toolchainBin(t)
 	exe := buildStackd(t)
 	ps := newHeldStack(t)
@@ -160,6 +190,7 @@ func TestE2ESIGKILLMidUp(t *testing.T) {
 // when SIGTERM comes: past the stop's start when the update may finish,
 // for good when it must be interrupted.
 func TestE2ESIGTERMGrace(t *testing.T) {
+	t.Parallel()
 	bin := toolchainBin(t)
 	exe := buildStackd(t)
 	for _, tc := range []struct{ name, grace, want string }{

@@ -32,6 +32,7 @@ func deletesFile(g *model.Gate, path string) bool {
 // approval naming another plan is refused; stackd approve destroys it and
 // the stack is finalized.
 func TestE2EApprovalHoldsDestroy(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(outDir(t), "note.txt")
@@ -95,6 +96,7 @@ func TestE2EApprovalHoldsDestroy(t *testing.T) {
 // PolicyDenied: it stays listed and the File stays. Put back into the
 // config, the stack is managed as before and nothing is destroyed.
 func TestE2EPolicyDeniesDestroy(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	first := r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(outDir(t), "note.txt")

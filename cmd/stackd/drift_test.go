@@ -26,6 +26,7 @@ func driftState(state string) func(v model.StackView) bool {
 // the file back makes it InSync. With remediate, stackd puts it back
 // itself; with an ignore rule, the drift is only counted.
 func TestE2EDrift(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, extra string }{
 		{"detect", ""},
 		{"remediate", "      remediate: true\n"},
@@ -112,6 +113,7 @@ func TestE2EDrift(t *testing.T) {
 // TestE2EDriftCheckFailed: a check that cannot run is CheckFailed, never
 // InSync.
 func TestE2EDriftCheckFailed(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	dir := t.TempDir()
@@ -160,6 +162,7 @@ func waitEvent(t *testing.T, events <-chan notify.Event, kind string) notify.Eve
 // the drift is cleared by that up at once (drift_resolved names it), not
 // by the next check.
 func TestE2ESyncHealsDrift(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(outDir(t), "note.txt")

@@ -20,6 +20,7 @@ func pathConfig(path string) string {
 }
 
 func TestE2ECommitConfigAndSync(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	first := r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(outDir(t), "note.txt")
@@ -70,6 +71,7 @@ func TestE2ECommitConfigAndSync(t *testing.T) {
 }
 
 func TestE2EPreviewChangesNothing(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(outDir(t), "note.txt")
@@ -88,6 +90,7 @@ func TestE2EPreviewChangesNothing(t *testing.T) {
 }
 
 func TestE2EBrokenCommitStallsThenRecovers(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(outDir(t), "note.txt")
@@ -141,6 +144,7 @@ func pow3(n int) int {
 }
 
 func TestE2EPrerequisiteAndStackOutput(t *testing.T) {
+	t.Parallel()
 	ra, rb := newRepo(t), newRepo(t)
 	ra.commit(map[string]string{"Pulumi.yaml": program("from-a")})
 	rb.commit(map[string]string{"Pulumi.yaml": `name: b
@@ -180,6 +184,7 @@ resources:
 }
 
 func TestE2ERemoval(t *testing.T) {
+	t.Parallel()
 	rk, rg := newRepo(t), newRepo(t)
 	rk.commit(map[string]string{"Pulumi.yaml": program("k")})
 	rg.commit(map[string]string{"Pulumi.yaml": program("g")})
@@ -218,6 +223,7 @@ func TestE2ERemoval(t *testing.T) {
 }
 
 func TestE2EUnreachableRepoAndMissingSecret(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(outDir(t), "note.txt")
@@ -273,6 +279,7 @@ func (in *instance) updates(name string) []model.Update {
 // stop waits for it, when it is to be drained; never, when it is to be
 // interrupted.
 func TestE2EStopDrainsThenInterrupts(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		drain time.Duration
@@ -339,6 +346,7 @@ func TestE2EStopDrainsThenInterrupts(t *testing.T) {
 // TestE2EClientCommands drives status, sync and logs against a running
 // daemon.
 func TestE2EClientCommands(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(outDir(t), "note.txt")

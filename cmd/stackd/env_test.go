@@ -58,6 +58,7 @@ func TestE2EProgramEnvironment(t *testing.T) {
 // output in the update log; not for the next commit that leaves them;
 // and its failure (here its time limit) fails the update with its output.
 func TestE2EInstallWhenDependenciesChange(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	prog := func(v string) string { return "name: deps\nruntime: yaml\noutputs:\n  v: " + v + "\n" }
 	r.commit(map[string]string{"Pulumi.yaml": prog("one"), "requirements.txt": "pulumi>=3\n"})

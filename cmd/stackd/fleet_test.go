@@ -181,6 +181,7 @@ func TestE2EPollPerRepository(t *testing.T) {
 // paths (by default its repoDir) runs nothing: the stack shows the commit
 // as skipped and stays Ready; a commit inside them runs the stack.
 func TestE2EPaths(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	r := newRepo(t)
 	r.commit(map[string]string{

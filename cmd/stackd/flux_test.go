@@ -19,6 +19,7 @@ import (
 // example has them, deploys from a repository served over HTTP with
 // those credentials; a new commit on the branch is applied.
 func TestE2EFluxSource(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	r := newRepo(t)
 	r.commit(map[string]string{"infra/app/Pulumi.yaml": "name: app\nruntime: yaml\noutputs:\n  v: v1\n", "README.md": "x"})
@@ -96,6 +97,7 @@ spec:
 // before stackd, with a resource, which goes. One that does not exist in
 // the backend is removed as done.
 func TestE2EDestroyNeverDeployed(t *testing.T) {
+	t.Parallel()
 	bin := toolchainBin(t)
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})

@@ -114,6 +114,7 @@ func (g *gitops) firstUp(name string) model.Update {
 }
 
 func TestE2EGitOpsTrunkBased(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	g := newGitops(t)
 	v1 := g.programs.commit(map[string]string{"stacks/network/Pulumi.yaml": program("v1"), "stacks/app/Pulumi.yaml": program("v1")})
@@ -258,6 +259,7 @@ func waitGone(t *testing.T, in *instance, name string) {
 // TestE2EGitOpsWebhook: a push webhook naming the manifests repository
 // applies its new commit at once, long before the polling period.
 func TestE2EGitOpsWebhook(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	g := newGitops(t)
 	v1 := g.programs.commit(map[string]string{"stacks/app/Pulumi.yaml": program("v1")})

@@ -70,6 +70,7 @@ func guideSteps(t *testing.T, path string) []guideStep {
 // own command starts. Before some commands it waits for what the guide
 // says has happened by then, and it checks what they print.
 func TestE2EFirstStackGuide(t *testing.T) {
+	t.Parallel()
 	bin := toolchainBin(t)
 	exe := buildStackd(t)
 	home := t.TempDir()

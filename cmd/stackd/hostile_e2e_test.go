@@ -36,6 +36,7 @@ outputs:
 // waits for approval, with the change it makes, and changes nothing
 // until then.
 func TestE2EHostileProgramCannotSkipApproval(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(outDir(t), "note.txt")
@@ -63,6 +64,7 @@ func TestE2EHostileProgramCannotSkipApproval(t *testing.T) {
 // deleting a File, a commit that deletes it and forges the engine's
 // report is still denied, and the File stays.
 func TestE2EHostileProgramCannotSkipPolicy(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	v1 := r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(outDir(t), "note.txt")

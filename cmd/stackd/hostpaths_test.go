@@ -43,6 +43,7 @@ func hostStack(dir, out, greeting, extra string) string {
 // written into the data dir in either case, and the stack keeps what it
 // deployed.
 func TestE2EGitConfigBackendInDataDir(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	programs, manifests := newRepo(t), newRepo(t)
 	v1 := programs.commit(map[string]string{"app/Pulumi.yaml": program("v1")})

@@ -14,6 +14,7 @@ import (
 // is not checked out; the stack says why, and the checkout and the
 // deployment of the commit before stay as they were.
 func TestE2ECheckoutOverLimit(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	first := r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(outDir(t), "note.txt")

@@ -18,6 +18,7 @@ import (
 // provider's update of the file (its gate) until the pause is seen
 // waiting.
 func TestE2EBackupAndPause(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(outDir(t), "note.txt")

@@ -62,6 +62,7 @@ func policyDir(t *testing.T) string {
 // saved broken keeps the policies in force and says so in the API and
 // the metrics.
 func TestE2EPolicyDeniesDelete(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")
@@ -202,6 +203,7 @@ resources:
 // preview's log and the daemon's own log) shows "[secret]" where the
 // path was, never the path.
 func TestE2EPolicySeesSecrets(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")

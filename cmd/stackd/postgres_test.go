@@ -61,6 +61,12 @@ func startPostgres(t testing.TB) string {
 		_ = asUser("pg_ctl", "-D", data, "-m", "immediate", "stop").Run()
 	})
 	url := "postgres://stackd@127.0.0.1:" + port + "/postgres?sslmode=disable"
+	t.Cleanup(func() {
+		if t.Failed() {
+			log, _ := os.ReadFile(filepath.Join(dir, "log"))
+			t.Logf("PostgreSQL's log:\n%s", log)
+		}
+	})
 	initBackend(t, url)
 	return url
 }

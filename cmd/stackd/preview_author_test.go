@@ -16,6 +16,7 @@ import (
 // unlisted user pushing to an allowed author's merge request does not
 // stop its preview.
 func TestE2EPullRequestPreviewGitLabAuthor(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	g := newForgeRig(t, review.GitLab)
 	programs := g.repo("infra")

@@ -43,6 +43,7 @@ func stateStack(name, pulumiStack, url, out, greeting, extra string) string {
 // backend of their own, as the creations they are (of a Pulumi stack and
 // its File).
 func TestE2EPullRequestPreviewOtherState(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	g := newForgeRig(t, review.GitHub)
 	programs, manifests := g.repo("infra"), g.repo("manifests")

@@ -75,6 +75,7 @@ func previewHolder(e *clusterEnv, pr *pullRequest) *replica {
 // (diff-app.txt): the holder is killed while its preview provably runs,
 // and the other replica's preview is seen held in turn before it opens.
 func TestE2EClusterPullRequest(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	etcd := etcdtest.Start(t, 1)
 	e := newClusterEnv(t, etcd.Endpoints())
@@ -268,6 +269,7 @@ func backendStacks(t *testing.T, url string) string {
 // and both destroys at their provider's gates. A pull request quiet past its template's TTL has its review
 // stack destroyed by its holder, as the replicas ask (a sweep).
 func TestE2EClusterReviewStacks(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	etcd := etcdtest.Start(t, 1)
 	e := newClusterEnv(t, etcd.Endpoints())

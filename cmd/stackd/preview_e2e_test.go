@@ -271,6 +271,7 @@ func (g *forgeRig) previewStack(name, url, outDir string) string {
 // touches no tracked file, or comes from a fork, runs nothing; no secret
 // reaches the forge.
 func TestE2EPullRequestPreviewGitHub(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")

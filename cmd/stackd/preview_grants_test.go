@@ -18,6 +18,7 @@ import (
 // forge nor stackd's API, and the comment says what was not resolved.
 // The Secret the config in force already gives the stack still resolves.
 func TestE2EPullRequestPreviewUngrantedSecret(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	const (
 		granted   = "granted-CANARY-3f9a01"

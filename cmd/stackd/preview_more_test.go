@@ -42,6 +42,7 @@ func (g *forgeRig) startManifests(manifests *repo, tweak func(*runFlags), stacks
 // repository (a Git config source) that changes one stack's config
 // previews only that stack, with the new value.
 func TestE2EPullRequestPreviewManifests(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	g := newForgeRig(t, review.GitHub)
 	programs, manifests := g.repo("infra"), g.repo("manifests")
@@ -77,6 +78,7 @@ func TestE2EPullRequestPreviewManifests(t *testing.T) {
 // TestE2EPullRequestPreviewForges runs a preview on GitLab and on Gitea,
 // whose APIs first answer 503 and 429: the reports arrive after retries.
 func TestE2EPullRequestPreviewForges(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	for _, kind := range []review.Kind{review.GitLab, review.Gitea} {
 		t.Run(string(kind), func(t *testing.T) {
@@ -163,6 +165,7 @@ func BenchmarkPullRequestPreview(b *testing.B) {
 // resources, once approved; one that removes a stack without it says its
 // resources stay. Neither is touched by the preview.
 func TestE2EPullRequestSaysDestroy(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	g := newForgeRig(t, review.GitHub)
 	programs, manifests := g.repo("infra"), g.repo("manifests")

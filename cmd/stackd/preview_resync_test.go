@@ -23,6 +23,7 @@ import (
 // whose webhook is lost while it runs is previewed at the next check
 // (--preview-resync-interval), in the same comment.
 func TestE2EPullRequestResync(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	gates := newGates(t)
 	g, programs := busyRig(t, "1s")
@@ -102,6 +103,7 @@ func TestE2EPullRequestResync(t *testing.T) {
 // a push to the other whose webhook is lost is previewed at the next
 // check, in the same comment.
 func TestE2EClusterPullRequestResync(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	etcd := etcdtest.Start(t, 1)
 	e := newClusterEnv(t, etcd.Endpoints())
@@ -174,6 +176,7 @@ func TestE2EClusterPullRequestResync(t *testing.T) {
 // has its review stack destroyed once stackd is back and finds it closed,
 // long before the review stack's TTL (1h).
 func TestE2EReviewStacksResync(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")

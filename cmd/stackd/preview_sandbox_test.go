@@ -18,6 +18,7 @@ import (
 // in a scratch copy of the stack's state, whose environment once still
 // named the stack's own PULUMI_HOME, closed to the copy.
 func TestE2EPreviewsUnderDefaultSandbox(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")

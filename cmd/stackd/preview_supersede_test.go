@@ -78,6 +78,7 @@ func (g *forgeRig) queue(programs *repo, pr *pullRequest, version, action string
 // at busy's gate (create-busy, then update-busy) until the queued
 // preview's status is final.
 func TestE2EPullRequestSuperseded(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	gates := newGates(t)
 	gates.close("create", "busy")
@@ -189,6 +190,7 @@ func (g *forgeRig) previewsOf() map[int]review.PullRequest {
 // whose preview the stop interrupted (queued behind a long update) is
 // listed, previewed after the start, and still has one comment.
 func TestE2EPullRequestRestart(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	gates := newGates(t)
 	g, programs := busyRig(t, "1s")

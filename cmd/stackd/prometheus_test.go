@@ -33,6 +33,7 @@ func tool(t *testing.T, name string) string {
 // and a real Prometheus server scraping it answers a PromQL query about
 // the stack.
 func TestE2EPrometheusScrapesDaemon(t *testing.T) {
+	t.Parallel()
 	promtool, prometheus := tool(t, "promtool"), tool(t, "prometheus")
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})

@@ -16,6 +16,7 @@ import (
 // it once, the stack is destroyed (destroyOnFinalize), and the audit trail
 // and the config's history say who allowed it.
 func TestE2EReloadAllowRemoval(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(outDir(t), "note.txt")
@@ -59,6 +60,7 @@ func TestE2EReloadAllowRemoval(t *testing.T) {
 // confirmation (stackd reload --allow-removal 1) removes it, destroying
 // it.
 func TestE2ESourceDroppedKeepsStacks(t *testing.T) {
+	t.Parallel()
 	ra, rb := newRepo(t), newRepo(t)
 	ra.commit(map[string]string{"Pulumi.yaml": program("a")})
 	rb.commit(map[string]string{"Pulumi.yaml": program("b")})

@@ -69,6 +69,7 @@ func (g *forgeRig) openReviewed(programs *repo, pr *pullRequest, out string) str
 // pull request goes quiet past the TTL is destroyed too. The template
 // stacks never change.
 func TestE2EReviewStacks(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")
@@ -229,6 +230,7 @@ outputs:
 // secret, while the template keeps its own config; the closing destroys
 // the review stack with the same overrides.
 func TestE2EReviewStackOverrides(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	const templateToken, reviewToken = "template-token-s3cret", "review-token-s3cret"
 	g := newForgeRig(t, review.GitHub)
@@ -388,6 +390,7 @@ func (g *forgeRig) checkReviewAPI(number int, name string) {
 // (its gate) when the stop comes, and after the start until the test
 // has seen the pull request listed.
 func TestE2EReviewStackClosedDuringStop(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")

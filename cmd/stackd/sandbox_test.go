@@ -65,6 +65,7 @@ func failed(v model.StackView) bool {
 // canary reaches the API, the UI, stackd.db or the daemon's log. A program
 // writes in its checkout and in a --sandbox-rw path, and nowhere else.
 func TestE2ESandbox(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dataDir := filepath.Join(root, "data")
 	secrets := filepath.Join(root, "secrets")
@@ -204,6 +205,7 @@ func TestE2ESandbox(t *testing.T) {
 // TestE2ESandboxOff: the same theft succeeds with --sandbox=off, so the
 // test above can fail; the daemon says programs run unconfined.
 func TestE2ESandboxOff(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	canary := "canary-unreferenced-secret-0b7c"
 	writeSecretFile(t, filepath.Join(root, "secrets", "other", "key"), canary)

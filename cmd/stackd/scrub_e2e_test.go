@@ -21,6 +21,7 @@ import (
 // its error. None of them shows in the API, the UI, /metrics, the
 // notifications, stackd.db or the daemon's log.
 func TestE2EOneStacksSecretHiddenFromAnother(t *testing.T) {
+	t.Parallel()
 	const (
 		keeperSecret = "keeper-SENTINEL-3a7d"
 		apiToken     = "apitok-SENTINEL-77aa"

@@ -99,6 +99,7 @@ func (w *cmdlineWatcher) stop() []string {
 }
 
 func TestE2ESecretsStaySecret(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	r.git("config", "http.receivepack", "true")
@@ -313,6 +314,7 @@ outputs:
 // outside its checkout is refused with a plain message, and nothing of
 // the linked file shows.
 func TestE2ESymlinkedProjectRefused(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.commit(map[string]string{"README": "x"})
 	if err := os.Symlink("/etc/passwd", filepath.Join(r.dir, "Pulumi.yaml")); err != nil {

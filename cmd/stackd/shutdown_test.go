@@ -21,6 +21,7 @@ import (
 // once the update ends, it exits 0 with the update recorded. The update
 // is held in the provider's create (its gate) until the reads are done.
 func TestE2ESIGTERMKeepsServingReads(t *testing.T) {
+	t.Parallel()
 	bin := toolchainBin(t)
 	exe := buildStackd(t)
 	ps := newHeldStack(t)

@@ -153,6 +153,7 @@ func (c groupsScope) IsScopeAllowed(scope string) bool {
 // reason; bob, an operator through his group, may sync; carol, an admin
 // through hers, reads the audit trail, which holds every sign-in.
 func TestE2ESignInChromium(t *testing.T) {
+	t.Parallel()
 	chromium := tool(t, "chromium")
 	in, tp := startSSODaemon(t, rolesFile(true))
 

@@ -47,6 +47,7 @@ func (in *instance) resourcesByName(t *testing.T, stack string) (model.Resources
 // that found one edited by hand, that one is drifted and the others in
 // sync, in the API and on the page.
 func TestE2EResources(t *testing.T) {
+	t.Parallel()
 	chromium := tool(t, "chromium")
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": groupProgram("v1")})
@@ -122,6 +123,7 @@ func TestE2EResources(t *testing.T) {
 // it deploys stay as they were; the page keeps the preview with its
 // commit.
 func TestE2EPreviewNowWhilePaused(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(outDir(t), "note.txt")

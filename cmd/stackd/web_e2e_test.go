@@ -41,6 +41,7 @@ func (in *instance) post(path string, body []byte, headers map[string]string) in
 // bad signature is refused; a signed one starts the update at once, long
 // before the polling period.
 func TestE2ETokenAndWebhook(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(outDir(t), "note.txt")

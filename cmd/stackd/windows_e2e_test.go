@@ -41,6 +41,7 @@ func waitsForWindow(v model.StackView) bool {
 // and the update history say who and why. A deny window that ends a
 // few seconds later lets the next commit through by itself.
 func TestE2EChangeWindows(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(outDir(t), "note.txt")
@@ -144,6 +145,7 @@ func TestE2EChangeWindows(t *testing.T) {
 // request's preview names the stacks that change windows would hold
 // back after a merge, and until when.
 func TestE2EPullRequestPreviewSaysWindowsWait(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")
