@@ -22,6 +22,7 @@ import (
 // and a sync posted anyway is refused and recorded. No token is in the
 // daemon's logs, and no script reads the session.
 func TestE2ETokenSignInChromium(t *testing.T) {
+	t.Parallel()
 	chromium := tool(t, "chromium")
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
