@@ -49,6 +49,9 @@ type Store interface {
 // Options configure a Previewer. Daemon, Runner, Fetcher, Store and
 // DataDir are required.
 type Options struct {
+	// Node is this replica's name in a cluster, recorded on the
+	// previews it runs; empty otherwise.
+	Node    string
 	Daemon  Daemon
 	Runner  daemon.Runner
 	Fetcher daemon.Fetcher

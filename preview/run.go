@@ -102,7 +102,7 @@ func (p *Previewer) begin(ctx context.Context, ev review.Event, t target, r reso
 	}
 	u, err := p.history(ev.Key()).BeginUpdate(model.Update{Stack: t.stack.Name, Type: model.UpdatePreview,
 		Reason: fmt.Sprintf("Preview of pull request #%d", ev.Number), Commit: commit, PullRequest: ev.Number,
-		StartTime: start, State: model.UpdateRunning})
+		StartTime: start, State: model.UpdateRunning, Node: p.opts.Node})
 	if err != nil {
 		return "", model.Update{}, fmt.Errorf("record the preview: %w", err)
 	}

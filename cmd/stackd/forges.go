@@ -107,7 +107,7 @@ func normalBase(base string) string { return strings.TrimRight(strings.TrimSpace
 
 // newPreviewer makes the previewer of pull requests, or nil when no
 // forge was declared.
-func newPreviewer(f *runFlags, d *daemon.Daemon, run daemon.Runner, fetcher daemon.Fetcher, st daemon.Store,
+func newPreviewer(f *runFlags, d *daemon.Daemon, own daemon.Ownership, run daemon.Runner, fetcher daemon.Fetcher, st daemon.Store,
 	auth *model.GitAuth, dataDir string, obs preview.Observer, notifier daemon.Notifier, log *slog.Logger, pol gate.Policies,
 ) (*preview.Previewer, error) {
 	if !f.forgeFlags.enabled() {
@@ -123,7 +123,7 @@ func newPreviewer(f *runFlags, d *daemon.Daemon, run daemon.Runner, fetcher daem
 	}
 	records, _ := st.(review.Store)  // the BoltDB store keeps the open pull requests
 	shared, _ := st.(preview.Shared) // a cluster shares them among its replicas
-	return preview.New(preview.Options{Daemon: d, Runner: run, Fetcher: fetcher, Store: st, Forges: forges,
+	return preview.New(preview.Options{Node: nodeName(own), Daemon: d, Runner: run, Fetcher: fetcher, Store: st, Forges: forges,
 		Approval: approval, DataDir: dataDir, UIURL: f.externalURL, ForkPRs: f.forkPRs, Authors: f.authors, SourceAuth: auth,
 		ReviewBounds: review.Bounds{Total: f.reviewMax, PerRepo: f.reviewMaxPerRepo},
 		Timeout:      f.opTimeout, Notifier: notifier, Observer: obs, Policies: pol, Records: records, Shared: shared,

@@ -147,14 +147,18 @@ func TestE2EClusterPullRequest(t *testing.T) {
 	if r := replicaOf(e, again); r != survivor {
 		t.Fatalf("the diff held again by %d, of %v; want %s's", again, r, survivor.name)
 	}
-	var states []string
+	var states, nodes []string
 	for _, u := range e.updatesOf(survivor, "app") {
 		if u.Type == model.UpdatePreview && u.Commit == pr.head {
-			states = append(states, u.State)
+			states, nodes = append(states, u.State), append(nodes, u.Node)
 		}
 	}
 	if got, want := strings.Join(states, " "), model.UpdateAborted+" "+model.UpdateRunning; got != want {
 		t.Errorf("previews of the second head while the survivor's runs: %q, want %q", got, want)
+	}
+	// Each record names the replica that ran it.
+	if got, want := strings.Join(nodes, " "), victim.name+" "+survivor.name; got != want {
+		t.Errorf("the replicas of the previews of the second head: %q, want %q", got, want)
 	}
 	gates.open("diff", "app.txt")
 

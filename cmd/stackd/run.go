@@ -356,7 +356,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	if err != nil {
 		return nil, err
 	}
-	pv, err := newPreviewer(f, d, run, fetcher, st, auth, dataDir, metricSet, asNotifier(wh), log, pol)
+	pv, err := newPreviewer(f, d, own, run, fetcher, st, auth, dataDir, metricSet, asNotifier(wh), log, pol)
 	if err != nil {
 		return nil, err
 	}
