@@ -6,6 +6,7 @@ package tlscert
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -32,10 +33,9 @@ const certCheckInterval = 2 * time.Second
 // lead through.
 //
 // The files are looked at on a TLS handshake or a metrics scrape, at
-// most once per certCheckInterval: each file's identity (device and
-// inode, through symbolic links), size and modification time are
-// compared with those of the last read, and only a change reads them
-// again. A read that fails — a half-written file, a certificate whose
+// most once per certCheckInterval: each file's content (through
+// symbolic links) is compared with that of the last read, by a SHA-256
+// digest, and only a change parses them again. A read that fails — a half-written file, a certificate whose
 // new key is not there yet — keeps the last good pair in force, is
 // logged and counted, and is tried again when the files change again.
 //
@@ -227,30 +227,26 @@ func hasPEM(data []byte, suffix string) bool {
 	}
 }
 
-// fileStamp identifies a version of a file: what stat says of it, or
-// the error stat gave.
+// fileStamp identifies a version of a file: a digest of its content,
+// or the error reading it gave. The content, not what stat says: a file
+// rewritten in place with the same size within one tick of the
+// filesystem's clock keeps its inode, size and modification time.
 type fileStamp struct {
-	fi  os.FileInfo
+	sum [sha256.Size]byte
 	err string
 }
 
 func stampFile(path string) fileStamp {
-	fi, err := os.Stat(path) // through links: the file they lead to now
+	data, err := os.ReadFile(path) // through links: the file they lead to now
 	if err != nil {
 		return fileStamp{err: err.Error()}
 	}
-	return fileStamp{fi: fi}
+	return fileStamp{sum: sha256.Sum256(data)}
 }
 
 // same says whether a and b are the same version of a file: the same
-// file (device and inode), size and modification time, or the same
-// error.
-func (a fileStamp) same(b fileStamp) bool {
-	if a.fi == nil || b.fi == nil {
-		return a.fi == nil && b.fi == nil && a.err == b.err
-	}
-	return os.SameFile(a.fi, b.fi) && a.fi.Size() == b.fi.Size() && a.fi.ModTime().Equal(b.fi.ModTime())
-}
+// content, or the same error.
+func (a fileStamp) same(b fileStamp) bool { return a == b }
 
 // pairStamp is the stamps of a certificate file and its key file.
 type pairStamp struct{ cert, key fileStamp }

@@ -139,8 +139,8 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
-// TestFileStamp: a file's stamp changes when it is written or replaced,
-// not when it is only looked at again.
+// TestFileStamp: a file's stamp changes when its content does, written
+// in place or replaced, not when it is only looked at again.
 func TestFileStamp(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -156,6 +156,14 @@ func TestFileStamp(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, false},
+		{"rewritten in place, same size and time", func(t *testing.T, p string) {
+			fi, _ := os.Stat(p)
+			write(t, p, "version 2")
+			if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"rewritten, same content", func(t *testing.T, p string) { write(t, p, "version 1") }, true},
 		{"renamed over, same size and time", func(t *testing.T, p string) {
 			fi, _ := os.Stat(p)
 			write(t, p+".new", "version 2")
