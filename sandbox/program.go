@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/stackd/stackd/sandbox/internal/early"
 )
 
 // The engine is trusted, the program is not: a confined pulumi CLI may
@@ -19,19 +21,21 @@ import (
 // process and its descendants alike, so each plugin enters a narrower
 // domain, nested in the CLI's, as it starts: the CLI starts it from a
 // path where the daemon put a link to its own binary beside a link to
-// the real plugin, .<name>.real. This package's initializer sees the
-// program policy in the environment of a process not started as the
-// sandbox's wrapper, confines the process by it and execs the real
-// plugin in its place (same pid).
+// the real plugin, .<name>.real. A process not started as the sandbox's
+// wrapper that finds the program policy in its environment confines
+// itself by it and execs the real plugin in its place (same pid). The
+// early package's initializer does it, among the binary's first, for a
+// policy as Nest writes it; this package's initializer, with the same
+// rules, does it for one the early package leaves (see wrapPlugin).
 
 // envProgram carries the program policy, from the CLI to its plugins.
-const envProgram = "STACKD_SANDBOX_PROGRAM"
+const envProgram = early.EnvProgram
 
 // engineOnly are the variables of the CLI's environment that its plugins
 // never see: the passphrase of the stack's secrets is the engine's. The
 // program policy stays: a plugin that starts another (the language host
 // loading a provider's schema) starts it through its wrapper too.
-var engineOnly = []string{"PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE"}
+var engineOnly = early.EngineOnly
 
 // programPolicy is what a plugin's wrapper receives.
 type programPolicy struct {
@@ -73,7 +77,11 @@ func startedAsPlugin() (string, bool) {
 }
 
 // wrapPlugin confines this process by the program policy and execs the
-// real plugin beside os.Args[0]. It returns only on a failure.
+// real plugin beside os.Args[0]. It returns only on a failure. The early
+// package does the same before this package is initialized, and leaves it
+// only what it cannot do alone: a policy that is not as encoding/json
+// writes it (a plugin may start another with a policy of its own, which,
+// nested, can only narrow its own), a kernel of Landlock ABI 1, no /proc.
 func wrapPlugin(data string) error {
 	self := os.Args[0]
 	if !filepath.IsAbs(self) {

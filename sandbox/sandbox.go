@@ -38,6 +38,8 @@ import (
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+
+	"github.com/stackd/stackd/sandbox/internal/early"
 )
 
 // Modes of the --sandbox flag.
@@ -51,7 +53,7 @@ const (
 // reports its kills on. The wrapper acts only when its name and one of
 // them are there.
 const (
-	wrapperName = "stackd-sandbox"
+	wrapperName = early.WrapperName
 	envPolicy   = "STACKD_SANDBOX_POLICY"
 	envWatchdog = "STACKD_SANDBOX_WATCHDOG"
 	envReap     = "STACKD_SANDBOX_REAP"
@@ -59,14 +61,15 @@ const (
 
 // exitWrapper is the wrapper's exit code when it cannot confine itself or
 // start the command: it never runs a command unconfined.
-const exitWrapper = 126
+const exitWrapper = early.ExitWrapper
 
 // init turns this process into the wrapper when it was started as one
 // (see Confine, Reap, Watch), and never returns then. It runs as a
 // package initializer, so that the wrapper starts the command before the
 // initializers of the binary's heavier packages (templates, schemas, RPC
 // registries) cost every pulumi process milliseconds: any binary that
-// imports this package serves as its own wrapper.
+// imports this package serves as its own wrapper. A plugin's wrapper is
+// done earlier still, by the early package (see program.go).
 func init() {
 	if policy, ok := startedAsPlugin(); ok {
 		err := wrapPlugin(policy)

@@ -8,39 +8,20 @@ import (
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+
+	"github.com/stackd/stackd/sandbox/internal/early"
 )
 
-// System paths every confined process may use. /etc is not among them as
-// a whole: operators keep tokens and secrets there (/etc/stackd); only
-// what name resolution, TLS, time zones and the dynamic linker read is.
+// System paths every confined process may use, and where it may list
+// directories: see the early package, whose plugin wrapper grants the
+// same.
 var (
-	systemRODirs = []string{
-		"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
-		// Certificates, not private keys: /etc/ssl/private and
-		// /etc/pki/tls/private stay closed.
-		"/etc/ssl/certs", "/etc/pki/ca-trust", "/etc/pki/tls/certs", "/etc/ca-certificates", "/etc/crypto-policies",
-		"/etc/alternatives", "/etc/ld.so.conf.d",
-		// /proc/<pid> of a process outside the sandbox is still closed:
-		// Landlock denies ptrace access to it, which environ, mem, fd
-		// and maps need.
-		"/proc", "/sys",
-	}
-	systemROFiles = []string{
-		"/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf",
-		"/etc/gai.conf", "/etc/passwd", "/etc/group", "/etc/localtime", "/etc/timezone",
-		"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/os-release", "/etc/mime.types",
-		"/etc/protocols", "/etc/services",
-		"/etc/ssl/openssl.cnf", "/etc/ssl/cert.pem", "/etc/pki/tls/openssl.cnf", "/etc/pki/tls/cert.pem",
-		"/dev/random", "/dev/urandom",
-	}
-	systemRWFiles = []string{"/dev/null", "/dev/zero", "/dev/full"}
+	systemRODirs  = early.SystemRODirs
+	systemROFiles = early.SystemROFiles
+	systemRWFiles = early.SystemRWFiles
 )
 
-// listable is where confined processes may list directories: every
-// name of the file system, no file's content. `pulumi install` reads
-// every directory from the project's up to the root (looking for a
-// policy pack) and fails at the first it cannot.
-const listable = "/"
+const listable = early.Listable
 
 func systemRules() []landlock.Rule {
 	return []landlock.Rule{
