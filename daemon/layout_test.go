@@ -44,6 +44,16 @@ var (
 	others = []string{"cmd/stackd", "daemon", "daemon/storetest", "sandbox", "docs"}
 )
 
+// stdDeps lists the standard packages pkg depends on, pkg included.
+func stdDeps(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", pkg).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	return strings.Fields(string(out))
+}
+
 // under says whether pkg is one of pkgs or a sub-package of one.
 func under(pkg string, pkgs []string) bool {
 	return slices.ContainsFunc(pkgs, func(p string) bool { return pkg == p || strings.HasPrefix(pkg, p+"/") })
@@ -119,7 +129,16 @@ func TestImportRules(t *testing.T) {
 					return !under(pkg, []string{l}) && (dep == mod+l || strings.HasPrefix(dep, mod+l+"/"))
 				})
 			})
-		case pkg == "sandbox", pkg == "tools/testreport":
+		case pkg == "sandbox":
+			// Its early initializer only, which must stay before the
+			// binary's other packages (see sandbox/internal/early).
+			forbid(pkg, func(dep string) bool { return ours(dep) && dep != mod+"sandbox/internal/early" })
+		case pkg == "sandbox/internal/early":
+			// Nothing but syscall and what it needs: the packages it
+			// imports initialize before it.
+			base := stdDeps(t, "syscall")
+			forbid(pkg, func(dep string) bool { return !slices.Contains(base, dep) })
+		case pkg == "tools/testreport":
 			forbid(pkg, ours)
 		case slices.Contains(others, pkg):
 		default:
