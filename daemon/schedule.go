@@ -90,7 +90,8 @@ func (d locked) evaluateStack(st *stackState, now time.Time, pass *passState) ti
 	}
 	pass.busy(st)
 	d.move(st, activity.Want)
-	if closed, wait := d.windowClosed(st, dec, obs, now); closed {
+	closed, wait, pathsOnly := d.windowClosed(st, dec, obs, now)
+	if closed {
 		return wait
 	}
 	if why := d.gate(st, now, pass); why != "" {
@@ -107,7 +108,7 @@ func (d locked) evaluateStack(st *stackState, now time.Time, pass *passState) ti
 		}
 		return 0 // an operation's end, or Resume, kicks the loop
 	}
-	d.startOperation(st, dec, obs)
+	d.startOperation(st, dec, obs, pathsOnly)
 	return 0
 }
 
