@@ -10,6 +10,7 @@ import (
 	"github.com/stackd/stackd/daemon/decide"
 	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/model"
+	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/daemon/window"
 )
 
@@ -39,8 +40,7 @@ func (d locked) windowClosed(st *stackState, dec decide.Decision, obs decide.Obs
 		}
 		return false, 0, false
 	}
-	ws := &model.ChangeWindowStatus{Change: change, NextOpen: v.NextOpen, Windows: v.Names()}
-	msg := window.Message(change, v)
+	ws, msg := waits(change, v)
 	c := st.rec.Status.Condition(model.ConditionReconciling)
 	if c == nil || c.Reason != model.ReasonChangeWindowClosed || c.Message != msg || st.rec.Status.ObservedGeneration != st.rec.Generation {
 		st.rec.Status.ChangeWindow = ws
@@ -52,6 +52,34 @@ func (d locked) windowClosed(st *stackState, dec decide.Decision, obs decide.Obs
 		return true, 0, false // a new config or an override changes it
 	}
 	return true, max(v.NextOpen.Sub(now), time.Second), false
+}
+
+// waits is how a change that v closes waits, and the message that says
+// until when.
+func waits(change string, v window.Verdict) (*model.ChangeWindowStatus, string) {
+	return &model.ChangeWindowStatus{Change: change, NextOpen: v.NextOpen, Windows: v.Names()}, window.Message(change, v)
+}
+
+// SyncWindow says whether the change windows hold back a sync of the
+// named stack asked now: how it waits and the message that says until
+// when, or nil when they let it run (or an override waits to be used).
+// It changes nothing; any replica answers from its config.
+func (d *Daemon) SyncWindow(name string) (*model.ChangeWindowStatus, string) {
+	l := d.lock()
+	defer l.unlock()
+	st := l.stacks[name]
+	if st == nil || st.rec.WindowOverride != nil {
+		return nil, ""
+	}
+	now := time.Now().UTC()
+	obs, _ := l.observe(st, now)
+	dr := st.rec.Status.Drift // a sync of a drifted stack remediates
+	remediating := st.remediate != "" || dr != nil && dr.State == spec.DriftDrifted
+	change := decide.ChangeOf(st.rec.Status.LastUpdate, obs, decide.Decision{Run: true, Type: obs.RunType()}, remediating)
+	if v := window.Check(l.cfg.ChangeWindows, windowStack(st), change, now); change != "" && !v.Open {
+		return waits(change, v)
+	}
+	return nil, ""
 }
 
 // unchecked says whether dec's run is for a new commit that st would

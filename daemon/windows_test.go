@@ -40,6 +40,9 @@ func TestChangeWindowHoldsUntilOverridden(t *testing.T) {
 	if msg := reconciling(h, "app").Message; msg != `the change waits for deny window "w"; no window opens within a year` {
 		t.Fatalf("message = %q", msg)
 	}
+	if ws, msg := h.d.SyncWindow("app"); ws == nil || ws.Change != spec.ChangeCommit || msg != `the change waits for deny window "w"; no window opens within a year` {
+		t.Fatalf("SyncWindow = %+v, %q", ws, msg)
+	}
 	time.Sleep(100 * time.Millisecond) // polls and passes come and go
 	if ops := h.runner.opsOf("app"); len(ops) != 0 {
 		t.Fatalf("ran %d operations in a closed window", len(ops))

@@ -400,8 +400,10 @@ func syncCommand(args []string, stdout io.Writer) error {
 	}
 	defer resp.Body.Close()
 	var out struct {
-		Request string
-		Refresh bool
+		Request             string
+		Refresh             bool
+		ChangeWindow        *model.ChangeWindowStatus
+		ChangeWindowMessage string
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return fmt.Errorf("sync: decode: %w", err)
@@ -415,6 +417,10 @@ func syncCommand(args []string, stdout io.Writer) error {
 		how = " with refresh: the stack drifted, and what changed is put back"
 	}
 	fmt.Fprintf(stdout, "sync of %s requested%s (%s)\n", fs.Arg(0), how, out.Request)
+	if out.ChangeWindow != nil {
+		return &waitsError{fmt.Sprintf("the sync of %s waits: change windows are closed: %s; it runs by itself when they open, or now with --override-window --reason \"why it cannot wait\"",
+			fs.Arg(0), out.ChangeWindowMessage)}
+	}
 	return nil
 }
 

@@ -177,6 +177,36 @@ func TestE2EChangeWindowSkipsOtherPaths(t *testing.T) {
 	}
 }
 
+// TestE2ESyncInClosedWindow: stackd sync of a stack that change windows
+// hold back says that it waits, until when, and how to override, with
+// exit code 3; the request stays, and nothing runs.
+func TestE2ESyncInClosedWindow(t *testing.T) {
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+	out := filepath.Join(outDir(t), "note.txt")
+	stacks := "stacks:\n" + stackYAML("app", r, pathConfig(out))
+	in := startDaemon(t, stacks, "")
+	in.waitStack("app", "first deploy", time.Minute, isReady)
+	if code, stdout, stderr := stackd(t, in.clientArgs("sync", "app")...); code != exitOK || stderr != "" {
+		t.Fatalf("stackd sync in an open window: %d %s%s", code, stdout, stderr)
+	}
+	in.waitStack("app", "the sync", time.Minute, func(v model.StackView) bool { return isReady(v) && len(in.updates("app")) == 2 })
+
+	start := time.Now().UTC().Truncate(time.Minute).Add(-time.Minute)
+	in.reload(stacks + fmt.Sprintf("changeWindows:\n  - {name: freeze, kind: deny, schedule: '%d %d * * *', duration: 2h, stacks: [app]}\n",
+		start.Minute(), start.Hour()))
+	code, stdout, stderr := stackd(t, in.clientArgs("sync", "app")...)
+	want := fmt.Sprintf(`the change waits until %s for deny window "freeze"`, start.Add(2*time.Hour).Format("2006-01-02 15:04 MST"))
+	if code != exitWaits || !strings.Contains(stdout, "sync of app requested") || !strings.Contains(stderr, "change windows are closed: "+want) ||
+		!strings.Contains(stderr, "--override-window --reason") {
+		t.Fatalf("stackd sync in a closed window: %d\n%s%s", code, stdout, stderr)
+	}
+	in.waitStack("app", "the sync to wait for the window", time.Minute, waitsForWindow)
+	if n := len(in.updates("app")); n != 2 {
+		t.Fatalf("%d updates after a sync in a closed window, want 2", n)
+	}
+}
+
 // TestE2EPullRequestPreviewSaysWindowsWait: the comment of a pull
 // request's preview names the stacks that change windows would hold
 // back after a merge, and until when.
