@@ -216,6 +216,7 @@ func (d *Daemon) heldByWindow(j job) bool {
 	defer l.unlock()
 	j.st.changesPaths = j.obs.Commit
 	l.release(j.st)
+	l.log.Info("the new commit changes files of the stack's paths: it waits for the change windows", "stack", j.st.rec.Name, "commit", j.obs.Commit)
 	return true
 }
 
