@@ -302,6 +302,10 @@ type stackState struct {
 	// refreshes first): a remediation after a check, or a sync of a
 	// drifted stack.
 	remediate string
+	// changesPaths is the last commit seen to change files of the
+	// stack's paths, which closed change windows then hold back without
+	// checking it out again (kept in memory only).
+	changesPaths string
 	// refusedPlan says why the last approved plan was not applied (it no
 	// longer held), for the plan that asks again.
 	refusedPlan string

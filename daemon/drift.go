@@ -73,7 +73,7 @@ func (d locked) driftDue(st *stackState, now time.Time) (bool, time.Duration) {
 // startDrift runs a drift check of st.
 func (d locked) startDrift(st *stackState, obs decide.Observation) {
 	obs.Commit = st.rec.Status.LastUpdate.LastSuccessfulCommit
-	d.startOperation(st, decide.Decision{Run: true, Type: model.UpdateDrift, Reason: "Drift check"}, obs)
+	d.startOperation(st, decide.Decision{Run: true, Type: model.UpdateDrift, Reason: "Drift check"}, obs, false)
 }
 
 // recordDrift turns a finished check into the stack's drift status, and

@@ -62,7 +62,7 @@ func (d *Daemon) runGated(ctx context.Context, j job, commit string, op model.Op
 		return res, nil, fmt.Errorf("preview before the %s: the runner saved no plan", what)
 	}
 	g := &model.Gate{Type: op.Type, Commit: commit, Generation: j.obs.Generation, ReconcileRequest: j.obs.ReconcileRequest,
-		Plan: res.Plan, Changes: res.Changes, Steps: res.Steps}
+		Plan: res.Plan, Changes: gate.Changes(res.Steps), Steps: res.Steps}
 	verdict := d.judge(ctx, j, commit, res)
 	for _, w := range verdict.Warn {
 		fmt.Fprintf(op.Log, "policy warning (%s): %s\n", w.Policy, w.Message)

@@ -38,6 +38,9 @@ type job struct {
 	newCommit bool
 	// pathsHash digests the checkout's files of spec.paths.
 	pathsHash string
+	// pathsOnly: closed change windows let the job go only as far as
+	// skipCommit; a commit that changes the stack's files waits.
+	pathsOnly bool
 	// override is the change windows' override the update runs under.
 	override *model.WindowOverride
 	// gate is the approved plan the up or the destroy is constrained to
@@ -52,8 +55,8 @@ type job struct {
 }
 
 // startOperation marks st running and runs its operation in the
-// background.
-func (d locked) startOperation(st *stackState, dec decide.Decision, obs decide.Observation) {
+// background; with pathsOnly, only as far as the check of spec.paths.
+func (d locked) startOperation(st *stackState, dec decide.Decision, obs decide.Observation, pathsOnly bool) {
 	if !d.move(st, activity.Start) {
 		return
 	}
@@ -61,7 +64,7 @@ func (d locked) startOperation(st *stackState, dec decide.Decision, obs decide.O
 	ctx, cancel := context.WithCancel(d.opCtx)
 	st.cancel = cancel
 	st.live = livelog.New()
-	j := job{st: st, stack: st.stack, cfg: d.cfg, typ: dec.Type, reason: dec.Reason, obs: obs, destroy: st.rec.Destroy, newCommit: dec.NewCommit,
+	j := job{st: st, stack: st.stack, cfg: d.cfg, typ: dec.Type, reason: dec.Reason, obs: obs, destroy: st.rec.Destroy, newCommit: dec.NewCommit, pathsOnly: pathsOnly,
 		approval: gate.ApprovalOf(st.stack, st.gone, st.rec.Destroy, d.opts.Approval), labels: gate.LabelsOf(st.stack, st.gone, st.rec.Destroy)}
 	if !st.breakLockAt.IsZero() {
 		j.breakLock, st.breakLockAt = true, time.Time{}
@@ -91,7 +94,7 @@ func (d *Daemon) operate(ctx context.Context, cancel context.CancelFunc, j job) 
 		d.notPrepared(j, err)
 		return
 	}
-	if j.pathsHash = p.pathsHash; d.skipCommit(j) {
+	if j.pathsHash = p.pathsHash; d.skipCommit(j) || d.heldByWindow(j) {
 		return
 	}
 	u, err := d.begin(j, p)
@@ -199,6 +202,21 @@ func (d *Daemon) skipCommit(j job) bool {
 	l.release(st)
 	l.putStack(st)
 	l.log.Info("new commit skipped", "stack", st.rec.Name, "commit", j.obs.Commit, "reason", reason)
+	return true
+}
+
+// heldByWindow ends a pathsOnly job whose commit changes the stack's
+// files: st notes it, and its next evaluation holds it back until the
+// windows open.
+func (d *Daemon) heldByWindow(j job) bool {
+	if !j.pathsOnly {
+		return false
+	}
+	l := d.lock()
+	defer l.unlock()
+	j.st.changesPaths = j.obs.Commit
+	l.release(j.st)
+	l.log.Info("the new commit changes files of the stack's paths: it waits for the change windows", "stack", j.st.rec.Name, "commit", j.obs.Commit)
 	return true
 }
 

@@ -66,7 +66,7 @@ func (d locked) evaluateStack(st *stackState, now time.Time, pass *passState) ti
 	dec := decide.Decide(st.rec.Status.LastUpdate, obs)
 	if held, wait := d.checkGate(st, obs, &dec); held {
 		pass.busy(st)
-		return minPositive(wait, d.untilPoll(st, now))
+		return sched.Sooner(wait, d.untilPoll(st, now))
 	}
 	switch {
 	case dec.Finalize:
@@ -78,10 +78,10 @@ func (d locked) evaluateStack(st *stackState, now time.Time, pass *passState) ti
 			d.putStack(st)
 		}
 		d.settle(st, dec, now)
-		wait := minPositive(dec.RecheckAfter, d.untilPoll(st, now))
+		wait := sched.Sooner(dec.RecheckAfter, d.untilPoll(st, now))
 		due, until := d.driftDue(st, now)
 		if !due {
-			return minPositive(wait, until)
+			return sched.Sooner(wait, until)
 		}
 		if d.running < d.opts.MaxConcurrent && !d.paused {
 			d.startDrift(st, obs)
@@ -90,7 +90,8 @@ func (d locked) evaluateStack(st *stackState, now time.Time, pass *passState) ti
 	}
 	pass.busy(st)
 	d.move(st, activity.Want)
-	if closed, wait := d.windowClosed(st, dec, obs, now); closed {
+	closed, wait, pathsOnly := d.windowClosed(st, dec, obs, now)
+	if closed {
 		return wait
 	}
 	if why := d.gate(st, now, pass); why != "" {
@@ -107,7 +108,7 @@ func (d locked) evaluateStack(st *stackState, now time.Time, pass *passState) ti
 		}
 		return 0 // an operation's end, or Resume, kicks the loop
 	}
-	d.startOperation(st, dec, obs)
+	d.startOperation(st, dec, obs, pathsOnly)
 	return 0
 }
 
@@ -123,16 +124,6 @@ func (p *passState) busy(*stackState) { p.marked = true }
 // current generation.
 func healthy(st *stackState) bool {
 	return conditions.HealthOf(&st.rec.Status, st.rec.Generation).Status == model.HealthHealthy
-}
-
-func minPositive(a, b time.Duration) time.Duration {
-	switch {
-	case a <= 0:
-		return b
-	case b <= 0:
-		return a
-	}
-	return min(a, b)
 }
 
 // tracksBranch says whether st's source must be polled.

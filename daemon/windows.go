@@ -20,42 +20,27 @@ const MaxOverrideReason = 1000
 // ErrNoReason is returned for an override without a reason.
 var ErrNoReason = errors.New("an override needs a reason")
 
-// ChangeOf is the change a decided run makes, for change windows: ""
-// for a run that changes nothing (a preview). A remediation of drift is
-// ChangeDrift only when it deploys what was deployed already: with a
-// new commit or spec it is a ChangeCommit too, and counts as one.
-func ChangeOf(last *model.LastUpdate, o decide.Observation, dec decide.Decision, remediating bool) string {
-	switch {
-	case dec.Type == model.UpdateDestroy:
-		return spec.ChangeDestroy
-	case dec.Type != model.UpdateUp:
-		return ""
-	case remediating && last != nil && last.LastSuccessfulCommit == o.Commit && last.Generation == o.Generation:
-		return spec.ChangeDrift
-	}
-	return spec.ChangeCommit
-}
-
 // windowClosed says whether the change windows hold back st's decided
-// run now, and records it in st's status; when it does, it returns
-// how long until the windows open. An override lets the run go.
-func (d locked) windowClosed(st *stackState, dec decide.Decision, obs decide.Observation, now time.Time) (bool, time.Duration) {
-	change := ChangeOf(st.rec.Status.LastUpdate, obs, dec, st.remediate != "")
-	var v window.Verdict
-	if change == "" || st.rec.WindowOverride != nil {
-		v.Open = true
-	} else {
+// run now, and records it in st's status; when they do, it returns how
+// long until the windows open. An override lets the run go; pathsOnly
+// lets it go only as far as the check of spec.paths (decide.WindowChecksPaths).
+func (d locked) windowClosed(st *stackState, dec decide.Decision, obs decide.Observation, now time.Time) (closed bool, wait time.Duration, pathsOnly bool) {
+	change := decide.ChangeOf(st.rec.Status.LastUpdate, obs, dec, st.remediate != "")
+	v := window.Verdict{Open: true}
+	if change != "" && st.rec.WindowOverride == nil {
 		v = window.Check(d.cfg.ChangeWindows, windowStack(st), change, now)
 	}
-	if v.Open {
+	switch decide.WindowRule(change, v.Open, st.rec.WindowOverride != nil, d.unchecked(st, dec, obs)) {
+	case decide.WindowChecksPaths:
+		return false, 0, true
+	case decide.WindowLets:
 		if st.rec.Status.ChangeWindow != nil {
 			st.rec.Status.ChangeWindow = nil
 			d.putStack(st)
 		}
-		return false, 0
+		return false, 0, false
 	}
-	ws := &model.ChangeWindowStatus{Change: change, NextOpen: v.NextOpen, Windows: v.Names()}
-	msg := window.Message(change, v)
+	ws, msg := waits(change, v)
 	c := st.rec.Status.Condition(model.ConditionReconciling)
 	if c == nil || c.Reason != model.ReasonChangeWindowClosed || c.Message != msg || st.rec.Status.ObservedGeneration != st.rec.Generation {
 		st.rec.Status.ChangeWindow = ws
@@ -64,9 +49,48 @@ func (d locked) windowClosed(st *stackState, dec decide.Decision, obs decide.Obs
 		d.putStack(st)
 	}
 	if v.NextOpen.IsZero() {
-		return true, 0 // a new config or an override changes it
+		return true, 0, false // a new config or an override changes it
 	}
-	return true, max(v.NextOpen.Sub(now), time.Second)
+	return true, max(v.NextOpen.Sub(now), time.Second), false
+}
+
+// waits is how a change that v closes waits, and the message that says
+// until when.
+func waits(change string, v window.Verdict) (*model.ChangeWindowStatus, string) {
+	return &model.ChangeWindowStatus{Change: change, NextOpen: v.NextOpen, Windows: v.Names()}, window.Message(change, v)
+}
+
+// SyncWindow says whether the change windows hold back a sync of the
+// named stack asked now: how it waits and the message that says until
+// when, or nil when they let it run (or an override waits to be used).
+// It changes nothing; any replica answers from its config.
+func (d *Daemon) SyncWindow(name string) (*model.ChangeWindowStatus, string) {
+	l := d.lock()
+	defer l.unlock()
+	st := l.stacks[name]
+	if st == nil || st.rec.WindowOverride != nil {
+		return nil, ""
+	}
+	now := time.Now().UTC()
+	obs, _ := l.observe(st, now)
+	dr := st.rec.Status.Drift // a sync of a drifted stack remediates
+	remediating := st.remediate != "" || dr != nil && dr.State == spec.DriftDrifted
+	change := decide.ChangeOf(st.rec.Status.LastUpdate, obs, decide.Decision{Run: true, Type: obs.RunType()}, remediating)
+	if v := window.Check(l.cfg.ChangeWindows, windowStack(st), change, now); change != "" && !v.Open {
+		return waits(change, v)
+	}
+	return nil, ""
+}
+
+// unchecked says whether dec's run is for a new commit that st would
+// skip if it changed none of the files of its paths, and that is not
+// known yet to change them (st.changesPaths).
+func (d locked) unchecked(st *stackState, dec decide.Decision, obs decide.Observation) bool {
+	if !dec.NewCommit || st.stack == nil || st.rec.PathsHash == "" || st.changesPaths == obs.Commit {
+		return false
+	}
+	_, all := st.stack.Spec.PathFilter()
+	return !all
 }
 
 // windowStack is what the windows' selectors see of st: its name, and

@@ -7,39 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackd/stackd/daemon/decide"
 	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/spec"
 )
-
-func TestChangeOf(t *testing.T) {
-	last := &model.LastUpdate{Generation: 2, LastSuccessfulCommit: sha1, State: model.UpdateSucceeded}
-	same := decide.Observation{Generation: 2, Commit: sha1}
-	up, destroy, preview := decide.Decision{Run: true, Type: model.UpdateUp}, decide.Decision{Run: true, Type: model.UpdateDestroy}, decide.Decision{Run: true, Type: model.UpdatePreview}
-	cases := []struct {
-		name        string
-		last        *model.LastUpdate
-		obs         decide.Observation
-		dec         decide.Decision
-		remediating bool
-		want        string
-	}{
-		{"first deploy", nil, same, up, false, spec.ChangeCommit},
-		{"new commit", last, decide.Observation{Generation: 2, Commit: sha2}, up, false, spec.ChangeCommit},
-		{"sync request", last, same, up, false, spec.ChangeCommit},
-		{"remediation", last, same, up, true, spec.ChangeDrift},
-		{"remediation with a new commit", last, decide.Observation{Generation: 2, Commit: sha2}, up, true, spec.ChangeCommit},
-		{"remediation with a new spec", last, decide.Observation{Generation: 3, Commit: sha1}, up, true, spec.ChangeCommit},
-		{"remediation never deployed", nil, same, up, true, spec.ChangeCommit},
-		{"destroy", last, decide.Observation{Removed: true}, destroy, false, spec.ChangeDestroy},
-		{"preview changes nothing", last, same, preview, false, ""},
-	}
-	for _, c := range cases {
-		if got := ChangeOf(c.last, c.obs, c.dec, c.remediating); got != c.want {
-			t.Errorf("%s: %q, want %q", c.name, got, c.want)
-		}
-	}
-}
 
 // windowed is oneStack with a change window of app.
 func windowed(kind, schedule, duration string) string {
@@ -69,6 +39,9 @@ func TestChangeWindowHoldsUntilOverridden(t *testing.T) {
 	}
 	if msg := reconciling(h, "app").Message; msg != `the change waits for deny window "w"; no window opens within a year` {
 		t.Fatalf("message = %q", msg)
+	}
+	if ws, msg := h.d.SyncWindow("app"); ws == nil || ws.Change != spec.ChangeCommit || msg != `the change waits for deny window "w"; no window opens within a year` {
+		t.Fatalf("SyncWindow = %+v, %q", ws, msg)
 	}
 	time.Sleep(100 * time.Millisecond) // polls and passes come and go
 	if ops := h.runner.opsOf("app"); len(ops) != 0 {

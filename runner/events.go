@@ -126,7 +126,7 @@ func (ev *events) add(e engineEvent) error {
 		if drifted(md.Op, md.Type) {
 			ev.drift = append(ev.drift, spec.DriftedResource{URN: md.URN, Type: md.Type, Op: md.Op, Properties: md.Diffs})
 		}
-		if md.Type != "pulumi:pulumi:Stack" || md.New == nil {
+		if md.Type != model.StackType || md.New == nil {
 			return nil
 		}
 		outputs, err := maskOutputs(md.New.Outputs)
@@ -210,16 +210,14 @@ func unknown(x any) any {
 }
 
 // drifted says whether a refresh step with op changes a resource of typ:
-// anything but "same" (and the reads a refresh always does), for real
-// resources (not the stack, not providers).
+// anything but "same" (and the reads a refresh always does), for the
+// program's resources (model.ProgramResource).
 func drifted(op, typ string) bool {
 	switch {
 	case op == "" || op == "same" || op == "refresh" || op == "read":
 		return false
-	case typ == "pulumi:pulumi:Stack" || strings.HasPrefix(typ, "pulumi:providers:"):
-		return false
 	}
-	return true
+	return model.ProgramResource(typ)
 }
 
 func (ev *events) addDiagnostic(d *apitype.DiagnosticEvent) {

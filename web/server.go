@@ -41,6 +41,10 @@ type API interface {
 	StackVersions() []model.StackVersion
 	Stack(name string) (model.StackView, error)
 	Sync(name string) (string, error)
+	// SyncWindow says whether the change windows hold back a sync of the
+	// stack asked now: how it waits and a message that says until when,
+	// or nil when they let it run.
+	SyncWindow(name string) (*model.ChangeWindowStatus, string)
 	Ready() error
 	// Updates lists a stack's updates newest first, those with Seq below
 	// before when before > 0, at most limit.
@@ -408,7 +412,9 @@ func (s *Server) getStack(w http.ResponseWriter, r *http.Request) {
 }
 
 // syncStack asks for a run; refresh says the stack had drifted, so that
-// the run refreshes first.
+// the run refreshes first. changeWindow and changeWindowMessage say that
+// change windows hold the run back now: the request stays, and runs when
+// they open.
 func (s *Server) syncStack(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	body, err := decodeSyncBody(r)
@@ -436,7 +442,11 @@ func (s *Server) syncStack(w http.ResponseWriter, r *http.Request) {
 	}
 	refresh := v.Status.Drift != nil && v.Status.Drift.State == spec.DriftDrifted
 	s.log.Info("sync requested", "stack", name, "request", token, "refresh", refresh)
-	writeJSON(w, http.StatusAccepted, map[string]any{"name": name, "request": token, "refresh": refresh})
+	out := map[string]any{"name": name, "request": token, "refresh": refresh}
+	if ws, msg := s.api.SyncWindow(name); ws != nil {
+		out["changeWindow"], out["changeWindowMessage"] = ws, msg // it waits: the request stays
+	}
+	writeJSON(w, http.StatusAccepted, out)
 }
 
 // reload reads the config again: 200 when it was applied, 422 with its

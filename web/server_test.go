@@ -124,6 +124,8 @@ func (f *fakeAPI) Stack(name string) (model.StackView, error) {
 	return model.StackView{}, daemon.ErrUnknownStack
 }
 
+func (f *fakeAPI) SyncWindow(string) (*model.ChangeWindowStatus, string) { return nil, "" }
+
 func (f *fakeAPI) Sync(name string) (string, error) {
 	if _, err := f.Stack(name); err != nil {
 		return "", err

@@ -70,15 +70,15 @@ func apiWarnings(f *runFlags) []string {
 
 // localToken is the token a client command sends when no
 // --api-token-file is given: that of the daemon whose data dir is
-// dataDir, and only to a server on this host's loopback. hint is what a
-// 401 answer adds: where the token is and why it was not sent or not
-// accepted.
+// dataDir, and only to a server on this host's loopback or at the URL
+// that daemon recorded. hint is what a 401 answer adds: where the token
+// is and why it was not sent or not accepted.
 func localToken(server, dataDir string) (token, hint string) {
 	path := filepath.Join(dataDir, apiTokenFile)
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
-	if !loopbackURL(server) {
+	if rec := recordedURL(dataDir); !loopbackURL(server) && (rec == "" || !sameServer(server, rec)) {
 		return "", fmt.Sprintf("the API token of %s is sent to a daemon on this host's loopback only: for %s, give --api-token-file", path, server)
 	}
 	token, err := auth.ReadAdminToken(path)

@@ -119,6 +119,8 @@ func (a *syncAPI) Sync(name string) (string, error) {
 	return "req-1", nil
 }
 
+func (a *syncAPI) SyncWindow(string) (*model.ChangeWindowStatus, string) { return nil, "" }
+
 func (a *syncAPI) Stack(name string) (model.StackView, error) {
 	return model.StackView{Name: name}, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -80,8 +81,12 @@ func TestE2EApprovalRequired(t *testing.T) {
 	out := filepath.Join(outDir(t), "note.txt")
 	in := startDaemon(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)+"    approval: {required: true}\n"), "")
 
-	// Even the first deploy waits.
-	in.waitStack("app", "the first plan", 2*time.Minute, awaitingAt(first))
+	// Even the first deploy waits. Its reason and its summary count the
+	// same: the program's File, not the stack's root or the provider.
+	g := in.waitStack("app", "the first plan", 2*time.Minute, awaitingAt(first)).Status.Gate
+	if !maps.Equal(g.Changes, map[string]int{"create": 1}) || g.Reason != "approval is required: 1 resource(s) change" {
+		t.Fatalf("the first plan: %q beside the summary %v", g.Reason, g.Changes)
+	}
 	if got := readFile(t, out); got != "" {
 		t.Fatalf("a plan awaiting approval wrote the file: %q", got)
 	}
@@ -95,7 +100,7 @@ func TestE2EApprovalRequired(t *testing.T) {
 	if got := readFile(t, out); got != "hello v1" {
 		t.Fatalf("a plan awaiting approval changed the file to %q", got)
 	}
-	g := v.Status.Gate
+	g = v.Status.Gate
 	if v.Status.Health == nil || v.Status.Health.Status != model.HealthAwaitingApproval {
 		t.Errorf("health = %+v, want AwaitingApproval", v.Status.Health)
 	}

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/model"
-	"github.com/stackd/stackd/web"
 	"github.com/stackd/stackd/web/view"
 )
 
@@ -41,9 +40,9 @@ type clientOpts struct {
 // clientFlags defines the flags every client command shares.
 func clientFlags(fs *flag.FlagSet) *clientOpts {
 	o := &clientOpts{}
-	fs.StringVar(&o.server, "server", "http://"+web.DefaultAddr, "URL of the daemon's HTTP API")
+	fs.StringVar(&o.server, "server", "", "URL of the daemon's HTTP API (default: the one the daemon of --data-dir recorded in its "+apiURLFile+", else "+defaultServer+")")
 	fs.StringVar(&o.tokenFile, "api-token-file", "", "file holding the API token (default: the daemon's "+apiTokenFile+" in --data-dir)")
-	fs.StringVar(&o.dataDir, "data-dir", defaultDataDir, "data directory of the daemon on this host: its "+apiTokenFile+" is sent to a loopback --server")
+	fs.StringVar(&o.dataDir, "data-dir", defaultDataDir, "data directory of the daemon on this host: its "+apiTokenFile+" is sent to that daemon only")
 	fs.StringVar(&o.caFile, "ca-file", "", "PEM CA certificates that verify an https --server (default: the system's)")
 	return o
 }
@@ -59,9 +58,14 @@ func (o *clientOpts) newClient() (*client, error) {
 	return c, nil
 }
 
-// newClient is a client of the daemon at server that sends the token of
-// tokenFile, or without one the token in dataDir (see localToken).
+// newClient is a client of the daemon at server (see serverOf: "" for
+// the daemon of dataDir) that sends the token of tokenFile, or without
+// one the token in dataDir (see localToken).
 func newClient(server, tokenFile, dataDir string) (*client, error) {
+	server, err := serverOf(server, dataDir, tokenFile == "")
+	if err != nil {
+		return nil, err
+	}
 	c := &client{server: strings.TrimSuffix(server, "/"), http: &http.Client{}}
 	if tokenFile == "" {
 		c.token, c.hint = localToken(c.server, dataDir)
@@ -400,8 +404,10 @@ func syncCommand(args []string, stdout io.Writer) error {
 	}
 	defer resp.Body.Close()
 	var out struct {
-		Request string
-		Refresh bool
+		Request             string
+		Refresh             bool
+		ChangeWindow        *model.ChangeWindowStatus
+		ChangeWindowMessage string
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return fmt.Errorf("sync: decode: %w", err)
@@ -415,6 +421,10 @@ func syncCommand(args []string, stdout io.Writer) error {
 		how = " with refresh: the stack drifted, and what changed is put back"
 	}
 	fmt.Fprintf(stdout, "sync of %s requested%s (%s)\n", fs.Arg(0), how, out.Request)
+	if out.ChangeWindow != nil {
+		return &waitsError{fmt.Sprintf("the sync of %s waits: change windows are closed: %s; it runs by itself when they open, or now with --override-window --reason \"why it cannot wait\"",
+			fs.Arg(0), out.ChangeWindowMessage)}
+	}
 	return nil
 }
 

@@ -64,6 +64,9 @@ func guideSteps(t *testing.T, path string) []guideStep {
 	return steps
 }
 
+// guideListen is the address of the guide's daemon, beside make run's.
+const guideListen = "127.0.0.1:8081"
+
 // TestE2EFirstStackGuide runs docs/first-stack.md as a new user would:
 // its files written, its commands run in order with the stackd binary,
 // the real pulumi and the test provider on PATH, against the daemon its
@@ -81,8 +84,10 @@ func TestE2EFirstStackGuide(t *testing.T) {
 		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=true",
 		"GIT_AUTHOR_NAME=Guide", "GIT_AUTHOR_EMAIL=guide@example.com",
 		"GIT_COMMITTER_NAME=Guide", "GIT_COMMITTER_EMAIL=guide@example.com",
-		// The guide's daemon listens on the default address; a test may not.
-		"STACKD_LISTEN="+addr, "STACKD_SERVER=http://"+addr)
+		// The guide's daemon listens on a fixed address (guideListen),
+		// which a test may not; its client commands find it through the
+		// data dir, with no STACKD_SERVER.
+		"STACKD_LISTEN="+addr)
 	site := filepath.Join(home, "first", "site")
 	page := func() string { return readFile(t, filepath.Join(site, "index.html")) }
 	stack := func(what string, cond func(model.StackView) bool) {
@@ -130,6 +135,10 @@ func TestE2EFirstStackGuide(t *testing.T) {
 				t.Fatal(err)
 			}
 		case "daemon":
+			if !strings.Contains(s.body, "--listen "+guideListen) {
+				t.Fatalf("docs/first-stack.md:%d: the daemon does not listen on %s beside make run's", s.line, guideListen)
+			}
+			s.body = strings.ReplaceAll(s.body, guideListen, addr)
 			startGuideDaemon(t, s, home, env)
 		case "run":
 			if wait := before[s.arg]; wait != nil {

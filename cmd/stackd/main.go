@@ -26,6 +26,7 @@ const (
 	exitOK    = 0
 	exitFail  = 1 // the command ran and failed, or found problems
 	exitUsage = 2 // the command line was wrong
+	exitWaits = 3 // the request was taken, but waits (a sync in closed change windows)
 )
 
 const usageText = `stackd is a GitOps daemon for Pulumi.
@@ -123,6 +124,12 @@ func usageErrorf(format string, args ...any) error {
 	return &usageError{fmt.Sprintf(format, args...)}
 }
 
+// waitsError ends a command whose request was taken but waits: exit
+// code 3.
+type waitsError struct{ msg string }
+
+func (e *waitsError) Error() string { return e.msg }
+
 // errProblemsFound ends a command that already printed what it found.
 var errProblemsFound = errors.New("problems found")
 
@@ -136,6 +143,9 @@ func exitCode(err error, stderr io.Writer) int {
 		return exitUsage
 	case errors.Is(err, errProblemsFound):
 		return exitFail
+	case errors.As(err, new(*waitsError)):
+		fmt.Fprintf(stderr, "stackd: %v\n", err)
+		return exitWaits
 	default:
 		fmt.Fprintf(stderr, "stackd: %v\n", err)
 		return exitFail

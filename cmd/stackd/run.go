@@ -385,6 +385,11 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	}
 	if err := srv.Start(); err != nil {
 		_ = d.Stop(context.Background())
+		return nil, listenError(err, f.listen)
+	}
+	if err := recordAPIURL(dataDir, listenURL(srv.Addr(), f.tlsCertFile != "")); err != nil {
+		_ = srv.Stop(context.Background())
+		_ = d.Stop(context.Background())
 		return nil, err
 	}
 	log.Info("stackd started", "version", version, "config", f.config.String(), "data_dir", dataDir, "stacks", len(d.Stacks()))

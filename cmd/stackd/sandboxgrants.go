@@ -11,12 +11,14 @@ import (
 )
 
 // dataDirEntries are the names the daemon keeps in its data dir, files
-// and directories: its store, keys, tokens and passphrases, the stacks'
-// checkouts, workspaces and states, the default backend, scratch space.
+// and directories: its store, keys, tokens and passphrases, the API's
+// URL (a program that rewrote it would get the token of the clients that
+// read it), the stacks' checkouts, workspaces and states, the default
+// backend, scratch space.
 // A --sandbox-ro or --sandbox-rw path may lie in the data dir (as the
 // Makefile's example-out does) only outside all of them.
 var dataDirEntries = []string{
-	store.FileName, apiTokenFile, auth.SessionKeyFile, "digest.key", "passphrase",
+	store.FileName, apiTokenFile, apiURLFile, auth.SessionKeyFile, "digest.key", "passphrase",
 	"backend", "backends", "passphrases", "workspaces", "pulumi-home", "tmp", "home",
 	"stacks", "config", "policy", "previews", "reviews", "preview-now", "engine",
 }

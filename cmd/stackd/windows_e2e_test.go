@@ -141,6 +141,73 @@ func TestE2EChangeWindows(t *testing.T) {
 	}
 }
 
+// TestE2EChangeWindowSkipsOtherPaths: in a monorepo under a closed
+// change window, a commit that changes no file of a stack's paths is
+// skipped by that stack, as in an open window, not held back; the stack
+// whose files it changes waits for the window, and so does the first
+// stack at a commit of its own.
+func TestE2EChangeWindowSkipsOtherPaths(t *testing.T) {
+	toolchainBin(t)
+	r := newRepo(t)
+	project := func(name, v string) map[string]string {
+		return map[string]string{"infra/" + name + "/Pulumi.yaml": fmt.Sprintf("name: %s\nruntime: yaml\noutputs:\n  v: %s\n", name, v)}
+	}
+	r.commit(project("net", "v1"))
+	r.commit(project("app", "v1"))
+	stacks := "stacks:\n" + stackYAML("net", r, "    repoDir: infra/net\n") + stackYAML("app", r, "    repoDir: infra/app\n")
+	in := startDaemon(t, stacks, "")
+	for _, name := range []string{"net", "app"} {
+		in.waitStack(name, "deployed", 2*time.Minute, isReady)
+	}
+	in.reload(stacks + "changeWindows:\n  - {name: freeze, kind: deny, schedule: '* * * * *', duration: 1h, stacks: [net, app]}\n")
+
+	netCommit := r.commit(project("net", "v2"))
+	in.waitStack("net", "net's commit to wait for the window", time.Minute, waitsForWindow)
+	v := in.waitStack("app", "net's commit skipped", time.Minute, func(v model.StackView) bool {
+		sc := v.Status.SkippedCommit
+		return sc != nil && sc.Commit == netCommit
+	})
+	if !isReady(v) || v.Status.ChangeWindow != nil {
+		t.Fatalf("app after a commit outside its paths: ready %t, changeWindow %+v, conditions %+v", isReady(v), v.Status.ChangeWindow, v.Status.Conditions)
+	}
+
+	r.commit(project("app", "v2"))
+	in.waitStack("app", "app's commit to wait for the window", time.Minute, waitsForWindow)
+	if n, a := len(in.updates("net")), len(in.updates("app")); n != 1 || a != 1 {
+		t.Fatalf("updates in a closed window: net %d, app %d; want 1 and 1", n, a)
+	}
+}
+
+// TestE2ESyncInClosedWindow: stackd sync of a stack that change windows
+// hold back says that it waits, until when, and how to override, with
+// exit code 3; the request stays, and nothing runs.
+func TestE2ESyncInClosedWindow(t *testing.T) {
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+	out := filepath.Join(outDir(t), "note.txt")
+	stacks := "stacks:\n" + stackYAML("app", r, pathConfig(out))
+	in := startDaemon(t, stacks, "")
+	in.waitStack("app", "first deploy", time.Minute, isReady)
+	if code, stdout, stderr := stackd(t, in.clientArgs("sync", "app")...); code != exitOK || stderr != "" {
+		t.Fatalf("stackd sync in an open window: %d %s%s", code, stdout, stderr)
+	}
+	in.waitStack("app", "the sync", time.Minute, func(v model.StackView) bool { return isReady(v) && len(in.updates("app")) == 2 })
+
+	start := time.Now().UTC().Truncate(time.Minute).Add(-time.Minute)
+	in.reload(stacks + fmt.Sprintf("changeWindows:\n  - {name: freeze, kind: deny, schedule: '%d %d * * *', duration: 2h, stacks: [app]}\n",
+		start.Minute(), start.Hour()))
+	code, stdout, stderr := stackd(t, in.clientArgs("sync", "app")...)
+	want := fmt.Sprintf(`the change waits until %s for deny window "freeze"`, start.Add(2*time.Hour).Format("2006-01-02 15:04 MST"))
+	if code != exitWaits || !strings.Contains(stdout, "sync of app requested") || !strings.Contains(stderr, "change windows are closed: "+want) ||
+		!strings.Contains(stderr, "--override-window --reason") {
+		t.Fatalf("stackd sync in a closed window: %d\n%s%s", code, stdout, stderr)
+	}
+	in.waitStack("app", "the sync to wait for the window", time.Minute, waitsForWindow)
+	if n := len(in.updates("app")); n != 2 {
+		t.Fatalf("%d updates after a sync in a closed window, want 2", n)
+	}
+}
+
 // TestE2EPullRequestPreviewSaysWindowsWait: the comment of a pull
 // request's preview names the stacks that change windows would hold
 // back after a merge, and until when.

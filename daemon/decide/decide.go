@@ -126,14 +126,19 @@ func decideAfterFailure(last *model.LastUpdate, o Observation) Decision {
 }
 
 func (o Observation) run(reason string) Decision {
-	typ := model.UpdateUp
+	return Decision{Run: true, Type: o.RunType(), Reason: reason}
+}
+
+// RunType is the type of the operation a run of the stack is: a destroy
+// once removed, a preview with spec.preview, else an up.
+func (o Observation) RunType() string {
 	switch {
 	case o.Removed:
-		typ = model.UpdateDestroy
+		return model.UpdateDestroy
 	case o.Preview:
-		typ = model.UpdatePreview
+		return model.UpdatePreview
 	}
-	return Decision{Run: true, Type: typ, Reason: reason}
+	return model.UpdateUp
 }
 
 // FailureLimit is MaxFailures, or DefaultMaxFailures when not set.

@@ -30,21 +30,48 @@ func stepKind(op string) string {
 	return ""
 }
 
+// Changes is a plan's summary: how many of the program's resources
+// (model.ProgramResource: not the stack's root, not providers) each kind
+// of change (create, update, delete, replace) changes, from its steps;
+// a replacement's steps count once. NeedsApproval counts the same.
+func Changes(steps []model.Step) map[string]int {
+	kinds := changedResources(steps)
+	out := make(map[string]int)
+	for _, kind := range kinds {
+		out[kind]++
+	}
+	return out
+}
+
+// changedResources is the kind of change of each program resource that
+// steps change, by URN.
+func changedResources(steps []model.Step) map[string]string {
+	kinds := map[string]string{}
+	for _, s := range steps {
+		if kind := stepKind(s.Op); kind != "" && model.ProgramResource(s.Type) {
+			if kinds[s.URN] != "replace" {
+				kinds[s.URN] = kind
+			}
+		}
+	}
+	return kinds
+}
+
 // NeedsApproval says whether a plan with steps must wait for approval
-// under a, and why. A plan that changes nothing never waits; with a nil
-// or empty a nothing waits. It is pure.
+// under a, and why. It looks at the program's resources only, as Changes
+// counts them: a plan that changes none never waits; with a nil or empty
+// a nothing waits. It is pure.
 func NeedsApproval(a *spec.Approval, steps []model.Step) (bool, string) {
 	if !a.Gates() {
 		return false, ""
 	}
-	changed := map[string]bool{}
+	changed := changedResources(steps)
 	var ops, types []string
 	for _, s := range steps {
-		kind := stepKind(s.Op)
-		if kind == "" {
+		kind := changed[s.URN]
+		if kind == "" || stepKind(s.Op) == "" {
 			continue
 		}
-		changed[s.URN] = true
 		if slices.Contains(a.When, kind) && !slices.Contains(ops, kind) {
 			ops = append(ops, kind)
 		}

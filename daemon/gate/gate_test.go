@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -39,11 +40,60 @@ func TestNeedsApproval(t *testing.T) {
 		{"several limits", budget, []model.Step{db, file("delete", "a"), file("create", "b")}, true,
 			"the plan has steps of approval.when: delete; 3 resources change, more than approval.maxChanges 2; resources of approval.types change: aws:rds/instance:Instance"},
 		{"creates only", &spec.Approval{When: []string{"create"}}, []model.Step{file("create", "a")}, true, "approval.when: create"},
+		{"the stack's root and providers do not count", &spec.Approval{Required: true}, append(rootAndProvider("create"), file("create", "a"), file("create", "b")),
+			true, "approval is required: 2 resource(s) change"},
+		{"only the root and a provider change", &spec.Approval{Required: true}, rootAndProvider("update"), false, ""},
+		{"within the budget beside the root and a provider", budget, append(rootAndProvider("create"), file("create", "a"), file("create", "b")), false, ""},
+		{"a provider's delete is no delete", budget, rootAndProvider("delete"), false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, why := NeedsApproval(tc.a, tc.steps)
 			if got != tc.want || !strings.Contains(why, tc.why) || (!got && why != "") {
 				t.Errorf("NeedsApproval = %v, %q; want %v, %q", got, why, tc.want, tc.why)
+			}
+		})
+	}
+}
+
+// rootAndProvider are steps of op on a stack's root and its default
+// provider.
+func rootAndProvider(op string) []model.Step {
+	return []model.Step{
+		{Op: op, URN: "urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev", Type: "pulumi:pulumi:Stack"},
+		{Op: op, URN: "urn:pulumi:dev::p::pulumi:providers:stackdtest::default", Type: "pulumi:providers:stackdtest"},
+	}
+}
+
+// TestChanges: a plan's summary counts what NeedsApproval counts, the
+// program's resources, a replacement once.
+func TestChanges(t *testing.T) {
+	file := func(op, name string) model.Step {
+		return model.Step{Op: op, URN: "urn:pulumi:dev::p::stackdtest:index:File::" + name, Type: "stackdtest:index:File"}
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []model.Step
+		want  map[string]int
+	}{
+		{"none", nil, map[string]int{}},
+		{"a first deploy", append(rootAndProvider("create"), file("create", "a"), file("create", "b"), file("create", "c")), map[string]int{"create": 3}},
+		{"reads change nothing", []model.Step{file("read", "a"), file("refresh", "b")}, map[string]int{}},
+		{"a replacement counts once", []model.Step{file("create-replacement", "a"), file("replace", "a"), file("delete-replaced", "a"), file("update", "b"), file("import", "c"), file("discard", "d")},
+			map[string]int{"replace": 1, "update": 1, "create": 1, "delete": 1}},
+		{"only the root and a provider", rootAndProvider("update"), map[string]int{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Changes(tc.steps)
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("Changes = %v, want %v", got, tc.want)
+			}
+			n := 0
+			for _, c := range got {
+				n += c
+			}
+			_, why := NeedsApproval(&spec.Approval{Required: true}, tc.steps)
+			if want := fmt.Sprintf("%d resource(s) change", n); n > 0 && !strings.HasSuffix(why, want) || n == 0 && why != "" {
+				t.Errorf("NeedsApproval says %q beside %d changes", why, n)
 			}
 		})
 	}

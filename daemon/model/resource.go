@@ -1,6 +1,24 @@
 package model
 
-import "time"
+import (
+	"strings"
+	"time"
+)
+
+// Types of the resources that every stack has beside its program's.
+const (
+	// StackType is the type of a stack's root resource.
+	StackType = "pulumi:pulumi:Stack"
+	// ProviderTypePrefix begins the type of every provider resource.
+	ProviderTypePrefix = "pulumi:providers:"
+)
+
+// ProgramResource says whether a resource of type typ is one of the
+// program's own: not the stack's root, not a provider. These are what
+// stackd counts and checks: the changes of a plan, drift.
+func ProgramResource(typ string) bool {
+	return typ != StackType && !strings.HasPrefix(typ, ProviderTypePrefix)
+}
 
 // Resource is one resource of a stack's state, as the runner exported it:
 // what it is and where it sits in the tree, never its property values (so

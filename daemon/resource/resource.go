@@ -1,7 +1,6 @@
 package resource
 
 import (
-	"strings"
 	"sync"
 	"time"
 
@@ -43,7 +42,7 @@ func MarkDrift(rs []model.Resource, drift *spec.DriftStatus) {
 	}
 	for i := range rs {
 		r := &rs[i]
-		if r.Type == "pulumi:pulumi:Stack" || strings.HasPrefix(r.Type, "pulumi:providers:") {
+		if !model.ProgramResource(r.Type) {
 			continue // a drift check looks at neither
 		}
 		if d, ok := found[r.URN]; ok {

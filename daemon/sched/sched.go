@@ -191,3 +191,15 @@ func (w *Waves[K]) Holding(group string, wave int) (int, bool) {
 	}
 	return lowest, found
 }
+
+// Sooner is the sooner of two waits, where one of zero or less is none:
+// none only when both are.
+func Sooner(a, b time.Duration) time.Duration {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
+	}
+	return min(a, b)
+}

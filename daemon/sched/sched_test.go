@@ -117,3 +117,14 @@ func TestRound(t *testing.T) {
 		t.Fatalf("with every set the period is %s", u)
 	}
 }
+
+func TestSooner(t *testing.T) {
+	for _, c := range []struct{ a, b, want time.Duration }{
+		{0, 0, 0}, {0, time.Second, time.Second}, {time.Second, 0, time.Second}, {-time.Second, time.Second, time.Second},
+		{2 * time.Second, time.Second, time.Second}, {time.Second, 2 * time.Second, time.Second},
+	} {
+		if got := Sooner(c.a, c.b); got != c.want {
+			t.Errorf("Sooner(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}

@@ -63,9 +63,9 @@ type Resources struct {
 // statusOf is r's CSS status.
 func statusOf(r model.Resource) string {
 	switch {
-	case r.Type == "pulumi:pulumi:Stack":
+	case r.Type == model.StackType:
 		return "stack"
-	case strings.HasPrefix(r.Type, "pulumi:providers:"):
+	case strings.HasPrefix(r.Type, model.ProviderTypePrefix):
 		return "provider"
 	case r.Drift == "":
 		return "unknown"
