@@ -147,6 +147,7 @@ func TestE2EChangeWindows(t *testing.T) {
 // whose files it changes waits for the window, and so does the first
 // stack at a commit of its own.
 func TestE2EChangeWindowSkipsOtherPaths(t *testing.T) {
+	t.Parallel()
 	toolchainBin(t)
 	r := newRepo(t)
 	project := func(name, v string) map[string]string {
@@ -182,6 +183,7 @@ func TestE2EChangeWindowSkipsOtherPaths(t *testing.T) {
 // hold back says that it waits, until when, and how to override, with
 // exit code 3; the request stays, and nothing runs.
 func TestE2ESyncInClosedWindow(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	out := filepath.Join(outDir(t), "note.txt")
