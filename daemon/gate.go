@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/stackd/stackd/daemon/conditions"
@@ -56,7 +57,9 @@ func (d *Daemon) runGated(ctx context.Context, j job, commit string, op model.Op
 	pre.Judged = d.opts.Policies != nil
 	res, err := d.opts.Runner.Run(ctx, pre)
 	if err != nil {
-		return res, nil, fmt.Errorf("preview before the %s: %w", what, err)
+		// The program's error, as the operation would have met it: the
+		// log says that a preview ran first.
+		return res, nil, err
 	}
 	if res.Plan == nil {
 		return res, nil, fmt.Errorf("preview before the %s: the runner saved no plan", what)
@@ -64,9 +67,7 @@ func (d *Daemon) runGated(ctx context.Context, j job, commit string, op model.Op
 	g := &model.Gate{Type: op.Type, Commit: commit, Generation: j.obs.Generation, ReconcileRequest: j.obs.ReconcileRequest,
 		Plan: res.Plan, Changes: gate.Changes(res.Steps), Steps: res.Steps}
 	verdict := d.judge(ctx, j, commit, res)
-	for _, w := range verdict.Warn {
-		fmt.Fprintf(op.Log, "policy warning (%s): %s\n", w.Policy, w.Message)
-	}
+	_, _ = io.WriteString(op.Log, gate.VerdictLog(verdict, res.Steps))
 	if verdict.Denied() {
 		d.discardPlan(j.st.rec.Name, res.Plan)
 		g.State, g.Plan, g.Violations = model.GatePolicyDenied, nil, append(verdict.Deny, verdict.Warn...)

@@ -115,14 +115,19 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op model.Operation) 
 	}
 	viewPlan, saveArgs := policyPlan(w, op, planID)
 	log := newLogWriter(op.Log, w.redact)
-	if saveArgs != nil {
+	// The CLI tells how to apply the plan it saved ("Run `pulumi up
+	// --plan=...`"): advice for a person at a terminal, wrong under the
+	// daemon, which applies a saved plan itself (or never, for the
+	// policies' own). Its lines name the plan's path: they are dropped.
+	switch {
+	case saveArgs != nil:
 		path := filepath.Join(w.dir, viewPlan)
 		_ = os.Remove(path)
 		defer os.Remove(path)
 		args = append(args, saveArgs...)
-		// The CLI tells how to apply the plan it saved; nothing applies
-		// this one.
 		log.omit = path
+	case op.SavePlan && op.Type == model.UpdatePreview:
+		log.omit = w.planPath(planID)
 	}
 	start := time.Now()
 	stdout, stderr, code, runErr := r.cmd.RunIn(ctx, r.access(w), w.ProjectDir, nil,

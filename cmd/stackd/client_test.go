@@ -226,3 +226,50 @@ func TestStatusSaysWhenAFailingStackRetries(t *testing.T) {
 		t.Fatalf("status:\n%s", sb.String())
 	}
 }
+
+// TestContinued: the lines after a cell's first are behind the empty
+// cells before it.
+func TestContinued(t *testing.T) {
+	for _, c := range []struct{ text, prefix, want string }{
+		{"one line", "\t", "one line"},
+		{"error: boom\non line 3\n", "\t", "error: boom\n\ton line 3"},
+		{"a\nb\nc", "  \t\t\t", "a\n  \t\t\tb\n  \t\t\tc"},
+	} {
+		if got := continued(c.text, c.prefix); got != c.want {
+			t.Errorf("continued(%q, %q) = %q, want %q", c.text, c.prefix, got, c.want)
+		}
+	}
+}
+
+// TestDescribeIndentsMultiLineErrors: stackd describe prints each line of
+// a multi-line error under the first, in its field's column (the health's
+// message, the last update's, the condition's).
+func TestDescribeIndentsMultiLineErrors(t *testing.T) {
+	msg := "up failed: error: boom\non Pulumi.yaml line 16:\n16:   path: ${nowhere}"
+	v := model.StackView{Name: "app", Status: model.StackStatus{
+		LastUpdate: &model.LastUpdate{Name: "app-3", Type: model.UpdateUp, State: model.UpdateFailed, Message: msg},
+		Conditions: []model.Condition{{Type: model.ConditionStalled, Status: "True", Reason: "UpdateFailed", Message: msg}},
+	}}
+	var sb strings.Builder
+	printDescription(&sb, v, model.Resources{}, time.Now())
+	lines := strings.Split(sb.String(), "\n")
+	column := func(prefix, of string) int {
+		for _, l := range lines {
+			if strings.HasPrefix(l, prefix) {
+				return strings.Index(l, of)
+			}
+		}
+		t.Fatalf("no line starts with %q:\n%s", prefix, sb.String())
+		return 0
+	}
+	var at []int
+	for _, l := range lines {
+		if i := strings.Index(l, "on Pulumi.yaml line 16:"); i >= 0 {
+			at = append(at, i)
+		}
+	}
+	value := column("Last update:", "app-3")
+	if len(at) != 3 || at[0] != value || at[1] != value || at[2] != column("  TYPE", "MESSAGE") {
+		t.Errorf("continuation lines at columns %v, want under their fields:\n%s", at, sb.String())
+	}
+}

@@ -273,3 +273,55 @@ func TestE2EPolicySeesSecrets(t *testing.T) {
 	}
 	g.noLeaks("hidden-4711")
 }
+
+// TestE2EPolicyDenialLog: under --policy, the log of a denied change,
+// as `stackd logs` prints it, holds the verdict (the policy, its message
+// and the resource the change would have deleted) and not Pulumi's advice
+// to run `pulumi up --plan=...`; a program's error is the update's error,
+// not one of "preview before the update".
+func TestE2EPolicyDenialLog(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+	out := filepath.Join(outDir(t), "note.txt")
+	policies := t.TempDir()
+	src, err := os.ReadFile("../../testdata/policy/good/files.rego")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(policies, "files.rego"), src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := startDaemonWith(t, "stacks:\n"+stackYAML("app", r, pathConfig(out)), "", func(f *runFlags) { f.policy = policies })
+	in.waitStack("app", "first deploy", 2*time.Minute, isReady)
+
+	r.commit(map[string]string{"Pulumi.yaml": noFileProgram})
+	in.waitStack("app", "the denial", 2*time.Minute, stalledFor(model.ReasonPolicyDenied))
+	var logs bytes.Buffer
+	if err := logsCommand(in.clientArgs("app"), &logs); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"policy denial (stackd.files): deleting " + out + " is not allowed (stack app)\n",
+		"  delete urn:pulumi:app::e2e::stackdtest:index:File::note\n",
+		"the change is held: nothing was applied\n",
+	} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("stackd logs lacks %q:\n%s", want, logs.String())
+		}
+	}
+	for _, hint := range []string{"--plan", "Update plan written"} {
+		if strings.Contains(logs.String(), hint) {
+			t.Errorf("stackd logs shows Pulumi's plan hint %q:\n%s", hint, logs.String())
+		}
+	}
+
+	broken := r.commit(map[string]string{"Pulumi.yaml": strings.Replace(program("v2"), "${path}", "${nowhere}", 1)})
+	v := in.waitStack("app", "the program's failure", 2*time.Minute, func(v model.StackView) bool {
+		u := v.Status.LastUpdate
+		return u != nil && u.State == model.UpdateFailed && u.LastAttemptedCommit == broken
+	})
+	if msg := v.Status.LastUpdate.Message; !strings.Contains(msg, `"nowhere" not found`) || strings.Contains(msg, "preview before") {
+		t.Errorf("failure message %q, want the program's error alone", msg)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -122,7 +123,7 @@ func describeCommand(args []string, stdout io.Writer) error {
 func printDescription(w io.Writer, v model.StackView, rs model.Resources, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, format string, args ...any) {
-		fmt.Fprintf(tw, "%s:\t"+format+"\n", append([]any{k}, args...)...)
+		fmt.Fprintf(tw, "%s:\t%s\n", k, continued(fmt.Sprintf(format, args...), "\t"))
 	}
 	s := view.SummaryOf(&v)
 	row("Name", "%s", v.Name)
@@ -151,7 +152,7 @@ func printDescription(w io.Writer, v model.StackView, rs model.Resources, now ti
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  TYPE\tSTATUS\tREASON\tMESSAGE")
 	for _, c := range v.Status.Conditions {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, c.Message)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, continued(c.Message, "  \t\t\t"))
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nOutputs:")
@@ -173,6 +174,14 @@ func printDescription(w io.Writer, v model.StackView, rs model.Resources, now ti
 	for _, k := range slices.Sorted(maps.Keys(counts)) {
 		fmt.Fprintf(w, "  %-40s %d\n", k, counts[k])
 	}
+}
+
+// continued is text, a cell of a tabwriter's last column, with each line
+// after the first behind prefix, the empty cells before it: a multi-line
+// error lines up under its first line, not at the left margin. Trailing
+// newlines are dropped. It is pure.
+func continued(text, prefix string) string {
+	return strings.ReplaceAll(strings.TrimRight(text, "\n"), "\n", "\n"+prefix)
 }
 
 // describeCommit is sha, short, with its subject, author and time when

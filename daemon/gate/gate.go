@@ -192,6 +192,47 @@ func PreviewOf(op model.Operation) (model.Operation, string) {
 	return pre, "update"
 }
 
+// VerdictLog is what an operation's log says of the policies' verdict
+// v on a preview with steps: a line per warning; when v denies, a line
+// per denial (the policy and its message), the resources the change
+// would have changed (each once, with its kinds of change), and that
+// nothing was applied. The messages are as v has them: scrubbed of
+// secrets by the caller. It is pure.
+func VerdictLog(v model.PolicyVerdict, steps []model.Step) string {
+	var b strings.Builder
+	for _, w := range v.Warn {
+		fmt.Fprintf(&b, "policy warning (%s): %s\n", w.Policy, w.Message)
+	}
+	if !v.Denied() {
+		return b.String()
+	}
+	for _, d := range v.Deny {
+		fmt.Fprintf(&b, "policy denial (%s): %s\n", d.Policy, d.Message)
+	}
+	var urns []string
+	kinds := map[string][]string{}
+	for _, s := range steps {
+		kind := stepKind(s.Op)
+		if kind == "" {
+			continue
+		}
+		if _, seen := kinds[s.URN]; !seen {
+			urns = append(urns, s.URN)
+		}
+		if !slices.Contains(kinds[s.URN], kind) {
+			kinds[s.URN] = append(kinds[s.URN], kind)
+		}
+	}
+	if len(urns) > 0 {
+		fmt.Fprintf(&b, "the change denied, %d resource(s):\n", len(urns))
+		for _, u := range urns {
+			fmt.Fprintf(&b, "  %s %s\n", strings.Join(kinds[u], ", "), u)
+		}
+	}
+	b.WriteString("the change is held: nothing was applied\n")
+	return b.String()
+}
+
 // DenialMessage lists the policies' denials.
 func DenialMessage(deny []model.Violation) string {
 	msgs := make([]string, len(deny))

@@ -216,3 +216,44 @@ func TestGateActionDestroy(t *testing.T) {
 		}
 	}
 }
+
+// TestVerdictLog: the log names each warning and denial with its policy,
+// and for a denial the resources the change would have changed, each
+// once; steps that change nothing are not listed.
+func TestVerdictLog(t *testing.T) {
+	const file = "urn:pulumi:app::e2e::stackdtest:index:File::note"
+	const other = "urn:pulumi:app::e2e::stackdtest:index:File::other"
+	deny := model.Violation{Policy: "stackd.files", Level: model.PolicyDeny, Message: "deleting /out/note.txt is not allowed"}
+	warn := model.Violation{Policy: "stackd.review", Level: model.PolicyWarn, Message: "pull request 4 by alice"}
+	steps := []model.Step{
+		{Op: "same", URN: "urn:pulumi:app::e2e::pulumi:pulumi:Stack::e2e-app"},
+		{Op: "delete", URN: file},
+		{Op: "create-replacement", URN: other}, {Op: "replace", URN: other}, {Op: "delete-replaced", URN: other},
+		{Op: "read", URN: "urn:pulumi:app::e2e::stackdtest:index:File::read"},
+	}
+	for _, c := range []struct {
+		name    string
+		verdict model.PolicyVerdict
+		steps   []model.Step
+		want    string
+	}{
+		{"allowed", model.PolicyVerdict{}, steps, ""},
+		{"warned", model.PolicyVerdict{Warn: []model.Violation{warn}}, steps,
+			"policy warning (stackd.review): pull request 4 by alice\n"},
+		{"denied", model.PolicyVerdict{Deny: []model.Violation{deny}, Warn: []model.Violation{warn}}, steps,
+			"policy warning (stackd.review): pull request 4 by alice\n" +
+				"policy denial (stackd.files): deleting /out/note.txt is not allowed\n" +
+				"the change denied, 2 resource(s):\n" +
+				"  delete " + file + "\n" +
+				"  replace " + other + "\n" +
+				"the change is held: nothing was applied\n"},
+		{"denied, no changes", model.PolicyVerdict{Deny: []model.Violation{{Policy: "evaluation", Message: "cannot evaluate"}}}, steps[:1],
+			"policy denial (evaluation): cannot evaluate\nthe change is held: nothing was applied\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := VerdictLog(c.verdict, c.steps); got != c.want {
+				t.Errorf("got\n%s\nwant\n%s", got, c.want)
+			}
+		})
+	}
+}

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -727,6 +729,7 @@ type compactProgram struct {
 }
 
 func (l *loader) addCompact(d *decoder, dir string, n *yaml.Node) {
+	pasted := pastedStacks(d, topKeys(n)["changeWindows"])
 	var doc compactDoc
 	d.decode(n, "", reflect.ValueOf(&doc).Elem())
 	for i, s := range doc.Stacks {
@@ -738,8 +741,60 @@ func (l *loader) addCompact(d *decoder, dir string, n *yaml.Node) {
 		l.addProgram(d, p.Name, p.ProgramSpec, base+".name", base)
 	}
 	for i, w := range doc.ChangeWindows {
-		l.addWindow(d, w, indexPath("changeWindows", i))
+		if !pasted[i] {
+			l.addWindow(d, w, indexPath("changeWindows", i))
+		}
 	}
+}
+
+// pastedStacks reports each item of list, a compact document's
+// changeWindows, that looks like a stack (see stackFields) with one error
+// naming the likely cause, a stack pasted under changeWindows: rather than
+// stacks:, where its fields would each be a window's error. It empties
+// those items, so that decoding reports nothing more of them, and returns
+// their indexes.
+func pastedStacks(d *decoder, list *yaml.Node) map[int]bool {
+	if list == nil || list.Kind != yaml.SequenceNode {
+		return nil
+	}
+	pasted := map[int]bool{}
+	for i, item := range list.Content {
+		if item.Kind != yaml.MappingNode {
+			continue
+		}
+		fields := stackFields(slices.Sorted(maps.Keys(topKeys(item))))
+		if len(fields) == 0 {
+			continue
+		}
+		d.errorf(item, indexPath("changeWindows", i),
+			"this looks like a stack (it has %s), not a change window: is it meant to be under stacks:?", strings.Join(fields, ", "))
+		item.Content = nil
+		pasted[i] = true
+	}
+	return pasted
+}
+
+// stackFields returns those of keys, a mapping's keys, that are fields of
+// a stack and not of a change window, when they make the mapping look like
+// a stack: projectRepo or programRef among them, or two or more. A window
+// with one misspelt field ("stack" for "stacks") is not a stack. It is
+// pure.
+func stackFields(keys []string) []string {
+	stack, window := fieldsOf(reflect.TypeFor[compactStack]()), fieldsOf(reflect.TypeFor[ChangeWindow]())
+	var fields []string
+	defining := false
+	for _, k := range keys {
+		_, inStack := stack.byName[k]
+		_, inWindow := window.byName[k]
+		if inStack && !inWindow {
+			fields = append(fields, k)
+			defining = defining || k == "projectRepo" || k == "programRef"
+		}
+	}
+	if !defining && len(fields) < 2 {
+		return nil
+	}
+	return fields
 }
 
 func (l *loader) addStack(d *decoder, dir, name string, meta stackMeta, spec StackSpec, namePath, base string) {

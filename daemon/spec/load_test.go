@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -420,5 +421,40 @@ func TestSamePulumiStack(t *testing.T) {
 		if tt.want == "" && got != "" || tt.want != "" && !strings.Contains(got, tt.want) {
 			t.Errorf("%s: diagnostics %q, want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestStackFields: a mapping with projectRepo or programRef, or two
+// fields of a stack that a window has not, looks like a stack; a window,
+// even with one misspelt field, does not.
+func TestStackFields(t *testing.T) {
+	for _, c := range []struct {
+		keys, want []string
+	}{
+		{[]string{"name", "kind", "schedule", "duration", "stacks"}, nil},
+		{[]string{"name", "kind", "schedule", "duration", "stack"}, nil},
+		{[]string{"kind", "branch", "schedule"}, nil},
+		{[]string{"name", "projectRepo"}, []string{"projectRepo"}},
+		{[]string{"name", "programRef"}, []string{"programRef"}},
+		{[]string{"branch", "name", "stack"}, []string{"branch", "stack"}},
+		{[]string{"labels", "name", "stack", "config"}, []string{"stack", "config"}},
+	} {
+		if got := stackFields(c.keys); !slices.Equal(got, c.want) {
+			t.Errorf("stackFields(%v) = %v, want %v", c.keys, got, c.want)
+		}
+	}
+}
+
+// TestStackUnderChangeWindows: a stack pasted under changeWindows: is one
+// error that names the likely cause, not one per field; the windows
+// beside it are still checked.
+func TestStackUnderChangeWindows(t *testing.T) {
+	_, diags, err := Load("../../testdata/config/bad/stack-under-changewindows.yaml")
+	if err == nil {
+		t.Fatal("loaded")
+	}
+	errs := diags.Errors()
+	if len(errs) != 1 || !strings.Contains(errs[0].Msg, "looks like a stack") || !strings.Contains(errs[0].Msg, "under stacks:") {
+		t.Fatalf("errors, want one that names a stack pasted under changeWindows:\n%s", list(errs))
 	}
 }
