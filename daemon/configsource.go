@@ -344,7 +344,7 @@ func (d *Daemon) persistApplied(moved []*sourceState) {
 	for _, s := range moved {
 		l := d.lock()
 		rec := appliedRecord{Commit: s.applied, AppliedAt: s.appliedAt}
-		keep := map[string]bool{shortCommit(s.applied): true, shortCommit(s.latest): true}
+		keep := map[string]bool{model.ShortCommit(s.applied): true, model.ShortCommit(s.latest): true}
 		l.unlock()
 		data, _ := json.Marshal(rec)
 		if err := d.opts.Store.PutMeta(metaKey(s), data); err != nil {
@@ -366,13 +366,6 @@ func (d *Daemon) pruneCheckouts(s *sourceState, keep map[string]bool) {
 			}
 		}
 	}
-}
-
-func shortCommit(c string) string {
-	if len(c) < 12 {
-		return c
-	}
-	return c[:12]
 }
 
 func isHex(s string) bool {

@@ -174,7 +174,7 @@ func TestGitConfigSource(t *testing.T) {
 	revs, _ := h.d.ConfigRevisions(0, 10)
 	var summary []string
 	for _, r := range revs {
-		summary = append(summary, fmt.Sprintf("%s:%v:%s:+%v~%v-%v", r.Trigger, r.Applied, shortCommit(r.Sources[0].Commit), r.Added, r.Changed, r.Removed))
+		summary = append(summary, fmt.Sprintf("%s:%v:%s:+%v~%v-%v", r.Trigger, r.Applied, model.ShortCommit(r.Sources[0].Commit), r.Added, r.Changed, r.Removed))
 	}
 	want := []string{"git:true:444444444444:+[]~[app]-[db]", "git:false:333333333333:+[]~[]-[]",
 		"git:false:222222222222:+[]~[]-[]", "start:true:111111111111:+[app db net]~[]-[]"}

@@ -326,7 +326,7 @@ func (d locked) sourceStatus(s *sourceState) model.SourceStatus {
 	case d.cfg == nil || (s.Git != nil && s.applied == ""):
 		ss.Health = model.Health{Status: model.HealthProgressing, Message: "waiting for a first config"}
 	case s.Git != nil && s.latest != "" && s.latest != s.applied:
-		ss.Health = model.Health{Status: model.HealthProgressing, Message: "applying commit " + shortCommit(s.latest)}
+		ss.Health = model.Health{Status: model.HealthProgressing, Message: "applying commit " + model.ShortCommit(s.latest)}
 	default:
 		ss.Health = model.Health{Status: model.HealthHealthy, Message: "applied"}
 	}

@@ -129,3 +129,7 @@ func TruncateLog(log []byte, limit int) []byte {
 	out := make([]byte, 0, len(head)+len(tail))
 	return append(append(out, head...), tail...)
 }
+
+// ShortCommit is a commit's first 12 characters, as logs and messages
+// show it; a shorter one whole.
+func ShortCommit(c string) string { return c[:min(12, len(c))] }
