@@ -32,5 +32,6 @@
 //	auditlow                   the Seq below which the trail was pruned
 //	meta/<key>                 small values (config commits in force)
 //	requests/<stack>           the last sync request sent to the holder
+//	claims/<identity>          the stack that claimed a Pulumi stack (PulumiClaims)
 //	push                       the last push event, for every replica
 package cluster

@@ -1,9 +1,11 @@
 package runner
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stackd/stackd/daemon/model"
@@ -114,5 +116,75 @@ func TestClaimedPulumiStack(t *testing.T) {
 	h.run(model.Operation{Workspace: second, Type: model.UpdateUp})
 	if got := h.onDisk(); got != "first" {
 		t.Errorf("the File holds %q", got)
+	}
+}
+
+// mapClaims are claims in memory, as a cluster's replicas share them.
+type mapClaims struct {
+	mu     sync.Mutex
+	owners map[string]string
+}
+
+func (c *mapClaims) Claim(_ context.Context, identity, stack string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if owner, ok := c.owners[identity]; ok {
+		return owner, nil
+	}
+	c.owners[identity] = stack
+	return stack, nil
+}
+
+func (c *mapClaims) Release(_ context.Context, identity, stack string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.owners[identity] == stack {
+		delete(c.owners, identity)
+	}
+	return nil
+}
+
+// TestSharedClaims: runners of two data dirs (two replicas) that share
+// their claims key a Pulumi stack alike, so that the second stack is
+// refused on the other runner, and the key holds nothing of the backend
+// URL's credentials: the same backend with another password or query
+// is the same Pulumi stack.
+func TestSharedClaims(t *testing.T) {
+	shared := &mapClaims{owners: map[string]string{}}
+	var runners []*Runner
+	for range 2 {
+		r, err := New(context.Background(), Options{Bin: toolchainBin(t), DataDir: t.TempDir(), Claims: shared})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runners = append(runners, r)
+	}
+	ws := func(name, backend string) *workspace {
+		return &workspace{Workspace: model.Workspace{Name: name, Stack: "prod"}, backend: backend, project: "app"}
+	}
+	ctx := context.Background()
+	if err := runners[0].claim(ctx, ws("first", "postgres://u:secret-1@db:5432/pulumi?sslmode=disable")); err != nil {
+		t.Fatal(err)
+	}
+	err := runners[1].claim(ctx, ws("second", "postgres://v:secret-2@db:5432/pulumi?password=secret-3"))
+	want := "stack second: the Pulumi stack prod of project app on postgres://db:5432/pulumi is stack first's, which ran on it first"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("err = %v, want %s…", err, want)
+	}
+	if err := runners[1].claim(ctx, ws("second", "postgres://db:5432/other")); err != nil {
+		t.Errorf("another database: %v", err)
+	}
+	runners[1].unclaim(ctx, ws("second", "postgres://db:5432/pulumi"))
+	runners[0].unclaim(ctx, ws("first", "postgres://db:5432/pulumi"))
+	if err := runners[1].claim(ctx, ws("second", "postgres://db:5432/pulumi")); err != nil {
+		t.Errorf("after the first's release: %v", err)
+	}
+	if len(shared.owners) != 2 {
+		t.Errorf("claims: %v", shared.owners)
+	}
+	for id := range shared.owners {
+		if len(id) != 64 || strings.Contains(id, "secret") {
+			t.Errorf("claim key %q", id)
+		}
 	}
 }

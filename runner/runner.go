@@ -71,6 +71,10 @@ type Options struct {
 	// daemon scrubs them from every stack's output, not only from the
 	// operations that use them.
 	Secrets func(values ...string)
+	// Claims keeps the claims of Pulumi stacks on shared backends (see
+	// claims.go): a cluster's, shared by its replicas. Nil means files
+	// in <DataDir>/claims/.
+	Claims Claims
 }
 
 // Runner runs Pulumi operations with the pulumi CLI; it implements
@@ -84,6 +88,7 @@ type Runner struct {
 	log        *slog.Logger
 	hostname   string
 	digestKey  []byte
+	claims     Claims
 	passphrase string // for redaction; empty when the file is not readable
 	// ownPassphrases gives stacks of the data dir's backend a passphrase
 	// each (no PassphraseFile was given).
@@ -123,6 +128,10 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	}
 	if err := r.prepareDataDir(); err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
+	}
+	r.claims = opts.Claims
+	if r.claims == nil {
+		r.claims = fileClaims{dir: filepath.Join(dataDir, "claims")}
 	}
 	if r.hostname, err = os.Hostname(); err != nil {
 		return nil, fmt.Errorf("runner: hostname: %w", err)
@@ -266,7 +275,7 @@ func (r *Runner) Run(ctx context.Context, op model.Operation) (model.Result, err
 	}
 	if err == nil && destroys(op) && op.Remove {
 		w.forget()
-		r.unclaim(w)
+		r.unclaim(ctx, w)
 	}
 	return res, err
 }

@@ -407,7 +407,7 @@ func (r *Runner) digest(kind string, parts ...[]byte) string {
 // file holds its secrets provider header, unless the marker says so
 // already. With UseLocalStackOnly a missing stack is an error.
 func (r *Runner) ensureStack(ctx context.Context, w *workspace) error {
-	if err := r.claim(w); err != nil {
+	if err := r.claim(ctx, w); err != nil {
 		return err
 	}
 	m := w.readMarker()

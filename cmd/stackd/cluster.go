@@ -12,6 +12,7 @@ import (
 
 	"github.com/stackd/stackd/cluster"
 	"github.com/stackd/stackd/daemon"
+	"github.com/stackd/stackd/runner"
 )
 
 // clusterFlags are the flags of cluster mode: several replicas sharing
@@ -132,6 +133,16 @@ func (f *clusterFlags) connect(ctx context.Context, log *slog.Logger) (*cluster.
 	}
 	return cluster.Open(ctx, cluster.Options{Endpoints: endpoints, CAFile: f.caFile, CertFile: f.certFile, KeyFile: f.keyFile,
 		Prefix: prefix, Node: node, AdvertiseURL: f.advertise, TTL: f.leaseTTL, Logger: log.With("component", "cluster")})
+}
+
+// pulumiClaims are the claims of Pulumi stacks on shared backends: in a
+// cluster etcd's, which every replica shares; nil (the data dir's) for a
+// single node.
+func pulumiClaims(own daemon.Ownership) runner.Claims {
+	if c, ok := own.(*cluster.Cluster); ok {
+		return c.PulumiClaims()
+	}
+	return nil
 }
 
 // nodeName is the replica's name in update records; empty for a single

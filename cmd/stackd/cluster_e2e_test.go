@@ -107,7 +107,6 @@ func (e *clusterEnv) writeConfig(r *repo, n int, durations map[string]string) []
 	e.t.Helper()
 	var names []string
 	var sb strings.Builder
-	sb.WriteString("stacks:\n")
 	for i := range n {
 		name := fmt.Sprintf("c%02d", i)
 		names = append(names, name)
@@ -121,14 +120,21 @@ func (e *clusterEnv) writeConfig(r *repo, n int, durations map[string]string) []
 		}
 		sb.WriteString(stackYAML(name, r, extra))
 	}
+	e.writeStacks(sb.String())
+	return names
+}
+
+// writeStacks replaces the config with one whose stacks: list is
+// stacks, as one rename, so that no replica reads half of it.
+func (e *clusterEnv) writeStacks(stacks string) {
+	e.t.Helper()
 	tmp := e.config + ".tmp"
-	if err := os.WriteFile(tmp, []byte(sb.String()), 0o600); err != nil {
+	if err := os.WriteFile(tmp, []byte("stacks:\n"+stacks), 0o600); err != nil {
 		e.t.Fatal(err)
 	}
 	if err := os.Rename(tmp, e.config); err != nil {
 		e.t.Fatal(err)
 	}
-	return names
 }
 
 // start starts (or restarts) the replica name, with extra flags.

@@ -531,7 +531,7 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *model
 		PassphraseFile: f.secretsPassphraseFile, Timeout: f.opTimeout, Logger: log.With("component", "runner"),
 		PassEnv: f.passEnv, Env: env, InstallTimeout: f.installTimeout, Sandbox: sb, ProjectPlugins: f.projectPlugins,
 		Watchdog: sandbox.Watchdog{}, Heartbeat: f.heartbeat(), Reaper: f.reaper,
-		Secrets: func(v ...string) { red.Add(v...) }})
+		Secrets: func(v ...string) { red.Add(v...) }, Claims: pulumiClaims(own)})
 	if err != nil {
 		return nil, nil, nil, err
 	}
