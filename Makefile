@@ -23,10 +23,11 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build bin/stackd
+	@echo "build: bin/stackd (the first build downloads stackd's modules and takes a minute or two)"
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/stackd ./cmd/stackd
 
 toolchain: ## build the pinned pulumi CLI and YAML language host into bin/ (only when missing)
-	tools/toolchain.sh $(BIN)
+	@tools/toolchain.sh $(BIN)
 
 test: toolchain vet ## run every test with the race detector, then fuzz the config parser
 	set -o pipefail; $(GO) test -race -count=1 -parallel 3 -timeout 60m -json ./... | $(GO) run ./tools/testreport -slowest 20
@@ -56,8 +57,9 @@ fmt: ## format the code
 # (--sandbox-rw): a directory of its own in the data dir, which stackd
 # allows, unlike the data dir itself or its own entries (docs/security.md).
 run: build toolchain ## run the daemon on the example config, state in .data/
-	tools/example.sh $(CURDIR)/.data/example-repo
-	mkdir -p $(DATA_DIR)/example-out
+	@tools/example.sh $(CURDIR)/.data/example-repo
+	@mkdir -p $(DATA_DIR)/example-out
+	@echo "run: starting stackd on configs/stackd.example.yaml, state in $(DATA_DIR) (Ctrl-C stops it)"
 	STACKD_EXAMPLE_OUT=$(DATA_DIR)/example-out \
 		$(BIN)/stackd run --config configs/stackd.example.yaml --data-dir $(DATA_DIR) \
 		--sandbox-rw $(DATA_DIR)/example-out

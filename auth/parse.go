@@ -11,7 +11,6 @@ import (
 	"path"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -97,8 +96,6 @@ func (p *parser) errorf(n *yaml.Node, path, format string, args ...any) {
 	p.diags = append(p.diags, spec.Diagnostic{Pos: pos, Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
 // document parses data's only document; nil for an empty file or one
 // with errors.
 func (p *parser) document(data []byte) *yaml.Node {
@@ -122,49 +119,13 @@ func (p *parser) document(data []byte) *yaml.Node {
 		}
 	}
 	if err != nil {
-		line, msg := splitYAMLError(err)
-		if stop := stopLine(data, msg); stop > 0 {
-			line = stop
-		}
-		p.diags = append(p.diags, spec.Diagnostic{Pos: spec.Pos{File: p.file, Line: line}, Path: "yaml", Msg: "syntax error: " + msg})
+		p.diags = append(p.diags, spec.SyntaxError(p.file, data, err))
 		return nil
 	}
 	if len(root.Content) == 0 || isNull(root.Content[0]) {
 		return nil
 	}
 	return root.Content[0]
-}
-
-func splitYAMLError(err error) (int, string) {
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return line, m[2]
-	}
-	return 0, strings.TrimPrefix(err.Error(), "yaml: ")
-}
-
-// stopLine finds the line where the parser stops: the first line whose
-// end makes a prefix of the file fail with the same message. yaml.v3's
-// own line is that of the construct it was in, often far above the
-// mistake. Roles files are small; a large one keeps yaml.v3's line.
-func stopLine(data []byte, msg string) int {
-	if len(data) > 64<<10 {
-		return 0
-	}
-	line := 0
-	for end := 0; end < len(data); end++ {
-		if data[end] != '\n' && end != len(data)-1 {
-			continue
-		}
-		line++
-		var n yaml.Node
-		if err := yaml.Unmarshal(data[:end+1], &n); err != nil {
-			if _, m := splitYAMLError(err); m == msg {
-				return line
-			}
-		}
-	}
-	return 0
 }
 
 func isNull(n *yaml.Node) bool {

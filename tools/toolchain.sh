@@ -25,11 +25,27 @@ has() {
 	[ -x "$1" ] && go version -m "$1" 2>/dev/null | grep -Eq "[[:space:]]$2[[:space:]]+$3([[:space:]]|$)"
 }
 
-# build NAME WRAPPER_DIR PACKAGE [LDFLAGS]
+say() { echo "toolchain: $*" >&2; }
+
+# build NAME WRAPPER_DIR PACKAGE [LDFLAGS]: the modules first (a download
+# of hundreds the first time, silent but for its errors), then the
+# compilation, which says every 30 s that it goes on rather than listing
+# packages.
 build() {
-	echo "toolchain: building $1" >&2
-	(cd "$tools/$2" && go build -trimpath -ldflags "${4:-}" -o "$bin/$1.tmp" "$3")
+	local start=$SECONDS ticker
+	say "$1: downloading its modules (from the Go module proxy unless cached)"
+	(cd "$tools/$2" && go mod download)
+	say "$1: compiling"
+	(while sleep 30; do say "$1: still compiling, $((SECONDS - start)) s"; done) &
+	ticker=$!
+	if ! (cd "$tools/$2" && go build -trimpath -ldflags "${4:-}" -o "$bin/$1.tmp" "$3"); then
+		kill "$ticker" 2>/dev/null
+		say "$1: build failed"
+		return 1
+	fi
+	kill "$ticker" 2>/dev/null
 	mv "$bin/$1.tmp" "$bin/$1"
+	say "$1: built in $((SECONDS - start)) s"
 }
 
 # stamp MODULE_DIR: a sha256 over the module's go.mod, go.sum and *.go files
@@ -39,26 +55,32 @@ stamp() {
 		LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
 }
 
-if ! has "$bin/pulumi" github.com/pulumi/pulumi/pkg/v3 "$PULUMI_VERSION"; then
+if has "$bin/pulumi" github.com/pulumi/pulumi/pkg/v3 "$PULUMI_VERSION"; then
+	say "pulumi $PULUMI_VERSION: built already, skipped"
+else
 	# Without the version stamp `pulumi version` prints nothing and the
 	# Automation API refuses the CLI.
 	build pulumi pulumi github.com/pulumi/pulumi/pkg/v3/cmd/pulumi \
 		"-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION"
 fi
-if ! has "$bin/pulumi-language-yaml" github.com/pulumi/pulumi-yaml "$PULUMI_YAML_VERSION"; then
+if has "$bin/pulumi-language-yaml" github.com/pulumi/pulumi-yaml "$PULUMI_YAML_VERSION"; then
+	say "pulumi-language-yaml $PULUMI_YAML_VERSION: built already, skipped"
+else
 	build pulumi-language-yaml pulumi-language-yaml github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml \
 		"-X github.com/pulumi/pulumi-yaml/pkg/version.Version=$PULUMI_YAML_VERSION"
 fi
 
 sum=$(stamp "$tools/../testdata/provider")
-if [ ! -x "$bin/$PROVIDER" ] || [ "$(cat "$bin/.$PROVIDER.sum" 2>/dev/null)" != "$sum" ]; then
+if [ -x "$bin/$PROVIDER" ] && [ "$(cat "$bin/.$PROVIDER.sum" 2>/dev/null)" = "$sum" ]; then
+	say "$PROVIDER: its sources are unchanged, skipped"
+else
 	build "$PROVIDER" ../testdata/provider .
 	echo "$sum" >"$bin/.$PROVIDER.sum"
 fi
 
 got=$("$bin/pulumi" version)
 if [ "$got" != "$PULUMI_VERSION" ]; then
-	echo "toolchain: $bin/pulumi version printed '$got', want $PULUMI_VERSION" >&2
+	say "$bin/pulumi version printed '$got', want $PULUMI_VERSION"
 	exit 1
 fi
-echo "toolchain: pulumi $got, pulumi-language-yaml $PULUMI_YAML_VERSION, $PROVIDER in $bin" >&2
+say "done: pulumi $got, pulumi-language-yaml $PULUMI_YAML_VERSION, $PROVIDER in $bin"

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/stackd/stackd/auth"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/policy"
 )
@@ -18,6 +19,7 @@ func validate(args []string, stdout io.Writer) error {
 	fs := newFlagSet("validate")
 	quiet := fs.Bool("quiet", false, "print errors only, not notes about ignored Kubernetes kinds and fields")
 	policyDir := fs.String("policy", "", "also check the Rego policies of this `directory`")
+	authFile := fs.String("auth-file", "", "also check this roles `file`, as stackd run --auth-file reads it")
 	var maxConfig byteSize
 	defineMaxConfig(fs, &maxConfig)
 	// The daemon's paths, which no config may name as a backend: the
@@ -26,18 +28,21 @@ func validate(args []string, stdout io.Writer) error {
 	fs.StringVar(&daemonPaths.dataDir, "data-dir", defaultDataDir, "the daemon's data dir, which no backend may lie in or above")
 	fs.StringVar(&daemonPaths.secretsDir, "secrets-dir", "", "the daemon's --secrets-dir, which no backend may lie in or above")
 	fs.StringVar(&daemonPaths.configMapsDir, "configmaps-dir", "", "the daemon's --configmaps-dir, which no backend may lie in or above")
-	if err := parseFlags(fs, "validate [--quiet] [--max-config-bytes SIZE] [--policy DIR] [--data-dir DIR] PATH...", args, stdout); err != nil {
+	if err := parseFlags(fs, "validate [--quiet] [--max-config-bytes SIZE] [--policy DIR] [--auth-file FILE] [--data-dir DIR] [PATH...]", args, stdout); err != nil {
 		return err
 	}
-	if fs.NArg() == 0 && *policyDir == "" {
-		return usageErrorf("validate: name at least one config file or directory, or --policy DIR")
+	if fs.NArg() == 0 && *policyDir == "" && *authFile == "" {
+		return usageErrorf("validate: name at least one config file or directory, --policy DIR or --auth-file FILE")
 	}
-	policiesOK := true
+	othersOK := true
 	if *policyDir != "" {
-		policiesOK = validatePolicies(*policyDir, stdout)
+		othersOK = validatePolicies(*policyDir, stdout)
+	}
+	if *authFile != "" && !validateAuthFile(*authFile, stdout) {
+		othersOK = false
 	}
 	if fs.NArg() == 0 {
-		if !policiesOK {
+		if !othersOK {
 			return errProblemsFound
 		}
 		return nil
@@ -69,7 +74,7 @@ func validate(args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "ok: %d stack(s), %d program(s)\n", len(cfg.Stacks), len(cfg.Programs))
-	if !policiesOK {
+	if !othersOK {
 		return errProblemsFound
 	}
 	return nil
@@ -88,5 +93,26 @@ func validatePolicies(dir string, stdout io.Writer) bool {
 		return false
 	}
 	fmt.Fprintf(stdout, "ok: %d policy file(s), policies %s\n", len(set.Files), strings.Join(set.Names(), ", "))
+	return true
+}
+
+// validateAuthFile checks the roles file at path as stackd run
+// --auth-file loads it and prints its problems, one per line naming
+// file:line:column and the field, or a summary.
+func validateAuthFile(path string, stdout io.Writer) bool {
+	pol, err := auth.Load(path)
+	var perr *auth.PolicyError
+	switch {
+	case errors.As(err, &perr):
+		for _, d := range perr.Diags {
+			fmt.Fprintln(stdout, d)
+		}
+		fmt.Fprintf(stdout, "%d roles file error(s)\n", len(perr.Diags))
+		return false
+	case err != nil:
+		fmt.Fprintln(stdout, err)
+		return false
+	}
+	fmt.Fprintf(stdout, "ok: roles file %s: %s\n", path, pol.Summary())
 	return true
 }

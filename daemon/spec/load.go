@@ -401,7 +401,7 @@ func (l *loader) addFile(name, dir string, data []byte) {
 			break
 		}
 		if err != nil {
-			l.diags = append(l.diags, syntaxError(name, data, err))
+			l.diags = append(l.diags, SyntaxError(name, data, err))
 			return
 		}
 		if len(root.Content) == 0 || isNull(root.Content[0]) {
@@ -436,9 +436,11 @@ func binaryOffset(data []byte) int {
 
 var yamlLineError = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// syntaxError turns a YAML parser error into a diagnostic at the line where
-// the parser stopped, with a clearer message for tab indentation.
-func syntaxError(name string, data []byte, err error) Diagnostic {
+// SyntaxError turns a YAML parser error of the file name holding data
+// into a diagnostic at the line where the parser stopped (yaml.v3 gives
+// no column), with a clearer message and the column for tab indentation.
+// The roles file's parser (auth) reports its YAML errors with it too.
+func SyntaxError(name string, data []byte, err error) Diagnostic {
 	line, msg := splitYAMLError(err)
 	if stop := stopLine(data, msg); stop > 0 {
 		line = stop
