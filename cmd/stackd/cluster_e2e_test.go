@@ -25,9 +25,17 @@ import (
 // loopback, with a real etcd (members embedded in the test process), a
 // real PostgreSQL server as the shared Pulumi backend, real git and the
 // real pulumi CLI with the test provider.
+//
+// clusterTTL is short, so that failovers take seconds, yet long enough
+// for a busy machine: a replica gives its stacks up when etcd has not
+// renewed its lease for two thirds of it, and etcd runs in this test
+// process, under the race detector, beside the suite's other tests. With
+// 4s, a replica renewing every 1.3s had to hear back within 1.3s more;
+// with a build loop on both cores it did not, and gave its stacks up in
+// the middle of their updates.
 
 const (
-	clusterTTL   = 4 * time.Second
+	clusterTTL   = 9 * time.Second
 	clusterGrace = 2 * time.Second
 )
 
