@@ -564,7 +564,14 @@ func rollingRestart(t *testing.T, e *clusterEnv, names, nodes []string) {
 		e.waitAll(other, 30, n+" stopped: its stacks held elsewhere", time.Minute, func(v model.StackView) bool {
 			return isReady(v) && v.Holder != "" && v.Holder != n
 		})
-		e.start(n)
+		r := e.start(n)
+		// Back means serving with a session: the stacks alone, held by the
+		// others meanwhile, say nothing of a replica still starting.
+		waitFor(t, n+" back in the cluster", time.Minute, func() bool {
+			var cs model.ClusterStatus
+			code, err := getJSON(r.url+"/api/v1/cluster", &cs)
+			return err == nil && code == http.StatusOK && cs.Session
+		})
 		e.waitAll(other, 30, n+" back", time.Minute, func(v model.StackView) bool { return isReady(v) && v.Holder != "" })
 	}
 	time.Sleep(3 * time.Second) // time for a stack that would run again to start
