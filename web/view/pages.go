@@ -133,8 +133,8 @@ func Summarize(v model.StackView) StackRow {
 	if h := v.Status.Health; h != nil {
 		row.Health, row.HealthMessage = h.Status, h.Message
 	}
-	if c := Explaining(&v.Status); c != nil && c.Reason != model.ReasonStackProcessing {
-		row.Condition = ConditionWord(c)
+	if c := Explaining(&v.Status); c != nil && c.Reason != model.ReasonStackProcessing && ConditionWord(c) != row.Health {
+		row.Condition = ConditionWord(c) // not for a running stack, nor AwaitingApproval twice
 	}
 	if cu := v.Status.CurrentUpdate; cu != nil {
 		row.Running = cu.Name
