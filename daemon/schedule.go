@@ -382,11 +382,13 @@ func (d locked) waiting(st *stackState, why string, now time.Time) {
 	d.putStack(st)
 }
 
-// block marks st Stalled for reason until retryAt; it is tried
-// again then (or on any change).
+// block marks st Stalled for reason, as PKO does, and tries it again
+// after sourceRetry (or on any change); its message says so, since a
+// Stalled stack otherwise reads as one that waits for a person.
 func (d locked) block(st *stackState, reason string, err error, now time.Time) {
-	st.act.Block(now.Add(min(sourceRetry, d.opts.MinResync)))
-	msg := err.Error()
+	retry := min(sourceRetry, d.opts.MinResync)
+	st.act.Block(now.Add(retry))
+	msg := fmt.Sprintf("%v (tried again every %s)", err, retry) // Stalled, yet not for good
 	c := st.rec.Status.Condition(model.ConditionStalled)
 	if c != nil && c.Reason == reason && c.Message == msg && st.rec.Status.ObservedGeneration == st.rec.Generation {
 		return

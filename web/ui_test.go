@@ -274,6 +274,8 @@ func TestUIList(t *testing.T) {
 		`href="/stacks/web"`, `href="/stacks/db"`, `href="/stacks/queue"`,
 		`class="badge health-progressing" title="New commit detected">Progressing</span>`,
 		`class="badge health-degraded" title="up failed 3 times; not retrying">Degraded</span>`,
+		// The condition behind a health, in the words of the docs.
+		`<div class="sub" title="up failed 3 times; not retrying">Stalled/UpdateFailed</div>`,
 		`class="badge health-unknown" title="">Unknown</span>`,
 		`state-running">running`, `<code>web-3</code>`, `state-failed">failed`,
 		"github.com/acme/web", `<code class="ref">main</code>`, `<code class="ref">fedcba9</code>`, "program queue",

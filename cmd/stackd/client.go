@@ -302,6 +302,9 @@ func printStacks(w io.Writer, stacks []view.StackSummary, now time.Time, holders
 	fmt.Fprintln(tw, head)
 	for _, v := range stacks {
 		health, ready, reason := v.Health, cmp.Or(v.Ready, "-"), v.Reason
+		if v.Condition != "" {
+			reason = view.ConditionWord(&model.Condition{Type: v.Condition, Reason: v.Reason})
+		}
 		if first, _, _ := strings.Cut(strings.TrimSpace(v.Message), "\n"); first != "" && v.Reason != model.ReasonStackProcessing {
 			reason += ": " + shorten(first, 100) // the error's first line
 		}

@@ -192,6 +192,40 @@ func TestStatusReasonShowsTheError(t *testing.T) {
 	}
 }
 
+// TestStatusNamesTheCondition: the REASON column names the PKO condition
+// behind the health, as kubectl's columns of a PKO Stack do, so that a
+// Degraded stack reads Stalled (the docs' word) and a retrying one
+// Reconciling, whatever its last finished update says.
+func TestStatusNamesTheCondition(t *testing.T) {
+	succeeded := &model.LastUpdate{Type: model.UpdateUp, State: model.UpdateSucceeded}
+	for _, c := range []struct {
+		name string
+		cond model.Condition
+		want string
+	}{
+		{"retries left", model.Condition{Type: model.ConditionReconciling, Status: "True", Reason: "RetryingAfterFailure", Message: "1 update failure(s)"},
+			"Reconciling/RetryingAfterFailure: 1 update failure(s)"},
+		{"retries spent", model.Condition{Type: model.ConditionStalled, Status: "True", Reason: "UpdateFailed", Message: "up failed 3 times"},
+			"Stalled/UpdateFailed: up failed 3 times"},
+		{"policy", model.Condition{Type: model.ConditionStalled, Status: "True", Reason: "PolicyDenied", Message: "denied by policy: stackd.destroy"},
+			"Stalled/PolicyDenied: denied by policy: stackd.destroy"},
+		{"approval", model.Condition{Type: model.ConditionAwaitingApproval, Status: "True", Reason: "AwaitingApproval", Message: "plan p-1 waits"},
+			"AwaitingApproval: plan p-1 waits"},
+		{"running", model.Condition{Type: model.ConditionReconciling, Status: "True", Reason: model.ReasonStackProcessing, Message: "running"},
+			"Reconciling/StackProcessing"}, // its message says nothing the columns do not
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v := model.StackView{Name: "app", Status: model.StackStatus{LastUpdate: succeeded, Conditions: []model.Condition{c.cond}}}
+			var sb strings.Builder
+			printStacks(&sb, summaries(v), time.Now(), false)
+			line := strings.Split(strings.TrimSpace(sb.String()), "\n")[1]
+			if !strings.HasSuffix(strings.TrimSpace(line), c.want) {
+				t.Fatalf("status, want REASON %q:\n%s", c.want, sb.String())
+			}
+		})
+	}
+}
+
 // TestStatusProgramHash: a Program stack's applied revision is shown as
 // a program hash, never as if it were a commit.
 func TestStatusProgramHash(t *testing.T) {

@@ -232,8 +232,13 @@ func TestE2EUnreachableRepoAndMissingSecret(t *testing.T) {
 		"    secretsRef:\n      token: {type: Secret, secret: {name: api, key: token}}\n"), "file://"+r.dir, "file://"+missing, 1)
 	in := startDaemon(t, config, "")
 	v := in.waitStack("app", "SourceUnavailable", time.Minute, stalledFor(model.ReasonSourceUnavailable))
-	if c := v.Status.Condition(model.ConditionStalled); !strings.Contains(c.Message, "later") {
-		t.Fatalf("message %q does not name the repository", c.Message)
+	if c := v.Status.Condition(model.ConditionStalled); !strings.Contains(c.Message, "later") || !strings.Contains(c.Message, "(tried again every ") {
+		t.Fatalf("message %q does not name the repository, or does not say stackd tries again", c.Message)
+	}
+	// stackd status says Stalled, the docs' word, beside Degraded.
+	if code, stdout, stderr := stackd(t, "status", "--data-dir", in.flags.dataDir); code != exitOK || !strings.Contains(stdout, "Degraded") ||
+		!strings.Contains(stdout, "Stalled/SourceUnavailable: ") {
+		t.Fatalf("stackd status: %d\n%s%s", code, stdout, stderr)
 	}
 
 	if err := os.Rename(r.dir, missing); err != nil {

@@ -102,6 +102,10 @@ type StackRow struct {
 	Orphaned string
 	// Health is Healthy, Progressing, Degraded, or Unknown.
 	Health, HealthMessage string
+	// Condition is the PKO condition behind Health and its reason,
+	// "Stalled/UpdateFailed", as stackd status shows it; empty for a Ready
+	// or a running stack.
+	Condition string
 	// Running names the update in flight, if any.
 	Running string
 	// Last is the last finished update, if any.
@@ -128,6 +132,9 @@ func Summarize(v model.StackView) StackRow {
 		Drift: v.Status.Drift, Holder: v.Holder, Retry: v.Status.Retry}
 	if h := v.Status.Health; h != nil {
 		row.Health, row.HealthMessage = h.Status, h.Message
+	}
+	if c := Explaining(&v.Status); c != nil && c.Reason != model.ReasonStackProcessing && ConditionWord(c) != row.Health {
+		row.Condition = ConditionWord(c) // not for a running stack, nor AwaitingApproval twice
 	}
 	if cu := v.Status.CurrentUpdate; cu != nil {
 		row.Running = cu.Name

@@ -14,12 +14,15 @@ type StackSummary struct {
 	// Orphaned says why a stack whose source is no longer configured is
 	// kept.
 	Orphaned string `json:"orphaned,omitempty"`
-	// Health is Healthy, Progressing, Degraded or Unknown; Reason is the
-	// reason of the Stalled or Reconciling condition, Message its message.
-	Health  string `json:"health"`
-	Ready   string `json:"ready,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
+	// Health is Healthy, Progressing, Degraded, AwaitingApproval or
+	// Unknown, Argo CD's word; Condition is the PKO condition behind it
+	// (Stalled, AwaitingApproval or Reconciling, whichever is True),
+	// Reason and Message its reason and message.
+	Health    string `json:"health"`
+	Ready     string `json:"ready,omitempty"`
+	Condition string `json:"condition,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Message   string `json:"message,omitempty"`
 	// Source is the config source that defines the stack; Tracking what
 	// it follows.
 	Source   string `json:"source,omitempty"`
@@ -53,11 +56,8 @@ func SummaryOf(v *model.StackView) StackSummary {
 	if c := v.Status.Condition(model.ConditionReady); c != nil {
 		s.Ready = c.Status
 	}
-	for _, typ := range []string{model.ConditionStalled, model.ConditionReconciling} {
-		if c := v.Status.Condition(typ); c != nil && c.Status == "True" {
-			s.Reason, s.Message = c.Reason, c.Message
-			break
-		}
+	if c := Explaining(&v.Status); c != nil {
+		s.Condition, s.Reason, s.Message = c.Type, c.Reason, c.Message
 	}
 	if lu := v.Status.LastUpdate; lu != nil {
 		s.LastUpdate = &SummaryUpdate{Name: lu.Name, Type: lu.Type, State: lu.State, Commit: lu.LastSuccessfulCommit,
@@ -71,4 +71,25 @@ func SummaryOf(v *model.StackView) StackSummary {
 	}
 	s.Retry = v.Status.Retry
 	return s
+}
+
+// Explaining is the condition that explains a stack's health, the first
+// of Stalled, AwaitingApproval and Reconciling that is True; nil when
+// none is (a Ready stack).
+func Explaining(s *model.StackStatus) *model.Condition {
+	for _, typ := range []string{model.ConditionStalled, model.ConditionAwaitingApproval, model.ConditionReconciling} {
+		if c := s.Condition(typ); c != nil && c.Status == "True" {
+			return c
+		}
+	}
+	return nil
+}
+
+// ConditionWord is c as kubectl's columns of a PKO Stack name it:
+// "Stalled/UpdateFailed", or the type alone when the reason repeats it.
+func ConditionWord(c *model.Condition) string {
+	if c.Reason == "" || c.Reason == c.Type {
+		return c.Type
+	}
+	return c.Type + "/" + c.Reason
 }
