@@ -115,10 +115,12 @@ func TestE2EFirstStackGuide(t *testing.T) {
 			stack("the healing sync", func(v model.StackView) bool { return v.Status.Drift != nil && v.Status.Drift.State == "InSync" })
 		},
 	}
+	// The failed update's log must show the line under its error, the one
+	// that says which property is wrong.
 	prints := map[string][]string{
 		"deployed": {"website", "Healthy", "Hello from my first stack"},
 		"pushed":   {"Bonjour from my first stack"},
-		"failed":   {"website", "failing, retry", "rror"},
+		"failed":   {"website", "failing, retry", "rror", "Missing required property 'content'"},
 		"drifted":  {"Drifted"},
 		"heal":     {"refresh"},
 		"healed":   {"Bonjour from my first stack", "InSync"},
