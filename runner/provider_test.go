@@ -15,7 +15,7 @@ import (
 
 // fileProgram is a Pulumi YAML program with one stackdtest:index:File.
 //
-// With CLI v3.250.0 and pulumi-language-yaml v1.12.0 the program needs
+// With CLI v3.250.0 and pulumi-language-yaml v1.25.0 the program needs
 // nothing but the type token: no `packages:` block, no `options.version`.
 // The language host asks the plugin found on PATH (an "ambient" plugin,
 // bin/pulumi-resource-stackdtest) for its schema and checks the properties

@@ -17,7 +17,7 @@ tools=$(cd "$(dirname "$0")" && pwd)
 export CGO_ENABLED=0
 
 PULUMI_VERSION=v3.250.0
-PULUMI_YAML_VERSION=v1.12.0
+PULUMI_YAML_VERSION=v1.25.0
 PROVIDER=pulumi-resource-stackdtest
 
 # has BINARY MODULE VERSION: true when BINARY was built with MODULE@VERSION.

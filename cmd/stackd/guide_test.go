@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,8 +102,14 @@ func TestE2EFirstStackGuide(t *testing.T) {
 	// What the guide says has happened before each command, and what the
 	// command prints.
 	before := map[string]func(){
-		"deployed": func() { stack("the first deployment", contentIs("Hello from my first stack")) },
-		"pushed":   func() { stack("the push", contentIs("Bonjour from my first stack")) },
+		// The program's config reaches it: greeting's default, and the
+		// secret apiKey, which has none and is an output as a secret.
+		"deployed": func() {
+			stack("the first deployment", func(v model.StackView) bool {
+				return contentIs("Hello from my first stack")(v) && output(v, "apiKey") == "[secret]"
+			})
+		},
+		"pushed": func() { stack("the push", contentIs("Bonjour from my first stack")) },
 		"failed": func() {
 			stack("the failed update", func(v model.StackView) bool {
 				return v.Status.LastUpdate != nil && v.Status.LastUpdate.State == model.UpdateFailed
@@ -115,10 +123,12 @@ func TestE2EFirstStackGuide(t *testing.T) {
 			stack("the healing sync", func(v model.StackView) bool { return v.Status.Drift != nil && v.Status.Drift.State == "InSync" })
 		},
 	}
+	// The failed update's log must show the line under its error, the one
+	// that says which property is wrong.
 	prints := map[string][]string{
 		"deployed": {"website", "Healthy", "Hello from my first stack"},
 		"pushed":   {"Bonjour from my first stack"},
-		"failed":   {"website", "failing, retry", "rror"},
+		"failed":   {"website", "failing, retry", "rror", "Missing required property 'content'"},
 		"drifted":  {"Drifted"},
 		"heal":     {"refresh"},
 		"healed":   {"Bonjour from my first stack", "InSync"},
@@ -167,6 +177,54 @@ func TestE2EFirstStackGuide(t *testing.T) {
 	if got := page(); got != "Bonjour from my first stack" {
 		t.Errorf("the page is %q at the end", got)
 	}
+	checkGuideLogs(t, "http://"+addr)
+}
+
+// yamlConfigurationDeprecated is what the Pulumi YAML language host warns
+// in every operation's log of a program that declares its config under
+// the root-level `configuration:` key rather than the project's `config:`.
+const yamlConfigurationDeprecated = "root-level `configuration` field is deprecated"
+
+// checkGuideLogs reads the log of every operation of the guide's stack:
+// none may carry the deprecation warning of the root-level
+// `configuration:` key, as the guide's program is what users copy.
+func checkGuideLogs(t *testing.T, base string) {
+	t.Helper()
+	var page struct{ Updates []model.Update }
+	getGuide(t, base+"/api/v1/stacks/website/updates?limit=100", func(body []byte) {
+		if err := json.Unmarshal(body, &page); err != nil {
+			t.Fatalf("updates: %v", err)
+		}
+	})
+	if len(page.Updates) < 4 {
+		t.Fatalf("the guide's stack has %d operations, want its updates, its failure and its drift checks", len(page.Updates))
+	}
+	for _, u := range page.Updates {
+		getGuide(t, base+"/api/v1/updates/"+url.PathEscape(u.ID)+"/log", func(log []byte) {
+			for _, line := range strings.Split(string(log), "\n") {
+				if strings.Contains(line, yamlConfigurationDeprecated) {
+					t.Errorf("the log of %s (%s) warns that the program's `configuration:` is deprecated: %s", u.ID, u.Type, strings.TrimSpace(line))
+					break
+				}
+			}
+		})
+	}
+}
+
+// getGuide GETs url from the guide's daemon and passes the body of its
+// 200 to f.
+func getGuide(t *testing.T, url string, f func([]byte)) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %v %s", url, err, resp.Status)
+	}
+	f(body)
 }
 
 // startGuideDaemon runs the guide's daemon command in a process group of
