@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"html"
+	"io"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -19,8 +21,9 @@ var logCard = regexp.MustCompile(`(?s)<h2>Log <code>([^<]*)</code>.*?<pre class=
 
 // TestE2EDriftChecksFold: a deployed stack checked for drift every
 // second keeps one record for its unchanged checks, beside the deploy's;
-// the history API lists the deploy alone when asked for ups, and the
-// stack page's Log card shows the deploy's log, naming the newer check.
+// the history API (and stackd logs --type) find the deploy when asked
+// for ups, and the stack page's Log card shows the deploy's log, naming
+// the newer check.
 func TestE2EDriftChecksFold(t *testing.T) {
 	t.Parallel()
 	r := newRepo(t)
@@ -53,6 +56,13 @@ func TestE2EDriftChecksFold(t *testing.T) {
 	_, upLog := in.get("/api/v1/updates/"+up.ID+"/log", nil)
 	if len(upLog) == 0 {
 		t.Fatal("the deploy has no log")
+	}
+	var logs bytes.Buffer
+	if err := logsCommand(in.clientArgs("app", "--type", "up"), &logs); err != nil || logs.String() != string(upLog) {
+		t.Fatalf("stackd logs app --type up = %q, %v; want the deploy's log", logs.String(), err)
+	}
+	if err := logsCommand(in.clientArgs("app", "--type", "deploy"), io.Discard); err == nil || !strings.Contains(err.Error(), "valid: up, preview") {
+		t.Fatalf("stackd logs app --type deploy = %v; want the valid types named", err)
 	}
 	// A check may be running when the page is read, whose log the card
 	// then rightly shows: read it again until none is.
