@@ -121,7 +121,9 @@ func TestUIStackLogOfLastChange(t *testing.T) {
 	page := getPage(t, url+"/stacks/app", http.StatusOK)
 	webtest.WantContains(t, page, `<h2>Log <code>app-120</code> refresh`, "log of app-120",
 		`Newer: drift check <a href="/api/v1/updates/app-150/log"><code>app-150</code></a> ×40`,
-		`<a href="/stacks/app#update-app-150">in the history</a>`)
+		`<a href="/stacks/app#update-app-150">in the history</a>`,
+		// The script swaps the card when a newer check comes.
+		`<section id="log" class="card" data-live="app-120 succeeded app-150 succeeded">`)
 	webtest.WantLacks(t, page, "log of app-150")
 
 	// The refresh gone, the last change is the up, 148 updates back.
