@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -205,8 +206,11 @@ func (c *Cluster) beginUpdate(u model.Update, f fence) (model.Update, error) {
 			clientv3.OpPut(seqKey, strconv.FormatUint(u.Seq, 10)),
 			clientv3.OpPut(c.updateKey(u.Stack, u.Seq), string(v)),
 		}
-		if keep := uint64(c.opts.HistoryLimit); u.Seq > keep {
-			first := u.Seq - keep + 1 // the oldest kept
+		first, err := c.oldestKept(u.Stack, u.Seq)
+		if err != nil {
+			return model.Update{}, fmt.Errorf("cluster: begin update of %s: %w", u.Stack, err)
+		}
+		if first > 0 {
 			ops = append(ops,
 				clientv3.OpDelete(c.updateKey(u.Stack, 0), clientv3.WithRange(c.updateKey(u.Stack, first))),
 				clientv3.OpDelete(c.logKey(u.Stack, 0), clientv3.WithRange(c.logKey(u.Stack, first))))
@@ -222,6 +226,31 @@ func (c *Cluster) beginUpdate(u model.Update, f fence) (model.Update, error) {
 	}
 }
 
+// oldestKept is the Seq of the oldest of stack's updates to keep when
+// update seq is added, so that HistoryLimit remain: those older are
+// pruned. Zero when none is to go. Records, not sequence numbers, are
+// counted: a history whose drift checks were folded (model.Folds) keeps
+// its older updates longer.
+func (c *Cluster) oldestKept(stack string, seq uint64) (uint64, error) {
+	keep := int64(c.opts.HistoryLimit) - 1 // besides seq
+	if keep <= 0 {
+		return seq, nil
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := c.cli.Get(ctx, c.updateKey(stack, 0), clientv3.WithRange(c.updateKey(stack, seq)),
+		clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithKeysOnly(), clientv3.WithLimit(keep))
+	if err != nil || !resp.More {
+		return 0, err
+	}
+	last := resp.Kvs[len(resp.Kvs)-1].Key
+	first, err := strconv.ParseUint(c.name("updates/", last)[len(stack)+1:], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("update key %s: %w", last, err)
+	}
+	return first, nil
+}
+
 // counter reads a decimal counter and its mod revision (0, 0 if absent).
 func (c *Cluster) counter(key string) (uint64, int64, error) {
 	ctx, cancel := c.ctx()
@@ -235,7 +264,10 @@ func (c *Cluster) counter(key string) (uint64, int64, error) {
 }
 
 // PutUpdate overwrites a stored update; ErrNotFound when it was never
-// begun or has been pruned.
+// begun or has been pruned. An update that model.Folds says absorbs the
+// stack's record before it is stored as model.Fold of the two, and that
+// record and its log are deleted, in one transaction, as the BoltDB store
+// does.
 func (c *Cluster) PutUpdate(u model.Update) error {
 	f, err := c.stackFence(u.Stack)
 	if err != nil {
@@ -246,14 +278,86 @@ func (c *Cluster) PutUpdate(u model.Update) error {
 
 func (c *Cluster) putUpdate(u model.Update, f fence) error {
 	u.ID = model.UpdateID(u.Stack, u.Seq)
-	v, err := json.Marshal(u)
-	if err != nil {
-		return fmt.Errorf("cluster: put update %s: %w", u.ID, err)
-	}
-	if err := c.putExisting(f, c.updateKey(u.Stack, u.Seq), c.updateKey(u.Stack, u.Seq), v); err != nil {
+	if err := c.putFoldingUpdate(u, f); err != nil {
 		return fmt.Errorf("cluster: put update %s: %w", u.ID, err)
 	}
 	return nil
+}
+
+// putFoldingUpdate writes u behind f, folding it with the record before
+// it when model.Folds says so. A fold that a concurrent change of that
+// record defeats is decided again on what the store then holds.
+func (c *Cluster) putFoldingUpdate(u model.Update, f fence) error {
+	for {
+		prev, err := c.previousUpdate(u)
+		if err != nil {
+			return err
+		}
+		if prev.rev == 0 || !model.Folds(prev.u, u) {
+			v, err := json.Marshal(u)
+			if err != nil {
+				return err
+			}
+			return c.putExisting(f, c.updateKey(u.Stack, u.Seq), c.updateKey(u.Stack, u.Seq), v)
+		}
+		ok, err := c.putFolded(f, prev, u)
+		if err != nil || ok {
+			return err
+		}
+	}
+}
+
+// storedUpdate is an update as read from the store: its key and mod
+// revision.
+type storedUpdate struct {
+	u   model.Update
+	key string
+	rev int64
+}
+
+// previousUpdate reads the record of u's stack just before u; a zero rev
+// when there is none, or when u is not a finished drift check (which
+// folds nothing: no need to read).
+func (c *Cluster) previousUpdate(u model.Update) (storedUpdate, error) {
+	if u.Type != model.UpdateDrift || u.State == model.UpdateRunning {
+		return storedUpdate{}, nil
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := c.cli.Get(ctx, c.updateKey(u.Stack, 0), clientv3.WithRange(c.updateKey(u.Stack, u.Seq)),
+		clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(1))
+	if err != nil || len(resp.Kvs) == 0 {
+		return storedUpdate{}, err
+	}
+	kv := resp.Kvs[0]
+	prev := storedUpdate{key: string(kv.Key), rev: kv.ModRevision}
+	if err := json.Unmarshal(kv.Value, &prev.u); err != nil {
+		return storedUpdate{}, fmt.Errorf("%s: %w", kv.Key, err)
+	}
+	return prev, nil
+}
+
+// putFolded stores model.Fold(prev.u, u) and deletes prev and its log,
+// behind f, if u's record exists and prev's is still at its mod
+// revision. It reports false when prev changed; ErrNotFound when u's
+// record is gone.
+func (c *Cluster) putFolded(f fence, prev storedUpdate, u model.Update) (bool, error) {
+	v, err := json.Marshal(model.Fold(prev.u, u))
+	if err != nil {
+		return false, err
+	}
+	ukey := c.updateKey(u.Stack, u.Seq)
+	seq := strings.TrimPrefix(prev.key, c.key("updates/", u.Stack+"/"))
+	ok, err := c.txnBehind(f,
+		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(ukey), ">", 0), clientv3.Compare(clientv3.ModRevision(prev.key), "=", prev.rev)},
+		clientv3.OpPut(ukey, string(v)), clientv3.OpDelete(prev.key), clientv3.OpDelete(c.key("logs/", u.Stack+"/"+seq)))
+	if err != nil || ok {
+		return ok, err
+	}
+	if _, err := c.get(ukey); err != nil {
+		return false, err // ErrNotFound when u's record is gone
+	}
+	return false, nil
 }
 
 // putExisting writes value at key behind f, if the update at ukey

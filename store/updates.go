@@ -90,17 +90,24 @@ func staleKeys(b *bbolt.Bucket, limit int) [][]byte {
 
 // PutUpdate overwrites the stored update (u.Stack, u.Seq) with u; u.ID is
 // set from them. The error wraps ErrNotFound when that update was never
-// begun or has been pruned. It writes.
+// begun or has been pruned. When model.Folds says u absorbs the stack's
+// record before it (an unchanged drift check), u is stored as
+// model.Fold of the two, and that record and its log are deleted, in the
+// same transaction. It writes.
 func (s *Store) PutUpdate(u model.Update) error {
 	u.ID = model.UpdateID(u.Stack, u.Seq)
-	v, err := json.Marshal(u)
-	if err != nil {
-		return fmt.Errorf("store: put update %s: %w", u.ID, err)
-	}
-	err = s.update(func(tx *bbolt.Tx) error {
+	err := s.update(func(tx *bbolt.Tx) error {
 		b := history(tx, u.Stack)
 		if b == nil || b.Get(seqKey(u.Seq)) == nil {
 			return ErrNotFound
+		}
+		u, err := foldPrevious(tx, b, u)
+		if err != nil {
+			return err
+		}
+		v, err := json.Marshal(u)
+		if err != nil {
+			return err
 		}
 		return b.Put(seqKey(u.Seq), v)
 	})
@@ -108,6 +115,40 @@ func (s *Store) PutUpdate(u model.Update) error {
 		return fmt.Errorf("store: put update %s: %w", u.ID, err)
 	}
 	return nil
+}
+
+// foldPrevious returns u folded with the record before it in history b
+// when model.Folds says so, having deleted that record and its log; else
+// u as it is.
+func foldPrevious(tx *bbolt.Tx, b *bbolt.Bucket, u model.Update) (model.Update, error) {
+	if u.Type != model.UpdateDrift || u.State == model.UpdateRunning {
+		return u, nil // spares reading the record before it
+	}
+	c := b.Cursor()
+	if k, _ := c.Seek(seqKey(u.Seq)); k == nil {
+		return u, nil
+	}
+	k, v := c.Prev()
+	if k == nil {
+		return u, nil
+	}
+	var prev model.Update
+	if err := json.Unmarshal(v, &prev); err != nil {
+		return model.Update{}, fmt.Errorf("seq %d: %w", binary.BigEndian.Uint64(k), err)
+	}
+	if !model.Folds(prev, u) {
+		return u, nil
+	}
+	key := bytes.Clone(k)
+	if err := b.Delete(key); err != nil {
+		return model.Update{}, err
+	}
+	if logs := tx.Bucket(bucketLogs).Bucket([]byte(u.Stack)); logs != nil {
+		if err := logs.Delete(key); err != nil {
+			return model.Update{}, err
+		}
+	}
+	return model.Fold(prev, u), nil
 }
 
 // PutLog stores (or replaces) the log of update id. A log longer than

@@ -2,10 +2,13 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/stackd/stackd/daemon/livelog"
@@ -21,15 +24,22 @@ const (
 
 // listUpdates serves a stack's update history, newest first, a page at a
 // time: ?limit=<n> (default 20, at most 100) and ?before=<seq> (the
-// previous page's "next"). "next" is left out on the last page.
+// previous page's "next"); ?type=<type>[,<type>…] keeps the updates of
+// those types only, a page still holding limit of them when the history
+// has them. "next" is left out on the last page.
 func (s *Server) listUpdates(w http.ResponseWriter, r *http.Request) {
 	before, limit, err := pageParams(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	types, err := updateTypes(r.URL.Query()["type"])
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	// One more than asked tells whether there is a next page.
-	updates, err := s.api.Updates(r.PathValue("name"), before, limit+1)
+	updates, err := s.updatesOf(r.PathValue("name"), types, before, limit+1)
 	if err != nil {
 		writeAPIError(w, err)
 		return
@@ -44,6 +54,55 @@ func (s *Server) listUpdates(w http.ResponseWriter, r *http.Request) {
 	}
 	out["updates"] = updates
 	writeJSON(w, http.StatusOK, out)
+}
+
+// updateTypes reads the values of a ?type parameter, each a type or a
+// comma-separated list of them, as a set; nil (every type) when there
+// are none. An unknown type is an error naming the known ones.
+func updateTypes(values []string) (map[string]bool, error) {
+	var types map[string]bool
+	for _, v := range values {
+		for t := range strings.SplitSeq(v, ",") {
+			if t = strings.TrimSpace(t); t == "" {
+				continue
+			}
+			if !slices.Contains(model.UpdateTypes, t) {
+				return nil, fmt.Errorf("type: unknown update type %q (valid: %s)", t, strings.Join(model.UpdateTypes, ", "))
+			}
+			if types == nil {
+				types = map[string]bool{}
+			}
+			types[t] = true
+		}
+	}
+	return types, nil
+}
+
+// updatesOf reads up to limit of stack's updates with Seq below before
+// (when before > 0) whose type is in types (any type when types is nil),
+// newest first, paging through the history until it has them or the
+// history ends.
+func (s *Server) updatesOf(stack string, types map[string]bool, before uint64, limit int) ([]model.Update, error) {
+	if types == nil {
+		return s.api.Updates(stack, before, limit)
+	}
+	var out []model.Update
+	for len(out) < limit {
+		page, err := s.api.Updates(stack, before, maxUpdates)
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range page {
+			if types[u.Type] && len(out) < limit {
+				out = append(out, u)
+			}
+		}
+		if len(page) < maxUpdates {
+			break
+		}
+		before = page[len(page)-1].Seq
+	}
+	return out, nil
 }
 
 // listRevisions serves the config revisions, newest first, a page at a

@@ -182,11 +182,14 @@ func (s *Server) uiStack(w http.ResponseWriter, r *http.Request) {
 	p := view.StackPage{Page: s.newPage(r, v.Name), Stack: s.item(r, &v, view.Summarize(v)), View: v, Spec: view.SpecYAML(v.Spec),
 		Outputs: view.Outputs(v.Status.Outputs), Override: s.may(r, access.ActionOverride, refOf(&v))}
 	p.Live, p.Section = true, view.SectionStacks
-	p.Updates, err = s.api.Updates(v.Name, 0, historyLimit)
+	recent, err := s.api.Updates(v.Name, 0, historyLimit)
 	if err != nil {
 		p.UpdatesErr = err.Error()
 	}
-	p.Log = s.latestLog(v, p.Updates)
+	if !s.historyOf(w, r, &p, recent) {
+		return
+	}
+	p.Log = s.latestLog(v, recent)
 	p.Resources = s.resourcesOf(v.Name, r.URL.Query().Get("q"))
 	p.Preview = s.lastPreviewOf(v.Name)
 	p.Approve = s.may(r, access.ActionApprove, refOf(&v))
@@ -209,16 +212,74 @@ func (s *Server) uiConfig(w http.ResponseWriter, r *http.Request) {
 	s.render(w, http.StatusOK, "config.html", p)
 }
 
-// latestLog is the log of the update in flight, else of the newest
-// update in updates, or nil when there is none.
-func (s *Server) latestLog(v model.StackView, updates []model.Update) *view.Log {
-	switch {
-	case v.Status.CurrentUpdate != nil:
-		return s.updateLog(v.Status.CurrentUpdate.Name, model.UpdateRunning)
-	case len(updates) > 0:
-		return s.updateLog(updates[0].ID, updates[0].State)
+// historyOf fills in the stack page's history: recent (the newest
+// historyLimit updates), or, with ?history=<type>, the newest
+// historyLimit of that type. An unknown type is answered with a 400
+// page, and false.
+func (s *Server) historyOf(w http.ResponseWriter, r *http.Request, p *view.StackPage, recent []model.Update) bool {
+	typ := r.URL.Query().Get("history")
+	types, err := updateTypes([]string{typ})
+	if err != nil {
+		s.renderError(w, r, http.StatusBadRequest, "Bad request", err.Error())
+		return false
 	}
-	return nil
+	p.History, p.HistoryType = view.HistoryFilters(p.View.Name, typ), typ
+	if types == nil || p.UpdatesErr != "" {
+		p.Updates = recent
+		return true
+	}
+	if p.Updates, err = s.updatesOf(p.View.Name, types, 0, historyLimit); err != nil {
+		p.UpdatesErr = err.Error()
+	}
+	return true
+}
+
+// applyingTypes are the updates that change a stack, whose log the stack
+// page shows rather than a newer drift check's or preview's.
+var applyingTypes = map[string]bool{model.UpdateUp: true, model.UpdateDestroy: true, model.UpdateRefresh: true}
+
+// latestLog is the log the stack page shows: the update in flight's;
+// else the newest update that changes the stack (an up, destroy or
+// refresh); else the newest update's. recent are the stack's newest
+// historyLimit updates, newest first. An update newer than the one shown
+// (a drift check, a preview) is named in the log's Newer. Nil when the
+// stack has no update.
+func (s *Server) latestLog(v model.StackView, recent []model.Update) *view.Log {
+	if cu := v.Status.CurrentUpdate; cu != nil {
+		return s.updateLog(cu.Name, model.UpdateRunning)
+	}
+	if len(recent) == 0 {
+		return nil
+	}
+	shown := s.lastApplying(v.Name, recent)
+	if shown == nil {
+		shown = &recent[0]
+	}
+	lv := s.updateLog(shown.ID, shown.State)
+	lv.Type = shown.Type
+	if newest := recent[0]; newest.Seq > shown.Seq {
+		lv.Newer = &newest
+	}
+	return lv
+}
+
+// lastApplying is the newest update of stack that changes it: from
+// recent (its newest historyLimit updates), else from the store, further
+// back. Nil when there is none, or the store cannot tell.
+func (s *Server) lastApplying(stack string, recent []model.Update) *model.Update {
+	for i := range recent {
+		if applyingTypes[recent[i].Type] {
+			return &recent[i]
+		}
+	}
+	if len(recent) < historyLimit {
+		return nil // recent is the whole history
+	}
+	older, err := s.updatesOf(stack, applyingTypes, recent[len(recent)-1].Seq, 1)
+	if err != nil || len(older) == 0 {
+		return nil
+	}
+	return &older[0]
 }
 
 // updateLog is the tail of update id's log, which is in state: the live
@@ -327,6 +388,7 @@ var funcs = template.FuncMap{
 	"actor":       model.Principal.String,
 	"shortType":   view.ShortType,
 	"commitRef":   view.RefOfCommit,
+	"updateType":  view.UpdateType,
 }
 
 // asset is one embedded static file with its validator.

@@ -529,31 +529,57 @@ func lastOperation(c *client, stack string) (string, error) {
 	return page.Updates[0].ID, nil
 }
 
-// logsCommand runs "stackd logs NAME [--update ID] [--follow]": the log
-// of update ID, else of the running update, else of the last operation
-// of any type (a drift check, a preview): the one the stack page shows.
+// lastOfTypes is the ID of stack's newest update (running or not) of
+// types, a comma-separated list of update types.
+func lastOfTypes(c *client, stack, types string) (string, error) {
+	var page struct{ Updates []model.Update }
+	q := url.Values{"type": {types}, "limit": {"1"}}
+	if err := c.getJSON("/api/v1/stacks/"+url.PathEscape(stack)+"/updates?"+q.Encode(), &page); err != nil {
+		return "", err
+	}
+	if len(page.Updates) == 0 {
+		return "", fmt.Errorf("the stack has no %s update in its history", types)
+	}
+	return page.Updates[0].ID, nil
+}
+
+// logsCommand runs "stackd logs NAME [--update ID | --type T[,T…]]
+// [--follow]": the log of update ID; else of the newest update of the
+// types T; else of the running update, else of the last operation of any
+// type (a drift check, a preview).
 func logsCommand(args []string, stdout io.Writer) error {
 	fs := newFlagSet("logs")
 	opts := clientFlags(fs)
 	follow := fs.Bool("follow", false, "stream the running update's log until it ends")
 	update := fs.String("update", "", "the update whose log to print (an ID of the stack's history)")
-	if err := parseFlags(fs, "logs NAME [--update ID] [--follow] [flags]", args, stdout); err != nil {
+	types := fs.String("type", "", "print the log of the newest update of these types (up, preview, refresh, destroy, drift; comma-separated)")
+	if err := parseFlags(fs, "logs NAME [--update ID | --type T[,T...]] [--follow] [flags]", args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usageErrorf("logs: give one stack name")
+	}
+	if *update != "" && *types != "" {
+		return usageErrorf("logs: give --update or --type, not both")
 	}
 	c, err := opts.newClient()
 	if err != nil {
 		return err
 	}
 	id := *update
-	if id == "" {
+	switch {
+	case *types != "":
+		if id, err = lastOfTypes(c, fs.Arg(0), *types); err != nil {
+			return err
+		}
+	case id == "":
 		if id, err = lastOperation(c, fs.Arg(0)); err != nil {
 			return err
 		}
-	} else if stack, _, err := model.ParseUpdateID(id); err != nil || stack != fs.Arg(0) {
-		return usageErrorf("logs: %q is not an update of stack %s", id, fs.Arg(0))
+	default:
+		if stack, _, err := model.ParseUpdateID(id); err != nil || stack != fs.Arg(0) {
+			return usageErrorf("logs: %q is not an update of stack %s", id, fs.Arg(0))
+		}
 	}
 	path := "/api/v1/updates/" + url.PathEscape(id) + "/log"
 	if *follow {

@@ -43,7 +43,7 @@ Usage:
   stackd reload [--allow-removal N]        read the config again (N: remove up to N stacks, once)
   stackd approve NAME [--plan ID]          apply the plan that awaits approval
   stackd reject NAME [--reason TEXT]       refuse the plan that awaits approval
-  stackd logs NAME [--update ID] [--follow]  print an update's log (default: the running or last operation)
+  stackd logs NAME [--update ID | --type T] [--follow]  print an update's log (default: the running or last operation)
   stackd diff NAME [--last]                preview what a sync would change at the latest commit
   stackd describe NAME                     one stack: conditions, commits, drift, outputs, resources
   stackd previews [--json]                 list open pull requests and their previews

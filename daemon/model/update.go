@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +49,9 @@ const (
 	UpdateDrift   = "drift"
 )
 
+// UpdateTypes are the update types, in the order the UI lists them.
+var UpdateTypes = []string{UpdateUp, UpdatePreview, UpdateRefresh, UpdateDestroy, UpdateDrift}
+
 // Update states. UpdateRunning is only ever seen on a record of an update
 // in flight; at start, a record still running belongs to a process that
 // died and is turned into UpdateAborted.
@@ -89,6 +93,44 @@ type Update struct {
 	// WindowOverride is the override of the change windows the update
 	// ran under: who, why, when.
 	WindowOverride *WindowOverride `json:"windowOverride,omitempty"`
+	// Checks is, for a drift check that absorbed the identical checks
+	// before it (see Folds), how many checks the record stands for, itself
+	// included; 0 or 1 means itself alone. Its ID, Seq, log and times are
+	// those of the newest of them.
+	Checks int `json:"checks,omitempty"`
+	// FirstStartTime is, when Checks > 1, the StartTime of the oldest of
+	// the checks the record stands for.
+	FirstStartTime time.Time `json:"firstStartTime,omitzero"`
+}
+
+// CheckCount is how many identical drift checks u stands for: Checks,
+// at least 1.
+func (u Update) CheckCount() int { return max(u.Checks, 1) }
+
+// Folds says whether next, being written, absorbs prev, the record of the
+// same stack just before it: both are finished drift checks of no pull
+// request with the same outcome (state, commit, generation, message and
+// changes). A store that writes next then keeps Fold(prev, next) in its
+// place and deletes prev and its log, so that unchanged checks take one
+// record of the history, not one each.
+func Folds(prev, next Update) bool {
+	return prev.Type == UpdateDrift && next.Type == UpdateDrift &&
+		prev.Stack == next.Stack && prev.Seq < next.Seq &&
+		prev.PullRequest == 0 && next.PullRequest == 0 &&
+		prev.State != UpdateRunning && next.State == prev.State &&
+		prev.Commit == next.Commit && prev.Generation == next.Generation &&
+		prev.Message == next.Message && maps.Equal(prev.Changes, next.Changes)
+}
+
+// Fold is next standing for prev's checks too (Folds(prev, next) must
+// hold): its count is both counts, its FirstStartTime prev's first.
+func Fold(prev, next Update) Update {
+	next.Checks = prev.CheckCount() + next.CheckCount()
+	next.FirstStartTime = prev.StartTime
+	if !prev.FirstStartTime.IsZero() {
+		next.FirstStartTime = prev.FirstStartTime
+	}
+	return next
 }
 
 // ErrNotFound is returned (wrapped) by a Store for a stack, update or

@@ -48,6 +48,8 @@ func Run(t *testing.T, open Factory) {
 		{"ConcurrentUpdates", testConcurrentUpdates},
 		{"Audit", RunAudit},
 		{"Resources", testResources},
+		{"DriftFold", testDriftFold},
+		{"DriftFoldStacks", testDriftFoldStacks},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
 	}

@@ -9,6 +9,7 @@ package view
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -196,15 +197,21 @@ func splitTracking(t string) (repo, ref string) {
 // StackPage is a stack's page at /stacks/{name}.
 type StackPage struct {
 	Page
-	Stack      StackItem
-	View       model.StackView
-	Spec       string
-	Outputs    []Output
+	Stack   StackItem
+	View    model.StackView
+	Spec    string
+	Outputs []Output
+	// Updates are the history the page lists: the newest updates, or
+	// those of the type History selects.
 	Updates    []model.Update
 	UpdatesErr string
-	Log        *Log
-	Resources  Resources
-	Preview    *model.StackPreview
+	// History are the history's choices; HistoryType the type chosen,
+	// empty for all.
+	History     []HistoryFilter
+	HistoryType string
+	Log         *Log
+	Resources   Resources
+	Preview     *model.StackPreview
 	// Approve is the viewer's permission to decide on a plan.
 	Approve Permission
 	// Override is the viewer's permission to override closed change
@@ -218,15 +225,48 @@ type Output struct {
 	Secret      bool
 }
 
-// Log is the tail of the latest update's log.
+// Log is the tail of an update's log: on a stack's page, of the update
+// in flight, else of the last that changed the stack.
 type Log struct {
 	ID, State string
+	// Type is the update's type, when known.
+	Type      string
 	Text      string
 	Truncated bool
 	// Follow is the URL streaming the log while the update runs.
 	Follow string
 	// Raw is the URL of the whole log.
 	Raw string
+	// Newer is the stack's newest update when it is newer than this one
+	// (a drift check, a preview), for the card to point at.
+	Newer *model.Update
+}
+
+// HistoryFilter is one choice of the stack page's history: all updates
+// (an empty Type) or those of one type, linked as a plain GET.
+type HistoryFilter struct {
+	Label, Href string
+	Current     bool
+}
+
+// HistoryFilters are the stack page's history choices, all and then each
+// update type, current the chosen type ("" for all).
+func HistoryFilters(stack, current string) []HistoryFilter {
+	base := StackPath(stack)
+	out := []HistoryFilter{{Label: "all", Href: base + "#history", Current: current == ""}}
+	for _, t := range model.UpdateTypes {
+		out = append(out, HistoryFilter{Label: t, Href: base + "?history=" + t + "#history", Current: current == t})
+	}
+	return out
+}
+
+// UpdateType is how the history names u's type: "drift ×N" for a drift
+// check that stands for N identical ones.
+func UpdateType(u model.Update) string {
+	if n := u.CheckCount(); n > 1 {
+		return fmt.Sprintf("%s ×%d", u.Type, n)
+	}
+	return u.Type
 }
 
 // HealthBadge is what the "health" template shows: a health status
