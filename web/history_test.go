@@ -133,6 +133,18 @@ func TestUIStackLogOfLastChange(t *testing.T) {
 	page = getPage(t, url+"/stacks/app", http.StatusOK)
 	webtest.WantContains(t, page, `<h2>Log <code>app-1</code> up`, "log of app-1", "Newer: drift check")
 
+	// A change held by a gate (a policy denied it, or it awaits
+	// approval): its preview, what the stack waits on, not the last up.
+	api.mu.Lock()
+	api.stacks = []model.StackView{{Name: "app", Spec: map[string]any{"stack": "dev"},
+		Status: model.StackStatus{Gate: &model.Gate{State: model.GatePolicyDenied, Update: "app-60"}}}}
+	api.mu.Unlock()
+	page = getPage(t, url+"/stacks/app", http.StatusOK)
+	webtest.WantContains(t, page, `<h2>Log <code>app-60</code> preview`, "log of app-60", "Newer: drift check")
+	api.mu.Lock()
+	api.stacks = nil
+	api.mu.Unlock()
+
 	// With only drift checks, the newest one.
 	api.mu.Lock()
 	api.updates = api.updates[:10]

@@ -239,7 +239,8 @@ func (s *Server) historyOf(w http.ResponseWriter, r *http.Request, p *view.Stack
 var applyingTypes = map[string]bool{model.UpdateUp: true, model.UpdateDestroy: true, model.UpdateRefresh: true}
 
 // latestLog is the log the stack page shows: the update in flight's;
-// else the newest update that changes the stack (an up, destroy or
+// else the preview of a change a gate holds; else the newest update that
+// changes the stack (an up, destroy or
 // refresh); else the newest update's. recent are the stack's newest
 // historyLimit updates, newest first. An update newer than the one shown
 // (a drift check, a preview) is named in the log's Newer. Nil when the
@@ -251,7 +252,10 @@ func (s *Server) latestLog(v model.StackView, recent []model.Update) *view.Log {
 	if len(recent) == 0 {
 		return nil
 	}
-	shown := s.lastApplying(v.Name, recent)
+	shown := s.heldPreview(v, recent)
+	if shown == nil {
+		shown = s.lastApplying(v.Name, recent)
+	}
 	if shown == nil {
 		shown = &recent[0]
 	}
@@ -261,6 +265,27 @@ func (s *Server) latestLog(v model.StackView, recent []model.Update) *view.Log {
 		lv.Newer = &newest
 	}
 	return lv
+}
+
+// heldPreview is the preview of the change a gate holds (a plan awaiting
+// approval, a change a policy denied): what the stack waits on, so the
+// Log card shows it rather than the last up. Nil when no gate holds one,
+// or the store cannot tell.
+func (s *Server) heldPreview(v model.StackView, recent []model.Update) *model.Update {
+	g := v.Status.Gate
+	if g == nil || g.Update == "" {
+		return nil
+	}
+	for i := range recent {
+		if recent[i].ID == g.Update {
+			return &recent[i]
+		}
+	}
+	u, err := s.api.Update(g.Update)
+	if err != nil {
+		return nil
+	}
+	return &u
 }
 
 // lastApplying is the newest update of stack that changes it: from
