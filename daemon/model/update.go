@@ -89,6 +89,9 @@ type Update struct {
 	// WindowOverride is the override of the change windows the update
 	// ran under: who, why, when.
 	WindowOverride *WindowOverride `json:"windowOverride,omitempty"`
+	// ManualSync says that the update ran for a sync a person asked for,
+	// which change windows with manualSync let through.
+	ManualSync bool `json:"manualSync,omitempty"`
 }
 
 // ErrNotFound is returned (wrapped) by a Store for a stack, update or
