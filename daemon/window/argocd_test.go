@@ -337,9 +337,9 @@ func TestArgoCDDifferences(t *testing.T) {
 	t.Run("the day the clocks go forward", func(t *testing.T) {
 		// Europe/Berlin goes from 02:00 CET to 03:00 CEST on 2026-03-29.
 		// A deny window at 02:30 for 1h does not start that day (Argo CD,
-		// deciding that day, starts it at 02:30 of UTC+2, i.e. 00:30 UTC);
-		// one at 01:30 for 2h lasts two hours of elapsed time, to 04:30
-		// CEST (Argo CD: to 03:30 on the wall clock).
+		// deciding after the change, reads the day as UTC+2 and finds it
+		// active from 03:00 to 03:30 CEST); one at 01:30 for 2h lasts two
+		// hours of elapsed time, to 04:30 CEST (Argo CD: to 03:30).
 		skipped := parse(t, argoWindow("deny", "30 2 * * *", "1h", "Europe/Berlin"))
 		for _, now := range []string{"2026-03-29T00:45:00Z", "2026-03-29T01:15:00Z"} {
 			if v := Check(skipped, Stack{Name: "app"}, spec.ChangeCommit, at(now)); !v.Open {
