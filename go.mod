@@ -16,6 +16,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/pulumi/pulumi/sdk/v3 v3.250.0
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/zitadel/oidc/v3 v3.45.6
 	gitlab.com/gitlab-org/api/client-go v1.46.0
 	go.etcd.io/bbolt v1.5.0

@@ -41,8 +41,10 @@ type job struct {
 	// pathsOnly: closed change windows let the job go only as far as
 	// skipCommit; a commit that changes the stack's files waits.
 	pathsOnly bool
-	// override is the change windows' override the update runs under.
+	// override is the change windows' override the update runs under;
+	// manual says it runs for a sync a person asked for.
 	override *model.WindowOverride
+	manual   bool
 	// gate is the approved plan the up or the destroy is constrained to
 	// (nil: none); stalePlan says the runner refused it: it no longer
 	// holds.
@@ -70,7 +72,7 @@ func (d locked) startOperation(st *stackState, dec decide.Decision, obs decide.O
 		j.breakLock, st.breakLockAt = true, time.Time{}
 	}
 	if dec.Type != model.UpdateDrift {
-		j.override = st.rec.WindowOverride
+		j.override, j.manual, st.rec.ManualSync = st.rec.WindowOverride, st.rec.ManualSync, false
 	}
 	if g := st.rec.Status.Gate; g != nil && g.State == model.GateApproved && dec.Type == g.Operation() {
 		j.gate = g.Clone()
@@ -235,6 +237,7 @@ func (d *Daemon) begin(j job, p *prepared) (model.Update, error) {
 		State:            model.UpdateRunning,
 		Node:             d.opts.Node,
 		WindowOverride:   j.override,
+		ManualSync:       j.manual,
 	})
 	if err != nil {
 		return model.Update{}, fmt.Errorf("record the update: %w", err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/conditions"
+	"github.com/stackd/stackd/daemon/decide"
 	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
@@ -92,7 +93,7 @@ func (d *Daemon) Sync(name string) (string, error) {
 		return "", ErrUnknownStack
 	}
 	token := time.Now().UTC().Format(time.RFC3339Nano)
-	l.requestSync(st, token)
+	l.requestSync(st, decide.ManualToken(token))
 	return token, nil
 }
 
@@ -102,7 +103,8 @@ const SyncWithRefresh = "Sync with refresh"
 
 // sync asks for a run of st, which this replica holds.
 func (d locked) sync(st *stackState, token string) {
-	st.rec.SyncRequest = token
+	token, manual := decide.SplitManual(token) // a replayed request is no new one
+	st.rec.SyncRequest, st.rec.ManualSync = token, st.rec.ManualSync || manual && token != st.rec.SyncRequest
 	st.act.Unblock()
 	if dr := st.rec.Status.Drift; dr != nil && dr.State == spec.DriftDrifted && st.remediate == "" {
 		// A sync heals, as Argo CD's does: the up refreshes first, so

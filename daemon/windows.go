@@ -30,7 +30,7 @@ func (d locked) windowClosed(st *stackState, dec decide.Decision, obs decide.Obs
 	if change != "" && st.rec.WindowOverride == nil {
 		v = window.Check(d.cfg.ChangeWindows, windowStack(st), change, now)
 	}
-	switch decide.WindowRule(change, v.Open, st.rec.WindowOverride != nil, d.unchecked(st, dec, obs)) {
+	switch decide.WindowRule(change, v.Lets(st.rec.ManualSync), st.rec.WindowOverride != nil, d.unchecked(st, dec, obs)) {
 	case decide.WindowChecksPaths:
 		return false, 0, true
 	case decide.WindowLets:
@@ -60,9 +60,9 @@ func waits(change string, v window.Verdict) (*model.ChangeWindowStatus, string) 
 	return &model.ChangeWindowStatus{Change: change, NextOpen: v.NextOpen, Windows: v.Names()}, window.Message(change, v)
 }
 
-// SyncWindow says whether the change windows hold back a sync of the
-// named stack asked now: how it waits and the message that says until
-// when, or nil when they let it run (or an override waits to be used).
+// SyncWindow says whether the change windows hold back a sync a person
+// asks of the named stack now: how it waits and the message that says
+// until when, or nil when they let it run (manualSync) or an override waits.
 // It changes nothing; any replica answers from its config.
 func (d *Daemon) SyncWindow(name string) (*model.ChangeWindowStatus, string) {
 	l := d.lock()
@@ -76,7 +76,7 @@ func (d *Daemon) SyncWindow(name string) (*model.ChangeWindowStatus, string) {
 	dr := st.rec.Status.Drift // a sync of a drifted stack remediates
 	remediating := st.remediate != "" || dr != nil && dr.State == spec.DriftDrifted
 	change := decide.ChangeOf(st.rec.Status.LastUpdate, obs, decide.Decision{Run: true, Type: obs.RunType()}, remediating)
-	if v := window.Check(l.cfg.ChangeWindows, windowStack(st), change, now); change != "" && !v.Open {
+	if v := window.Check(l.cfg.ChangeWindows, windowStack(st), change, now); change != "" && !v.Lets(true) {
 		return waits(change, v)
 	}
 	return nil, ""

@@ -78,6 +78,52 @@ func TestChangeWindowHoldsUntilOverridden(t *testing.T) {
 	}
 }
 
+// TestChangeWindowManualSync: a deny window with manualSync holds what
+// runs by itself (the first deploy, a new commit) and lets a sync asked
+// through the API run, once: the update records it, and the next commit
+// waits again. Without manualSync the same sync waits.
+func TestChangeWindowManualSync(t *testing.T) {
+	for _, manual := range []bool{true, false} {
+		t.Run(fmt.Sprintf("manualSync %v", manual), func(t *testing.T) {
+			cfg := oneStack + fmt.Sprintf("changeWindows:\n  - {name: w, kind: deny, schedule: '* * * * *', duration: 1h, stacks: [app], manualSync: %v}\n", manual)
+			h := newHarness(t, cfg, nil)
+			h.fetcher.set("https://git.example/app.git", sha1, nil)
+			h.start()
+			held := func() bool {
+				c := reconciling(h, "app")
+				return c != nil && c.Reason == model.ReasonChangeWindowClosed
+			}
+			h.eventually("the window to hold the first deploy", held)
+			token, err := h.d.Sync("app")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ws, _ := h.d.SyncWindow("app"); (ws == nil) != manual {
+				t.Fatalf("SyncWindow = %+v", ws)
+			}
+			if !manual {
+				time.Sleep(100 * time.Millisecond)
+				if rec, _ := h.store.Stack("app"); len(h.runner.opsOf("app")) != 0 || !held() || !rec.ManualSync || rec.SyncRequest != token {
+					t.Fatalf("a manual sync ran through a window without manualSync, or was not kept: %+v", rec)
+				}
+				return
+			}
+			h.eventually("the manual sync's deploy", func() bool { return h.ready("app") })
+			if ups := h.store.updatesOf("app"); len(ups) != 1 || ups[0].ReconcileRequest != token || !ups[0].ManualSync || ups[0].WindowOverride != nil {
+				t.Fatalf("updates = %+v", ups)
+			}
+			if rec, _ := h.store.Stack("app"); rec.ManualSync {
+				t.Fatal("the manual sync was not used up")
+			}
+			h.fetcher.set("https://git.example/app.git", sha2, nil)
+			h.eventually("the window to hold the next commit", held)
+			if ops := h.runner.opsOf("app"); len(ops) != 1 {
+				t.Fatalf("ran %d operations, want the manual sync's only", len(ops))
+			}
+		})
+	}
+}
+
 // TestChangeWindowOpensByItself: a deny window that ends in ten seconds
 // lets the waiting change run then, without a poll or a sync. The test
 // must see the change held before the window ends: ten seconds, not

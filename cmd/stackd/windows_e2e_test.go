@@ -210,6 +210,48 @@ func TestE2ESyncInClosedWindow(t *testing.T) {
 	}
 }
 
+// TestE2EManualSync: a new commit waits for a deny window with
+// manualSync; stackd sync applies it at once (exit 0, the update says
+// manualSync) and the next commit waits again. Under a window without
+// manualSync the same sync waits (exit 3) and nothing runs.
+func TestE2EManualSync(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": program("v1")})
+	out := filepath.Join(outDir(t), "note.txt")
+	stacks := "stacks:\n" + stackYAML("app", r, pathConfig(out))
+	in := startDaemon(t, stacks, "")
+	in.waitStack("app", "first deploy", time.Minute, isReady)
+
+	in.reload(stacks + "changeWindows:\n  - {name: nightly, kind: deny, schedule: '* * * * SUN-SAT', duration: 1h, stacks: [app], manualSync: true}\n")
+	second := r.commit(map[string]string{"Pulumi.yaml": program("v2")})
+	in.waitStack("app", "the commit to wait for the window", time.Minute, waitsForWindow)
+	time.Sleep(2 * time.Second) // polls come and go: still nothing runs
+	if got := readFile(t, out); got != "hello v1" || len(in.updates("app")) != 1 {
+		t.Fatalf("file = %q with %d updates in a closed window", got, len(in.updates("app")))
+	}
+	if code, stdout, stderr := stackd(t, in.clientArgs("sync", "app")...); code != exitOK || stderr != "" {
+		t.Fatalf("stackd sync through a manualSync window: %d %s%s", code, stdout, stderr)
+	}
+	in.waitStack("app", "the manual sync's deploy", time.Minute, func(v model.StackView) bool { return isReady(v) && len(in.updates("app")) == 2 })
+	if got, u := readFile(t, out), in.updates("app")[1]; got != "hello v2" || u.Commit != second || !u.ManualSync || u.WindowOverride != nil {
+		t.Fatalf("file = %q, update %+v", got, u)
+	}
+	r.commit(map[string]string{"Pulumi.yaml": program("v3")})
+	in.waitStack("app", "the next commit to wait for the window", time.Minute, waitsForWindow)
+
+	in.reload(stacks + "changeWindows:\n  - {name: freeze, kind: deny, schedule: '* * * * *', duration: 1h, stacks: [app]}\n")
+	code, stdout, stderr := stackd(t, in.clientArgs("sync", "app")...)
+	if code != exitWaits || !strings.Contains(stderr, `deny window "freeze"`) {
+		t.Fatalf("stackd sync through a window without manualSync: %d\n%s%s", code, stdout, stderr)
+	}
+	in.waitStack("app", "the sync to wait for the window", time.Minute, waitsForWindow)
+	time.Sleep(2 * time.Second)
+	if got := readFile(t, out); got != "hello v2" || len(in.updates("app")) != 2 {
+		t.Fatalf("file = %q with %d updates after a sync in a window without manualSync", got, len(in.updates("app")))
+	}
+}
+
 // TestE2EPullRequestPreviewSaysWindowsWait: the comment of a pull
 // request's preview names the stacks that change windows would hold
 // back after a merge, and until when.

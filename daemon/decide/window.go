@@ -1,6 +1,8 @@
 package decide
 
 import (
+	"strings"
+
 	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/spec"
 )
@@ -52,3 +54,16 @@ func WindowRule(change string, open, overridden, unchecked bool) WindowAction {
 	}
 	return WindowHolds
 }
+
+// manualMark ends the token of a sync that a person asked for, as it
+// passes from the replica that took the request to the one that holds
+// the stack; the stack's record keeps the token without it.
+const manualMark = "+manual"
+
+// ManualToken marks token as that of a sync a person asked for (the
+// API, the web UI, stackd sync), which change windows with manualSync
+// let through.
+func ManualToken(token string) string { return token + manualMark }
+
+// SplitManual is token without ManualToken's mark, and whether it had it.
+func SplitManual(token string) (string, bool) { return strings.CutSuffix(token, manualMark) }

@@ -61,3 +61,21 @@ func TestWindowRule(t *testing.T) {
 		}
 	}
 }
+
+// TestManualToken: a manual sync's token carries its mark to the
+// stack's holder, which takes it off; other tokens have none.
+func TestManualToken(t *testing.T) {
+	for _, c := range []struct {
+		in, token string
+		manual    bool
+	}{
+		{ManualToken("2026-01-07T12:00:00Z"), "2026-01-07T12:00:00Z", true},
+		{"2026-01-07T12:00:00Z", "2026-01-07T12:00:00Z", false},
+		{"after-app", "after-app", false},
+		{"", "", false},
+	} {
+		if token, manual := SplitManual(c.in); token != c.token || manual != c.manual {
+			t.Errorf("SplitManual(%q) = %q, %v", c.in, token, manual)
+		}
+	}
+}

@@ -87,6 +87,10 @@ type StackRecord struct {
 	// WindowOverride, when set, lets the next update run while a change
 	// window is closed; that update records it and clears it.
 	WindowOverride *WindowOverride `json:"windowOverride,omitempty"`
+	// ManualSync says that a sync a person asked for (the API, the web
+	// UI, stackd sync) waits to run: change windows with manualSync let
+	// it through. The update that runs next clears it.
+	ManualSync bool `json:"manualSync,omitempty"`
 	// AppliedCommit is the commit of the last successful up, and
 	// LatestCommit that of the last update, as the checkout described
 	// them.

@@ -93,6 +93,9 @@ type Update struct {
 	// WindowOverride is the override of the change windows the update
 	// ran under: who, why, when.
 	WindowOverride *WindowOverride `json:"windowOverride,omitempty"`
+	// ManualSync says that the update ran for a sync a person asked for,
+	// which change windows with manualSync let through.
+	ManualSync bool `json:"manualSync,omitempty"`
 	// Checks is, for a drift check that absorbed the identical checks
 	// before it (see Folds), how many checks the record stands for, itself
 	// included; 0 or 1 means itself alone. Its ID, Seq, log and times are

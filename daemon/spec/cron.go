@@ -1,94 +1,58 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/robfig/cron/v3"
 )
 
 // Cron is a parsed 5-field cron expression: minute, hour, day of
-// month, month, day of week (0 or 7 is Sunday). Each field takes "*",
-// numbers, ranges "a-b", lists "a,b" and steps "*/n" or "a-b/n".
+// month, month, day of week. The grammar is Argo CD's for sync windows,
+// by construction: the same library (robfig/cron/v3) with the same
+// parser options. Each field takes "*" (or "?"), numbers, ranges "a-b",
+// lists "a,b" and steps "*/n" or "a-b/n"; months and days of the week
+// also take their English names' first three letters in any case
+// (JAN-DEC, SUN-SAT). Days of the week run from 0 (Sunday) to 6: 7 is
+// refused, as Argo CD refuses it.
 type Cron struct {
 	minute, hour, dom, month, dow uint64 // bit sets
 	domAny, dowAny                bool
 }
 
-var cronFields = []struct {
-	name     string
-	min, max int
-}{{"minute", 0, 59}, {"hour", 0, 23}, {"day of month", 1, 31}, {"month", 1, 12}, {"day of week", 0, 7}}
+// cronParser is Argo CD's sync-window parser: five fields, no seconds,
+// no descriptors (@daily).
+var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow)
 
-// ParseCron parses a 5-field cron expression.
+// cronStar is the bit robfig/cron sets in a field written "*" or "?".
+const cronStar = 1 << 63
+
+// ParseCron parses a 5-field cron expression with Argo CD's grammar. A
+// time zone prefix (TZ= or CRON_TZ=), which that grammar takes, is
+// refused: a window's time zone is its timeZone field.
 func ParseCron(expr string) (*Cron, error) {
-	fields := strings.Fields(expr)
-	if len(fields) != 5 {
-		return nil, fmt.Errorf("want 5 fields (minute hour day-of-month month day-of-week), got %d", len(fields))
+	if strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=") {
+		return nil, errors.New("a time zone prefix (TZ=, CRON_TZ=) is not taken here: write the zone in timeZone")
 	}
-	var sets [5]uint64
-	for i, f := range fields {
-		set, err := cronField(f, cronFields[i].min, cronFields[i].max)
-		if err != nil {
-			return nil, fmt.Errorf("%s field %q: %w", cronFields[i].name, f, err)
-		}
-		sets[i] = set
+	s, err := cronParser.Parse(expr)
+	if err != nil {
+		return nil, fmt.Errorf("not a cron expression as Argo CD reads it (minute hour day-of-month month day-of-week): %w", err)
 	}
-	if sets[4]&(1<<7) != 0 {
-		sets[4] |= 1 // 7 is Sunday too
+	spec, ok := s.(*cron.SpecSchedule)
+	if !ok { // the options above parse nothing else
+		return nil, fmt.Errorf("not a cron expression of 5 fields")
 	}
-	return &Cron{minute: sets[0], hour: sets[1], dom: sets[2], month: sets[3], dow: sets[4],
-		domAny: fields[2] == "*", dowAny: fields[4] == "*"}, nil
+	return &Cron{minute: spec.Minute, hour: spec.Hour, dom: spec.Dom, month: spec.Month, dow: spec.Dow,
+		domAny: spec.Dom&cronStar != 0, dowAny: spec.Dow&cronStar != 0}, nil
 }
 
-func cronField(f string, lo, hi int) (uint64, error) {
-	var set uint64
-	for _, part := range strings.Split(f, ",") {
-		rng, stepText, hasStep := strings.Cut(part, "/")
-		step := 1
-		if hasStep {
-			n, err := strconv.Atoi(stepText)
-			if err != nil || n < 1 {
-				return 0, fmt.Errorf("bad step %q", stepText)
-			}
-			step = n
-		}
-		from, to := lo, hi
-		if rng != "*" {
-			a, b, isRange := strings.Cut(rng, "-")
-			var err error
-			if from, err = cronNumber(a, lo, hi); err != nil {
-				return 0, err
-			}
-			to = from
-			if isRange {
-				if to, err = cronNumber(b, lo, hi); err != nil {
-					return 0, err
-				}
-			} else if hasStep {
-				to = hi
-			}
-			if to < from {
-				return 0, fmt.Errorf("range %s runs backwards", rng)
-			}
-		}
-		for v := from; v <= to; v += step {
-			set |= 1 << v
-		}
-	}
-	return set, nil
-}
-
-func cronNumber(s string, lo, hi int) (int, error) {
-	n, err := strconv.Atoi(s)
-	if err != nil || n < lo || n > hi {
-		return 0, fmt.Errorf("%q is not a number from %d to %d", s, lo, hi)
-	}
-	return n, nil
-}
-
-// Next is the first minute strictly after t that the schedule matches, in
-// t's location; zero if none within five years (e.g. February 30).
+// Next is the first minute strictly after t that the schedule matches,
+// on t's location's wall clock; zero if none within five years
+// (February 30). A minute that does not exist on that clock (in the hour
+// skipped when it goes forward) never matches; one that happens twice
+// matches twice.
 func (c *Cron) Next(t time.Time) time.Time {
 	t = t.Truncate(time.Minute).Add(time.Minute)
 	limit := t.AddDate(5, 0, 0)
@@ -109,18 +73,14 @@ func (c *Cron) Next(t time.Time) time.Time {
 	return time.Time{}
 }
 
-// dayMatches applies cron's rule: when both day fields are restricted, a
-// day matching either one counts.
+// dayMatches applies cron's rule, as robfig/cron does: when either day
+// field is "*", a day must match both; when both are restricted, a day
+// matching either one counts.
 func (c *Cron) dayMatches(t time.Time) bool {
 	dom := c.dom&(1<<uint(t.Day())) != 0
 	dow := c.dow&(1<<uint(t.Weekday())) != 0
-	switch {
-	case c.domAny && c.dowAny:
-		return true
-	case c.domAny:
-		return dow
-	case c.dowAny:
-		return dom
+	if c.domAny || c.dowAny {
+		return dom && dow
 	}
 	return dom || dow
 }

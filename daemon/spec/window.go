@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -44,8 +45,8 @@ type ChangeWindow struct {
 	Name string `yaml:"name"`
 	// Kind is allow or deny.
 	Kind string `yaml:"kind"`
-	// Schedule is a 5-field cron expression, read in TimeZone: when each
-	// occurrence of the window starts.
+	// Schedule is a 5-field cron expression in Argo CD's grammar (see
+	// Cron), read in TimeZone: when each occurrence of the window starts.
 	Schedule string `yaml:"schedule"`
 	// Duration is how long each occurrence lasts.
 	Duration Duration `yaml:"duration"`
@@ -59,6 +60,17 @@ type ChangeWindow struct {
 	// Changes are what the window gates: commit, drift, destroy (all
 	// three when empty).
 	Changes []string `yaml:"changes"`
+	// ManualSync lets a sync that a person asks for (the API, the web
+	// UI's Sync button, stackd sync) through the window while it holds
+	// back what runs by itself, as Argo CD's manualSync does.
+	ManualSync bool `yaml:"manualSync"`
+	// SyncOverrun is Argo CD's field, accepted so that its windows load.
+	// stackd never stops an update that runs when a window closes, which
+	// is Argo CD's syncOverrun: true; false asks for what stackd does
+	// not do, and is noted when loaded.
+	SyncOverrun *bool `yaml:"syncOverrun"`
+	// Description is for people, as Argo CD's: at most 255 characters.
+	Description string `yaml:"description"`
 
 	// Pos is where the window is written.
 	Pos  Pos `yaml:"-"`
@@ -166,9 +178,36 @@ func (l *loader) addWindow(d *decoder, w ChangeWindow, base string) {
 			fail(indexPath("changes", i), "unknown change %q (commit, drift or destroy)", c)
 		}
 	}
+	if len([]rune(w.Description)) > maxWindowDescription {
+		fail("description", "longer than %d characters", maxWindowDescription)
+	}
+	if w.SyncOverrun != nil && !*w.SyncOverrun {
+		pos, p := at("syncOverrun")
+		d.diags = append(d.diags, Diagnostic{Pos: pos, Path: p, Note: true, Msg: "stackd never stops an update " +
+			"that runs when a window closes (Argo CD's syncOverrun: true); it only holds back updates that have not started"})
+	}
 	if len(d.diags.Errors()) > errs {
 		return
 	}
 	w.Pos, _ = at("")
+	for _, o := range l.cfg.ChangeWindows {
+		if o.sameAs(&w) {
+			fail("", "the same window as the one at %s (kind, schedule, duration, time zone and selectors): Argo CD refuses it too", o.Pos)
+			return
+		}
+	}
 	l.cfg.ChangeWindows = append(l.cfg.ChangeWindows, &w)
+}
+
+// maxWindowDescription is Argo CD's limit of a window's description.
+const maxWindowDescription = 255
+
+// sameAs says whether w and o are the same window in all that decides
+// when and to whom they apply: what Argo CD's duplicate check compares
+// (it leaves out manualSync and the description), with stackd's
+// selectors and changes for Argo CD's. The name is left out too.
+func (w *ChangeWindow) sameAs(o *ChangeWindow) bool {
+	return w.Kind == o.Kind && w.Schedule == o.Schedule && w.Duration == o.Duration &&
+		w.loc.String() == o.loc.String() && slices.Equal(w.Stacks, o.Stacks) &&
+		maps.Equal(w.Labels, o.Labels) && slices.Equal(w.Changes, o.Changes)
 }

@@ -53,7 +53,13 @@ func TestParseChangeWindowErrors(t *testing.T) {
 		{"no kind", strings.Replace(item, "kind: deny", "name: x", 1), "test.yaml:2:5: changeWindows[0].kind: missing kind (allow or deny)"},
 		{"bad kind", strings.Replace(item, "kind: deny", "kind: block", 1), `test.yaml:2:11: changeWindows[0].kind: unknown kind "block" (allow or deny)`},
 		{"no schedule", strings.Replace(item, "schedule: '0 22 * * *'", "timeZone: UTC", 1), "changeWindows[0].schedule: missing schedule"},
-		{"bad cron", strings.Replace(item, "0 22 * * *", "0 25 * * *", 1), `test.yaml:3:15: changeWindows[0].schedule: hour field "25": "25" is not a number from 0 to 23`},
+		{"bad cron", strings.Replace(item, "0 22 * * *", "0 25 * * *", 1), `test.yaml:3:15: changeWindows[0].schedule: not a cron expression as Argo CD reads it (minute hour day-of-month month day-of-week): end of range (25) above maximum (23): 25`},
+		{"sunday as 7", strings.Replace(item, "0 22 * * *", "0 22 * * 7", 1), `test.yaml:3:15: changeWindows[0].schedule: not a cron expression as Argo CD reads it (minute hour day-of-month month day-of-week): end of range (7) above maximum (6): 7`},
+		{"a descriptor", strings.Replace(item, "0 22 * * *", "@daily", 1), `test.yaml:3:15: changeWindows[0].schedule: not a cron expression as Argo CD reads it`},
+		{"a zone prefix", strings.Replace(item, "0 22 * * *", "TZ=UTC 0 22 * * *", 1), `test.yaml:3:15: changeWindows[0].schedule: a time zone prefix (TZ=, CRON_TZ=) is not taken here`},
+		{"a long description", item + "    description: " + strings.Repeat("x", 256) + "\n", `test.yaml:6:18: changeWindows[0].description: longer than 255 characters`},
+		{"the same window twice", item + strings.Replace(item, "changeWindows:\n", "", 1), `test.yaml:6:5: changeWindows[1]: the same window as the one at test.yaml:2:5 (kind, schedule, duration, time zone and selectors): Argo CD refuses it too`},
+		{"the same window in another document", item + "---\n" + strings.Replace(item, "    kind: deny", "    name: other\n    manualSync: true\n    kind: deny", 1), `test.yaml:8:5: changeWindows[0]: the same window as the one at test.yaml:2:5`},
 		{"cron never", strings.Replace(item, "0 22 * * *", "0 0 30 2 *", 1), "test.yaml:3:15: changeWindows[0].schedule: never matches a date of the calendar"},
 		{"no duration", strings.Replace(item, "duration: 8h", "timeZone: UTC", 1), "changeWindows[0].duration: missing or shorter than 1m"},
 		{"bad duration", strings.Replace(item, "8h", "8 hours", 1), "test.yaml:4:15: changeWindows[0].duration: invalid duration"},
@@ -74,5 +80,45 @@ func TestParseChangeWindowErrors(t *testing.T) {
 				t.Fatalf("errors:\n%swant one containing:\n  %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestParseArgoCDWindowFields: a window written as in an Argo CD
+// AppProject (with stacks: for applications:) loads: day and month
+// names, manualSync, syncOverrun and description; syncOverrun: false is
+// noted where it is written, true is not.
+func TestParseArgoCDWindowFields(t *testing.T) {
+	src := `changeWindows:
+  - kind: deny
+    schedule: '0 22 * * MON-FRI'
+    duration: 10h
+    stacks: ['*']
+    manualSync: true
+    syncOverrun: false
+    description: CHG-1234
+  - kind: allow
+    schedule: '0 9 * jan,FEB sat'
+    duration: 1h
+    stacks: ['*']
+    syncOverrun: true
+`
+	cfg, diags := mustParse(t, src)
+	if len(cfg.ChangeWindows) != 2 {
+		t.Fatalf("windows: %v", cfg.ChangeWindows)
+	}
+	w := cfg.ChangeWindows[0]
+	if !w.ManualSync || w.SyncOverrun == nil || *w.SyncOverrun || w.Description != "CHG-1234" || cfg.ChangeWindows[1].ManualSync {
+		t.Fatalf("window %+v", w)
+	}
+	friday := time.Date(2026, 1, 9, 12, 0, 0, 0, time.UTC)
+	if got := w.Cron().Next(friday); !got.Equal(time.Date(2026, 1, 9, 22, 0, 0, 0, time.UTC)) {
+		t.Fatalf("MON-FRI: next after Friday noon %v", got)
+	}
+	if got := w.Cron().Next(friday.Add(12 * time.Hour)); !got.Equal(time.Date(2026, 1, 12, 22, 0, 0, 0, time.UTC)) {
+		t.Fatalf("MON-FRI: next after Friday night %v", got)
+	}
+	notes := list(diags.Notes())
+	if len(diags.Notes()) != 1 || !strings.Contains(notes, "test.yaml:7:18: changeWindows[0].syncOverrun: note: stackd never stops an update") {
+		t.Fatalf("notes:\n%s", notes)
 	}
 }

@@ -4,6 +4,7 @@
 package window
 
 import (
+	"slices"
 	"time"
 
 	"github.com/stackd/stackd/daemon/spec"
@@ -34,6 +35,18 @@ type Verdict struct {
 	// windows, or, when none is active, the allow windows of which none
 	// is.
 	Closing []*spec.ChangeWindow
+	// Manual, when closed, says that a sync a person asks for may run
+	// all the same: every window of Closing has manualSync. These are
+	// the windows Argo CD asks it of: the active deny windows, or the
+	// allow windows when none is active.
+	Manual bool
+}
+
+// Lets says whether the change may run now: when the windows are open,
+// or, for a sync a person asked for (manual), when they let those
+// through.
+func (v Verdict) Lets(manual bool) bool {
+	return v.Open || manual && v.Manual
 }
 
 // Names names the windows that close, for messages.
@@ -63,6 +76,7 @@ func Check(windows []*spec.ChangeWindow, s Stack, change string, now time.Time) 
 	if closing := closedBy(ws, now); len(closing) > 0 {
 		v.Open, v.Closing = false, closing
 		v.NextOpen = nextOpen(ws, now)
+		v.Manual = !slices.ContainsFunc(closing, func(w *spec.ChangeWindow) bool { return !w.ManualSync })
 	}
 	return v
 }
