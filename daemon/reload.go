@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stackd/stackd/daemon/conditions"
 	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
@@ -294,7 +295,7 @@ func (d *Daemon) ConfigStatus() model.ConfigStatus {
 		h = model.Health{Status: model.HealthProgressing, Message: "waiting for a first config"}
 	default:
 		for _, ss := range status.Sources {
-			if worse(ss.Health.Status, h.Status) {
+			if conditions.Worse(ss.Health.Status, h.Status) {
 				h = model.Health{Status: ss.Health.Status, Message: ss.Source + ": " + ss.Health.Message}
 			}
 		}
@@ -331,11 +332,4 @@ func (d locked) sourceStatus(s *sourceState) model.SourceStatus {
 		ss.Health = model.Health{Status: model.HealthHealthy, Message: "applied"}
 	}
 	return ss
-}
-
-// worse says whether health a is worse than b: Degraded, then
-// Progressing, then Healthy.
-func worse(a, b string) bool {
-	rank := map[string]int{model.HealthHealthy: 0, model.HealthProgressing: 1, model.HealthDegraded: 2}
-	return rank[a] > rank[b]
 }

@@ -105,3 +105,10 @@ func HealthOf(s *model.StackStatus, generation int64) model.Health {
 func FailureMessage(typ string, failures int64) string {
 	return fmt.Sprintf("%s failed %d times; not retrying until the spec or source changes", typ, failures)
 }
+
+// Worse says whether health a is worse than b: Degraded, then
+// Progressing, then Healthy.
+func Worse(a, b string) bool {
+	rank := map[string]int{model.HealthHealthy: 0, model.HealthProgressing: 1, model.HealthDegraded: 2}
+	return rank[a] > rank[b]
+}
