@@ -191,13 +191,23 @@ func TestStacksSpreadOverReplicas(t *testing.T) {
 		}
 		return true
 	})
-	st := rs[0].Status()
-	total := 0
-	for _, m := range st.Members {
-		total += m.Stacks
+	// Each replica publishes its count; rs[0] sees the others' through
+	// its watch, a moment after they hold their stacks.
+	var st model.ClusterStatus
+	counted := func() bool {
+		st = rs[0].Status()
+		total := 0
+		for _, m := range st.Members {
+			total += m.Stacks
+		}
+		return len(st.Members) == 3 && total == 30 && st.Session
 	}
-	if len(st.Members) != 3 || total != 30 || !st.Session {
-		t.Errorf("Status = %+v", st)
+	deadline := time.Now().Add(time.Minute)
+	for !counted() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !counted() {
+		t.Errorf("Status = %+v, want 3 members holding 30 stacks", st)
 	}
 	eventually(t, "a leader", func() bool { return rs[0].Status().Leader != "" })
 	if l := rs[0].Status().Leader; rs[1].Status().Leader != l || rs[2].Status().Leader != l {
