@@ -21,7 +21,7 @@ var (
 	// leaves are the packages around the loop, each the only user of a
 	// heavy dependency or a concern of its own; with their sub-packages
 	// they never import each other.
-	leaves = []string{"gitwatch", "runner", "store", "web", "cluster", "forge", "preview", "auth", "policy"}
+	leaves = []string{"gitwatch", "runner", "store", "web", "cluster", "forge", "preview", "auth", "policy", "identity"}
 	// typeFree import daemon for no type: only for the interfaces it
 	// declares (and its errors), their values being model's. auth, web,
 	// store and cluster were the first; every leaf is now.

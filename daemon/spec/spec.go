@@ -80,6 +80,9 @@ type StackSpec struct {
 	// those beyond a change budget (see Approval). Nil takes the
 	// daemon's --approval.
 	Approval *Approval `yaml:"approval"`
+	// Credentials give the stack's operations cloud identities of their
+	// own: short-lived tokens stackd signs (see Credentials).
+	Credentials *Credentials `yaml:"credentials"`
 	// ReviewStacks makes the stack a template: each pull request that
 	// touches it gets a stack of its own, deployed at its head commit and
 	// destroyed when it closes or goes quiet.

@@ -213,6 +213,7 @@ func (v *validator) stack(s *Stack) {
 	}
 	v.driftDetection(spec.DriftDetection)
 	v.approval(spec.Approval)
+	v.credentials(spec.Credentials)
 	v.reviewStacks(spec)
 	v.workspaceVolumes(spec)
 	v.nonEmpty("targets", spec.Targets)
