@@ -94,7 +94,7 @@ func TestMintVerifies(t *testing.T) {
 func TestMintRefuses(t *testing.T) {
 	i := newIssuer(t, &clock{time.Now()}, nil)
 	for name, req := range map[string]model.IdentityRequest{
-		"no scope": {Stack: "a", Operation: "up"},
+		"no scope":  {Stack: "a", Operation: "up"},
 		"bad scope": {Stack: "a", Operation: "up", Scope: "admin"},
 		"no stack":  {Operation: "up", Scope: model.ScopeRead},
 	} {

@@ -144,4 +144,3 @@ func pick(read bool, readValue, value string) string {
 	}
 	return value
 }
-
