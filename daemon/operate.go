@@ -13,6 +13,7 @@ import (
 	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/livelog"
 	"github.com/stackd/stackd/daemon/model"
+	"github.com/stackd/stackd/daemon/resolve"
 	"github.com/stackd/stackd/daemon/spec"
 
 	"github.com/stackd/stackd/daemon/notify"
@@ -266,29 +267,15 @@ func (d *Daemon) begin(j job, p *prepared) (model.Update, error) {
 // operation builds the runner's operation for a prepared job.
 func (d *Daemon) operation(j job, p *prepared) model.Operation {
 	op := model.Operation{Workspace: p.ws, Type: j.typ, Timeout: d.opts.OpTimeout, BreakLock: j.breakLock, Export: exportsState(j.typ)}
-	if j.stack == nil {
-		op.Remove = j.destroy != nil && j.destroy.Remove
+	if ds := j.destroy; j.stack == nil {
+		op.Remove = ds != nil && ds.Remove
+		if ds != nil {
+			op.Identity = resolve.Identity(ds.Credentials, ds.Labels, ds.Repository, p.commit, j.gate)
+		}
 		return op
 	}
-	spec := &j.stack.Spec
-	if spec.OperationTimeout.Duration > 0 {
-		op.Timeout = spec.OperationTimeout.Duration
-	}
-	op.Refresh, op.Targets, op.TargetDependents = spec.Refresh, spec.Targets, spec.TargetDependents
-	if t := spec.UpdateTemplate; t != nil && t.Spec != nil {
-		ts := t.Spec
-		op.Refresh = op.Refresh || ts.Refresh
-		op.Targets = append(append([]string(nil), op.Targets...), ts.Target...)
-		op.TargetDependents = op.TargetDependents || ts.TargetDependents
-		op.Parallel, op.Message, op.ExpectNoChanges = int(ts.Parallel), ts.Message, ts.ExpectNoChanges
-		op.Replace, op.ContinueOnError, op.Remove = ts.Replace, ts.ContinueOnError, ts.Remove
-	}
-	switch j.typ {
-	case model.UpdateDestroy:
-		op.Refresh, op.Targets, op.TargetDependents = false, nil, false
-	case model.UpdateUp:
-		op.Refresh = op.Refresh || j.remediate
-	}
+	resolve.Options(&op, &j.stack.Spec, j.remediate)
+	op.Identity = resolve.Identity(j.stack.Spec.Credentials, j.labels, j.stack.Spec.ProjectRepo, p.commit, j.gate)
 	return op
 }
 

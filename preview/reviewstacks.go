@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/model"
+	"github.com/stackd/stackd/daemon/resolve"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/daemon/spec"
 )
@@ -178,6 +179,12 @@ func (p *Previewer) runReview(ctx context.Context, ev review.Event, cfg *spec.Co
 	defer w.Close()
 	op := model.Operation{Workspace: ws, Type: typ, Timeout: p.opts.Timeout, Log: w, BreakLock: breakLock,
 		Message: fmt.Sprintf("stackd: review stack of pull request #%d", ev.Number)}
+	// The template's credentials, in force: the token names the review
+	// stack, so that a trust policy pinned to the template's own stack
+	// refuses it.
+	if op.Identity = resolve.Identity(tmpl.Spec.Credentials, tmpl.Labels, tmpl.Spec.ProjectRepo, commit, nil); op.Identity != nil {
+		op.Identity.PullRequest, op.Identity.Author = ev.Number, ev.Author
+	}
 	if typ == model.UpdateDestroy {
 		op.Remove = true
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stackd/stackd/daemon/gate"
 	"github.com/stackd/stackd/daemon/model"
+	"github.com/stackd/stackd/daemon/resolve"
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/daemon/scrub"
 )
@@ -159,10 +160,32 @@ func (p *Previewer) run(ctx context.Context, ev review.Event, t target, r resolv
 	s := &t.stack.Spec
 	op := model.Operation{Workspace: ws, Type: model.UpdatePreview, ReadOnly: true, Diff: true, Log: w,
 		Refresh: s.Refresh, Targets: s.Targets, TargetDependents: s.TargetDependents, Timeout: p.opts.Timeout,
-		Message: fmt.Sprintf("stackd: preview of pull request #%d", ev.Number), Judged: p.opts.Policies != nil}
+		Message: fmt.Sprintf("stackd: preview of pull request #%d", ev.Number), Judged: p.opts.Policies != nil,
+		Identity: p.identity(t, ev, commit)}
 	res, runErr := p.opts.Runner.Run(ctx, op)
 	w.Close()
 	return buf.Bytes(), res, runErr
+}
+
+// identity is the cloud credentials request of a pull request's preview
+// of t: what the config in force gives the stack, never what its
+// proposed spec names (the pull request must not choose the role its
+// code runs with), and nothing for a stack the pull request adds. The
+// runner gives it the read scope.
+func (p *Previewer) identity(t target, ev review.Event, commit string) *model.IdentityRequest {
+	cur := p.opts.Daemon.Config()
+	if cur == nil || t.new {
+		return nil
+	}
+	base := cur.Stack(t.stack.Name)
+	if base == nil {
+		return nil
+	}
+	req := resolve.Identity(base.Spec.Credentials, base.Labels, base.Spec.ProjectRepo, commit, nil)
+	if req != nil {
+		req.PullRequest, req.Author = ev.Number, ev.Author
+	}
+	return req
 }
 
 // program puts t's program in dir and returns its project directory.

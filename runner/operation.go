@@ -129,8 +129,19 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op model.Operation) 
 	case op.SavePlan && op.Type == model.UpdatePreview:
 		log.omit = w.planPath(planID)
 	}
+	access := r.access(w)
+	creds, err := r.credentials(ctx, w, op)
+	if err != nil {
+		return model.Result{}, err
+	}
+	if creds != nil {
+		defer creds.stop()
+		env = append(env, creds.env...)
+		access.ReadOnly = append(access.ReadOnly, creds.dir)
+		access.Program.ReadOnly = append(access.Program.ReadOnly, creds.dir)
+	}
 	start := time.Now()
-	stdout, stderr, code, runErr := r.cmd.RunIn(ctx, r.access(w), w.ProjectDir, nil,
+	stdout, stderr, code, runErr := r.cmd.RunIn(ctx, access, w.ProjectDir, nil,
 		[]io.Writer{log.stdout}, []io.Writer{log.stderr}, env, args...)
 	log.flush()
 

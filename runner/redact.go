@@ -79,16 +79,30 @@ func (r *Runner) learnSecrets() {
 }
 
 // redactor masks secrets; longest is the length of the longest form it
-// masks, which a writer that cuts a long line keeps back.
+// masks, which a writer that cuts a long line keeps back. It learns more
+// while an operation runs (a token made anew), and is safe for
+// concurrent use.
 type redactor struct {
-	*strings.Replacer
+	mu      sync.RWMutex
+	rep     *strings.Replacer
 	longest int
+	secrets []string
 }
 
 // newRedactor masks each secret, longest first, with "[redacted]".
 func newRedactor(secrets []string) *redactor {
+	r := &redactor{}
+	r.add(secrets...)
+	return r
+}
+
+// add masks secrets too.
+func (r *redactor) add(secrets ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.secrets = append(r.secrets, secrets...)
 	var forms []string
-	for _, s := range secrets {
+	for _, s := range r.secrets {
 		quoted, _ := json.Marshal(s)
 		forms = append(forms, s, string(quoted[1:len(quoted)-1]), base64.StdEncoding.EncodeToString([]byte(s)))
 	}
@@ -98,11 +112,25 @@ func newRedactor(secrets []string) *redactor {
 	for _, f := range forms {
 		pairs = append(pairs, f, "[redacted]")
 	}
-	r := &redactor{Replacer: strings.NewReplacer(pairs...)}
+	r.rep, r.longest = strings.NewReplacer(pairs...), 0
 	if len(forms) > 0 {
 		r.longest = len(forms[0])
 	}
-	return r
+}
+
+// Replace masks the secrets in s.
+func (r *redactor) Replace(s string) string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.rep.Replace(s)
+}
+
+// held is how much of a line's end a writer keeps back: a secret may
+// begin there.
+func (r *redactor) held() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return max(0, r.longest-1)
 }
 
 // maxLogLine bounds what a logWriter holds back waiting for a newline.
@@ -151,7 +179,7 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 		// A line this long is cut. It is redacted whole first, and the
 		// tail that may hold the start of a secret still to come is kept.
 		text := l.lw.redact.Replace(string(l.buf))
-		cut := max(0, len(text)-max(0, l.lw.redact.longest-1))
+		cut := max(0, len(text)-l.lw.redact.held())
 		_, _ = io.WriteString(l.lw.w, text[:cut])
 		l.buf = append(l.buf[:0], text[cut:]...)
 	}

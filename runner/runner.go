@@ -71,6 +71,9 @@ type Options struct {
 	// daemon scrubs them from every stack's output, not only from the
 	// operations that use them.
 	Secrets func(values ...string)
+	// Identity makes the cloud credentials of the stacks that ask for
+	// them (spec.credentials); nil fails their operations.
+	Identity Identity
 	// Claims keeps the claims of Pulumi stacks on shared backends (see
 	// claims.go): a cluster's, shared by its replicas. Nil means files
 	// in <DataDir>/claims/.

@@ -112,7 +112,8 @@ func readRoute(seg []string, q url.Values) route {
 	case len(seg) == 0, match(seg, "api", "v1", "stacks"), match(seg, "previews"), match(seg, "api", "v1", "previews"):
 		return list
 	case match(seg, "healthz"), match(seg, "readyz"), len(seg) == 2 && seg[0] == "static",
-		match(seg, "auth", "login"), match(seg, "auth", "callback"), match(seg, "auth", "cli"), match(seg, "auth", "signin"):
+		match(seg, "auth", "login"), match(seg, "auth", "callback"), match(seg, "auth", "cli"), match(seg, "auth", "signin"),
+		match(seg, ".well-known", "openid-configuration"), match(seg, ".well-known", "jwks.json"):
 		return route{Scope: scopeOpen}
 	case match(seg, "api", "v1", "stacks", "*"), match(seg, "api", "v1", "stacks", "*", "updates"),
 		match(seg, "api", "v1", "stacks", "*", "resources"), match(seg, "api", "v1", "stacks", "*", "preview"):

@@ -159,6 +159,9 @@ type Options struct {
 	// Previews, when set, runs previews of the pull requests the webhook
 	// reports; the API and the UI list them. Nil ignores pull requests.
 	Previews PreviewAPI
+	// Issuer, when stackd signs workload identities (--oidc-issuer-url),
+	// serves its discovery document and JWKS.
+	Issuer Issuer
 	// AllowedHosts are the host names (globs such as "*.example.com") the
 	// server answers for, besides IP addresses, localhost and the listen
 	// address: the names clients, forges and other replicas use.
@@ -288,6 +291,7 @@ func (s *Server) Handler() http.Handler {
 	s.routeUI(mux)
 	s.routeSignIn(mux)
 	s.routeTokenSignIn(mux)
+	s.routeOIDC(mux)
 	// The guard sees what crossOrigin refuses, to record it.
 	return s.refuseWrites(s.checkHost(limitBody(s.guard(crossOrigin(mux)))))
 }

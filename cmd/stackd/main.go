@@ -49,6 +49,7 @@ Usage:
   stackd previews [--json]                 list open pull requests and their previews
   stackd pause [--wait D] / stackd resume  stop operations from starting (to copy the backend)
   stackd audit [--stack S] [--since D]     show who synced, paused, reloaded or was refused
+  stackd oidc rotate [--emergency]         a new key to sign the stacks' cloud tokens, now
   stackd login --server URL                sign in through the browser, for the commands above
   stackd logout --server URL               forget that sign-in
   stackd version                           print the version
@@ -103,6 +104,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = auditCommand(rest, stdout)
 	case "login":
 		err = loginCommand(ctx, rest, stdout)
+	case "oidc":
+		err = oidcCommand(rest, stdout)
 	case "logout":
 		err = logoutCommand(rest, stdout)
 	case "version", "--version":

@@ -27,6 +27,7 @@ import (
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
 	"github.com/stackd/stackd/gitwatch"
+	"github.com/stackd/stackd/identity"
 	"github.com/stackd/stackd/preview"
 	"github.com/stackd/stackd/runner"
 	"github.com/stackd/stackd/sandbox"
@@ -46,6 +47,7 @@ type runFlags struct {
 	auditFlags
 	policyFlags
 	hostPathFlags
+	oidcFlags
 	dataDir   string
 	listen    string
 	pulumiBin string
@@ -112,6 +114,7 @@ func (f *runFlags) define(fs *flag.FlagSet) {
 	f.auditFlags.define(fs)
 	f.policyFlags.define(fs)
 	f.hostPathFlags.define(fs)
+	f.oidcFlags.define(fs)
 	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir, "directory for state, checkouts and the default backend")
 	fs.StringVar(&f.listen, "listen", web.DefaultAddr, "HTTP listen address")
 	fs.StringVar(&f.pulumiBin, "pulumi-bin", "", "directory holding the pulumi CLI (default: beside stackd, else on PATH)")
@@ -352,7 +355,11 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 		}
 	}()
 	pol := pols.policies
-	d, run, fetcher, err := newDaemon(ctx, f, srcs, auth, dataDir, hosts, st, own, metricSet, asNotifier(wh), red, log, pol)
+	iss, err := f.oidcFlags.issuer(ctx, dataDir, own, log)
+	if err != nil {
+		return nil, err
+	}
+	d, run, fetcher, err := newDaemon(ctx, f, srcs, auth, dataDir, hosts, st, own, metricSet, asNotifier(wh), red, log, pol, iss)
 	if err != nil {
 		return nil, err
 	}
@@ -365,6 +372,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 		metricSet.SetPullRequests(pv.PullRequests)
 	}
 	registerSandboxMetric(reg, f.sandboxWarn == "", f.reaper)
+	registerOIDCMetrics(reg, iss)
 	if f.adoptOrphans {
 		adoptOrphans(log)
 	}
@@ -379,7 +387,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	}
 	srv := web.New(https.webOptions(acc.webOptions(web.Options{Addr: f.listen, API: pols.api(d), Logger: log.With("component", "web"), Registry: reg, Metrics: metricSet,
 		Version: version, Token: token, ReadRequiresToken: f.readToken, WebhookSecret: hookSecret,
-		AllowedHosts: allowedHosts(f), Previews: previewAPI(pv), Warnings: append(apiWarnings(f), nonEmpty(f.sandboxWarn)...)})))
+		AllowedHosts: allowedHosts(f), Previews: previewAPI(pv), Issuer: webIssuer(iss), Warnings: append(apiWarnings(f), nonEmpty(f.sandboxWarn)...)})))
 	for _, w := range srv.Warnings() {
 		log.Warn(w)
 	}
@@ -427,8 +435,10 @@ var envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // replica's --advertise-url, which the other replicas use.
 func allowedHosts(f *runFlags) []string {
 	hosts := slices.Clone([]string(f.allowedHosts))
-	if u, err := url.Parse(f.advertise); err == nil && u.Hostname() != "" {
-		hosts = append(hosts, u.Hostname())
+	for _, raw := range []string{f.advertise, f.idIssuerURL} {
+		if u, err := url.Parse(raw); err == nil && u.Hostname() != "" {
+			hosts = append(hosts, u.Hostname())
+		}
 	}
 	return hosts
 }
@@ -514,6 +524,7 @@ func closeNotifier(wh *notify.Webhook, grace time.Duration) {
 
 func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *model.GitAuth, dataDir string, hosts spec.HostPaths, st daemon.Store,
 	own daemon.Ownership, obs daemon.Observer, notifier daemon.Notifier, red *scrub.Redactor, log *slog.Logger, pol gate.Policies,
+	iss *identity.Issuer,
 ) (*daemon.Daemon, daemon.Runner, daemon.Fetcher, error) {
 	bin, err := pulumiBin(f.pulumiBin)
 	if err != nil {
@@ -531,7 +542,7 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *model
 		PassphraseFile: f.secretsPassphraseFile, Timeout: f.opTimeout, Logger: log.With("component", "runner"),
 		PassEnv: f.passEnv, Env: env, InstallTimeout: f.installTimeout, Sandbox: sb, ProjectPlugins: f.projectPlugins,
 		Watchdog: sandbox.Watchdog{}, Heartbeat: f.heartbeat(), Reaper: f.reaper,
-		Secrets: func(v ...string) { red.Add(v...) }, Claims: pulumiClaims(own)})
+		Secrets: func(v ...string) { red.Add(v...) }, Claims: pulumiClaims(own), Identity: runnerIdentity(iss)})
 	if err != nil {
 		return nil, nil, nil, err
 	}

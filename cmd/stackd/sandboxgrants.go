@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/stackd/stackd/auth"
+	"github.com/stackd/stackd/runner"
 	"github.com/stackd/stackd/store"
 )
 
@@ -20,7 +21,7 @@ import (
 var dataDirEntries = []string{
 	store.FileName, apiTokenFile, apiURLFile, auth.SessionKeyFile, "digest.key", "passphrase",
 	"backend", "backends", "passphrases", "workspaces", "pulumi-home", "tmp", "home",
-	"stacks", "config", "policy", "previews", "reviews", "preview-now", "engine",
+	"stacks", "config", "policy", "previews", "reviews", "preview-now", "engine", oidcDir, runner.CredentialsDir,
 }
 
 // ownPaths are the daemon's paths that no program may reach through a

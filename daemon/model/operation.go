@@ -114,6 +114,9 @@ type Operation struct {
 	// Changes are the deletes the destroy would make. It takes neither
 	// Export nor Remove nor ContinueOnError.
 	PreviewOnly bool
+	// Identity asks for cloud credentials (spec.credentials), nil for
+	// none: the runner decides the operation and scope claims.
+	Identity *IdentityRequest
 	// Export asks for the stack's resources from its state once the
 	// operation ended (Result.Resources), whether it succeeded or not.
 	Export bool

@@ -115,6 +115,10 @@ type DestroySpec struct {
 	Remove          bool                        `json:"remove,omitempty"`
 	Approval        *spec.Approval              `json:"approval,omitempty"`
 	Labels          map[string]string           `json:"labels,omitempty"`
+	// Credentials and Repository are what the destroy's cloud token
+	// needs (spec.credentials, projectRepo).
+	Credentials *spec.Credentials `json:"credentials,omitempty"`
+	Repository  string            `json:"repository,omitempty"`
 }
 
 // StackStatus mirrors PKO's StackStatus JSON field for field, plus health

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/model"
+	"github.com/stackd/stackd/daemon/resolve"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
 )
@@ -71,7 +72,8 @@ func (p Preview) Run(ctx context.Context, w io.Writer) (model.Result, string, er
 	s := &p.Stack.Spec
 	op := model.Operation{Workspace: ws, Type: model.UpdatePreview, ReadOnly: true, Diff: true, Log: sw,
 		Refresh: s.Refresh, Targets: s.Targets, TargetDependents: s.TargetDependents,
-		Timeout: cmpDuration(s.OperationTimeout.Duration, p.OpTimeout, Timeout)}
+		Timeout:  cmpDuration(s.OperationTimeout.Duration, p.OpTimeout, Timeout),
+		Identity: resolve.Identity(s.Credentials, p.Stack.Labels, s.ProjectRepo, commit, nil)}
 	res, err := p.Runner.Run(ctx, op)
 	if err != nil {
 		return res, commit, errors.New(p.Redactor.Clean(err.Error()))

@@ -15,7 +15,8 @@ import (
 // value, which may be a secret.
 func DestroySpec(s *spec.Stack, dir string) *model.DestroySpec {
 	ds := &model.DestroySpec{Stack: s.Spec.Stack, Backend: s.Spec.Backend, SecretsProvider: s.Spec.SecretsProvider,
-		ProjectDir: dir, ConfigDir: s.Dir, Approval: s.Spec.Approval, Labels: maps.Clone(s.Labels)}
+		ProjectDir: dir, ConfigDir: s.Dir, Approval: s.Spec.Approval, Labels: maps.Clone(s.Labels),
+		Credentials: s.Spec.Credentials, Repository: s.Spec.ProjectRepo}
 	if t := s.Spec.UpdateTemplate; t != nil && t.Spec != nil {
 		ds.Remove = t.Spec.Remove
 	}

@@ -1,0 +1,170 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/stackd/stackd/daemon/model"
+)
+
+// Identity makes an operation's cloud credentials (spec.credentials):
+// the identity package's Issuer implements it.
+type Identity interface {
+	// Credentials mints req's tokens, living at most ttl, for files in
+	// dir.
+	Credentials(req model.IdentityRequest, dir string, ttl time.Duration) (model.CredentialSet, error)
+	// Rotated is closed when the signing key changes.
+	Rotated() <-chan struct{}
+}
+
+// CredentialsDir, in the data dir, holds a directory per running
+// operation with credentials: only that operation's processes may read
+// it (see Access), and it goes with the operation.
+const CredentialsDir = "credentials"
+
+// ErrNoIssuer is returned for an operation of a stack with
+// spec.credentials when the daemon signs no tokens.
+var ErrNoIssuer = errors.New("spec.credentials needs the daemon's --oidc-issuer-url")
+
+// scopeOf is the scope of op's token: read for what changes nothing
+// (previews, pull requests' previews, drift checks, a destroy's
+// preview), write for what applies. It is the runner's decision alone,
+// from what the operation runs.
+func scopeOf(op model.Operation) string {
+	if op.ReadOnly || op.PreviewOnly || op.Type == model.UpdatePreview || op.Type == model.UpdateDrift {
+		return model.ScopeRead
+	}
+	return model.ScopeWrite
+}
+
+// operationName is op's operation claim.
+func operationName(op model.Operation) string {
+	if op.PreviewOnly {
+		return op.Type + "-preview"
+	}
+	return op.Type
+}
+
+// opCredentials are the credentials of one running operation: a
+// directory of their own, which the operation's processes may read and
+// nothing else, and the variables that point into it.
+type opCredentials struct {
+	dir string
+	env []string
+	// stop ends the renewal and removes the files.
+	stop func()
+}
+
+// credentials writes op's credentials, when its stack asks for any, and
+// renews them until stop is called: before the first token expires, and
+// at once when the signing key changes. The tokens are masked in w's
+// log and outputs. nil when the stack asks for none.
+func (r *Runner) credentials(ctx context.Context, w *workspace, op model.Operation) (*opCredentials, error) {
+	if op.Identity == nil || !op.Identity.Credentials.Any() {
+		return nil, nil
+	}
+	if r.opts.Identity == nil {
+		return nil, fmt.Errorf("stack %s: %w", w.Name, ErrNoIssuer)
+	}
+	req := *op.Identity
+	req.Stack, req.Operation, req.Scope, req.ReadOnly = w.Name, operationName(op), scopeOf(op), op.ReadOnly
+	base := filepath.Join(r.opts.DataDir, CredentialsDir)
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return nil, fmt.Errorf("stack %s: credentials: %w", w.Name, err)
+	}
+	dir, err := os.MkdirTemp(base, "op-")
+	if err != nil {
+		return nil, fmt.Errorf("stack %s: credentials: %w", w.Name, err)
+	}
+	ttl := r.opts.Timeout
+	if deadline, ok := ctx.Deadline(); ok {
+		ttl = time.Until(deadline)
+	}
+	issue := func() (model.CredentialSet, error) {
+		set, err := r.opts.Identity.Credentials(req, dir, ttl)
+		if err != nil {
+			return set, fmt.Errorf("stack %s: credentials: %w", w.Name, err)
+		}
+		w.redact.add(set.Secrets...)
+		return set, writeCredentials(dir, set)
+	}
+	set, err := issue()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	c := &opCredentials{dir: dir}
+	for k, v := range set.Env {
+		c.env = append(c.env, k+"="+v)
+	}
+	sort.Strings(c.env)
+	renewCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.renewCredentials(renewCtx, w, set.Expires, issue)
+	}()
+	c.stop = func() {
+		cancel()
+		<-done
+		_ = os.RemoveAll(dir)
+	}
+	return c, nil
+}
+
+// renewCredentials makes the credentials anew when two thirds of their
+// life passed, or the signing key changed, until ctx ends. The clouds'
+// SDKs read the token file again when their session ends.
+func (r *Runner) renewCredentials(ctx context.Context, w *workspace, expires time.Time, issue func() (model.CredentialSet, error)) {
+	for {
+		wait := max(time.Second, time.Until(expires)*2/3)
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-r.opts.Identity.Rotated():
+		case <-timer.C:
+		}
+		timer.Stop()
+		set, err := issue()
+		if err != nil {
+			r.log.Warn("cannot renew the operation's credentials", "stack", w.Name, "err", err)
+			expires = time.Now().Add(3 * time.Second) // try again soon
+			continue
+		}
+		expires = set.Expires
+	}
+}
+
+// writeCredentials puts set's files in dir, each replaced whole: a
+// process reading one while it is renewed reads the old token or the
+// new one.
+func writeCredentials(dir string, set model.CredentialSet) error {
+	for name, data := range set.Files {
+		if name != filepath.Base(name) || name == "." || name == ".." {
+			return fmt.Errorf("credentials: %q is not a file name", name)
+		}
+		tmp, err := os.CreateTemp(dir, "."+name+"-")
+		if err != nil {
+			return fmt.Errorf("credentials: %w", err)
+		}
+		_, err = tmp.Write(data)
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp.Name(), filepath.Join(dir, name))
+		}
+		if err != nil {
+			_ = os.Remove(tmp.Name())
+			return fmt.Errorf("credentials: %w", err)
+		}
+	}
+	return nil
+}
