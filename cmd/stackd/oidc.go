@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -46,10 +47,11 @@ func (f *oidcFlags) issuer(ctx context.Context, dataDir string, own daemon.Owner
 	if f.idIssuerURL == "" {
 		return nil, nil
 	}
-	if f.idTokenTTL < time.Minute {
+	ttl, rotation := cmp.Or(f.idTokenTTL, identity.DefaultTokenTTL), cmp.Or(f.idRotation, identity.DefaultRotation)
+	if ttl < time.Minute {
 		return nil, usageErrorf("run: --oidc-token-ttl must be at least 1m")
 	}
-	if f.idRotation < f.idTokenTTL {
+	if rotation < ttl {
 		return nil, usageErrorf("run: --oidc-key-rotation must be longer than --oidc-token-ttl")
 	}
 	opts := identity.Options{URL: f.idIssuerURL, Dir: filepath.Join(dataDir, oidcDir), Rotation: f.idRotation,
