@@ -93,6 +93,7 @@ func (r *Runner) credentials(ctx context.Context, w *workspace, op model.Operati
 		w.redact.add(set.Secrets...)
 		return set, writeCredentials(dir, set)
 	}
+	rotated := r.opts.Identity.Rotated() // before the tokens: no rotation is missed
 	set, err := issue()
 	if err != nil {
 		_ = os.RemoveAll(dir)
@@ -107,7 +108,7 @@ func (r *Runner) credentials(ctx context.Context, w *workspace, op model.Operati
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r.renewCredentials(renewCtx, w, set.Expires, issue)
+		r.renewCredentials(renewCtx, w, set.Expires, rotated, issue)
 	}()
 	c.stop = func() {
 		cancel()
@@ -118,9 +119,12 @@ func (r *Runner) credentials(ctx context.Context, w *workspace, op model.Operati
 }
 
 // renewCredentials makes the credentials anew when two thirds of their
-// life passed, or the signing key changed, until ctx ends. The clouds'
-// SDKs read the token file again when their session ends.
-func (r *Runner) renewCredentials(ctx context.Context, w *workspace, expires time.Time, issue func() (model.CredentialSet, error)) {
+// life passed, or the signing key changed (rotated is closed), until ctx
+// ends. The clouds' SDKs read the token file again when their session
+// ends.
+func (r *Runner) renewCredentials(ctx context.Context, w *workspace, expires time.Time, rotated <-chan struct{},
+	issue func() (model.CredentialSet, error),
+) {
 	for {
 		wait := max(time.Second, time.Until(expires)*2/3)
 		timer := time.NewTimer(wait)
@@ -128,10 +132,11 @@ func (r *Runner) renewCredentials(ctx context.Context, w *workspace, expires tim
 		case <-ctx.Done():
 			timer.Stop()
 			return
-		case <-r.opts.Identity.Rotated():
+		case <-rotated:
 		case <-timer.C:
 		}
 		timer.Stop()
+		rotated = r.opts.Identity.Rotated()
 		set, err := issue()
 		if err != nil {
 			r.log.Warn("cannot renew the operation's credentials", "stack", w.Name, "err", err)
