@@ -34,4 +34,6 @@
 //	requests/<stack>           the last sync request sent to the holder
 //	claims/<identity>          the stack that claimed a Pulumi stack (PulumiClaims)
 //	push                       the last push event, for every replica
+//	oidc-keys/<kid>            a replica's public OpenID signing key (JWK), bound to
+//	                           a lease of its own that ends with its last token (keys.go)
 package cluster
