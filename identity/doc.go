@@ -35,6 +35,9 @@
 // only the public half (Directory), so that every replica's JWKS holds
 // every replica's keys. A key signs for Rotation (30 days by default)
 // and stays in the JWKS until its last token expired; Rotate with
-// emergency withdraws it at once. Anyone who reads a key can sign
+// emergency withdraws every earlier key at once. Relying parties cache
+// the JWKS (Vault until it meets a token of a key it does not know), so
+// a withdrawn key's tokens stop validating there when they read it
+// again, and anyway when they expire. Anyone who reads a key can sign
 // tokens for any stack until the key is rotated out.
 package identity

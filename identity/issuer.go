@@ -84,9 +84,10 @@ type Issuer struct {
 	keys    []*key // oldest first; the last is current
 	rotated chan struct{}
 	minted  map[[2]string]uint64
-	// published is until when the current key is listed in the
-	// Directory.
-	published time.Time
+	// listed is until when each key is listed in the Directory, as this
+	// process listed it; withdraw are the keys to withdraw from it.
+	listed   map[string]time.Time
+	withdraw []string
 
 	cacheMu   sync.Mutex
 	cached    []jose.JSONWebKey
@@ -126,7 +127,7 @@ func New(ctx context.Context, opts Options) (*Issuer, error) {
 	if err := check.Execute(io.Discard, Claims{Stack: "example", Operation: "up", Scope: model.ScopeWrite}); err != nil {
 		return nil, fmt.Errorf("--oidc-subject: %w", err)
 	}
-	i := &Issuer{opts: opts, subject: sub, rotated: make(chan struct{}), minted: map[[2]string]uint64{}, cacheLife: 2 * time.Second}
+	i := &Issuer{opts: opts, subject: sub, rotated: make(chan struct{}), minted: map[[2]string]uint64{}, listed: map[string]time.Time{}, cacheLife: 2 * time.Second}
 	if i.keys, err = loadKeys(opts.Dir); err != nil {
 		return nil, err
 	}
@@ -154,9 +155,16 @@ func checkURL(raw string) error {
 // URL is the issuer, the iss claim of its tokens.
 func (i *Issuer) URL() string { return i.opts.URL }
 
+// publishMargin is how much longer than its tokens the current key is
+// listed in the Directory: Maintain lists it again every few minutes, so
+// that a replica's key leaves every JWKS soon after the replica is gone
+// for good, and a key lost from the Directory comes back.
+const publishMargin = 10 * time.Minute
+
 // Maintain rotates the current key once it signed for Rotation, drops
-// retired keys whose last token expired, and keeps the current key
-// listed in the Directory. cmd calls it every minute; New once.
+// retired keys whose last token expired, and keeps the Directory in
+// line with the keys (lists them, withdraws what an emergency rotation
+// could not). cmd calls it every minute; New once.
 func (i *Issuer) Maintain(ctx context.Context) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -174,6 +182,7 @@ func (i *Issuer) Maintain(ctx context.Context) error {
 			kept = append(kept, k)
 		} else {
 			changed = true
+			delete(i.listed, k.ID)
 		}
 	}
 	i.keys = kept
@@ -182,72 +191,107 @@ func (i *Issuer) Maintain(ctx context.Context) error {
 			return err
 		}
 	}
-	if i.opts.Directory != nil && i.published.Sub(now) < i.opts.TokenTTL+time.Hour {
-		until := now.Add(i.opts.Rotation + i.opts.TokenTTL)
-		if err := i.publish(ctx, i.current(), until); err != nil {
-			return err
-		}
-		i.published = until
+	return i.syncDirectory(ctx, now)
+}
+
+// syncDirectory lists each key in the Directory until its last token
+// expires (the current one for TokenTTL and publishMargin more, again
+// every few minutes), and withdraws the keys an emergency rotation
+// dropped.
+func (i *Issuer) syncDirectory(ctx context.Context, now time.Time) error {
+	if i.opts.Directory == nil {
+		return nil
 	}
-	return nil
+	var errs []error
+	pending := i.withdraw[:0]
+	for _, kid := range i.withdraw {
+		if err := i.opts.Directory.WithdrawKey(ctx, kid); err != nil {
+			errs = append(errs, fmt.Errorf("withdraw signing key %s: %w", kid, err))
+			pending = append(pending, kid)
+		}
+	}
+	i.withdraw = pending
+	for _, k := range i.keys {
+		want, listed := k.publishedUntil(i.opts.TokenTTL), i.listed[k.ID]
+		switch {
+		case want.IsZero() && listed.Sub(now) > i.opts.TokenTTL+publishMargin/2:
+			continue // current, listed recently
+		case want.IsZero():
+			want = now.Add(i.opts.TokenTTL + publishMargin)
+		case listed.Equal(want):
+			continue // retired, listed until its last token expires
+		}
+		if err := i.publish(ctx, k, want); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		i.listed[k.ID] = want
+	}
+	return errors.Join(errs...)
 }
 
 // Rotate makes a new key current at once. The previous one stays
-// published until its last token expired, unless emergency: then it is
-// withdrawn at once, every token it signed stops validating, and running
-// operations get new tokens (see Rotated).
+// published until its last token expired, unless emergency: then every
+// earlier key (the current one and those retired) is dropped and
+// withdrawn at once, and the tokens they signed stop validating for the
+// relying parties that read the JWKS again (they cache it: see
+// docs/credentials.md); running operations get new tokens (see Rotated).
+// The new key is listed in the Directory before anything else changes;
+// a withdrawal that fails is logged and tried again by Maintain.
 func (i *Issuer) Rotate(ctx context.Context, emergency bool) (string, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if err := i.rotateLocked(ctx, i.opts.Now(), emergency); err != nil {
+	now := i.opts.Now()
+	if err := i.rotateLocked(ctx, now, emergency); err != nil {
 		return "", err
 	}
 	if err := saveKeys(i.opts.Dir, i.keys); err != nil {
 		return "", err
 	}
+	if err := i.syncDirectory(ctx, now); err != nil {
+		i.opts.Log.Error("the cluster's JWKS is not yet in line with the rotation; tried again every minute", "err", err)
+	}
+	i.dropCache() // what a JWKS read while the keys were withdrawn
 	return i.current().ID, nil
 }
 
-// rotateLocked puts a new key in place of the current one.
+// rotateLocked puts a new key in place of the current one. It changes
+// nothing when the new key cannot be listed in the Directory: the
+// current key signs on.
 func (i *Issuer) rotateLocked(ctx context.Context, now time.Time, emergency bool) error {
 	k, err := newKey(now)
 	if err != nil {
 		return err
 	}
-	old := i.current()
-	if old != nil {
-		old.Retired = now
-	}
-	if emergency && old != nil {
-		i.keys = slices.DeleteFunc(i.keys, func(x *key) bool { return x == old })
-	}
 	if i.opts.Directory != nil {
-		until := now.Add(i.opts.Rotation + i.opts.TokenTTL)
+		until := now.Add(i.opts.TokenTTL + publishMargin)
 		if err := i.publish(ctx, k, until); err != nil {
 			return err
 		}
-		i.published = until
-		switch {
-		case old != nil && emergency:
-			if err := i.opts.Directory.WithdrawKey(ctx, old.ID); err != nil {
-				return fmt.Errorf("withdraw signing key %s: %w", old.ID, err)
-			}
-		case old != nil:
-			if err := i.publish(ctx, old, old.publishedUntil(i.opts.TokenTTL)); err != nil {
-				return err
-			}
+		i.listed[k.ID] = until
+	}
+	old := i.current()
+	switch {
+	case emergency:
+		// The file that leaked holds every key it still keeps.
+		for _, x := range i.keys {
+			i.withdraw = append(i.withdraw, x.ID)
+			delete(i.listed, x.ID)
 		}
+		i.keys = nil
+	case old != nil:
+		old.Retired = now
 	}
 	i.keys = append(i.keys, k)
 	close(i.rotated)
 	i.rotated = make(chan struct{})
 	i.dropCache()
 	what := "rotated"
-	if emergency {
-		what = "rotated in an emergency: the previous key's tokens no longer validate"
-	}
-	if old == nil {
+	switch {
+	case old == nil:
 		what = "made"
+	case emergency:
+		what = "rotated in an emergency: the earlier keys are withdrawn"
 	}
 	i.opts.Log.Info("OpenID signing key "+what, "kid", k.ID)
 	return nil
@@ -414,14 +458,11 @@ func (i *Issuer) publishedKeys(ctx context.Context) ([]jose.JSONWebKey, error) {
 			keys = append(keys, k.public())
 		}
 	}
+	dropped := slices.Clone(i.withdraw) // withdrawn here, maybe not yet in the Directory
 	i.mu.Unlock()
 	if i.opts.Directory != nil {
-		shared, err := i.directoryKeys(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, k := range shared {
-			if !slices.ContainsFunc(keys, func(x jose.JSONWebKey) bool { return x.KeyID == k.KeyID }) {
+		for _, k := range i.directoryKeys(ctx) {
+			if !slices.Contains(dropped, k.KeyID) && !slices.ContainsFunc(keys, func(x jose.JSONWebKey) bool { return x.KeyID == k.KeyID }) {
 				keys = append(keys, k)
 			}
 		}
@@ -431,16 +472,20 @@ func (i *Issuer) publishedKeys(ctx context.Context) ([]jose.JSONWebKey, error) {
 }
 
 // directoryKeys reads the Directory, or what was read of it in the last
-// cacheLife: the JWKS needs no token, and anyone may ask for it.
-func (i *Issuer) directoryKeys(ctx context.Context) ([]jose.JSONWebKey, error) {
+// cacheLife: the JWKS needs no token, and anyone may ask for it. When
+// the Directory cannot be read, the last keys read of it stand in (none
+// after a rotation of this replica's), so that an etcd outage does not
+// stop the clouds from checking this replica's own tokens.
+func (i *Issuer) directoryKeys(ctx context.Context) []jose.JSONWebKey {
 	i.cacheMu.Lock()
 	defer i.cacheMu.Unlock()
 	if i.cached != nil && i.opts.Now().Sub(i.cachedAt) < i.cacheLife {
-		return i.cached, nil
+		return i.cached
 	}
 	raw, err := i.opts.Directory.PublishedKeys(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read the cluster's signing keys: %w", err)
+		i.opts.Log.Warn("cannot read the cluster's signing keys: the JWKS lists the last ones read", "err", err)
+		return i.cached
 	}
 	keys := []jose.JSONWebKey{}
 	for _, data := range raw {
@@ -452,7 +497,7 @@ func (i *Issuer) directoryKeys(ctx context.Context) ([]jose.JSONWebKey, error) {
 		keys = append(keys, k)
 	}
 	i.cached, i.cachedAt = keys, i.opts.Now()
-	return keys, nil
+	return keys
 }
 
 // dropCache forgets what was read of the Directory.

@@ -3,9 +3,11 @@ package identity
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -275,5 +277,117 @@ func BenchmarkMint(b *testing.B) {
 		if _, _, err := i.Mint(upReq, AWSAudience, 10*time.Minute); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// memDirectory is a Directory in memory that can be made to fail.
+type memDirectory struct {
+	mu    sync.Mutex
+	keys  map[string][]byte
+	until map[string]time.Time
+	fail  error
+	puts  int
+}
+
+func newMemDirectory() *memDirectory {
+	return &memDirectory{keys: map[string][]byte{}, until: map[string]time.Time{}}
+}
+
+func (d *memDirectory) PublishKey(_ context.Context, kid string, jwk []byte, until time.Time) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fail != nil {
+		return d.fail
+	}
+	d.keys[kid], d.until[kid] = jwk, until
+	d.puts++
+	return nil
+}
+
+func (d *memDirectory) WithdrawKey(_ context.Context, kid string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fail != nil {
+		return d.fail
+	}
+	delete(d.keys, kid)
+	return nil
+}
+
+func (d *memDirectory) PublishedKeys(context.Context) ([][]byte, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fail != nil {
+		return nil, d.fail
+	}
+	var out [][]byte
+	for _, k := range d.keys {
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+func (d *memDirectory) setFail(err error) {
+	d.mu.Lock()
+	d.fail = err
+	d.mu.Unlock()
+}
+
+// TestDirectoryFailures: a rotation whose new key cannot be listed
+// changes nothing (the current key signs on); the JWKS still lists this
+// replica's keys while the Directory cannot be read; an emergency drops
+// the retired keys too, and withdraws them once the Directory is back.
+func TestDirectoryFailures(t *testing.T) {
+	c := &clock{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	dir := newMemDirectory()
+	i := newIssuer(t, c, func(o *Options) { o.Directory = dir })
+	first := i.current().ID
+	if _, err := i.Rotate(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	retired := first
+	dir.setFail(errors.New("etcd is down"))
+	if _, err := i.Rotate(context.Background(), false); err == nil {
+		t.Fatal("a rotation whose key could not be listed succeeded")
+	}
+	tok, _, err := i.Mint(upReq, "aud", time.Minute)
+	if err != nil {
+		t.Fatalf("after a failed rotation: %v", err)
+	}
+	i.dropCache()
+	if _, _, err := verify(t, i, tok, c.t); err != nil {
+		t.Fatalf("the JWKS while the Directory is down: %v", err)
+	}
+	// An emergency while the Directory is down: every earlier key goes
+	// here at once, and from the Directory once it is back.
+	if _, err := i.Rotate(context.Background(), true); err == nil {
+		t.Fatal("an emergency rotation whose key could not be listed succeeded")
+	}
+	dir.setFail(nil)
+	if _, err := i.Rotate(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := verify(t, i, tok, c.t); err == nil {
+		t.Error("a token of a key dropped in an emergency validated")
+	}
+	dir.mu.Lock()
+	_, stillRetired := dir.keys[retired]
+	n := len(dir.keys)
+	dir.mu.Unlock()
+	if stillRetired || n != 1 {
+		t.Errorf("the Directory lists %d keys after an emergency (the retired one: %v), want only the new one", n, stillRetired)
+	}
+	// The current key is listed again every few minutes.
+	dir.mu.Lock()
+	puts := dir.puts
+	dir.mu.Unlock()
+	c.t = c.t.Add(6 * time.Minute)
+	if err := i.Maintain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	dir.mu.Lock()
+	defer dir.mu.Unlock()
+	if dir.puts != puts+1 || dir.until[i.current().ID].Sub(c.t) != DefaultTokenTTL+publishMargin {
+		t.Errorf("the current key was not listed again: puts %d→%d, until %v", puts, dir.puts, dir.until[i.current().ID])
 	}
 }
