@@ -363,6 +363,19 @@ func TestVaultJWTAuth(t *testing.T) {
 		if v.jwksFetches.Load() == fetches {
 			t.Fatal("Vault verified a token of the new key without fetching the JWKS")
 		}
+		// go-oidc's key set answers the fetch's waiter before it stores
+		// what it fetched: until the new key verifies from the cache
+		// (no fetch), the cache may still be the old JWKS.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			f := v.jwksFetches.Load()
+			v.accept(roleAWrite, fresh, upSub)
+			if v.jwksFetches.Load() == f {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("Vault fetched the JWKS for every token of the new key: its cache never held it")
+			}
+		}
 		if keys := v.servedKeys(); slices.Contains(keys, oldKid) || !slices.Contains(keys, kid(t, fresh)) {
 			t.Fatalf("JWKS after an emergency rotation: %v, want the new key %s and not the old %s", keys, kid(t, fresh), oldKid)
 		}

@@ -4,11 +4,14 @@
 package etcdtest
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,7 +52,27 @@ func StartWith(t testing.TB, n int, configure func(*embed.Config)) *Cluster {
 // binary's TestMain; StopAll stops it.
 func StartIn(dir string, n int) (*Cluster, error) { return start(dir, n, nil) }
 
+// start starts a new cluster. A port found free may be taken by another
+// test before a member binds it: the cluster then starts again on other
+// ports, in a directory of its own, a few times.
 func start(dir string, n int, configure func(*embed.Config)) (*Cluster, error) {
+	var err error
+	for attempt := range 5 {
+		var c *Cluster
+		if c, err = startOnce(filepath.Join(dir, fmt.Sprint("try-", attempt)), n, configure); err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) && !strings.Contains(err.Error(), "address already in use") {
+			return nil, err
+		}
+	}
+	return nil, err
+}
+
+func startOnce(dir string, n int, configure func(*embed.Config)) (*Cluster, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
 	c := &Cluster{dir: dir, members: make([]*embed.Etcd, n), configure: configure}
 	for i := range n {
 		c.names = append(c.names, fmt.Sprintf("etcd-%d", i+1))

@@ -185,6 +185,11 @@ func TestE2ECredentials(t *testing.T) {
 			answers = append(answers, string(body))
 		}
 	}
+	// Two tokens an operation: one for AWS, one for the token of its own.
+	if !strings.Contains(answers[6], `stackd_oidc_tokens_minted_total{scope="write",stack="a"} 2`) ||
+		!strings.Contains(answers[6], `stackd_oidc_tokens_minted_total{scope="read",stack="a"} 2`) {
+		t.Errorf("the metrics do not count a's tokens:\n%s", answers[6])
+	}
 	if !strings.Contains(strings.Join(answers, "\n"), "[redacted]") {
 		t.Error("no answer shows a masked token: the programs' output of their tokens went missing")
 	}
@@ -206,6 +211,52 @@ func TestE2ECredentials(t *testing.T) {
 		if strings.Contains(string(db), sig) {
 			t.Error("a token's signature is in the store")
 		}
+	}
+}
+
+// TestE2ECredentialsApprovedBy: with approval, the preview that saves
+// the plan gets a read token, and the up that applies the approved plan
+// a write token that names who approved it.
+func TestE2ECredentialsApprovedBy(t *testing.T) {
+	t.Parallel()
+	const issuer = "https://stackd.example.com"
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": credsProgram})
+	out := outDir(t)
+	peek := fmt.Sprintf(`cat "$STACKD_ID_TOKEN" > %s/app-$(date +%%s%%N).jwt; echo ok`, out)
+	in := startDaemonWith(t, "stacks:\n"+stackYAML("app", r, fmt.Sprintf(`    config:
+      path: %s
+      peek: %q
+    approval: {required: true}
+    credentials:
+      token: {audience: vault, env: STACKD_ID_TOKEN}
+`, filepath.Join(out, "app.txt"), peek)), "", func(f *runFlags) { f.idIssuerURL = issuer })
+	in.waitStack("app", "the plan", 2*time.Minute, awaitingAt(""))
+	in.approveAndWait("app")
+	files, _ := filepath.Glob(filepath.Join(out, "app-*.jwt"))
+	slices.Sort(files)
+	if len(files) != 2 {
+		t.Fatalf("tokens: %v, want the preview's and the up's", files)
+	}
+	verifier := oidc.NewVerifier(issuer, oidc.NewRemoteKeySet(context.Background(), in.url+"/.well-known/jwks.json"),
+		&oidc.Config{ClientID: "vault"})
+	var got []string
+	for _, f := range files {
+		idt, err := verifier.Verify(context.Background(), strings.TrimSpace(readFile(t, f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c struct {
+			Operation, Scope string
+			ApprovedBy       string `json:"approved_by"`
+		}
+		if err := idt.Claims(&c); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, c.Operation+"/"+c.Scope+"/"+c.ApprovedBy)
+	}
+	if want := []string{"preview/read/", "up/write/admin-token"}; !slices.Equal(got, want) {
+		t.Errorf("tokens %q, want %q", got, want)
 	}
 }
 
