@@ -2,8 +2,10 @@ package runner
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,6 +65,22 @@ func TestRunExportResources(t *testing.T) {
 		if r.Protect != (name == "a") || r.RetainOnDelete != (name == "b") {
 			t.Errorf("%s: protect %v, retainOnDelete %v", name, r.Protect, r.RetainOnDelete)
 		}
+	}
+	// Read from the checkpoint, not by another process, and as the
+	// CLI's export says.
+	if slices.ContainsFunc(h.processes(), func(p string) bool { return strings.Contains(p, "stack export") }) {
+		t.Error("the resources were exported by a pulumi process")
+	}
+	w, err := h.r.open(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.r.pulumi(context.Background(), w, call{what: "export"}, "stack", "export", "--stack", w.Stack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exported, err := parseExport([]byte(out)); err != nil || !reflect.DeepEqual(exported, res.Resources) {
+		t.Errorf("the checkpoint's resources differ from the CLI's export (%v):\n%+v\n%+v", err, res.Resources, exported)
 	}
 	res = h.run(model.Operation{Workspace: ws, Type: model.UpdatePreview, ReadOnly: true, Export: true})
 	if res.Exported || res.Resources != nil || res.ExportFailed {
