@@ -164,14 +164,24 @@ func (r *Runner) boundConfig(w *workspace) string {
 	return r.digest("plan-config/v1", parts...)
 }
 
-// stateDigest digests w's state as `pulumi stack export` shows it
-// (secrets encrypted).
+// stateDigest digests w's state (secrets encrypted): on a file backend
+// the checkpoint's deployment as the engine wrote it (see
+// readCheckpoint), elsewhere what `pulumi stack export` prints. The two
+// never meet: a stack's backend is one or the other, and a digest of
+// either kind changes whenever the state does.
 func (r *Runner) stateDigest(ctx context.Context, w *workspace) (string, error) {
-	out, err := r.pulumi(ctx, w, call{what: "export state"}, "stack", "export", "--stack", w.Stack)
+	data, ok, err := w.readCheckpoint()
 	if err != nil {
-		return "", fmt.Errorf("stack %s: %w", w.Name, err)
+		return "", fmt.Errorf("stack %s: read the state: %w", w.Name, err)
 	}
-	sum := sha256.Sum256([]byte(out))
+	if !ok {
+		out, err := r.pulumi(ctx, w, call{what: "export state"}, "stack", "export", "--stack", w.Stack)
+		if err != nil {
+			return "", fmt.Errorf("stack %s: %w", w.Name, err)
+		}
+		data = []byte(out)
+	}
+	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:]), nil
 }
 
