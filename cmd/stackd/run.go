@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -125,7 +126,7 @@ func (f *runFlags) define(fs *flag.FlagSet) {
 	fs.Var(&f.envRefAllow, "env-ref-allow", "environment variable `NAME` (glob) that Env references of a config from Git may read (repeatable; default: none)")
 	fs.StringVar(&f.secretsDir, "secrets-dir", "", "directory of Secret references, as <name>/<key> files")
 	fs.StringVar(&f.configMapsDir, "configmaps-dir", "", "directory of configRef values, as <name>/<key> files")
-	fs.IntVar(&f.maxConcurrent, "max-concurrent", daemon.DefaultMaxConcurrent, "operations running at once")
+	fs.IntVar(&f.maxConcurrent, "max-concurrent", defaultConcurrency(), "operations running at once (default: one per core, at least 2)")
 	fs.Int64Var(&f.maxFailures, "max-failures", decide.DefaultMaxFailures, "consecutive failures after which a stack stalls")
 	fs.DurationVar(&f.minResync, "min-resync-interval", decide.DefaultResync, "floor of every stack's resync and branch-poll period")
 	fs.DurationVar(&f.retryBackoff, "retry-backoff", 10*time.Second, "first retry delay after a failure; each further one triples it")
@@ -660,3 +661,9 @@ func remoteCall(obs daemon.Observer) func(op string) {
 	}
 	return nil
 }
+
+// defaultConcurrency is --max-concurrent's default: an operation is
+// mostly the CPU of its pulumi, language host and providers, so one per
+// core, and never fewer than two (one slow update must not hold every
+// other stack back).
+func defaultConcurrency() int { return max(daemon.DefaultMaxConcurrent, runtime.NumCPU()) }
