@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stackd/stackd/cluster"
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/identity"
 	"github.com/stackd/stackd/runner"
@@ -29,6 +30,9 @@ type oidcFlags struct {
 	idTokenTTL  time.Duration
 	idSubject   string
 }
+
+// A cluster shares its replicas' public keys (see issuer).
+var _ identity.Directory = (*cluster.Cluster)(nil)
 
 // oidcDir is the issuer's directory in the data dir: its signing keys.
 const oidcDir = "oidc"
