@@ -140,7 +140,14 @@ func bareUp(b *testing.B, bin string, change, gated bool) func(n int) time.Durat
 // not rounded up to an HTTP polling period.
 func (in *instance) waitStackFast(name string, cond func(v model.StackView) bool) {
 	in.t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	in.waitStackEvery(name, time.Minute, 2*time.Millisecond, cond)
+}
+
+// waitStackEvery polls the daemon in-process every period until cond
+// holds for the stack, for up to timeout.
+func (in *instance) waitStackEvery(name string, timeout, period time.Duration, cond func(v model.StackView) bool) {
+	in.t.Helper()
+	deadline := time.Now().Add(timeout)
 	for {
 		v, err := in.app.d.Stack(name)
 		if err == nil && cond(v) {
@@ -149,6 +156,6 @@ func (in *instance) waitStackFast(name string, cond func(v model.StackView) bool
 		if time.Now().After(deadline) {
 			in.t.Fatalf("stack %s: timed out; last: %+v", name, v.Status)
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(period)
 	}
 }

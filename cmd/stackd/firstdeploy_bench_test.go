@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/stackd/stackd/daemon/model"
 )
 
 // BenchmarkE2EFirstDeploy200: the first deploy of 200 stacks (10
@@ -45,7 +43,7 @@ func benchFirstDeploy(b *testing.B, n int) {
 		start := time.Now()
 		in := startDaemonWith(b, sb.String(), "", func(f *runFlags) { f.maxConcurrent = defaultConcurrency() })
 		for i := range n {
-			in.waitStackLong(fmt.Sprintf("s%03d", i), 30*time.Minute, isReady)
+			in.waitStackEvery(fmt.Sprintf("s%03d", i), 30*time.Minute, 20*time.Millisecond, isReady)
 		}
 		daemon += time.Since(start)
 		in.stop()
@@ -114,21 +112,4 @@ func bareFirstDeploy(b *testing.B, bin string, n int) time.Duration {
 		}
 	}
 	return took
-}
-
-// waitStackLong is waitStackFast with a longer deadline, polling less
-// often: a fleet takes minutes.
-func (in *instance) waitStackLong(name string, timeout time.Duration, cond func(v model.StackView) bool) {
-	in.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		v, err := in.app.d.Stack(name)
-		if err == nil && cond(v) {
-			return
-		}
-		if time.Now().After(deadline) {
-			in.t.Fatalf("stack %s: timed out; last: %+v", name, v.Status)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -6,13 +6,15 @@ import (
 	"testing"
 )
 
-// TestProductionExampleParses keeps the stack shown in docs/production.md
-// (an S3 backend with a KMS secrets provider) a valid config.
-func TestProductionExampleParses(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/production.md")
+// docStacks parses each `stacks:` config shown in the doc at path (a
+// yaml block) and returns their stacks; a doc that shows none fails.
+func docStacks(t *testing.T, path string) []*Stack {
+	t.Helper()
+	doc, err := os.ReadFile("../../" + path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var stacks []*Stack
 	found := 0
 	for _, block := range strings.Split(string(doc), "```yaml\n")[1:] {
 		block, _, _ = strings.Cut(block, "```")
@@ -20,17 +22,24 @@ func TestProductionExampleParses(t *testing.T) {
 			continue
 		}
 		found++
-		cfg, _, err := Parse("docs/production.md", []byte(block))
+		cfg, _, err := Parse(path, []byte(block))
 		if err != nil {
 			t.Fatalf("%v\n%s", err, block)
 		}
-		for _, s := range cfg.Stacks {
-			if !strings.HasPrefix(s.Spec.Backend, "s3://") || !strings.HasPrefix(s.Spec.SecretsProvider, "awskms://") {
-				t.Errorf("%s: backend %q, secrets provider %q", s.Name, s.Spec.Backend, s.Spec.SecretsProvider)
-			}
-		}
+		stacks = append(stacks, cfg.Stacks...)
 	}
 	if found == 0 {
-		t.Fatal("docs/production.md shows no config")
+		t.Fatalf("%s shows no config", path)
+	}
+	return stacks
+}
+
+// TestProductionExampleParses keeps the stack shown in docs/production.md
+// (an S3 backend with a KMS secrets provider) a valid config.
+func TestProductionExampleParses(t *testing.T) {
+	for _, s := range docStacks(t, "docs/production.md") {
+		if !strings.HasPrefix(s.Spec.Backend, "s3://") || !strings.HasPrefix(s.Spec.SecretsProvider, "awskms://") {
+			t.Errorf("%s: backend %q, secrets provider %q", s.Name, s.Spec.Backend, s.Spec.SecretsProvider)
+		}
 	}
 }
