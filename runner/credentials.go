@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/stackd/stackd/daemon/model"
+	"github.com/stackd/stackd/daemon/spec"
 )
 
 // Identity makes an operation's cloud credentials (spec.credentials):
@@ -101,6 +103,10 @@ func (r *Runner) credentials(ctx context.Context, w *workspace, op model.Operati
 	}
 	c := &opCredentials{dir: dir}
 	for k, v := range set.Env {
+		if spec.ReservedCredentialEnv(k) && !cloudVariable(k) {
+			r.log.Warn("a credentials variable may not set what the runner sets: left out", "stack", w.Name, "name", k)
+			continue
+		}
 		c.env = append(c.env, k+"="+v)
 	}
 	sort.Strings(c.env)
@@ -145,6 +151,18 @@ func (r *Runner) renewCredentials(ctx context.Context, w *workspace, expires tim
 		}
 		expires = set.Expires
 	}
+}
+
+// cloudVariable says whether name is one the clouds' credentials set
+// (AWS_ROLE_ARN, GOOGLE_APPLICATION_CREDENTIALS, …), which may override
+// the stack's own; never one of the runner's (PULUMI_*, HOME, …).
+func cloudVariable(name string) bool {
+	for _, prefix := range []string{"AWS_", "AZURE_", "ARM_", "GOOGLE_", "CLOUDSDK_"} {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // writeCredentials puts set's files in dir, each replaced whole: a

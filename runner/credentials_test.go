@@ -148,6 +148,34 @@ func TestCredentialsNeedIssuer(t *testing.T) {
 	}
 }
 
+// reservedIdentity sets, beside a token, what only the runner sets.
+type reservedIdentity struct{ countingIdentity }
+
+func (r *reservedIdentity) Credentials(req model.IdentityRequest, dir string, ttl time.Duration) (model.CredentialSet, error) {
+	set, err := r.countingIdentity.Credentials(req, dir, ttl)
+	set.Env["PULUMI_BACKEND_URL"], set.Env["LD_PRELOAD"], set.Env["AWS_ROLE_ARN"] = "file:///elsewhere", dir+"/token", "arn"
+	return set, err
+}
+
+// TestCredentialsNeverSetRunnerVariables: whatever an Identity returns,
+// the operation's environment never gets a credentials variable that
+// the runner sets or the dynamic linker reads; the clouds' own pass.
+func TestCredentialsNeverSetRunnerVariables(t *testing.T) {
+	id := &reservedIdentity{countingIdentity{ttl: time.Hour, rotated: make(chan struct{})}}
+	r := &Runner{opts: Options{DataDir: t.TempDir(), Identity: id, Timeout: time.Minute}, log: slog.New(slog.DiscardHandler)}
+	w := &workspace{Workspace: model.Workspace{Name: "net"}, redact: newRedactor(nil)}
+	op := model.Operation{Type: model.UpdateUp, Identity: &model.IdentityRequest{Credentials: spec.Credentials{Token: &spec.TokenCredentials{Audience: "a", Env: "T"}}}}
+	c, err := r.credentials(context.Background(), w, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.stop()
+	got := strings.Join(c.env, " ")
+	if strings.Contains(got, "PULUMI_BACKEND_URL") || strings.Contains(got, "LD_PRELOAD") || !strings.Contains(got, "AWS_ROLE_ARN=arn") {
+		t.Errorf("environment %v", c.env)
+	}
+}
+
 func TestWriteCredentialsNames(t *testing.T) {
 	for _, name := range []string{"../escape", "a/b", ".", ".."} {
 		if err := writeCredentials(t.TempDir(), model.CredentialSet{Files: map[string][]byte{name: nil}}); err == nil {

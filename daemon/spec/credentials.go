@@ -73,6 +73,18 @@ type TokenCredentials struct {
 	Env      string `yaml:"env" json:"env"`
 }
 
+// ReservedCredentialEnv says whether name is a variable that token.env may
+// not name: the runner's own (PULUMI_*, HOME, TMPDIR, PATH), the dynamic
+// linker's (LD_*), and those the clouds' credentials set.
+func ReservedCredentialEnv(name string) bool {
+	for _, prefix := range []string{"PULUMI_", "LD_", "AWS_", "AZURE_", "ARM_", "GOOGLE_", "CLOUDSDK_"} {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return name == "PATH" || name == "HOME" || name == "TMPDIR"
+}
+
 // Any says whether c asks for a token at all.
 func (c *Credentials) Any() bool {
 	return c != nil && (c.AWS != nil || c.GCP != nil || c.Azure != nil || c.Token != nil)
@@ -132,6 +144,9 @@ func (c *Credentials) problems() [][2]string {
 		}
 		audience("token.audience", t.Audience)
 		check("token.env", t.Env, envName, "a variable's name", true)
+		if ReservedCredentialEnv(t.Env) {
+			add("token.env", "%s is a variable stackd or a cloud's credentials set: name another", t.Env)
+		}
 	}
 	return out
 }

@@ -27,6 +27,7 @@ func TestCredentialsValidation(t *testing.T) {
 		{"gcp", "      gcp: {workloadIdentityProvider: my-pool}\n", []string{"stacks[0].credentials.gcp.workloadIdentityProvider: \"my-pool\" is not a provider's name"}},
 		{"azure", "      azure: {tenantId: contoso}\n", []string{"credentials.azure.tenantId: \"contoso\" is not a tenant ID", "credentials.azure.clientId: required"}},
 		{"token", "      token: {env: \"1BAD\"}\n", []string{"credentials.token.audience: required", "credentials.token.env: \"1BAD\" is not a variable's name"}},
+		{"reserved", "      token: {audience: a, env: PULUMI_BACKEND_URL}\n", []string{"credentials.token.env: PULUMI_BACKEND_URL is a variable stackd or a cloud's credentials set"}},
 		{"unknown", "      aws: {role: x}\n", []string{"cfg.yaml:7:13: stacks[0].credentials.aws.role: unknown field"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
