@@ -183,3 +183,23 @@ func TestWriteCredentialsNames(t *testing.T) {
 		}
 	}
 }
+
+// TestMintedTokensUntilExpiry: the runner masks a stack's earlier tokens
+// until they expired (and the leeway passed), those of its stack only.
+func TestMintedTokensUntilExpiry(t *testing.T) {
+	var m mintedTokens
+	now := time.Now()
+	m.add("a", []string{"old-token", "old-sig"}, now.Add(-tokenLeeway-time.Second))
+	m.add("a", []string{"live-token", "live-sig"}, now.Add(time.Minute))
+	m.add("a", []string{"late-token"}, now.Add(-time.Second)) // expired, in the leeway
+	m.add("b", []string{"b-token"}, now.Add(time.Minute))
+	if got := strings.Join(m.secrets("a"), ","); got != "live-token,live-sig,late-token" {
+		t.Errorf("a's tokens: %s", got)
+	}
+	if got := strings.Join(m.secrets("b"), ","); got != "b-token" {
+		t.Errorf("b's tokens: %s", got)
+	}
+	if got := m.secrets("c"); len(got) != 0 {
+		t.Errorf("c's tokens: %v", got)
+	}
+}

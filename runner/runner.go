@@ -102,6 +102,9 @@ type Runner struct {
 	// secretDaemonEnv are the values of the daemon-wide environment
 	// (PassEnv, Env) whose names say secret: hidden in logs and outputs.
 	secretDaemonEnv []string
+	// tokens are the cloud credentials' tokens made for each stack, masked
+	// in its operations until they expire (see mintedTokens).
+	tokens mintedTokens
 }
 
 var _ daemon.Runner = (*Runner)(nil)
