@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"os"
@@ -225,6 +226,168 @@ func TestE2EPolicyVerdictQuotesToken(t *testing.T) {
 		}
 		if strings.Contains(string(db), signatureOf(tok)) {
 			t.Errorf("token %d is in the store", i)
+		}
+	}
+}
+
+// TestE2ECredentialsHostileProgram: a's program, hostile, tries what it
+// can with its own credentials' directory and beyond while b's operation
+// runs, held in its create, with a process that holds b's token file open:
+// write in its own directory (a file, a link, replace or remove its
+// token), hard-link its token out, write the credentials directory of all
+// operations, read b's token, the signing keys, or a token through the
+// processes of /proc (their descriptors, as b's open file); and it leaves
+// a process behind that would read the token of an operation to come.
+// Listing the directories works (names are no secret: the sandbox lets
+// every program list every directory); nothing else does, and the process
+// left behind ends with a's operation.
+func TestE2ECredentialsHostileProgram(t *testing.T) {
+	t.Parallel()
+	const issuer = "https://stackd.example.com"
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": credsProgram})
+	out, g := outDir(t), newGates(t)
+	dataDir := t.TempDir()
+	stack := func(name, peek string) string {
+		return stackYAML(name, r, fmt.Sprintf(`    config:
+      path: %s
+      peek: %q
+    envRefs:
+%s    credentials:
+      token: {audience: vault, env: STACKD_ID_TOKEN}
+`, filepath.Join(out, name+".txt"), peek, g.envRef()))
+	}
+	// b keeps its token file open in a process of its own.
+	victim := fmt.Sprintf(`cat "$STACKD_ID_TOKEN" > %s/b-$(date +%%s%%N).jwt; sleep 30 < "$STACKD_ID_TOKEN" > /dev/null 2>&1 & echo ok`, out)
+	g.close("create", "b.txt")
+	in := startDaemonWith(t, "stacks:\n"+stack("b", victim), dataDir, func(f *runFlags) { f.idIssuerURL = issuer })
+	g.waitHeld("create", "b.txt", 2*time.Minute)
+	dirs, _ := filepath.Glob(filepath.Join(dataDir, "credentials", "op-*"))
+	if len(dirs) != 1 {
+		t.Fatalf("credentials directories while b runs: %v", dirs)
+	}
+	bToken := filepath.Join(dirs[0], "token")
+
+	linger := fmt.Sprintf(`while true; do echo tick >> %[1]s/linger.log; cat %[1]s/next >> %[1]s/linger.log 2>&1; sleep 0.2; done`, out)
+	attack := fmt.Sprintf(`T="$STACKD_ID_TOKEN"; D=$(dirname "$T"); C=$(dirname "$D"); DATA=$(dirname "$C"); cat "$T" > %[1]s/a-$(date +%%s%%N).jwt
+echo "PLANT:"; (echo x > "$D/planted") 2>&1; ln -s /tmp "$D/link" 2>&1; mv "$T" "$D/moved" 2>&1; rm -f "$T" 2>&1; echo "OWN: $(ls -A "$D" | tr '\n' ' ')"
+echo "HARDLINK:"; ln "$T" %[1]s/hard 2>&1
+echo "MKDIR:"; mkdir "$C/op-evil" 2>&1; ln -s %[1]s "$C/op-link" 2>&1; echo "ALL: $(ls -A "$C" | tr '\n' ' ')"
+echo "STEAL:"; cat %[3]s 2>&1; cat "$DATA/oidc/signing-keys.json" 2>&1 | head -c 300
+echo "PROCS:"; for p in /proc/[0-9]*; do [ "$p" = /proc/$$ ] && continue; for f in $p/fd/*; do case "$(readlink $f 2>/dev/null)" in */credentials/*) echo "SEEN $f"; head -c 300 "$f" 2>&1 | grep -o 'eyJ[A-Za-z0-9_.-]*' | sed 's/^/READ /';; esac; done; tr '\0' '\n' < $p/environ 2>/dev/null | grep -q '^STACKD_ID_TOKEN=' && echo "ENV $p"; done
+echo "END"
+setsid sh -c '%[2]s' </dev/null >/dev/null 2>&1 &
+true`, out, linger, bToken)
+	in.reload("stacks:\n" + stack("b", victim) + stack("a", attack))
+	in.waitStack("a", "Ready", 2*time.Minute, isReady)
+	seen := readFile(t, filepath.Join(out, "a.txt"))
+	section := func(name, next string) string {
+		_, rest, _ := strings.Cut(seen, name+":\n")
+		part, _, _ := strings.Cut(rest, next+":\n")
+		return part
+	}
+	if p := section("PLANT", "HARDLINK"); strings.Count(p, "ermission denied") != 4 || !strings.Contains(p, "OWN: token \n") {
+		t.Errorf("a's program changed its own credentials directory:\n%s", p)
+	}
+	if _, err := os.Stat(filepath.Join(out, "hard")); err == nil {
+		t.Error("a's program hard-linked its token out")
+	}
+	if p := section("MKDIR", "STEAL"); strings.Count(p, "ermission denied") != 2 || strings.Contains(p, "ALL: op-evil") || strings.Contains(p, " op-evil ") || strings.Contains(p, "op-link ") {
+		t.Errorf("a's program wrote the credentials directory:\n%s", p)
+	}
+	if p := section("STEAL", "PROCS"); strings.Count(p, "ermission denied") != 2 || jwtPattern.MatchString(p) || strings.Contains(p, "pkcs8") {
+		t.Errorf("a's program read b's token or the signing keys:\n%s", p)
+	}
+	procs := section("PROCS", "END")
+	if strings.Contains(procs, "READ ") || strings.Contains(procs, "SEEN ") && !strings.Contains(procs, "ermission denied") {
+		t.Errorf("a's program read a token through another process:\n%s", procs)
+	}
+	if strings.Count(procs, "ENV ") > 2 { // its provider and its own shell
+		t.Errorf("a's program read the environment of another operation's processes:\n%s", procs)
+	}
+
+	// a's operation ended: the process it left ends with it.
+	if err := os.WriteFile(filepath.Join(out, "next"), []byte("not ended"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	switch log, _ := os.ReadFile(filepath.Join(out, "linger.log")); {
+	case !strings.Contains(string(log), "tick"):
+		t.Error("the process a's program left behind never ran")
+	case strings.Contains(string(log), "not ended"):
+		t.Errorf("the process a's program left behind still runs:\n%s", log)
+	}
+	g.open("create", "b.txt")
+	in.waitStack("b", "Ready", 2*time.Minute, isReady)
+	aToks, bToks := savedTokens(t, out, "a"), savedTokens(t, out, "b")
+	if len(aToks) != 1 || len(bToks) != 1 {
+		t.Fatalf("tokens: a %d, b %d", len(aToks), len(bToks))
+	}
+	if strings.Contains(seen, signatureOf(bToks[0])) {
+		t.Error("a's program holds b's token")
+	}
+}
+
+// TestE2ECredentialsTokenForms: the forms of a token the runner masks in
+// a failed operation's log and message: the token, its signature alone,
+// each in base64, and the token in the error the program fails with.
+// Forms it cannot know (split across lines, hex, base64url, reversed) get
+// through: a program that means to leak its token does not need the
+// output (docs/previews.md, the threat model), and the test only lists
+// them.
+func TestE2ECredentialsTokenForms(t *testing.T) {
+	t.Parallel()
+	const issuer = "https://stackd.example.com"
+	r := newRepo(t)
+	r.commit(map[string]string{"Pulumi.yaml": credsProgram})
+	out := outDir(t)
+	dataDir := t.TempDir()
+	peek := fmt.Sprintf(`T="$STACKD_ID_TOKEN"; cat "$T" > %s/a-$(date +%%s%%N).jwt
+echo "RAW $(cat "$T")" >&2; echo "SIG $(cut -d. -f3 < "$T")" >&2
+echo "B64 $(base64 -w0 < "$T")" >&2; echo "B64SIG $(cut -d. -f3 < "$T" | tr -d '\n' | base64 -w0)" >&2
+echo "JSON {\"token\":\"$(cat "$T")\"}" >&2
+echo "HALF1 $(cut -d. -f3 < "$T" | cut -c1-170)" >&2; echo "HALF2 $(cut -d. -f3 < "$T" | cut -c171-)" >&2
+echo "B64URL $(base64 -w0 < "$T" | tr '+/' '-_')" >&2; echo "HEX $(od -An -tx1 < "$T" | tr -d ' \n')" >&2
+echo "failing with $(cat "$T")"; exit 3`, out)
+	in := startDaemonWith(t, "stacks:\n"+stackYAML("a", r, fmt.Sprintf(`    config:
+      path: %s
+      peek: %q
+    credentials:
+      token: {audience: vault, env: STACKD_ID_TOKEN}
+`, filepath.Join(out, "a.txt"), peek)), dataDir, func(f *runFlags) { f.idIssuerURL = issuer })
+	v := in.waitStack("a", "a failed update", 2*time.Minute, func(v model.StackView) bool {
+		return v.Status.LastUpdate != nil && v.Status.LastUpdate.State == model.UpdateFailed
+	})
+	var ups struct{ Updates []model.Update }
+	in.get("/api/v1/stacks/a/updates", &ups)
+	_, log := in.get("/api/v1/updates/"+ups.Updates[0].ID+"/log", nil)
+	_, stack := in.get("/api/v1/stacks/a", nil)
+	in.stop()
+	db, _ := os.ReadFile(filepath.Join(dataDir, store.FileName))
+	toks := savedTokens(t, out, "a")
+	if len(toks) == 0 {
+		t.Fatal("the program saved no token")
+	}
+	tok := toks[0]
+	sig := signatureOf(tok)
+	if !strings.Contains(v.Status.LastUpdate.Message, "failing with [redacted]") && !strings.Contains(string(log), "failing with [redacted]") {
+		t.Errorf("the error is not shown masked: %q\n%s", v.Status.LastUpdate.Message, log)
+	}
+	masked := map[string]string{"the token": tok, "its signature": sig,
+		"the token in base64":     base64.StdEncoding.EncodeToString([]byte(tok)),
+		"its signature in base64": base64.StdEncoding.EncodeToString([]byte(sig))}
+	for what, form := range masked {
+		for where, text := range map[string]string{"log": string(log), "stack": string(stack), "store": string(db), "daemon's log": in.logs.String()} {
+			if strings.Contains(text, form) {
+				t.Errorf("%s is in the %s", what, where)
+			}
+		}
+	}
+	for _, line := range strings.Split(string(log), "\n") {
+		for _, form := range []string{"HALF1", "HALF2", "B64URL", "HEX"} {
+			if i := strings.Index(line, form+" "); i >= 0 && !strings.Contains(line, "[redacted]") && !strings.Contains(line, "$(") {
+				t.Logf("gets through, as it may: %.60s…", line[i:])
+			}
 		}
 	}
 }
