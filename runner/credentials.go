@@ -85,12 +85,14 @@ func (r *Runner) credentials(ctx context.Context, w *workspace, op model.Operati
 	if err != nil {
 		return nil, fmt.Errorf("stack %s: credentials: %w", w.Name, err)
 	}
-	ttl := r.opts.Timeout
+	// A token lives no longer than what is left of the operation's time,
+	// a renewed one too.
+	ttl := func() time.Duration { return r.opts.Timeout }
 	if deadline, ok := ctx.Deadline(); ok {
-		ttl = time.Until(deadline)
+		ttl = func() time.Duration { return max(time.Second, time.Until(deadline)) }
 	}
 	issue := func() (model.CredentialSet, error) {
-		set, err := r.opts.Identity.Credentials(req, dir, ttl)
+		set, err := r.opts.Identity.Credentials(req, dir, ttl())
 		if err != nil {
 			return set, fmt.Errorf("stack %s: credentials: %w", w.Name, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -43,14 +44,16 @@ type countingIdentity struct {
 	mu      sync.Mutex
 	calls   int
 	reqs    []model.IdentityRequest
+	ttls    []time.Duration // asked for
 	ttl     time.Duration
 	rotated chan struct{}
 }
 
-func (c *countingIdentity) Credentials(req model.IdentityRequest, dir string, _ time.Duration) (model.CredentialSet, error) {
+func (c *countingIdentity) Credentials(req model.IdentityRequest, dir string, ttl time.Duration) (model.CredentialSet, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls++
+	c.ttls = append(c.ttls, ttl)
 	c.reqs = append(c.reqs, req)
 	tok := fmt.Sprintf("token-number-%d", c.calls)
 	return model.CredentialSet{Files: map[string][]byte{"token": []byte(tok)}, Env: map[string]string{"TOKEN_FILE": filepath.Join(dir, "token")},
@@ -133,6 +136,42 @@ func TestCredentialsRenewedBeforeExpiry(t *testing.T) {
 			t.Fatalf("%d tokens made in 20 s of 1.5 s tokens", calls)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestCredentialsRenewedWithinDeadline: a token made anew lives no longer
+// than what is left of the operation's time, as the first one: a token
+// of an operation that ended may not stay good longer than the operation
+// could have run.
+func TestCredentialsRenewedWithinDeadline(t *testing.T) {
+	id := &countingIdentity{ttl: time.Hour, rotated: make(chan struct{})}
+	r := &Runner{opts: Options{DataDir: t.TempDir(), Identity: id, Timeout: time.Minute}, log: slog.New(slog.DiscardHandler)}
+	w := &workspace{Workspace: model.Workspace{Name: "net"}, redact: newRedactor(nil)}
+	op := model.Operation{Type: model.UpdateUp, Identity: &model.IdentityRequest{Credentials: spec.Credentials{Token: &spec.TokenCredentials{Audience: "a", Env: "T"}}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	c, err := r.credentials(ctx, w, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.stop()
+	time.Sleep(2 * time.Second)
+	id.rotate()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		id.mu.Lock()
+		ttls := slices.Clone(id.ttls)
+		id.mu.Unlock()
+		if len(ttls) >= 2 {
+			if ttls[1] > 2*time.Second+500*time.Millisecond {
+				t.Errorf("the token made 2 s into a 4 s operation lives %v", ttls[1])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the token was not renewed on a rotation")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
