@@ -242,3 +242,23 @@ func TestMintedTokensUntilExpiry(t *testing.T) {
 		t.Errorf("c's tokens: %v", got)
 	}
 }
+
+// TestCredentialsLeftByACrashRemoved: the token files of an operation
+// that a crash interrupted are removed when the runner starts.
+func TestCredentialsLeftByACrashRemoved(t *testing.T) {
+	dataDir := t.TempDir()
+	left := filepath.Join(dataDir, CredentialsDir, "op-123")
+	if err := os.MkdirAll(left, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(left, "token"), []byte("eyJ.eyJ.sig"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{opts: Options{DataDir: dataDir, DefaultBackend: "file://" + filepath.Join(dataDir, "backend")}, log: slog.New(slog.DiscardHandler)}
+	if err := r.prepareDataDir(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("the credentials a crash left are still there: %v", err)
+	}
+}

@@ -175,8 +175,12 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 }
 
 // prepareDataDir creates the directories, the passphrase file and the
-// key of the config digests.
+// key of the config digests, and removes the credentials of operations
+// a crash left (no operation runs yet).
 func (r *Runner) prepareDataDir() error {
+	if err := os.RemoveAll(filepath.Join(r.opts.DataDir, CredentialsDir)); err != nil {
+		return fmt.Errorf("the credentials of earlier operations: %w", err)
+	}
 	for _, sub := range []string{"", "workspaces", "pulumi-home", "pulumi-home/plugins", "tmp", "home"} {
 		if err := os.MkdirAll(filepath.Join(r.opts.DataDir, sub), 0o700); err != nil {
 			return err
