@@ -391,3 +391,47 @@ echo "failing with $(cat "$T")"; exit 3`, out)
 		}
 	}
 }
+
+// TestE2EPullRequestStackOfAnotherSource: a pull request to the manifests
+// repository adds a stack named as one of another config source (a local
+// file), with a program of its own: were it previewed as that stack, its
+// code would get that stack's token. The config after the merge does not
+// load (a duplicate name), so nothing is previewed and no token made.
+func TestE2EPullRequestStackOfAnotherSource(t *testing.T) {
+	t.Parallel()
+	toolchainBin(t)
+	const issuer = "https://stackd.example.com"
+	g := newForgeRig(t, review.GitHub)
+	programs, manifests := g.repo("infra"), g.repo("manifests")
+	programs.commit(map[string]string{"app/Pulumi.yaml": strings.Replace(credsProgram, "  peek:\n    type: String\n",
+		"  peek:\n    type: String\n  greeting:\n    type: String\n", 1)})
+	out := outDir(t)
+	peek := func(name string) string {
+		return fmt.Sprintf("      peek: 'cat \"$STACKD_ID_TOKEN\" > %s/%s-$(date +%%s%%N).jwt; echo ok'\n"+
+			"    credentials:\n      token: {audience: vault, env: STACKD_ID_TOKEN}\n", out, name)
+	}
+	local := filepath.Join(t.TempDir(), "prod.yaml")
+	if err := os.WriteFile(local, []byte(manifest("prod", g.url("infra"), out, "hello")+peek("prod")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	manifests.commit(map[string]string{"stacks/web.yaml": manifest("web", g.url("infra"), out, "hello") + "      peek: echo\n"})
+	g.start("", func(f *runFlags) {
+		f.config, f.pollInterval = stringsFlag{local, "git+" + g.url("manifests") + "//stacks?ref=main"}, time.Hour
+		f.idIssuerURL = issuer
+	})
+	g.in.waitStack("prod", "first deploy", 2*time.Minute, isReady)
+	g.in.waitStack("web", "first deploy", 2*time.Minute, isReady)
+	before := savedTokens(t, out, "prod")
+	pr := &pullRequest{repo: "acme/manifests", name: "manifests", number: 8}
+	g.push(manifests, pr, map[string]string{"stacks/prod.yaml": manifest("prod", g.url("infra"), out, "pwned") + peek("pr")})
+	g.hook(pr, "opened")
+	if st := g.waitStatus(pr, "stackd/config"); st.State != review.Failure {
+		t.Errorf("status of the config: %+v", st)
+	}
+	if c := g.waitComment(pr); !strings.Contains(c.Body, "duplicate stack name") {
+		t.Errorf("comment:\n%s", c.Body)
+	}
+	if toks := savedTokens(t, out, "pr"); len(toks) != 0 || len(savedTokens(t, out, "prod")) != len(before) {
+		t.Errorf("the pull request's program got a token: %d", len(toks))
+	}
+}
