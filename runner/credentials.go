@@ -150,14 +150,24 @@ type mintedToken struct {
 	until   time.Time
 }
 
-// add remembers secrets, of tokens of stack expiring at expires.
+// add remembers secrets, of tokens of stack expiring at expires, and
+// forgets the expired tokens of every stack (one removed from the config,
+// a review stack destroyed, is not asked again).
 func (m *mintedTokens) add(stack string, secrets []string, expires time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.byStack == nil {
 		m.byStack = map[string][]mintedToken{}
 	}
-	m.byStack[stack] = append(m.live(stack, time.Now()), mintedToken{secrets: secrets, until: expires.Add(tokenLeeway)})
+	now := time.Now()
+	for s := range m.byStack {
+		if kept := m.live(s, now); len(kept) > 0 {
+			m.byStack[s] = kept
+		} else {
+			delete(m.byStack, s)
+		}
+	}
+	m.byStack[stack] = append(m.byStack[stack], mintedToken{secrets: secrets, until: expires.Add(tokenLeeway)})
 }
 
 // secrets are the secrets of stack's tokens that may still be good.

@@ -241,6 +241,13 @@ func TestMintedTokensUntilExpiry(t *testing.T) {
 	if got := m.secrets("c"); len(got) != 0 {
 		t.Errorf("c's tokens: %v", got)
 	}
+	// A stack never asked again (removed, a review stack destroyed) does
+	// not keep its expired tokens.
+	m.add("gone", []string{"gone-token"}, now.Add(-tokenLeeway-time.Second))
+	m.add("d", []string{"d-token"}, now.Add(time.Minute))
+	if _, ok := m.byStack["gone"]; ok {
+		t.Error("the expired tokens of a stack not asked again are kept")
+	}
 }
 
 // TestCredentialsLeftByACrashRemoved: the token files of an operation
