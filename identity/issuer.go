@@ -472,17 +472,21 @@ func (i *Issuer) publishedKeys(ctx context.Context) ([]jose.JSONWebKey, error) {
 }
 
 // directoryKeys reads the Directory, or what was read of it in the last
-// cacheLife: the JWKS needs no token, and anyone may ask for it. When
-// the Directory cannot be read, the last keys read of it stand in (none
+// cacheLife, answer or failure: the JWKS needs no token, and anyone may
+// ask for it. When the Directory cannot be read, the last keys read of it stand in (none
 // after a rotation of this replica's), so that an etcd outage does not
 // stop the clouds from checking this replica's own tokens.
 func (i *Issuer) directoryKeys(ctx context.Context) []jose.JSONWebKey {
 	i.cacheMu.Lock()
 	defer i.cacheMu.Unlock()
-	if i.cached != nil && i.opts.Now().Sub(i.cachedAt) < i.cacheLife {
+	now := i.opts.Now()
+	if !i.cachedAt.IsZero() && now.Sub(i.cachedAt) < i.cacheLife {
 		return i.cached
 	}
 	raw, err := i.opts.Directory.PublishedKeys(ctx)
+	// A failure is not tried again sooner than an answer is read again:
+	// each request would otherwise wait on etcd, and log.
+	i.cachedAt = now
 	if err != nil {
 		i.opts.Log.Warn("cannot read the cluster's signing keys: the JWKS lists the last ones read", "err", err)
 		return i.cached
@@ -496,13 +500,13 @@ func (i *Issuer) directoryKeys(ctx context.Context) []jose.JSONWebKey {
 		}
 		keys = append(keys, k)
 	}
-	i.cached, i.cachedAt = keys, i.opts.Now()
+	i.cached = keys
 	return keys
 }
 
 // dropCache forgets what was read of the Directory.
 func (i *Issuer) dropCache() {
 	i.cacheMu.Lock()
-	i.cached = nil
+	i.cached, i.cachedAt = nil, time.Time{}
 	i.cacheMu.Unlock()
 }

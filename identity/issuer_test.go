@@ -287,6 +287,7 @@ type memDirectory struct {
 	until map[string]time.Time
 	fail  error
 	puts  int
+	reads int
 }
 
 func newMemDirectory() *memDirectory {
@@ -317,6 +318,7 @@ func (d *memDirectory) WithdrawKey(_ context.Context, kid string) error {
 func (d *memDirectory) PublishedKeys(context.Context) ([][]byte, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.reads++
 	if d.fail != nil {
 		return nil, d.fail
 	}
@@ -389,5 +391,33 @@ func TestDirectoryFailures(t *testing.T) {
 	defer dir.mu.Unlock()
 	if dir.puts != puts+1 || dir.until[i.current().ID].Sub(c.t) != DefaultTokenTTL+publishMargin {
 		t.Errorf("the current key was not listed again: puts %d→%d, until %v", puts, dir.puts, dir.until[i.current().ID])
+	}
+}
+
+// TestJWKSReadsDirectoryBounded: anyone may ask for the JWKS, without a
+// token, from the internet: whether the Directory answers or fails, it is
+// read at most once every cacheLife (a failure logged as often), never
+// once per request.
+func TestJWKSReadsDirectoryBounded(t *testing.T) {
+	c := &clock{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	dir := newMemDirectory()
+	i := newIssuer(t, c, func(o *Options) { o.Directory = dir })
+	reads := func() int {
+		dir.mu.Lock()
+		defer dir.mu.Unlock()
+		return dir.reads
+	}
+	for _, fail := range []error{nil, errors.New("etcd is down")} {
+		dir.setFail(fail)
+		c.t = c.t.Add(time.Minute)
+		before := reads()
+		for range 100 {
+			if _, err := i.JWKS(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := reads() - before; n != 1 {
+			t.Errorf("100 requests for the JWKS (Directory failing: %v) read the Directory %d times, want 1", fail != nil, n)
+		}
 	}
 }

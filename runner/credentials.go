@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stackd/stackd/daemon/model"
@@ -83,16 +85,19 @@ func (r *Runner) credentials(ctx context.Context, w *workspace, op model.Operati
 	if err != nil {
 		return nil, fmt.Errorf("stack %s: credentials: %w", w.Name, err)
 	}
-	ttl := r.opts.Timeout
+	// A token lives no longer than what is left of the operation's time,
+	// a renewed one too.
+	ttl := func() time.Duration { return r.opts.Timeout }
 	if deadline, ok := ctx.Deadline(); ok {
-		ttl = time.Until(deadline)
+		ttl = func() time.Duration { return max(time.Second, time.Until(deadline)) }
 	}
 	issue := func() (model.CredentialSet, error) {
-		set, err := r.opts.Identity.Credentials(req, dir, ttl)
+		set, err := r.opts.Identity.Credentials(req, dir, ttl())
 		if err != nil {
 			return set, fmt.Errorf("stack %s: credentials: %w", w.Name, err)
 		}
 		w.redact.add(set.Secrets...)
+		r.tokens.add(w.Name, set.Secrets, set.Expires)
 		return set, writeCredentials(dir, set)
 	}
 	rotated := r.opts.Identity.Rotated() // before the tokens: no rotation is missed
@@ -122,6 +127,69 @@ func (r *Runner) credentials(ctx context.Context, w *workspace, op model.Operati
 		_ = os.RemoveAll(dir)
 	}
 	return c, nil
+}
+
+// tokenLeeway is how long past its expiry a token is still masked: a
+// relying party may accept it that much later, its clock behind ours.
+const tokenLeeway = 5 * time.Minute
+
+// mintedTokens remembers the secrets of the tokens the runner made for
+// each stack until they expire. A program that passes its token to an
+// input or an output leaves it in the state, and the next operation's
+// diff shows it as the old value (to a pull request's comment too):
+// every operation of the stack masks the tokens of its earlier
+// operations that may still be good, as it masks its own. A restart
+// forgets them, as does another replica of a cluster.
+type mintedTokens struct {
+	mu      sync.Mutex
+	byStack map[string][]mintedToken
+}
+
+type mintedToken struct {
+	secrets []string
+	until   time.Time
+}
+
+// add remembers secrets, of tokens of stack expiring at expires, and
+// forgets the expired tokens of every stack (one removed from the config,
+// a review stack destroyed, is not asked again).
+func (m *mintedTokens) add(stack string, secrets []string, expires time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byStack == nil {
+		m.byStack = map[string][]mintedToken{}
+	}
+	now := time.Now()
+	for s := range m.byStack {
+		if kept := m.live(s, now); len(kept) > 0 {
+			m.byStack[s] = kept
+		} else {
+			delete(m.byStack, s)
+		}
+	}
+	m.byStack[stack] = append(m.byStack[stack], mintedToken{secrets: secrets, until: expires.Add(tokenLeeway)})
+}
+
+// secrets are the secrets of stack's tokens that may still be good.
+func (m *mintedTokens) secrets(stack string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	kept := m.live(stack, time.Now())
+	if len(kept) == 0 {
+		delete(m.byStack, stack)
+	} else {
+		m.byStack[stack] = kept
+	}
+	var out []string
+	for _, t := range kept {
+		out = append(out, t.secrets...)
+	}
+	return out
+}
+
+// live are stack's tokens unexpired at now. Called with mu held.
+func (m *mintedTokens) live(stack string, now time.Time) []mintedToken {
+	return slices.DeleteFunc(m.byStack[stack], func(t mintedToken) bool { return !now.Before(t.until) })
 }
 
 // renewCredentials makes the credentials anew when two thirds of their

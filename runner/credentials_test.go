@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -43,14 +44,16 @@ type countingIdentity struct {
 	mu      sync.Mutex
 	calls   int
 	reqs    []model.IdentityRequest
+	ttls    []time.Duration // asked for
 	ttl     time.Duration
 	rotated chan struct{}
 }
 
-func (c *countingIdentity) Credentials(req model.IdentityRequest, dir string, _ time.Duration) (model.CredentialSet, error) {
+func (c *countingIdentity) Credentials(req model.IdentityRequest, dir string, ttl time.Duration) (model.CredentialSet, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls++
+	c.ttls = append(c.ttls, ttl)
 	c.reqs = append(c.reqs, req)
 	tok := fmt.Sprintf("token-number-%d", c.calls)
 	return model.CredentialSet{Files: map[string][]byte{"token": []byte(tok)}, Env: map[string]string{"TOKEN_FILE": filepath.Join(dir, "token")},
@@ -136,6 +139,42 @@ func TestCredentialsRenewedBeforeExpiry(t *testing.T) {
 	}
 }
 
+// TestCredentialsRenewedWithinDeadline: a token made anew lives no longer
+// than what is left of the operation's time, as the first one: a token
+// of an operation that ended may not stay good longer than the operation
+// could have run.
+func TestCredentialsRenewedWithinDeadline(t *testing.T) {
+	id := &countingIdentity{ttl: time.Hour, rotated: make(chan struct{})}
+	r := &Runner{opts: Options{DataDir: t.TempDir(), Identity: id, Timeout: time.Minute}, log: slog.New(slog.DiscardHandler)}
+	w := &workspace{Workspace: model.Workspace{Name: "net"}, redact: newRedactor(nil)}
+	op := model.Operation{Type: model.UpdateUp, Identity: &model.IdentityRequest{Credentials: spec.Credentials{Token: &spec.TokenCredentials{Audience: "a", Env: "T"}}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	c, err := r.credentials(ctx, w, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.stop()
+	time.Sleep(2 * time.Second)
+	id.rotate()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		id.mu.Lock()
+		ttls := slices.Clone(id.ttls)
+		id.mu.Unlock()
+		if len(ttls) >= 2 {
+			if ttls[1] > 2*time.Second+500*time.Millisecond {
+				t.Errorf("the token made 2 s into a 4 s operation lives %v", ttls[1])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the token was not renewed on a rotation")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func TestCredentialsNeedIssuer(t *testing.T) {
 	r := &Runner{opts: Options{DataDir: t.TempDir()}, log: slog.New(slog.DiscardHandler)}
 	w := &workspace{Workspace: model.Workspace{Name: "net"}, redact: newRedactor(nil)}
@@ -181,5 +220,52 @@ func TestWriteCredentialsNames(t *testing.T) {
 		if err := writeCredentials(t.TempDir(), model.CredentialSet{Files: map[string][]byte{name: nil}}); err == nil {
 			t.Errorf("file name %q accepted", name)
 		}
+	}
+}
+
+// TestMintedTokensUntilExpiry: the runner masks a stack's earlier tokens
+// until they expired (and the leeway passed), those of its stack only.
+func TestMintedTokensUntilExpiry(t *testing.T) {
+	var m mintedTokens
+	now := time.Now()
+	m.add("a", []string{"old-token", "old-sig"}, now.Add(-tokenLeeway-time.Second))
+	m.add("a", []string{"live-token", "live-sig"}, now.Add(time.Minute))
+	m.add("a", []string{"late-token"}, now.Add(-time.Second)) // expired, in the leeway
+	m.add("b", []string{"b-token"}, now.Add(time.Minute))
+	if got := strings.Join(m.secrets("a"), ","); got != "live-token,live-sig,late-token" {
+		t.Errorf("a's tokens: %s", got)
+	}
+	if got := strings.Join(m.secrets("b"), ","); got != "b-token" {
+		t.Errorf("b's tokens: %s", got)
+	}
+	if got := m.secrets("c"); len(got) != 0 {
+		t.Errorf("c's tokens: %v", got)
+	}
+	// A stack never asked again (removed, a review stack destroyed) does
+	// not keep its expired tokens.
+	m.add("gone", []string{"gone-token"}, now.Add(-tokenLeeway-time.Second))
+	m.add("d", []string{"d-token"}, now.Add(time.Minute))
+	if _, ok := m.byStack["gone"]; ok {
+		t.Error("the expired tokens of a stack not asked again are kept")
+	}
+}
+
+// TestCredentialsLeftByACrashRemoved: the token files of an operation
+// that a crash interrupted are removed when the runner starts.
+func TestCredentialsLeftByACrashRemoved(t *testing.T) {
+	dataDir := t.TempDir()
+	left := filepath.Join(dataDir, CredentialsDir, "op-123")
+	if err := os.MkdirAll(left, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(left, "token"), []byte("eyJ.eyJ.sig"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{opts: Options{DataDir: dataDir, DefaultBackend: "file://" + filepath.Join(dataDir, "backend")}, log: slog.New(slog.DiscardHandler)}
+	if err := r.prepareDataDir(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("the credentials a crash left are still there: %v", err)
 	}
 }

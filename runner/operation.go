@@ -173,6 +173,9 @@ func (r *Runner) operate(ctx context.Context, w *workspace, op model.Operation) 
 			}
 			return res, err
 		}
+		// The steps show the stack's tokens in clear (an old value in the
+		// state, a new one): a verdict that quotes them is scrubbed of them.
+		res.PolicySecrets = append(res.PolicySecrets, r.tokens.secrets(w.Name)...)
 	}
 	switch {
 	case op.SavePlan && op.Type == model.UpdatePreview:

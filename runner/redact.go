@@ -23,7 +23,8 @@ const minRedactSecret = 4
 // redactor masks the secrets the runner knows of w in text: its secret
 // config values, the values of its environment that are secret by kind
 // (SecretEnv) or by name, the daemon-wide environment's secret-named
-// values, the passphrases and the backend URL's userinfo. A plain value
+// values, the passphrases, the backend URL's userinfo and the tokens of
+// the stack's earlier operations that may still be good. A plain value
 // such as a region stays readable. Each is masked as written, JSON-escaped and in
 // base64.
 func (r *Runner) redactor(w *workspace) *redactor {
@@ -39,6 +40,7 @@ func (r *Runner) redactor(w *workspace) *redactor {
 		}
 	}
 	secrets = append(secrets, r.secretDaemonEnv...)
+	secrets = append(secrets, r.tokens.secrets(w.Name)...)
 	if len(r.passphrase) >= minRedactSecret {
 		secrets = append(secrets, r.passphrase)
 	}

@@ -102,6 +102,9 @@ type Runner struct {
 	// secretDaemonEnv are the values of the daemon-wide environment
 	// (PassEnv, Env) whose names say secret: hidden in logs and outputs.
 	secretDaemonEnv []string
+	// tokens are the cloud credentials' tokens made for each stack, masked
+	// in its operations until they expire (see mintedTokens).
+	tokens mintedTokens
 }
 
 var _ daemon.Runner = (*Runner)(nil)
@@ -172,8 +175,12 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 }
 
 // prepareDataDir creates the directories, the passphrase file and the
-// key of the config digests.
+// key of the config digests, and removes the credentials of operations
+// a crash left (no operation runs yet).
 func (r *Runner) prepareDataDir() error {
+	if err := os.RemoveAll(filepath.Join(r.opts.DataDir, CredentialsDir)); err != nil {
+		return fmt.Errorf("the credentials of earlier operations: %w", err)
+	}
 	for _, sub := range []string{"", "workspaces", "pulumi-home", "pulumi-home/plugins", "tmp", "home"} {
 		if err := os.MkdirAll(filepath.Join(r.opts.DataDir, sub), 0o700); err != nil {
 			return err
