@@ -181,7 +181,9 @@ func (p *Previewer) identity(t target, ev review.Event, commit string) *model.Id
 	if base == nil {
 		return nil
 	}
-	req := resolve.Identity(base.Spec.Credentials, base.Labels, base.Spec.ProjectRepo, commit, nil)
+	// The repository is the one the preview fetches: a pull request to
+	// the manifests may name another.
+	req := resolve.Identity(base.Spec.Credentials, base.Labels, t.stack.Spec.ProjectRepo, commit, nil)
 	if req != nil {
 		req.PullRequest, req.Author = ev.Number, ev.Author
 	}
