@@ -554,13 +554,13 @@ func orphanMessage(src string) string {
 }
 
 // orphans names the stacks kept since their source left.
-func (d locked) orphans() []string {
-	var out []string
-	for _, name := range slices.Sorted(maps.Keys(d.stacks)) {
-		if d.stacks[name].rec.Orphaned != "" {
+func (d locked) orphans() (out []string) {
+	for name, st := range d.stacks {
+		if st.rec.Orphaned != "" {
 			out = append(out, name)
 		}
 	}
+	slices.Sort(out)
 	return out
 }
 

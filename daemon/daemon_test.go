@@ -759,6 +759,32 @@ func TestSyncWaves(t *testing.T) {
 	h.eventually("both ready", func() bool { return h.ready("early") && h.ready("late") })
 }
 
+// TestStackVersionsByName: StackVersions lists every stack by name,
+// though the loop orders stacks by sync wave, and follows the stacks that
+// come and go.
+func TestStackVersionsByName(t *testing.T) {
+	h := newHarness(t, manifestDoc("late", "1")+"---\n"+manifestDoc("early", "-1")+"---\n"+manifestDoc("mid", "0"), nil)
+	for _, name := range []string{"late", "early", "mid", "zed"} {
+		h.fetcher.set("https://git.example/"+name+".git", sha1, nil)
+	}
+	names := func() string {
+		var out []string
+		for _, sv := range h.d.StackVersions() {
+			out = append(out, sv.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	h.start()
+	h.eventually("every stack ready", func() bool { return h.ready("late") && h.ready("early") && h.ready("mid") })
+	if got := names(); got != "early late mid" {
+		t.Fatalf("StackVersions = %s, want early late mid", got)
+	}
+	if err := h.d.Apply(h.parse(manifestDoc("zed", "-2") + "---\n" + manifestDoc("late", "1"))); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("early and mid gone, zed there", func() bool { return names() == "late zed" })
+}
+
 func TestRepoKey(t *testing.T) {
 	same := []string{
 		"https://github.com/Acme/App.git",

@@ -22,14 +22,14 @@ var ErrUnknownStack = errors.New("unknown stack")
 func (d *Daemon) StackVersions() []model.StackVersion {
 	l := d.lock()
 	defer l.unlock()
-	out := make([]model.StackVersion, 0, len(l.stacks))
-	for _, name := range slices.Sorted(maps.Keys(l.stacks)) {
+	names := l.evalOrder() // kept, by sync wave then name: by name unless waves differ
+	if !slices.IsSorted(names) {
+		names = slices.Sorted(slices.Values(names))
+	}
+	out := make([]model.StackVersion, 0, len(names))
+	for _, name := range names {
 		l.cleanStatus(l.stacks[name])
-		v := model.StackVersion{Name: name, Version: l.stacks[name].version}
-		if l.clustered {
-			v.Holder = l.own.Holder(name)
-		}
-		out = append(out, v)
+		out = append(out, model.StackVersion{Name: name, Version: l.stacks[name].version, Holder: l.own.Holder(name)})
 	}
 	return out
 }

@@ -245,7 +245,8 @@ func twoStacks() *fakeAPI {
 // one get 401; the operator token syncs. Each is in the audit trail with
 // who it was, and the allowed sync too.
 // TestAccessByLabel: a role that selects stacks by label sees the
-// stack's labels: it may sync a stack that has the label, not another.
+// stack's labels: it may sync a stack that has the label, not another,
+// and reads in the list the stacks that have it.
 func TestAccessByLabel(t *testing.T) {
 	api := twoStacks()
 	api.stacks[0].Labels = map[string]string{"team": "a"}
@@ -257,6 +258,17 @@ func TestAccessByLabel(t *testing.T) {
 	}
 	if code, v := callWith(t, "POST", base+"/api/v1/stacks/db/sync", bearer(operatorToken), ""); code != http.StatusForbidden {
 		t.Errorf("sync of another stack = %d %v", code, v)
+	}
+
+	// The list shows a role that reads by label the stacks with the label.
+	fa.grants["ci-viewer"] = []grant{{access.ActionRead, "label:team=a"}}
+	_, base = startWith(t, Options{API: api, Access: fa, Audit: &memAudit{}, ReadRequiresToken: true})
+	for _, view := range []string{"full", "summary"} {
+		code, v := callWith(t, "GET", base+"/api/v1/stacks?view="+view, bearer(viewerToken), "")
+		if stacks, _ := v["stacks"].([]any); code != http.StatusOK || len(stacks) != 1 || v["total"] != 1.0 ||
+			stacks[0].(map[string]any)["name"] != "app" {
+			t.Errorf("%s list read by label = %d %v", view, code, v)
+		}
 	}
 }
 

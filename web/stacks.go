@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -14,10 +15,13 @@ import (
 	"github.com/stackd/stackd/web/view"
 )
 
-// The stack list at fleet size: each stack's view, its JSON (full and
-// summary) and its UI row are made once per change of the stack (the
-// daemon's StackVersions say which changed), not per request; a request
-// filters and pages what is kept.
+// The stack list at fleet size: each stack's summary JSON and UI row are
+// made once per change of the stack (the daemon's StackVersions say which
+// changed), not per request; a request filters and pages what is kept,
+// and writes the kept JSON as it is, through a pooled buffer, with its
+// length known beforehand. A stack's full view is not kept, only its
+// JSON, made the first time a full list shows the stack and then at each
+// of its changes: the UI and the summaries never need it.
 
 // Paging of GET /api/v1/stacks and the UI's list.
 const (
@@ -30,10 +34,10 @@ const (
 type stackEntry struct {
 	version uint64
 	holder  string
-	view    model.StackView
-	full    json.RawMessage
-	summary view.StackSummary
-	short   json.RawMessage // summary's JSON
+	ref     access.StackRef // what access decides on: name, source, labels
+	health  string          // the summary's, which ?health= filters on
+	full    json.RawMessage // the view's JSON; nil until a full list asks
+	short   json.RawMessage // the summary's JSON
 	row     view.StackRow
 }
 
@@ -44,7 +48,8 @@ type stackCache struct {
 }
 
 // list returns every stack, by name, rendering again those whose version
-// or holder changed since they were last rendered.
+// or holder changed since they were last rendered (with their full JSON
+// when they had it).
 func (c *stackCache) list(api API) []*stackEntry {
 	versions := api.StackVersions()
 	c.mu.Lock()
@@ -53,32 +58,64 @@ func (c *stackCache) list(api API) []*stackEntry {
 		c.entries = map[string]*stackEntry{}
 	}
 	out := make([]*stackEntry, 0, len(versions))
-	live := make(map[string]bool, len(versions))
 	for _, sv := range versions {
-		live[sv.Name] = true
 		e := c.entries[sv.Name]
 		if e == nil || e.version != sv.Version || e.holder != sv.Holder {
 			v, err := api.Stack(sv.Name)
 			if err != nil {
 				continue // gone meanwhile
 			}
-			e = render(v, sv)
+			e = render(v, sv, e != nil && e.full != nil)
 			c.entries[sv.Name] = e
 		}
 		out = append(out, e)
 	}
-	for name := range c.entries {
-		if !live[name] {
-			delete(c.entries, name)
+	if len(c.entries) > len(out) { // some stacks are gone
+		live := make(map[string]bool, len(out))
+		for _, e := range out {
+			live[e.ref.Name] = true
+		}
+		for name := range c.entries {
+			if !live[name] {
+				delete(c.entries, name)
+			}
 		}
 	}
 	return out
 }
 
-func render(v model.StackView, sv model.StackVersion) *stackEntry {
-	e := &stackEntry{version: sv.Version, holder: sv.Holder, view: v, summary: view.SummaryOf(&v), row: view.Summarize(v)}
-	e.full, _ = json.Marshal(v)
-	e.short, _ = json.Marshal(e.summary)
+// withFull returns page with each entry's full JSON, rendering again the
+// entries without it (and keeping them, so that from then on each one's
+// full JSON is made at its changes); a stack gone meanwhile leaves the
+// page.
+func (c *stackCache) withFull(api API, page []*stackEntry) []*stackEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := page[:0]
+	for _, e := range page {
+		if e.full == nil {
+			v, err := api.Stack(e.ref.Name)
+			if err != nil {
+				continue
+			}
+			re := render(v, model.StackVersion{Name: e.ref.Name, Version: e.version, Holder: e.holder}, true)
+			if c.entries[e.ref.Name] == e {
+				c.entries[e.ref.Name] = re
+			}
+			e = re
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func render(v model.StackView, sv model.StackVersion, full bool) *stackEntry {
+	sum := view.SummaryOf(&v)
+	e := &stackEntry{version: sv.Version, holder: sv.Holder, ref: *refOf(&v), health: sum.Health, row: view.Summarize(v)}
+	if full {
+		e.full, _ = json.Marshal(v)
+	}
+	e.short, _ = json.Marshal(sum)
 	return e
 }
 
@@ -106,9 +143,9 @@ func parseStackQuery(v url.Values, def int) (stackQuery, error) {
 var errBadLimit = errors.New("limit must be a positive integer")
 
 func (q stackQuery) match(e *stackEntry) bool {
-	return (q.health == "" || strings.EqualFold(e.summary.Health, q.health)) &&
-		(q.source == "" || e.summary.Source == q.source) &&
-		(q.q == "" || strings.Contains(strings.ToLower(e.summary.Name), strings.ToLower(q.q)))
+	return (q.health == "" || strings.EqualFold(e.health, q.health)) &&
+		(q.source == "" || e.ref.Source == q.source) &&
+		(q.q == "" || strings.Contains(strings.ToLower(e.ref.Name), strings.ToLower(q.q)))
 }
 
 // page filters entries (sorted by name) and returns the page after
@@ -120,11 +157,11 @@ func (q stackQuery) page(entries []*stackEntry) (page []*stackEntry, total int, 
 			continue
 		}
 		total++
-		if e.summary.Name <= q.after && q.after != "" {
+		if e.ref.Name <= q.after && q.after != "" {
 			continue
 		}
 		if len(page) == q.limit {
-			next = page[len(page)-1].summary.Name
+			next = page[len(page)-1].ref.Name
 			continue
 		}
 		page = append(page, e)
@@ -147,28 +184,50 @@ func (s *Server) listStacks(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
+	summary := shape == "summary"
 	page, total, next := q.page(s.readable(principal(r), s.stacks.list(s.api)))
-	var b strings.Builder
-	b.WriteString(`{"stacks":[`)
-	for i, e := range page {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		if shape == "summary" {
-			b.Write(e.short)
-		} else {
-			b.Write(e.full)
-		}
+	if !summary {
+		page = s.stacks.withFull(s.api, page)
 	}
-	b.WriteString(`],"total":` + strconv.Itoa(total))
+	tail := `],"total":` + strconv.Itoa(total)
 	if next != "" {
 		nb, _ := json.Marshal(next)
-		b.WriteString(`,"next":` + string(nb))
+		tail += `,"next":` + string(nb)
 	}
-	b.WriteString("}\n")
+	tail += "}\n"
+	const head = `{"stacks":[`
+	size := len(head) + len(tail) + max(len(page)-1, 0)
+	for _, e := range page {
+		size += len(e.json(summary))
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write([]byte(b.String()))
+	w.Header().Set("Content-Length", strconv.Itoa(size))
+	bw := listWriters.Get().(*bufio.Writer)
+	defer listWriters.Put(bw)
+	bw.Reset(w)
+	_, _ = bw.WriteString(head)
+	for i, e := range page {
+		if i > 0 {
+			_ = bw.WriteByte(',')
+		}
+		_, _ = bw.Write(e.json(summary))
+	}
+	_, _ = bw.WriteString(tail)
+	_ = bw.Flush()
+	bw.Reset(nil) // keeps no response
 }
+
+// json is e's JSON in the list: its summary's, or its full view's.
+func (e *stackEntry) json(summary bool) json.RawMessage {
+	if summary {
+		return e.short
+	}
+	return e.full
+}
+
+// listWriters buffer the list's writes: a few large writes to the
+// connection rather than one per stack (or one copy of the whole list).
+var listWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
 
 const maxInt = int(^uint(0) >> 1)
 
@@ -181,7 +240,7 @@ func (s *Server) readable(p model.Principal, entries []*stackEntry) []*stackEntr
 	out := make([]*stackEntry, 0, len(entries))
 	var ref access.StackRef // one for all: Access keeps none
 	for _, e := range entries {
-		ref.Name, ref.Source = e.view.Name, e.view.Source
+		ref = e.ref // with its labels, which roles may select on
 		if ok, _ := s.permit(p, access.ActionRead, &ref); ok {
 			out = append(out, e)
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 
 	"github.com/stackd/stackd/daemon/model"
@@ -35,6 +36,9 @@ func getList(t *testing.T, s *Server, query string) (stackList, []string) {
 	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/stacks"+query, nil))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("GET /api/v1/stacks%s: %d %s", query, rec.Code, rec.Body)
+	}
+	if n := rec.Header().Get("Content-Length"); n != strconv.Itoa(rec.Body.Len()) {
+		t.Fatalf("GET /api/v1/stacks%s: Content-Length %s, body of %d bytes", query, n, rec.Body.Len())
 	}
 	var l stackList
 	if err := json.Unmarshal(rec.Body.Bytes(), &l); err != nil {
@@ -100,7 +104,7 @@ func TestStackListFiltersAndPages(t *testing.T) {
 }
 
 // TestStackListRendersOncePerChange: a stack's view is read again only
-// when its version changed.
+// when its version changed, and for a full list that shows it first.
 func TestStackListRendersOncePerChange(t *testing.T) {
 	api := &recordingAPI{API: &fakeAPI{stacks: manyStacks(20)}}
 	s := New(Options{API: api, AllowedHosts: []string{"example.com"}})
@@ -121,6 +125,29 @@ func TestStackListRendersOncePerChange(t *testing.T) {
 	_ = json.Unmarshal(l.Stacks[0], &sum)
 	if counted.reads != 21 || sum.LastUpdate.State != model.UpdateFailed {
 		t.Fatalf("after one change: %d reads, state %s", counted.reads, sum.LastUpdate.State)
+	}
+
+	// A full view is read when a full list first shows its stack (a page
+	// of them only), then at each change of the stack, whichever list
+	// sees the change.
+	stateOf := func(raw json.RawMessage) string {
+		var v model.StackView
+		_ = json.Unmarshal(raw, &v)
+		return v.Status.LastUpdate.State
+	}
+	if l, names := getList(t, s, "?limit=5"); counted.reads != 26 || len(names) != 5 || l.Total != 20 {
+		t.Fatalf("a page of 5 full views: %d reads, %d of %d", counted.reads, len(names), l.Total)
+	}
+	l, names := getList(t, s, "?view=full")
+	if counted.reads != 41 || len(names) != 20 || names[7] != "stack-0007" || stateOf(l.Stacks[7]) != model.UpdateFailed {
+		t.Fatalf("every full view: %d reads, %d stacks", counted.reads, len(names))
+	}
+	f.mu.Lock()
+	f.stacks[3].Status.LastUpdate.State = model.UpdateFailed
+	f.mu.Unlock()
+	getList(t, s, "?view=summary")
+	if l, _ = getList(t, s, ""); counted.reads != 42 || stateOf(l.Stacks[3]) != model.UpdateFailed || stateOf(l.Stacks[4]) != model.UpdateSucceeded {
+		t.Fatalf("after a change seen by a summary list: %d reads, states %s, %s", counted.reads, stateOf(l.Stacks[3]), stateOf(l.Stacks[4]))
 	}
 }
 

@@ -125,9 +125,9 @@ func (s *Server) newPage(r *http.Request, title string) view.Page {
 	return pg
 }
 
-// item is row with the permissions of r's principal on v.
-func (s *Server) item(r *http.Request, v *model.StackView, row view.StackRow) view.StackItem {
-	return view.StackItem{StackRow: row, Sync: s.may(r, access.ActionSync, refOf(v))}
+// item is row with the permissions of r's principal on the stack ref.
+func (s *Server) item(r *http.Request, ref *access.StackRef, row view.StackRow) view.StackItem {
+	return view.StackItem{StackRow: row, Sync: s.may(r, access.ActionSync, ref)}
 }
 
 func (s *Server) uiList(w http.ResponseWriter, r *http.Request) {
@@ -144,7 +144,8 @@ func (s *Server) uiList(w http.ResponseWriter, r *http.Request) {
 		Hidden: len(every) - len(all), Health: q.health, Source: q.source, Q: q.q}
 	p.Live, p.Section = true, view.SectionStacks
 	for _, e := range rows {
-		p.Stacks = append(p.Stacks, s.item(r, &e.view, e.row))
+		ref := e.ref // e is shared by every request
+		p.Stacks = append(p.Stacks, s.item(r, &ref, e.row))
 	}
 	for _, src := range p.Config.Sources {
 		p.Sources = append(p.Sources, src.Source)
@@ -179,7 +180,7 @@ func (s *Server) uiStack(w http.ResponseWriter, r *http.Request) {
 		s.renderAPIError(w, r, err)
 		return
 	}
-	p := view.StackPage{Page: s.newPage(r, v.Name), Stack: s.item(r, &v, view.Summarize(v)), View: v, Spec: view.SpecYAML(v.Spec),
+	p := view.StackPage{Page: s.newPage(r, v.Name), Stack: s.item(r, refOf(&v), view.Summarize(v)), View: v, Spec: view.SpecYAML(v.Spec),
 		Outputs: view.Outputs(v.Status.Outputs), Override: s.may(r, access.ActionOverride, refOf(&v))}
 	p.Live, p.Section = true, view.SectionStacks
 	recent, err := s.api.Updates(v.Name, 0, historyLimit)

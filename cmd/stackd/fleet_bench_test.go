@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,15 +37,22 @@ import (
 // BenchmarkFleet1000 and BenchmarkFleet10000 run 1,000 and 10,000 stacks
 // on 100 repositories and report: the time until all are deployed; over
 // three polling periods while idle, the daemon's CPU (% of one core),
-// the process's RSS and Go heap, and remote calls per period; then p50
-// and p99 latencies with 8 concurrent clients of the list (full,
-// summary, a summary page), a stack's page and /metrics.
+// the process's RSS (and of it, rss-anon, what the process allocated,
+// and rss-file, its binary's pages and the store's mapped file) and Go
+// heap in use, and remote calls per period; the live heap (what a
+// collection leaves) then; then p50 and p99 latencies with 8 concurrent
+// clients of the list (full, summary, a summary page), a stack's page
+// and /metrics; and the live heap once they were all served (with the
+// caches they fill).
 func BenchmarkFleet1000(b *testing.B)  { benchFleet(b, 1000) }
 func BenchmarkFleet10000(b *testing.B) { benchFleet(b, 10000) }
 
 const fleetRepos, fleetPeriod = 100, 10 * time.Second
 
 func benchFleet(b *testing.B, n int) {
+	if os.Getenv("STACKD_FLEET_PROFILE") != "" {
+		runtime.MemProfileRate = 4096
+	}
 	root := b.TempDir()
 	for i := range fleetRepos {
 		r := &repo{t: b, dir: filepath.Join(root, fmt.Sprintf("r%03d", i))}
@@ -108,22 +116,89 @@ func benchFleet(b *testing.B, n int) {
 	time.Sleep(fleetPeriod) // the deploy's last polls and writes settle
 	since := time.Now()
 	cpu0 := cpuTime()
+	stopProfile := profilePhase(b, "idle")
 	time.Sleep(3 * fleetPeriod)
+	stopProfile()
 	cpu := cpuTime() - cpu0
 	adverts, _ := g.counts(since)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(100*cpu.Seconds()/time.Since(since).Seconds(), "idle-cpu-%")
 	b.ReportMetric(float64(rssBytes())/1e6, "rss-MB")
+	b.ReportMetric(float64(statusKB("RssAnon")<<10)/1e6, "rss-anon-MB")
+	b.ReportMetric(float64(statusKB("RssFile")<<10)/1e6, "rss-file-MB")
 	b.ReportMetric(float64(ms.HeapInuse)/1e6, "heap-MB")
 	b.ReportMetric(float64(len(adverts))/3, "remote-calls/period")
+	b.ReportMetric(liveHeap()/1e6, "live-MB")
+	profileHeap(b, "idle")
 
 	for _, path := range []string{"/api/v1/stacks", "/api/v1/stacks?view=summary",
 		"/api/v1/stacks?view=summary&limit=100&after=s00500", "/stacks/s00500", "/metrics"} {
-		p50, p99 := latencies(b, url+path, 8, 200)
 		name := strings.NewReplacer("/api/v1/", "", "?view=summary&limit=100&after=s00500", "-page", "?view=summary", "-summary", "/", "").Replace(path)
+		stopProfile := profilePhase(b, name)
+		p50, p99 := latencies(b, url+path, 8, 200)
+		stopProfile()
 		b.ReportMetric(p50, name+"-p50-ms")
 		b.ReportMetric(p99, name+"-p99-ms")
+	}
+	b.ReportMetric(liveHeap()/1e6, "live-served-MB")
+	if dir := os.Getenv("STACKD_FLEET_PROFILE"); dir != "" {
+		for file, path := range map[string]string{"list.json": "/api/v1/stacks", "summary.json": "/api/v1/stacks?view=summary"} {
+			resp, err := http.Get(url + path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			_ = os.WriteFile(filepath.Join(dir, "fleet-"+file), body, 0o600)
+		}
+	}
+}
+
+// liveHeap is the Go heap's live bytes: what a collection leaves.
+func liveHeap() float64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return float64(ms.HeapAlloc)
+}
+
+// With STACKD_FLEET_PROFILE=DIR, the fleet benchmarks write into DIR a
+// CPU profile of each phase (fleet-idle.cpu, then fleet-stacks.cpu and
+// so on, one per endpoint's load), a heap profile at idle
+// (fleet-idle.heap, sampled every 4 KiB from the start) with the runtime's
+// MemStats and /proc/self/smaps (fleet-idle.mem), and at the end the full
+// and the summary list (fleet-list.json, fleet-summary.json). Profiling
+// costs: the figures of such a run are not the benchmark's.
+func profilePhase(b *testing.B, phase string) (stop func()) {
+	dir := os.Getenv("STACKD_FLEET_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, "fleet-"+phase+".cpu"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() { pprof.StopCPUProfile(); _ = f.Close() }
+}
+
+func profileHeap(b *testing.B, phase string) {
+	if dir := os.Getenv("STACKD_FLEET_PROFILE"); dir != "" {
+		f, err := os.Create(filepath.Join(dir, "fleet-"+phase+".heap"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+			b.Fatal(err)
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		rollup, _ := os.ReadFile("/proc/self/smaps")
+		_ = os.WriteFile(filepath.Join(dir, "fleet-"+phase+".mem"), fmt.Appendf(nil, "%+v\n%s", ms, rollup), 0o600)
 	}
 }
 
@@ -196,12 +271,17 @@ func cpuTime() time.Duration {
 }
 
 // rssBytes is the process's resident set size.
-func rssBytes() int64 {
+func rssBytes() int64 { return statusKB("VmRSS") << 10 }
+
+// statusKB reads a field of /proc/self/status counted in kB: VmRSS, or
+// RssAnon (the heap, stacks: what the process made) and RssFile (its
+// binary's pages, and the store's mapped file).
+func statusKB(field string) int64 {
 	data, _ := os.ReadFile("/proc/self/status")
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10
+			return kb
 		}
 	}
 	return 0

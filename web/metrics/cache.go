@@ -2,9 +2,7 @@ package metrics
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
-	"hash/fnv"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -16,7 +14,9 @@ import (
 // response is kept and served again while the state it shows is the
 // same: no stack's version, no count and no gauge of the scheduler, the
 // config or the cluster changed (a fingerprint says so), and it is less
-// than maxAge old, so that the process's own gauges stay fresh.
+// than maxAge old, so that the process's own gauges stay fresh. A scrape
+// that finds it older makes it again; the scrapes meanwhile (of the same
+// state) get the kept one rather than wait.
 const maxAge = time.Second
 
 // Cached is next (the registry's handler) serving its response again
@@ -35,12 +35,18 @@ type cache struct {
 }
 
 type cachedScrape struct {
-	mu          sync.Mutex // held while the scrape is made
+	mu          sync.Mutex // held while the scrape of a new state is made
 	fingerprint uint64
 	at          time.Time
+	refreshing  bool // the scrape is made again, for its age alone
 	code        int
 	header      http.Header
 	body        []byte
+}
+
+// keep takes rec, the scrape of the state of fingerprint fp.
+func (e *cachedScrape) keep(fp uint64, rec *httptest.ResponseRecorder) {
+	e.fingerprint, e.at, e.code, e.header, e.body = fp, time.Now(), rec.Code, rec.Header().Clone(), rec.Body.Bytes()
 }
 
 func (c *cache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -58,10 +64,19 @@ func (c *cache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	fp := c.metrics.fingerprint()
 	e.mu.Lock()
-	if e.body == nil || e.fingerprint != fp || time.Since(e.at) > maxAge {
-		rec := httptest.NewRecorder()
-		c.next.ServeHTTP(rec, r)
-		e.fingerprint, e.at, e.code, e.header, e.body = fp, time.Now(), rec.Code, rec.Header().Clone(), rec.Body.Bytes()
+	switch {
+	case e.body == nil || e.fingerprint != fp: // the scrapes of the new state wait for this one
+		e.keep(fp, c.scrape(r))
+	case time.Since(e.at) > maxAge && !e.refreshing: // the others get the kept one meanwhile
+		e.refreshing = true
+		at := e.at
+		e.mu.Unlock()
+		rec := c.scrape(r)
+		e.mu.Lock()
+		e.refreshing = false
+		if e.at.Equal(at) { // none newer was kept meanwhile
+			e.keep(fp, rec)
+		}
 	}
 	code, header, body := e.code, e.header, e.body
 	e.mu.Unlock()
@@ -72,21 +87,24 @@ func (c *cache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
+func (c *cache) scrape(r *http.Request) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	c.next.ServeHTTP(rec, r)
+	return rec
+}
+
 // fingerprint digests what stackd's own metrics show: the observer's
 // events, every stack's version, the scheduler's, the config's and the
 // cluster's status, and the counts of pull requests and review stacks. Equal fingerprints mean equal metrics of stackd's.
+// It is made at every scrape, so without allocating per stack.
 func (m *Metrics) fingerprint() uint64 {
-	h := fnv.New64a()
-	_ = binary.Write(h, binary.LittleEndian, m.events.Load())
+	h := fnvUint(fnvOffset, m.events.Load())
 	ref := m.api.Load()
 	if ref == nil {
-		return h.Sum64()
+		return h
 	}
 	for _, sv := range ref.StackVersions() {
-		h.Write([]byte(sv.Name))
-		h.Write([]byte{0})
-		h.Write([]byte(sv.Holder))
-		_ = binary.Write(h, binary.LittleEndian, sv.Version)
+		h = fnvUint(fnvString(fnvString(h, sv.Name), sv.Holder), sv.Version)
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -99,6 +117,24 @@ func (m *Metrics) fingerprint() uint64 {
 		_ = enc.Encode(byState) // maps encode sorted
 		_ = enc.Encode(reviews)
 	}
-	h.Write(buf.Bytes())
-	return h.Sum64()
+	return fnvString(h, buf.String())
+}
+
+// FNV-1a, 64 bits (as hash/fnv's New64a), on strings and integers.
+const fnvOffset, fnvPrime = 14695981039346656037, 1099511628211
+
+// fnvString digests s, then a NUL that ends it.
+func fnvString(h uint64, s string) uint64 {
+	for i := range len(s) {
+		h = (h ^ uint64(s[i])) * fnvPrime
+	}
+	return h * fnvPrime // ^ 0
+}
+
+func fnvUint(h, v uint64) uint64 {
+	for range 8 {
+		h = (h ^ v&0xff) * fnvPrime
+		v >>= 8
+	}
+	return h
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"hash/fnv"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -345,5 +346,70 @@ func TestMetricsServedAgainWhileUnchanged(t *testing.T) {
 	webtest.Scrape(t, url)
 	if gathered.Load() != before+1 {
 		t.Errorf("a scrape older than %s was served again", maxAge)
+	}
+}
+
+// gatedCollector counts its gatherings, and holds one while held is set,
+// until release.
+type gatedCollector struct {
+	n       atomic.Int64
+	held    atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedCollector) Describe(chan<- *prometheus.Desc) {}
+func (g *gatedCollector) Collect(chan<- prometheus.Metric) {
+	g.n.Add(1)
+	if g.held.Load() {
+		g.entered <- struct{}{}
+		<-g.release
+	}
+}
+
+// TestMetricsKeptWhileMadeAgain: while a scrape older than maxAge is made
+// again, the scrapes of the same state get the kept one rather than wait;
+// the one made again is kept then.
+func TestMetricsKeptWhileMadeAgain(t *testing.T) {
+	api := &fakeState{stacks: metricStacks()}
+	reg := prometheus.NewRegistry()
+	g := &gatedCollector{entered: make(chan struct{}), release: make(chan struct{})}
+	reg.MustRegister(g)
+	url := serve(t, reg, New(reg, api, "1.2.3"))
+	first := webtest.Scrape(t, url)
+	time.Sleep(maxAge + 100*time.Millisecond)
+	g.held.Store(true)
+	again := make(chan error, 1)
+	go func() {
+		resp, err := http.Get(url + "/metrics")
+		if err == nil {
+			resp.Body.Close()
+		}
+		again <- err
+	}()
+	<-g.entered // the aged scrape is made again, and held
+	g.held.Store(false)
+	released := sync.OnceFunc(func() { close(g.release) })
+	t.Cleanup(released)
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(url + "/metrics")
+	if err != nil {
+		t.Fatalf("a scrape while the aged one is made again waited for it: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != first {
+		t.Errorf("a scrape while the aged one is made again is not the kept one:\n%s", body)
+	}
+	if n := g.n.Load(); n != 2 {
+		t.Errorf("gathered %d times, want 2: the first scrape and the one made again", n)
+	}
+	released()
+	if err := <-again; err != nil {
+		t.Fatal(err)
+	}
+	webtest.Scrape(t, url)
+	if n := g.n.Load(); n != 2 {
+		t.Errorf("gathered %d times, want 2: the scrape made again is not kept", n)
 	}
 }
