@@ -39,7 +39,14 @@ func savedTokens(t *testing.T, out, name string) []string {
 // is still good then (it lives up to --oidc-token-ttl): the preview that
 // follows (here Preview now; a pull request's alike) must not show it in
 // its diff, its log or the stack's history, nor the store keep it.
-func TestE2ECredentialsEarlierTokenMasked(t *testing.T) {
+func TestE2ECredentialsEarlierTokenMasked(t *testing.T) { earlierTokenMasked(t, false) }
+
+// TestE2ECredentialsEarlierTokenMaskedAfterRestart: the same, with the
+// daemon restarted between the up and the preview, so that no runner
+// remembers the up's token: it is masked as a JSON Web Token.
+func TestE2ECredentialsEarlierTokenMaskedAfterRestart(t *testing.T) { earlierTokenMasked(t, true) }
+
+func earlierTokenMasked(t *testing.T, restart bool) {
 	t.Parallel()
 	const issuer = "https://stackd.example.com"
 	r := newRepo(t)
@@ -47,13 +54,20 @@ func TestE2ECredentialsEarlierTokenMasked(t *testing.T) {
 	out := outDir(t)
 	dataDir := t.TempDir()
 	peek := fmt.Sprintf(`cat "$STACKD_ID_TOKEN" > %s/a-$(date +%%s%%N).jwt; cat "$STACKD_ID_TOKEN"`, out)
-	in := startDaemonWith(t, "stacks:\n"+stackYAML("a", r, fmt.Sprintf(`    config:
+	config := "stacks:\n" + stackYAML("a", r, fmt.Sprintf(`    config:
       path: %s
       peek: %q
     credentials:
       token: {audience: vault, env: STACKD_ID_TOKEN}
-`, filepath.Join(out, "a.txt"), peek)), dataDir, func(f *runFlags) { f.idIssuerURL = issuer })
+`, filepath.Join(out, "a.txt"), peek))
+	issuing := func(f *runFlags) { f.idIssuerURL = issuer }
+	in := startDaemonWith(t, config, dataDir, issuing)
 	in.waitStack("a", "Ready", 2*time.Minute, isReady)
+	if restart {
+		in.stop()
+		in = startDaemonWith(t, config, dataDir, issuing)
+		in.waitStack("a", "Ready", 2*time.Minute, isReady)
+	}
 	if code := in.post("/api/v1/stacks/a/preview", nil, map[string]string{"Authorization": "Bearer " + in.token}); code != http.StatusAccepted {
 		t.Fatalf("preview now: %d", code)
 	}

@@ -21,7 +21,8 @@ import (
 // Each value is scrubbed as written, line by line when it has several,
 // JSON-escaped, URL-escaped and in base64; values shorter than MinLen,
 // and those that the mask itself holds, are not. Clean also masks the
-// credentials of URLs (see URLs) and drops terminal escape sequences.
+// credentials of URLs (see URLs) and every JSON Web Token (see JWTs), and
+// drops terminal escape sequences.
 //
 // A Redactor is safe for concurrent use: Add builds a new matcher and
 // swaps it in, so that Clean never waits. A nil *Redactor scrubs URLs
@@ -126,12 +127,13 @@ func jsonEscaped(s string, escapeHTML bool) string {
 }
 
 // Clean drops terminal escapes from text and masks every secret and
-// every URL credential in it. Clean(Clean(t)) == Clean(t).
+// every URL credential and JSON Web Token in it. Clean(Clean(t)) ==
+// Clean(t).
 func (r *Redactor) Clean(text string) string {
 	if strings.IndexByte(text, 0x1b) >= 0 {
 		text = ansiEscape.ReplaceAllString(text, "")
 	}
-	return URLs(r.secrets(text))
+	return URLs(JWTs(r.secrets(text)))
 }
 
 // secrets masks r's secrets and its parents'.
