@@ -48,6 +48,22 @@ outputs:
   seen: ${seen.output}
 `
 
+// testIssuer is the issuer URL of the credentials tests.
+const testIssuer = "https://stackd.example.com"
+
+// issuing makes a daemon an issuer of testIssuer.
+func issuing(f *runFlags) { f.idIssuerURL = testIssuer }
+
+// tokenStack is stack name of r's credsProgram: its program runs the
+// shell command peek and writes what it printed to <out>/<name>.txt; its
+// operations get a token for the audience vault, whose file
+// STACKD_ID_TOKEN names. extra is more of the spec, creds more lines of
+// its credentials.
+func tokenStack(name string, r *repo, out, peek, extra, creds string) string {
+	return stackYAML(name, r, fmt.Sprintf("    config:\n      path: %s\n      peek: %q\n%s    credentials:\n%s      token: {audience: vault, env: STACKD_ID_TOKEN}\n",
+		filepath.Join(out, name+".txt"), peek, extra, creds))
+}
+
 // jwtPattern finds compact JWTs in text.
 var jwtPattern = regexp.MustCompile(`eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)
 
@@ -65,20 +81,13 @@ type stackClaims struct {
 // the files go with the operation.
 func TestE2ECredentials(t *testing.T) {
 	t.Parallel()
-	const issuer = "https://stackd.example.com"
 	r := newRepo(t)
 	commit := r.commit(map[string]string{"Pulumi.yaml": credsProgram})
 	out, g := outDir(t), newGates(t)
 	dataDir := t.TempDir()
 	stack := func(name, peek string) string {
-		return stackYAML(name, r, fmt.Sprintf(`    config:
-      path: %s
-      peek: %q
-    envRefs:
-%s    credentials:
-      aws: {roleArn: "arn:aws:iam::123456789012:role/%s-write", readRoleArn: "arn:aws:iam::123456789012:role/%s-read"}
-      token: {audience: vault, env: STACKD_ID_TOKEN}
-`, filepath.Join(out, name+".txt"), peek, g.envRef(), name, name))
+		return tokenStack(name, r, out, peek, "    envRefs:\n"+g.envRef(), fmt.Sprintf(
+			"      aws: {roleArn: \"arn:aws:iam::123456789012:role/%s-write\", readRoleArn: \"arn:aws:iam::123456789012:role/%s-read\"}\n", name, name))
 	}
 	// b's program keeps its token, and is held in its create while a
 	// runs.
@@ -87,7 +96,7 @@ func TestE2ECredentials(t *testing.T) {
 	}
 	g.close("create", "b.txt")
 	cfgB := "stacks:\n" + stack("b", keep("b"))
-	in := startDaemonWith(t, cfgB, dataDir, func(f *runFlags) { f.idIssuerURL = issuer })
+	in := startDaemonWith(t, cfgB, dataDir, issuing)
 	g.waitHeld("create", "b.txt", 2*time.Minute)
 	bDirs, _ := filepath.Glob(filepath.Join(dataDir, runner.CredentialsDir, "op-*"))
 	if len(bDirs) != 1 {
@@ -116,7 +125,7 @@ func TestE2ECredentials(t *testing.T) {
 		t.Errorf("a's program read b's credentials:\n%s", stolen)
 	}
 
-	verifier := oidc.NewVerifier(issuer, oidc.NewRemoteKeySet(context.Background(), in.url+"/.well-known/jwks.json"),
+	verifier := oidc.NewVerifier(testIssuer, oidc.NewRemoteKeySet(context.Background(), in.url+"/.well-known/jwks.json"),
 		&oidc.Config{ClientID: "vault"})
 	tokens := func(name string) []string {
 		files, _ := filepath.Glob(filepath.Join(out, name+"-*.jwt"))
@@ -219,18 +228,11 @@ func TestE2ECredentials(t *testing.T) {
 // a write token that names who approved it.
 func TestE2ECredentialsApprovedBy(t *testing.T) {
 	t.Parallel()
-	const issuer = "https://stackd.example.com"
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": credsProgram})
 	out := outDir(t)
 	peek := fmt.Sprintf(`cat "$STACKD_ID_TOKEN" > %s/app-$(date +%%s%%N).jwt; echo ok`, out)
-	in := startDaemonWith(t, "stacks:\n"+stackYAML("app", r, fmt.Sprintf(`    config:
-      path: %s
-      peek: %q
-    approval: {required: true}
-    credentials:
-      token: {audience: vault, env: STACKD_ID_TOKEN}
-`, filepath.Join(out, "app.txt"), peek)), "", func(f *runFlags) { f.idIssuerURL = issuer })
+	in := startDaemonWith(t, "stacks:\n"+tokenStack("app", r, out, peek, "    approval: {required: true}\n", ""), "", issuing)
 	in.waitStack("app", "the plan", 2*time.Minute, awaitingAt(""))
 	in.approveAndWait("app")
 	files, _ := filepath.Glob(filepath.Join(out, "app-*.jwt"))
@@ -238,7 +240,7 @@ func TestE2ECredentialsApprovedBy(t *testing.T) {
 	if len(files) != 2 {
 		t.Fatalf("tokens: %v, want the preview's and the up's", files)
 	}
-	verifier := oidc.NewVerifier(issuer, oidc.NewRemoteKeySet(context.Background(), in.url+"/.well-known/jwks.json"),
+	verifier := oidc.NewVerifier(testIssuer, oidc.NewRemoteKeySet(context.Background(), in.url+"/.well-known/jwks.json"),
 		&oidc.Config{ClientID: "vault"})
 	var got []string
 	for _, f := range files {

@@ -12,6 +12,11 @@ import (
 	"github.com/stackd/stackd/daemon/review"
 )
 
+// credsManifestProgram is credsProgram taking the config greeting too, as
+// the manifests of the forge tests give it (see manifest).
+var credsManifestProgram = strings.Replace(credsProgram, "  peek:\n    type: String\n",
+	"  peek:\n    type: String\n  greeting:\n    type: String\n", 1)
+
 // TestE2EPullRequestPreviewCredentials: a pull request cannot choose the
 // cloud role its code runs with. In force, stack b's previews take the
 // read role b-read. The pull request points b's readRoleArn at an admin
@@ -21,11 +26,9 @@ import (
 func TestE2EPullRequestPreviewCredentials(t *testing.T) {
 	t.Parallel()
 	toolchainBin(t)
-	const issuer = "https://stackd.example.com"
 	g := newForgeRig(t, review.GitHub)
 	programs, manifests := g.repo("infra"), g.repo("manifests")
-	programs.commit(map[string]string{"app/Pulumi.yaml": strings.Replace(credsProgram, "  peek:\n    type: String\n",
-		"  peek:\n    type: String\n  greeting:\n    type: String\n", 1)})
+	programs.commit(map[string]string{"app/Pulumi.yaml": credsManifestProgram})
 	out := outDir(t)
 	// Each operation leaves the token it got and the role it was given.
 	peek := func(name string) string {
@@ -39,7 +42,7 @@ func TestE2EPullRequestPreviewCredentials(t *testing.T) {
 	b := func(greeting, read string) string {
 		return manifest("b", g.url("infra"), out, greeting) + peek("b") + creds(read)
 	}
-	g.startManifests(manifests, func(f *runFlags) { f.idIssuerURL = issuer }, map[string]string{"b": b("hello", "b-read")})
+	g.startManifests(manifests, issuing, map[string]string{"b": b("hello", "b-read")})
 	deployed, _ := filepath.Glob(filepath.Join(out, "b-*.jwt"))
 
 	pr := &pullRequest{repo: "acme/manifests", name: "manifests", number: 5}
@@ -61,7 +64,7 @@ func TestE2EPullRequestPreviewCredentials(t *testing.T) {
 	if role := readFile(t, strings.TrimSuffix(previewed, ".jwt")+".role"); strings.TrimSpace(role) != "arn:aws:iam::123456789012:role/b-read" {
 		t.Errorf("b's preview ran with role %q, not the read role in force", role)
 	}
-	verifier := oidc.NewVerifier(issuer, oidc.NewRemoteKeySet(context.Background(), g.in.url+"/.well-known/jwks.json"),
+	verifier := oidc.NewVerifier(testIssuer, oidc.NewRemoteKeySet(context.Background(), g.in.url+"/.well-known/jwks.json"),
 		&oidc.Config{ClientID: "vault"})
 	idt, err := verifier.Verify(context.Background(), strings.TrimSpace(readFile(t, previewed)))
 	if err != nil {

@@ -48,19 +48,12 @@ func TestE2ECredentialsEarlierTokenMaskedAfterRestart(t *testing.T) { earlierTok
 
 func earlierTokenMasked(t *testing.T, restart bool) {
 	t.Parallel()
-	const issuer = "https://stackd.example.com"
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": credsProgram})
 	out := outDir(t)
 	dataDir := t.TempDir()
 	peek := fmt.Sprintf(`cat "$STACKD_ID_TOKEN" > %s/a-$(date +%%s%%N).jwt; cat "$STACKD_ID_TOKEN"`, out)
-	config := "stacks:\n" + stackYAML("a", r, fmt.Sprintf(`    config:
-      path: %s
-      peek: %q
-    credentials:
-      token: {audience: vault, env: STACKD_ID_TOKEN}
-`, filepath.Join(out, "a.txt"), peek))
-	issuing := func(f *runFlags) { f.idIssuerURL = issuer }
+	config := "stacks:\n" + tokenStack("a", r, out, peek, "", "")
 	in := startDaemonWith(t, config, dataDir, issuing)
 	in.waitStack("a", "Ready", 2*time.Minute, isReady)
 	if restart {
@@ -137,7 +130,6 @@ warn contains msg if {
 func TestE2EPullRequestPreviewEarlierToken(t *testing.T) {
 	t.Parallel()
 	toolchainBin(t)
-	const issuer = "https://stackd.example.com"
 	g := newForgeRig(t, review.GitHub)
 	programs := g.repo("infra")
 	programs.commit(map[string]string{"app/Pulumi.yaml": credsProgram})
@@ -147,7 +139,7 @@ func TestE2EPullRequestPreviewEarlierToken(t *testing.T) {
       token: {audience: vault, env: STACKD_ID_TOKEN}
 `, out)
 	g.start(strings.Replace(manifest("b", g.url("infra"), out, "hello"), "      greeting: hello\n", "", 1)+peek,
-		func(f *runFlags) { f.idIssuerURL = issuer })
+		issuing)
 	g.in.waitStack("b", "first deploy", 2*time.Minute, isReady)
 	pr := &pullRequest{repo: "acme/infra", name: "infra", number: 3}
 	g.push(programs, pr, map[string]string{"app/Pulumi.yaml": credsProgram + "# changed\n"})
@@ -193,7 +185,6 @@ func TestE2EPullRequestPreviewEarlierToken(t *testing.T) {
 // log, the stack's status or the store.
 func TestE2EPolicyVerdictQuotesToken(t *testing.T) {
 	t.Parallel()
-	const issuer = "https://stackd.example.com"
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": credsProgram})
 	out := outDir(t)
@@ -203,12 +194,10 @@ func TestE2EPolicyVerdictQuotesToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	peek := fmt.Sprintf(`[ -f %[1]s/first ] || cat "$STACKD_ID_TOKEN" > %[1]s/first; cat "$STACKD_ID_TOKEN" > %[1]s/a-$(date +%%s%%N).jwt; cat %[1]s/first`, out)
-	in := startDaemonWith(t, "stacks:\n"+stackYAML("a", r, fmt.Sprintf(`    config:
-      path: %s
-      peek: %q
-    credentials:
-      token: {audience: vault, env: STACKD_ID_TOKEN}
-`, filepath.Join(out, "a.txt"), peek)), dataDir, func(f *runFlags) { f.idIssuerURL, f.policy = issuer, policies })
+	in := startDaemonWith(t, "stacks:\n"+tokenStack("a", r, out, peek, "", ""), dataDir, func(f *runFlags) {
+		issuing(f)
+		f.policy = policies
+	})
 	v := in.waitStack("a", "Ready", 2*time.Minute, isReady)
 	_, body := in.get("/api/v1/stacks/a", nil)
 	answers := []string{string(body)}
@@ -257,24 +246,17 @@ func TestE2EPolicyVerdictQuotesToken(t *testing.T) {
 // left behind ends with a's operation.
 func TestE2ECredentialsHostileProgram(t *testing.T) {
 	t.Parallel()
-	const issuer = "https://stackd.example.com"
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": credsProgram})
 	out, g := outDir(t), newGates(t)
 	dataDir := t.TempDir()
 	stack := func(name, peek string) string {
-		return stackYAML(name, r, fmt.Sprintf(`    config:
-      path: %s
-      peek: %q
-    envRefs:
-%s    credentials:
-      token: {audience: vault, env: STACKD_ID_TOKEN}
-`, filepath.Join(out, name+".txt"), peek, g.envRef()))
+		return tokenStack(name, r, out, peek, "    envRefs:\n"+g.envRef(), "")
 	}
 	// b keeps its token file open in a process of its own.
 	victim := fmt.Sprintf(`cat "$STACKD_ID_TOKEN" > %s/b-$(date +%%s%%N).jwt; sleep 30 < "$STACKD_ID_TOKEN" > /dev/null 2>&1 & echo ok`, out)
 	g.close("create", "b.txt")
-	in := startDaemonWith(t, "stacks:\n"+stack("b", victim), dataDir, func(f *runFlags) { f.idIssuerURL = issuer })
+	in := startDaemonWith(t, "stacks:\n"+stack("b", victim), dataDir, issuing)
 	g.waitHeld("create", "b.txt", 2*time.Minute)
 	dirs, _ := filepath.Glob(filepath.Join(dataDir, "credentials", "op-*"))
 	if len(dirs) != 1 {
@@ -351,7 +333,6 @@ true`, out, linger, bToken)
 // them.
 func TestE2ECredentialsTokenForms(t *testing.T) {
 	t.Parallel()
-	const issuer = "https://stackd.example.com"
 	r := newRepo(t)
 	r.commit(map[string]string{"Pulumi.yaml": credsProgram})
 	out := outDir(t)
@@ -363,12 +344,7 @@ echo "JSON {\"token\":\"$(cat "$T")\"}" >&2
 echo "HALF1 $(cut -d. -f3 < "$T" | cut -c1-170)" >&2; echo "HALF2 $(cut -d. -f3 < "$T" | cut -c171-)" >&2
 echo "B64URL $(base64 -w0 < "$T" | tr '+/' '-_')" >&2; echo "HEX $(od -An -tx1 < "$T" | tr -d ' \n')" >&2
 echo "failing with $(cat "$T")"; exit 3`, out)
-	in := startDaemonWith(t, "stacks:\n"+stackYAML("a", r, fmt.Sprintf(`    config:
-      path: %s
-      peek: %q
-    credentials:
-      token: {audience: vault, env: STACKD_ID_TOKEN}
-`, filepath.Join(out, "a.txt"), peek)), dataDir, func(f *runFlags) { f.idIssuerURL = issuer })
+	in := startDaemonWith(t, "stacks:\n"+tokenStack("a", r, out, peek, "", ""), dataDir, issuing)
 	v := in.waitStack("a", "a failed update", 2*time.Minute, func(v model.StackView) bool {
 		return v.Status.LastUpdate != nil && v.Status.LastUpdate.State == model.UpdateFailed
 	})
@@ -414,11 +390,9 @@ echo "failing with $(cat "$T")"; exit 3`, out)
 func TestE2EPullRequestStackOfAnotherSource(t *testing.T) {
 	t.Parallel()
 	toolchainBin(t)
-	const issuer = "https://stackd.example.com"
 	g := newForgeRig(t, review.GitHub)
 	programs, manifests := g.repo("infra"), g.repo("manifests")
-	programs.commit(map[string]string{"app/Pulumi.yaml": strings.Replace(credsProgram, "  peek:\n    type: String\n",
-		"  peek:\n    type: String\n  greeting:\n    type: String\n", 1)})
+	programs.commit(map[string]string{"app/Pulumi.yaml": credsManifestProgram})
 	out := outDir(t)
 	peek := func(name string) string {
 		return fmt.Sprintf("      peek: 'cat \"$STACKD_ID_TOKEN\" > %s/%s-$(date +%%s%%N).jwt; echo ok'\n"+
@@ -431,7 +405,7 @@ func TestE2EPullRequestStackOfAnotherSource(t *testing.T) {
 	manifests.commit(map[string]string{"stacks/web.yaml": manifest("web", g.url("infra"), out, "hello") + "      peek: echo\n"})
 	g.start("", func(f *runFlags) {
 		f.config, f.pollInterval = stringsFlag{local, "git+" + g.url("manifests") + "//stacks?ref=main"}, time.Hour
-		f.idIssuerURL = issuer
+		issuing(f)
 	})
 	g.in.waitStack("prod", "first deploy", 2*time.Minute, isReady)
 	g.in.waitStack("web", "first deploy", 2*time.Minute, isReady)
