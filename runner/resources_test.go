@@ -111,7 +111,11 @@ func TestRunKilledExportsNothing(t *testing.T) {
 		res, err := h.try(model.Operation{Workspace: ws, Type: model.UpdateUp, Export: true})
 		done <- outcome{res, err}
 	}()
-	g.waitHeld("update", filepath.Base(h.file))
+	// The provider holding the gate runs in a process group of its
+	// own: killing the up leaves it behind (the harness has no reaper,
+	// which in the daemon ends it), so the test ends it.
+	provider := g.waitHeld("update", filepath.Base(h.file))
+	t.Cleanup(func() { _ = syscall.Kill(provider, syscall.SIGKILL) })
 	up := childProcess(t, "pulumi", "up")
 	if up == 0 {
 		t.Fatal("the update waits at its gate, but no pulumi up runs")
