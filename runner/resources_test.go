@@ -111,11 +111,12 @@ func TestRunKilledExportsNothing(t *testing.T) {
 		res, err := h.try(model.Operation{Workspace: ws, Type: model.UpdateUp, Export: true})
 		done <- outcome{res, err}
 	}()
-	// The provider holding the gate runs in a process group of its
-	// own: killing the up leaves it behind (the harness has no reaper,
-	// which in the daemon ends it), so the test ends it.
-	provider := g.waitHeld("update", filepath.Base(h.file))
-	t.Cleanup(func() { _ = syscall.Kill(provider, syscall.SIGKILL) })
+	// The plugins run in process groups of their own: killing the up
+	// leaves the language host and the provider holding the gate
+	// behind (the harness has no reaper, which in the daemon ends
+	// them), so the test ends them.
+	g.waitHeld("update", filepath.Base(h.file))
+	t.Cleanup(func() { killWorkingIn(h.project, h.dataDir) })
 	up := childProcess(t, "pulumi", "up")
 	if up == 0 {
 		t.Fatal("the update waits at its gate, but no pulumi up runs")
@@ -162,6 +163,26 @@ func childProcess(t *testing.T, name, arg string) int {
 		}
 	}
 	return 0
+}
+
+// killWorkingIn kills the processes whose working directory is in one
+// of dirs.
+func killWorkingIn(dirs ...string) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if err != nil {
+			continue
+		}
+		cwd = strings.TrimSuffix(cwd, " (deleted)")
+		if slices.ContainsFunc(dirs, func(d string) bool { return cwd == d || strings.HasPrefix(cwd, d+"/") }) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 // parentOf is the parent pid of pid, 0 when it cannot be read.
