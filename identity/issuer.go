@@ -178,7 +178,7 @@ func (i *Issuer) Maintain(ctx context.Context) error {
 	}
 	kept := i.keys[:0]
 	for _, k := range i.keys {
-		if until := k.publishedUntil(i.opts.TokenTTL); until.IsZero() || now.Before(until) {
+		if k.published(now, i.opts.TokenTTL) {
 			kept = append(kept, k)
 		} else {
 			changed = true
@@ -454,7 +454,7 @@ func (i *Issuer) publishedKeys(ctx context.Context) ([]jose.JSONWebKey, error) {
 	var keys []jose.JSONWebKey
 	i.mu.Lock()
 	for _, k := range i.keys {
-		if until := k.publishedUntil(i.opts.TokenTTL); until.IsZero() || now.Before(until) {
+		if k.published(now, i.opts.TokenTTL) {
 			keys = append(keys, k.public())
 		}
 	}

@@ -84,6 +84,13 @@ func (k *key) publishedUntil(maxTTL time.Duration) time.Time {
 	return k.Retired.Add(maxTTL)
 }
 
+// published says whether k is in the JWKS at now: while current, and
+// until its last token expired.
+func (k *key) published(now time.Time, maxTTL time.Duration) bool {
+	until := k.publishedUntil(maxTTL)
+	return until.IsZero() || now.Before(until)
+}
+
 // loadKeys reads dir's KeyFile; a missing file is no keys and no error.
 func loadKeys(dir string) ([]*key, error) {
 	path := filepath.Join(dir, KeyFile)

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -108,7 +107,7 @@ func (r *Runner) credentials(ctx context.Context, w *workspace, op model.Operati
 	}
 	c := &opCredentials{dir: dir}
 	for k, v := range set.Env {
-		if spec.ReservedCredentialEnv(k) && !cloudVariable(k) {
+		if spec.ReservedCredentialEnv(k) && !spec.CloudCredentialEnv(k) { // a cloud's may override the stack's own
 			r.log.Warn("a credentials variable may not set what the runner sets: left out", "stack", w.Name, "name", k)
 			continue
 		}
@@ -219,18 +218,6 @@ func (r *Runner) renewCredentials(ctx context.Context, w *workspace, expires tim
 		}
 		expires = set.Expires
 	}
-}
-
-// cloudVariable says whether name is one the clouds' credentials set
-// (AWS_ROLE_ARN, GOOGLE_APPLICATION_CREDENTIALS, …), which may override
-// the stack's own; never one of the runner's (PULUMI_*, HOME, …).
-func cloudVariable(name string) bool {
-	for _, prefix := range []string{"AWS_", "AZURE_", "ARM_", "GOOGLE_", "CLOUDSDK_"} {
-		if strings.HasPrefix(name, prefix) {
-			return true
-		}
-	}
-	return false
 }
 
 // writeCredentials puts set's files in dir, each replaced whole: a

@@ -28,10 +28,6 @@ type oidcReplica struct {
 	jwks   string
 }
 
-// oidcIssuerURL is the one public URL of every replica's issuer: behind a
-// load balancer, a cloud may read any replica's JWKS.
-const oidcIssuerURL = "https://stackd.example.com"
-
 const oidcAudience = "sts.amazonaws.com"
 
 func newOIDCReplica(t *testing.T, endpoints []string, node string) *oidcReplica {
@@ -43,7 +39,9 @@ func newOIDCReplica(t *testing.T, endpoints []string, node string) *oidcReplica 
 	}
 	c.Start()
 	t.Cleanup(func() { c.Close() })
-	i, err := identity.New(ctx, identity.Options{URL: oidcIssuerURL, Dir: t.TempDir(), Directory: c})
+	// One public URL for every replica: behind a load balancer, a cloud
+	// may read any replica's JWKS.
+	i, err := identity.New(ctx, identity.Options{URL: testIssuer, Dir: t.TempDir(), Directory: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +82,7 @@ func (r *oidcReplica) mint(t *testing.T) string {
 func verifyAt(jwksURL, tok string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	v := oidc.NewVerifier(oidcIssuerURL, oidc.NewRemoteKeySet(ctx, jwksURL), &oidc.Config{ClientID: oidcAudience})
+	v := oidc.NewVerifier(testIssuer, oidc.NewRemoteKeySet(ctx, jwksURL), &oidc.Config{ClientID: oidcAudience})
 	idt, err := v.Verify(ctx, tok)
 	if err == nil && idt.Subject != "stack:net-prod:op:up:scope:write" {
 		return fmt.Errorf("verified a token of subject %q", idt.Subject)
@@ -151,7 +149,7 @@ func TestOIDCClusterKeys(t *testing.T) {
 
 	// The verifier checks signatures: a token of an issuer of the same
 	// URL outside the cluster is refused.
-	stranger, err := identity.New(ctx, identity.Options{URL: oidcIssuerURL, Dir: t.TempDir()})
+	stranger, err := identity.New(ctx, identity.Options{URL: testIssuer, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,6 +64,29 @@ func tokenStack(name string, r *repo, out, peek, extra, creds string) string {
 		filepath.Join(out, name+".txt"), peek, extra, creds))
 }
 
+// verifier checks tokens of audience vault as a relying party does: over
+// in's JWKS.
+func (in *instance) verifier() *oidc.IDTokenVerifier {
+	return oidc.NewVerifier(testIssuer, oidc.NewRemoteKeySet(context.Background(), in.url+"/.well-known/jwks.json"),
+		&oidc.Config{ClientID: "vault"})
+}
+
+// signatureOf is a token's last part, what makes it good.
+func signatureOf(tok string) string { return tok[strings.LastIndexByte(tok, '.')+1:] }
+
+// savedTokens are the tokens a test's programs saved as out/<name>-*.jwt,
+// oldest first.
+func savedTokens(t *testing.T, out, name string) []string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(out, name+"-*.jwt"))
+	slices.Sort(files)
+	var toks []string
+	for _, f := range files {
+		toks = append(toks, strings.TrimSpace(readFile(t, f)))
+	}
+	return toks
+}
+
 // jwtPattern finds compact JWTs in text.
 var jwtPattern = regexp.MustCompile(`eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)
 
@@ -125,17 +148,8 @@ func TestE2ECredentials(t *testing.T) {
 		t.Errorf("a's program read b's credentials:\n%s", stolen)
 	}
 
-	verifier := oidc.NewVerifier(testIssuer, oidc.NewRemoteKeySet(context.Background(), in.url+"/.well-known/jwks.json"),
-		&oidc.Config{ClientID: "vault"})
-	tokens := func(name string) []string {
-		files, _ := filepath.Glob(filepath.Join(out, name+"-*.jwt"))
-		slices.Sort(files)
-		var toks []string
-		for _, f := range files {
-			toks = append(toks, strings.TrimSpace(readFile(t, f)))
-		}
-		return toks
-	}
+	verifier := in.verifier()
+	tokens := func(name string) []string { return savedTokens(t, out, name) }
 	check := func(tok string, want stackClaims) {
 		t.Helper()
 		idt, err := verifier.Verify(context.Background(), tok)
@@ -208,7 +222,7 @@ func TestE2ECredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tok := range all {
-		sig := tok[strings.LastIndexByte(tok, '.')+1:]
+		sig := signatureOf(tok)
 		for i, a := range answers {
 			if strings.Contains(a, sig) {
 				t.Errorf("a token's signature is in API answer %d:\n%.400s", i, a)
@@ -235,16 +249,14 @@ func TestE2ECredentialsApprovedBy(t *testing.T) {
 	in := startDaemonWith(t, "stacks:\n"+tokenStack("app", r, out, peek, "    approval: {required: true}\n", ""), "", issuing)
 	in.waitStack("app", "the plan", 2*time.Minute, awaitingAt(""))
 	in.approveAndWait("app")
-	files, _ := filepath.Glob(filepath.Join(out, "app-*.jwt"))
-	slices.Sort(files)
-	if len(files) != 2 {
-		t.Fatalf("tokens: %v, want the preview's and the up's", files)
+	toks := savedTokens(t, out, "app")
+	if len(toks) != 2 {
+		t.Fatalf("%d tokens, want the preview's and the up's", len(toks))
 	}
-	verifier := oidc.NewVerifier(testIssuer, oidc.NewRemoteKeySet(context.Background(), in.url+"/.well-known/jwks.json"),
-		&oidc.Config{ClientID: "vault"})
+	verifier := in.verifier()
 	var got []string
-	for _, f := range files {
-		idt, err := verifier.Verify(context.Background(), strings.TrimSpace(readFile(t, f)))
+	for _, tok := range toks {
+		idt, err := verifier.Verify(context.Background(), tok)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coreos/go-oidc/v3/oidc"
-
 	"github.com/stackd/stackd/daemon/review"
 )
 
@@ -64,8 +62,7 @@ func TestE2EPullRequestPreviewCredentials(t *testing.T) {
 	if role := readFile(t, strings.TrimSuffix(previewed, ".jwt")+".role"); strings.TrimSpace(role) != "arn:aws:iam::123456789012:role/b-read" {
 		t.Errorf("b's preview ran with role %q, not the read role in force", role)
 	}
-	verifier := oidc.NewVerifier(testIssuer, oidc.NewRemoteKeySet(context.Background(), g.in.url+"/.well-known/jwks.json"),
-		&oidc.Config{ClientID: "vault"})
+	verifier := g.in.verifier()
 	idt, err := verifier.Verify(context.Background(), strings.TrimSpace(readFile(t, previewed)))
 	if err != nil {
 		t.Fatal(err)

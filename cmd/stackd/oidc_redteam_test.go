@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,22 +14,6 @@ import (
 	"github.com/stackd/stackd/daemon/review"
 	"github.com/stackd/stackd/store"
 )
-
-// signatureOf is a token's signature, what makes it good.
-func signatureOf(tok string) string { return tok[strings.LastIndexByte(tok, '.')+1:] }
-
-// savedTokens are the tokens a test's programs saved as out/<name>-*.jwt,
-// oldest first.
-func savedTokens(t *testing.T, out, name string) []string {
-	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(out, name+"-*.jwt"))
-	slices.Sort(files)
-	var toks []string
-	for _, f := range files {
-		toks = append(toks, strings.TrimSpace(readFile(t, f)))
-	}
-	return toks
-}
 
 // TestE2ECredentialsEarlierTokenMasked: a program that passes its token
 // to a resource's input or an output (an explicit provider given the

@@ -77,12 +77,19 @@ type TokenCredentials struct {
 // not name: the runner's own (PULUMI_*, HOME, TMPDIR, PATH), the dynamic
 // linker's (LD_*), and those the clouds' credentials set.
 func ReservedCredentialEnv(name string) bool {
-	for _, prefix := range []string{"PULUMI_", "LD_", "AWS_", "AZURE_", "ARM_", "GOOGLE_", "CLOUDSDK_"} {
+	return CloudCredentialEnv(name) || strings.HasPrefix(name, "PULUMI_") || strings.HasPrefix(name, "LD_") ||
+		name == "PATH" || name == "HOME" || name == "TMPDIR"
+}
+
+// CloudCredentialEnv says whether name is of the variables the clouds'
+// credentials set (AWS_ROLE_ARN, GOOGLE_APPLICATION_CREDENTIALS, …).
+func CloudCredentialEnv(name string) bool {
+	for _, prefix := range []string{"AWS_", "AZURE_", "ARM_", "GOOGLE_", "CLOUDSDK_"} {
 		if strings.HasPrefix(name, prefix) {
 			return true
 		}
 	}
-	return name == "PATH" || name == "HOME" || name == "TMPDIR"
+	return false
 }
 
 // Any says whether c asks for a token at all.
