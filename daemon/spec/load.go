@@ -54,6 +54,9 @@ type Config struct {
 	// ChangeWindows are the changeWindows of every compact document, in
 	// the order they were read; they apply to the stacks of every source.
 	ChangeWindows []*ChangeWindow
+	// StackSets are the StackSet documents and compact stackSets: items,
+	// in the order they were read. Their generated stacks are in Stacks.
+	StackSets []*StackSet
 }
 
 // Stack is one stack of a config.
@@ -79,6 +82,9 @@ type Stack struct {
 	// spec: its FS references stay inside Root and its Env references
 	// read only allowed names (RefSources.EnvAllow).
 	Root string
+	// Owner is "StackSet/NAME" for a stack that set generated; empty for
+	// a stack written out.
+	Owner string
 
 	// hostPaths are the rules of its input on the paths of the host it
 	// may name (Input.HostPaths).
