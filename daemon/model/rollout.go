@@ -1,5 +1,7 @@
 package model
 
+import "time"
+
 // Reasons of the Reconciling condition of a stack that a StackSet's
 // rollout holds.
 const (
@@ -100,4 +102,36 @@ type RolloutStack struct {
 	Commit string `json:"commit,omitempty"` // its target
 	// AppliedCommit is the commit of its last successful up.
 	AppliedCommit string `json:"appliedCommit,omitempty"`
+}
+
+// StackSetView is a StackSet as the API shows it: its generators' output,
+// its stacks and its rollout.
+type StackSetView struct {
+	Name   string `json:"name"`
+	Source string `json:"source,omitempty"`
+	// Generators say what each generator yielded when last evaluated.
+	Generators []GeneratorStatus `json:"generators"`
+	// Stacks are the names of the stacks the set generates, sorted.
+	Stacks []string `json:"stacks"`
+	// Rollout is nil for a set without a rollingSync strategy.
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
+}
+
+// GeneratorStatus is what one generator of a set yielded.
+type GeneratorStatus struct {
+	// Path is the generator's path in the config ("spec.generators[0]").
+	Path string `json:"path"`
+	// Kind is list, git directories, git files, matrix or merge.
+	Kind string `json:"kind"`
+	// Repository and Commit are a git generator's, free of credentials.
+	Repository string `json:"repository,omitempty"`
+	Commit     string `json:"commit,omitempty"`
+	// Items is how many parameter sets it yielded; Origins what yielded
+	// them ("envs/dev"), in order.
+	Items   int      `json:"items"`
+	Origins []string `json:"origins,omitempty"`
+	// Error is why the last evaluation failed; the set then keeps the
+	// output of the last one that succeeded, from LastSuccess.
+	Error       string    `json:"error,omitempty"`
+	LastSuccess time.Time `json:"lastSuccess,omitzero"`
 }
