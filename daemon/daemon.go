@@ -24,28 +24,17 @@ import (
 	"github.com/stackd/stackd/daemon/spec"
 )
 
-// Store keeps stack records, update history and logs; store implements it.
+// Store keeps stack records, update history and logs; store implements
+// it. What may carry a secret (scrub.Records) is cleaned on its way in
+// and out.
 type Store interface {
-	PutStack(rec model.StackRecord) error
-	// Stack reads one record; the error wraps ErrNotFound when there is
-	// none.
-	Stack(name string) (model.StackRecord, error)
-	Stacks() ([]model.StackRecord, error)
+	scrub.Records
+	storeRest
+}
+
+// storeRest is what Store holds besides scrub.Records.
+type storeRest interface {
 	DeleteStack(name string) error
-	BeginUpdate(u model.Update) (model.Update, error)
-	PutUpdate(u model.Update) error
-	PutLog(id string, log []byte) error
-	RunningUpdates() ([]model.Update, error)
-	// Updates lists a stack's updates newest first, those with Seq below
-	// before when before > 0, at most limit.
-	Updates(stack string, before uint64, limit int) ([]model.Update, error)
-	Update(id string) (model.Update, error)
-	Log(id string) ([]byte, error)
-	// PutRevision appends a config revision, assigning its Seq.
-	PutRevision(r model.ConfigRevision) (model.ConfigRevision, error)
-	// Revisions lists config revisions newest first, those with Seq below
-	// before when before > 0, at most limit.
-	Revisions(before uint64, limit int) ([]model.ConfigRevision, error)
 	// Meta and PutMeta keep small values across restarts (the commits of
 	// the Git config sources in force). Meta's error for a missing key
 	// wraps ErrNotFound; any error reads as "no value".
@@ -111,6 +100,11 @@ type Options struct {
 	// Notifier hears about drift, failures, stalls and recoveries; nil
 	// tells nobody.
 	Notifier Notifier
+	// Expand evaluates StackSets' generators (fleet.Expander.Expand); nil
+	// generates no stack. Rollouts orders their stacks' updates; nil
+	// updates them all at once.
+	Expand   spec.Expander
+	Rollouts Rollouts
 	// Observer is told about updates, polls and reloads, for metrics;
 	// nil tells nobody.
 	Observer Observer
@@ -209,6 +203,8 @@ type Daemon struct {
 	queue   sched.Queue[string]
 	waves   sched.Waves[string]
 	waiters map[string]bool
+	// setMembers caches StackSets' members for one pass (members).
+	setMembers map[string][]model.RolloutMember
 	// sources are the config sources, in Options.Sources order.
 	sources []*sourceState
 	reload  model.ConfigStatus
@@ -313,6 +309,8 @@ type stackState struct {
 	// that died during an update: its Pulumi lock may be left, and is
 	// broken by the next operation, which waits until then.
 	breakLockAt time.Time
+	// rollout is the set whose rollout admitted the running operation.
+	rollout *spec.StackSet
 	// requested is the last sync request passed to the stack's holder.
 	requested string
 	// held and releasing are its ownership in cluster mode, which follows
@@ -341,7 +339,7 @@ func New(cfg *spec.Config, opts Options) (*Daemon, error) {
 		opts.Redactor.Add(opts.SourceAuth.Secrets()...)
 	}
 	opts.Logger = scrub.Logger(opts.Logger, opts.Redactor)
-	opts.Store = scrubStore{Store: opts.Store, r: opts.Redactor}
+	opts.Store = scrubStore{scrub.Store{Records: opts.Store, R: opts.Redactor}, opts.Store}
 	opts.Notifier = scrubNotifier{Notifier: opts.Notifier, r: opts.Redactor}
 	d := &Daemon{
 		opts:      opts,
@@ -352,7 +350,7 @@ func New(cfg *spec.Config, opts Options) (*Daemon, error) {
 		resources: &resource.Cache{Off: opts.Ownership != nil},
 		cfg:       cfg,
 		sources:   newSourceStates(opts.Sources),
-		stacks:    map[string]*stackState{}, repoPolls: map[string]*sched.Round{}, waiters: map[string]bool{},
+		stacks:    map[string]*stackState{}, repoPolls: map[string]*sched.Round{}, waiters: map[string]bool{}, setMembers: map[string][]model.RolloutMember{},
 		starved: map[string]bool{}, slotFreed: make(chan struct{}),
 		wake:    make(chan struct{}, 1),
 		srcWake: make(chan struct{}, 1),
@@ -685,6 +683,7 @@ func (d *Daemon) evaluate(now time.Time) time.Duration {
 		l.fullPass, l.lastFull = false, now
 	}
 	names := l.queue.Take(now)
+	clear(l.setMembers)
 	if full {
 		names = l.evalOrder()
 	} else {

@@ -29,6 +29,7 @@
 //	workspace.go     a job's workspace put in place: checkout, references, outputs
 //	gate.go          change control in the loop: the gated up or destroy, holding, approving
 //	windows.go       change windows in the loop: holding a change back, overrides
+//	stackset.go      StackSets in the loop: the Rollouts interface, holding a stack for its set's rollout
 //	drift.go         drift checks: when they are due, ignore rules, events
 //	resources.go     recording a stack's resources and reading them back
 //	previewnow.go    "preview now": when one may run, and its record

@@ -11,65 +11,6 @@ import (
 	"github.com/stackd/stackd/daemon/notify"
 )
 
-// driftInterval is how often st is checked for drift; zero means never.
-// Intervals are honoured down to the resync floor.
-func (d locked) driftInterval(st *stackState) time.Duration {
-	if st.stack == nil || st.stack.Spec.Preview {
-		return 0
-	}
-	every := d.opts.DriftInterval
-	if dd := st.stack.Spec.DriftDetection; dd != nil && dd.Interval.Duration > 0 {
-		every = dd.Interval.Duration
-	}
-	if every <= 0 {
-		return 0
-	}
-	return max(every, d.opts.MinResync)
-}
-
-// driftSchedule is st's cron schedule of drift checks, or nil.
-func (d locked) driftSchedule(st *stackState) *spec.Cron {
-	if st.stack == nil || st.stack.Spec.Preview || st.stack.Spec.DriftDetection == nil || st.stack.Spec.DriftDetection.Schedule == "" {
-		return nil
-	}
-	sched, err := spec.ParseCron(st.stack.Spec.DriftDetection.Schedule) // validated when loaded
-	if err != nil {
-		return nil
-	}
-	return sched
-}
-
-// driftDue says whether st should be checked now, and if not, how long
-// until it should (0: not until something changes). Only a stack whose
-// last update succeeded is checked, against the commit it applied.
-func (d locked) driftDue(st *stackState, now time.Time) (bool, time.Duration) {
-	last := st.rec.Status.LastUpdate
-	if last == nil || last.State != model.UpdateSucceeded || last.LastSuccessfulCommit == "" || last.Type != model.UpdateUp {
-		return false, 0
-	}
-	var lastCheck time.Time
-	if dr := st.rec.Status.Drift; dr != nil {
-		lastCheck = dr.LastCheck
-	}
-	var due time.Time
-	if sched := d.driftSchedule(st); sched != nil {
-		if lastCheck.IsZero() {
-			lastCheck = last.LastResyncTime
-		}
-		if due = sched.Next(lastCheck.UTC()); due.IsZero() {
-			return false, 0
-		}
-	} else if every := d.driftInterval(st); every > 0 {
-		due = lastCheck.Add(every)
-	} else {
-		return false, 0
-	}
-	if now.Before(due) {
-		return false, due.Sub(now)
-	}
-	return true, 0
-}
-
 // startDrift runs a drift check of st.
 func (d locked) startDrift(st *stackState, obs decide.Observation) {
 	obs.Commit = st.rec.Status.LastUpdate.LastSuccessfulCommit

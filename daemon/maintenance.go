@@ -18,9 +18,9 @@ var ErrNoBackup = errors.New("this daemon's state cannot be backed up through st
 // Backup writes a consistent copy of the state to w, from one read
 // transaction, while the daemon goes on.
 func (d *Daemon) Backup(w io.Writer) (int64, error) {
-	st := d.opts.Store
+	var st any = d.opts.Store
 	if s, ok := st.(scrubStore); ok {
-		st = s.Store
+		st = s.storeRest
 	}
 	b, ok := st.(Backuper)
 	if !ok {

@@ -173,6 +173,7 @@ func (d locked) release(st *stackState) {
 	st.cancel = nil
 	st.live.Close()
 	d.running--
+	d.rolloutDone(st)
 	if d.clustered && !st.held && !st.releasing {
 		d.own.Release(st.rec.Name)
 	}

@@ -1,20 +1,15 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"github.com/stackd/stackd/daemon/activity"
 	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/previewnow"
 )
-
-// maxPreviewDiff bounds the diff a preview keeps.
-const maxPreviewDiff = 1 << 20
 
 // ErrPreviewRefused is wrapped by PreviewNow for a stack that cannot be
 // previewed now (one runs already, the stack left the config, another
@@ -76,35 +71,13 @@ func (d *Daemon) LastPreview(name string) (model.StackPreview, error) {
 	return p, nil
 }
 
-// previewNow runs j's preview and records it: running first, then its
-// outcome.
+// previewNow runs j's preview and records it (previewnow.Record).
 func (d *Daemon) previewNow(ctx context.Context, j job) {
 	name := j.stack.Name
-	p := model.StackPreview{Time: time.Now(), State: model.UpdateRunning}
-	d.putPreview(name, p)
-	var buf bytes.Buffer
-	res, commit, err := d.runPreviewNow(ctx, j, &buf)
-	p.Commit, p.Duration, p.Changes, p.State = commit, time.Since(p.Time).Round(time.Millisecond), res.Changes, model.UpdateSucceeded
-	if err != nil {
-		p.State, p.Message = model.UpdateFailed, d.red.Clean(err.Error())
-	}
-	p.Diff = string(model.TruncateLog(buf.Bytes(), maxPreviewDiff))
-	d.putPreview(name, p)
-	d.log.Info("preview finished", "stack", name, "commit", commit, "state", p.State, "changes", p.Changes)
-}
-
-// runPreviewNow resolves j's stack and previews it read-only at the
-// latest commit in a work dir of its own, writing the scrubbed output to
-// w (previewnow.Preview).
-func (d *Daemon) runPreviewNow(ctx context.Context, j job, w *bytes.Buffer) (model.Result, string, error) {
-	src, ws, secrets, err := d.Resolve(ctx, j.cfg, j.stack)
-	if err != nil {
-		return model.Result{}, "", err
-	}
-	p := previewnow.Preview{Config: j.cfg, Stack: j.stack, Source: src, Work: ws,
-		Dir: filepath.Join(d.opts.DataDir, "preview-now", j.stack.Name), OpTimeout: d.opts.OpTimeout,
-		Fetcher: d.opts.Fetcher, Runner: d.opts.Runner, Redactor: d.red.With(secrets...)}
-	return p.Run(ctx, w)
+	p := previewnow.Preview{Config: j.cfg, Stack: j.stack, Dir: filepath.Join(d.opts.DataDir, "preview-now", name),
+		OpTimeout: d.opts.OpTimeout, Fetcher: d.opts.Fetcher, Runner: d.opts.Runner, Redactor: d.red}
+	rec := p.Record(ctx, d.Resolve, func(p model.StackPreview) { d.putPreview(name, p) })
+	d.log.Info("preview finished", "stack", name, "commit", rec.Commit, "state", rec.State, "changes", rec.Changes)
 }
 
 // putPreview records p as stack's last preview; a failure is logged.

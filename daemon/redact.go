@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/notify"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
@@ -29,79 +28,11 @@ func (d *Daemon) learnConfig(cfg *spec.Config) {
 	d.red.Add(spec.ConfigSecrets(cfg, d.opts.Refs)...)
 }
 
-// scrubStore cleans every record written to its Store, and every record
-// read from it: a record written by an older stackd, or before a secret
-// was learned, is clean when served.
+// scrubStore is the Store, its records cleaned by the redactor
+// (scrub.Store).
 type scrubStore struct {
-	Store
-	r *scrub.Redactor
-}
-
-func (s scrubStore) PutStack(rec model.StackRecord) error {
-	rec.Status, _ = scrub.Status(rec.Status, s.r)
-	return s.Store.PutStack(rec)
-}
-
-func (s scrubStore) Stack(name string) (model.StackRecord, error) {
-	rec, err := s.Store.Stack(name)
-	rec.Status, _ = scrub.Status(rec.Status, s.r)
-	return rec, err
-}
-
-func (s scrubStore) Stacks() ([]model.StackRecord, error) {
-	recs, err := s.Store.Stacks()
-	for i := range recs {
-		recs[i].Status, _ = scrub.Status(recs[i].Status, s.r)
-	}
-	return recs, err
-}
-
-func (s scrubStore) BeginUpdate(u model.Update) (model.Update, error) {
-	return s.Store.BeginUpdate(scrub.Update(u, s.r))
-}
-
-func (s scrubStore) PutUpdate(u model.Update) error { return s.Store.PutUpdate(scrub.Update(u, s.r)) }
-
-func (s scrubStore) PutLog(id string, log []byte) error { return s.Store.PutLog(id, s.r.Bytes(log)) }
-
-func (s scrubStore) RunningUpdates() ([]model.Update, error) {
-	us, err := s.Store.RunningUpdates()
-	return s.updates(us), err
-}
-
-func (s scrubStore) Updates(stack string, before uint64, limit int) ([]model.Update, error) {
-	us, err := s.Store.Updates(stack, before, limit)
-	return s.updates(us), err
-}
-
-func (s scrubStore) updates(us []model.Update) []model.Update {
-	for i := range us {
-		us[i] = scrub.Update(us[i], s.r)
-	}
-	return us
-}
-
-func (s scrubStore) Update(id string) (model.Update, error) {
-	u, err := s.Store.Update(id)
-	return scrub.Update(u, s.r), err
-}
-
-func (s scrubStore) Log(id string) ([]byte, error) {
-	log, err := s.Store.Log(id)
-	return s.r.Bytes(log), err
-}
-
-func (s scrubStore) PutRevision(rev model.ConfigRevision) (model.ConfigRevision, error) {
-	rev.Error = s.r.Clean(rev.Error)
-	return s.Store.PutRevision(rev)
-}
-
-func (s scrubStore) Revisions(before uint64, limit int) ([]model.ConfigRevision, error) {
-	revs, err := s.Store.Revisions(before, limit)
-	for i := range revs {
-		revs[i].Error = s.r.Clean(revs[i].Error)
-	}
-	return revs, err
+	scrub.Store
+	storeRest
 }
 
 // scrubNotifier cleans every event's message before its Notifier sees

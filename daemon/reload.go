@@ -56,7 +56,7 @@ func (d *Daemon) reloadConfig(trigger string, allowRemoval int) error {
 		err = fmt.Errorf("config not applied: %w", err)
 		return d.recordReload(now, err)
 	}
-	cfg, _, err := spec.LoadInputs(inputs) // err lists every problem
+	cfg, _, err := spec.LoadInputsExpanding(inputs, d.opts.Expand) // err lists every problem
 	if err != nil {
 		err = fmt.Errorf("config not applied: %w", err)
 	} else {

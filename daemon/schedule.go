@@ -79,7 +79,7 @@ func (d locked) evaluateStack(st *stackState, now time.Time, pass *passState) ti
 		}
 		d.settle(st, dec, now)
 		wait := sched.Sooner(dec.RecheckAfter, d.untilPoll(st, now))
-		due, until := d.driftDue(st, now)
+		due, until := decide.DriftDue(st.stack, &st.rec.Status, d.opts.DriftInterval, d.opts.MinResync, now)
 		if !due {
 			return sched.Sooner(wait, until)
 		}
@@ -95,11 +95,11 @@ func (d locked) evaluateStack(st *stackState, now time.Time, pass *passState) ti
 		return wait
 	}
 	if why := d.gate(st, now, pass); why != "" {
-		d.waiting(st, why, now)
+		d.waiting(st, model.ReasonPrerequisiteNotSatisfied, why, now)
 		return 0
 	}
 	if now.Before(st.breakLockAt) {
-		d.waiting(st, "waiting for the handover grace before breaking the lock the stack's last holder left", now)
+		d.waiting(st, model.ReasonPrerequisiteNotSatisfied, "waiting for the handover grace before breaking the lock the stack's last holder left", now)
 		return st.breakLockAt.Sub(now)
 	}
 	if d.running >= d.opts.MaxConcurrent || d.paused {
@@ -107,6 +107,10 @@ func (d locked) evaluateStack(st *stackState, now time.Time, pass *passState) ti
 			d.starved[st.rec.Name] = true // AcquireSlot lets it go first
 		}
 		return 0 // an operation's end, or Resume, kicks the loop
+	}
+	if reason, why := d.admit(st, dec.Type); reason != "" {
+		d.waiting(st, reason, why, now) // a stack of its set's rollout ending wakes it
+		return 0
 	}
 	d.startOperation(st, dec, obs, pathsOnly)
 	return 0
@@ -371,13 +375,13 @@ func (d locked) poke(st *stackState, token string) {
 	d.requestSync(st, token)
 }
 
-// waiting records that st wants to run but is gated.
-func (d locked) waiting(st *stackState, why string, now time.Time) {
+// waiting records that st wants to run but is gated, for reason.
+func (d locked) waiting(st *stackState, reason, why string, now time.Time) {
 	c := st.rec.Status.Condition(model.ConditionReconciling)
-	if c != nil && c.Reason == model.ReasonPrerequisiteNotSatisfied && c.Message == why && st.rec.Status.ObservedGeneration == st.rec.Generation {
+	if c != nil && c.Reason == reason && c.Message == why && st.rec.Status.ObservedGeneration == st.rec.Generation {
 		return
 	}
-	conditions.MarkReconciling(&st.rec.Status, model.ReasonPrerequisiteNotSatisfied, why, st.rec.Generation, now)
+	conditions.MarkReconciling(&st.rec.Status, reason, why, st.rec.Generation, now)
 	st.rec.Status.ObservedGeneration = st.rec.Generation // observed, as PKO writes on every reconcile
 	d.putStack(st)
 }

@@ -74,7 +74,7 @@ func (d locked) view(st *stackState) model.StackView {
 		v.Labels = st.stack.Labels
 		v.Tracking = spec.Tracking(&st.stack.Spec)
 		v.CommitURL = spec.CommitURL(st.stack.Spec.ProjectRepo)
-		v.Source = st.stack.Source
+		v.Source, v.Owner = st.stack.Source, st.stack.Owner
 	}
 	if d.clustered {
 		v.Holder = d.own.Holder(st.rec.Name)

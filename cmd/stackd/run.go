@@ -269,6 +269,8 @@ type app struct {
 	access *accessSetup
 	// stopPolicies ends the watch or the polling of the --policy source.
 	stopPolicies func()
+	// fleet is the StackSets' generators and rollouts.
+	fleet *fleetWiring
 }
 
 // start wires the packages together and starts them.
@@ -360,7 +362,8 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	if err != nil {
 		return nil, err
 	}
-	d, run, fetcher, err := newDaemon(ctx, f, srcs, auth, dataDir, hosts, st, own, metricSet, asNotifier(wh), red, log, pol, iss)
+	fl := newFleet(st, own, asNotifier(wh), log)
+	d, run, fetcher, err := newDaemon(ctx, f, srcs, auth, dataDir, hosts, st, own, metricSet, asNotifier(wh), red, log, pol, iss, fl)
 	if err != nil {
 		return nil, err
 	}
@@ -374,12 +377,19 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	}
 	registerSandboxMetric(reg, f.sandboxWarn == "", f.reaper)
 	registerOIDCMetrics(reg, iss)
+	reg.MustRegister(fleetCollector{fleetAPI{fl, d}})
 	if f.adoptOrphans {
 		adoptOrphans(log)
 	}
 	if err := d.Start(ctx); err != nil {
 		return nil, err
 	}
+	fl.run(d, f.pollInterval)
+	defer func() {
+		if err != nil {
+			fl.close()
+		}
+	}()
 	if pv != nil {
 		if err := pv.Start(); err != nil {
 			_ = d.Stop(context.Background())
@@ -388,7 +398,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 	}
 	srv := web.New(https.webOptions(acc.webOptions(web.Options{Addr: f.listen, API: pols.api(d), Logger: log.With("component", "web"), Registry: reg, Metrics: metricSet,
 		Version: version, Token: token, ReadRequiresToken: f.readToken, WebhookSecret: hookSecret,
-		AllowedHosts: allowedHosts(f), Previews: previewAPI(pv), Issuer: webIssuer(iss), Warnings: append(apiWarnings(f), nonEmpty(f.sandboxWarn)...)})))
+		AllowedHosts: allowedHosts(f), Previews: previewAPI(pv), StackSets: fleetAPI{fl, d}, Issuer: webIssuer(iss), Warnings: append(apiWarnings(f), nonEmpty(f.sandboxWarn)...)})))
 	for _, w := range srv.Warnings() {
 		log.Warn(w)
 	}
@@ -402,7 +412,7 @@ func start(ctx context.Context, f *runFlags, log *slog.Logger) (_ *app, err erro
 		return nil, err
 	}
 	log.Info("stackd started", "version", version, "config", f.config.String(), "data_dir", dataDir, "stacks", len(d.Stacks()))
-	return &app{srv: srv, d: d, previews: pv, closeStore: closeStore, notifier: wh, access: acc, stopPolicies: pols.stop}, nil
+	return &app{srv: srv, d: d, previews: pv, closeStore: closeStore, notifier: wh, access: acc, stopPolicies: pols.stop, fleet: fl}, nil
 }
 
 // readEnvFiles reads --env-file files: NAME=value lines, blank lines and
@@ -525,7 +535,7 @@ func closeNotifier(wh *notify.Webhook, grace time.Duration) {
 
 func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *model.GitAuth, dataDir string, hosts spec.HostPaths, st daemon.Store,
 	own daemon.Ownership, obs daemon.Observer, notifier daemon.Notifier, red *scrub.Redactor, log *slog.Logger, pol gate.Policies,
-	iss *identity.Issuer,
+	iss *identity.Issuer, fl *fleetWiring,
 ) (*daemon.Daemon, daemon.Runner, daemon.Fetcher, error) {
 	bin, err := pulumiBin(f.pulumiBin)
 	if err != nil {
@@ -553,6 +563,7 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *model
 	}
 	fetcher := gitwatch.New(f.withLimits(gitwatch.Options{Timeout: f.gitTimeout, CacheFor: f.minResync / 2,
 		RemoteCall: remoteCall(obs), Logger: log.With("component", "gitwatch")}))
+	expand, rollouts := fl.attach(fetcher, dataDir, f.gitTimeout)
 	d, err := daemon.New(nil, daemon.Options{
 		Store: st, Runner: run, Logger: log.With("component", "daemon"), DataDir: dataDir,
 		Fetcher:       fetcher,
@@ -563,6 +574,7 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *model
 		Sources: srcs, SourceAuth: auth, SourcePoll: f.pollInterval, Observer: obs, WatchConfig: f.watchConfig, AllowMassRemoval: f.massRemoval,
 		DriftInterval: f.driftInterval, Notifier: notifier, Approval: approval,
 		Ownership: own, Node: nodeName(own), HandoverGrace: f.handover, Redactor: red, Policies: pol,
+		Expand: expand, Rollouts: rollouts,
 	})
 	return d, run, fetcher, err
 }
@@ -622,6 +634,7 @@ func (a *app) stop(grace context.Context) error {
 		errPreviews = a.previews.Stop(grace) // previews are cancelled, not drained
 	}
 	errDaemon := a.d.Stop(grace)
+	a.fleet.close()
 	if a.stopPolicies != nil {
 		a.stopPolicies()
 	}

@@ -35,7 +35,7 @@ type StackPreview struct {
 	Message string         `json:"message,omitempty"`
 	Changes map[string]int `json:"changes,omitempty"`
 	// Diff is the preview's output, scrubbed of every secret the daemon
-	// knows, cut at maxPreviewDiff bytes.
+	// knows, cut at previewnow.MaxDiff bytes.
 	Diff string `json:"diff"`
 }
 

@@ -17,6 +17,10 @@ const (
 	PreviewFailed = "preview_failed"
 	// ApprovalNeeded: a stack's plan waits for approval.
 	ApprovalNeeded = "approval_needed"
+	// RolloutHalted: a stack of a StackSet failed on a new revision, and
+	// the set's rollout holds every later stack (Stack names the first
+	// that failed).
+	RolloutHalted = "rollout_halted"
 )
 
 // Event is a change of a stack that people want to hear about. It holds

@@ -414,6 +414,8 @@ func eventTitle(kind string) (emoji, title string) {
 		return ":x:", "preview of a pull request failed"
 	case ApprovalNeeded:
 		return ":raised_hand:", "approval needed"
+	case RolloutHalted:
+		return ":octagonal_sign:", "rollout halted"
 	}
 	return ":information_source:", strings.ReplaceAll(kind, "_", " ")
 }

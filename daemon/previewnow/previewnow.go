@@ -6,6 +6,7 @@
 package previewnow
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -114,4 +115,38 @@ func cmpDuration(ds ...time.Duration) time.Duration {
 		}
 	}
 	return 0
+}
+
+// MaxDiff bounds the diff a preview keeps.
+const MaxDiff = 1 << 20
+
+// Resolver resolves a stack for a run: its Git source, its workspace and
+// the secret values it read (the daemon's Resolve).
+type Resolver func(ctx context.Context, cfg *spec.Config, s *spec.Stack) (model.GitSource, model.Workspace, []string, error)
+
+// Record resolves p's stack with resolve, runs p and reports it to put
+// twice: running first, then its outcome, which it returns. p's Source,
+// Work and Redactor (then with the values resolve read) come from the
+// resolution.
+func (p Preview) Record(ctx context.Context, resolve Resolver, put func(model.StackPreview)) model.StackPreview {
+	rec := model.StackPreview{Time: time.Now(), State: model.UpdateRunning}
+	put(rec)
+	var buf bytes.Buffer
+	res, commit, err := p.resolveAndRun(ctx, resolve, &buf)
+	rec.Commit, rec.Duration, rec.Changes, rec.State = commit, time.Since(rec.Time).Round(time.Millisecond), res.Changes, model.UpdateSucceeded
+	if err != nil {
+		rec.State, rec.Message = model.UpdateFailed, p.Redactor.Clean(err.Error())
+	}
+	rec.Diff = string(model.TruncateLog(buf.Bytes(), MaxDiff))
+	put(rec)
+	return rec
+}
+
+func (p Preview) resolveAndRun(ctx context.Context, resolve Resolver, w *bytes.Buffer) (model.Result, string, error) {
+	src, ws, secrets, err := resolve(ctx, p.Config, p.Stack)
+	if err != nil {
+		return model.Result{}, "", err
+	}
+	p.Source, p.Work, p.Redactor = src, ws, p.Redactor.With(secrets...)
+	return p.Run(ctx, w)
 }
