@@ -732,9 +732,9 @@ func (l *loader) addData(d *decoder, into map[string]map[string]string, name str
 }
 
 type compactDoc struct {
-	Stacks        []compactStack   `yaml:"stacks"`
-	Programs      []compactProgram `yaml:"programs"`
-	ChangeWindows []ChangeWindow   `yaml:"changeWindows"`
+	Stacks        []compactStack    `yaml:"stacks"`
+	Programs      []compactProgram  `yaml:"programs"`
+	ChangeWindows []ChangeWindow    `yaml:"changeWindows"`
 	StackSets     []compactStackSet `yaml:"stackSets"`
 }
 
