@@ -23,21 +23,11 @@ func (v *validator) stackSet(set *StackSet) {
 	if len(set.Spec.Generators) == 0 {
 		v.errorf("generators", "a StackSet needs at least one generator")
 	}
-	if set.Spec.Template.node == nil && !v.hasError(joinPath(set.base, "template")) {
+	if set.Spec.Template.node == nil {
 		v.errorf("template", "a StackSet needs a template")
 	}
 	v.generators("generators", set.Spec.Generators, 0)
 	v.strategy(set.Spec.Strategy)
-}
-
-// hasError reports whether an error was reported at path or below.
-func (v *validator) hasError(path string) bool {
-	for _, d := range v.diags {
-		if !d.Note && strings.HasPrefix(d.Path, path) {
-			return true
-		}
-	}
-	return false
 }
 
 // generators checks a list of generators nested depth matrix or merge
