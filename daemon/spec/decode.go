@@ -31,6 +31,10 @@ type decoder struct {
 	// nodes counts the nodes decoded in the whole load; shared by the
 	// load's decoders.
 	nodes *int
+	// rendered is set for a StackSet's rendered template, whose
+	// whole-action strings are typed by their text: a string field then
+	// takes a boolean's text too.
+	rendered bool
 }
 
 // newDecoder decodes one document of file, counting nodes in *nodes.
@@ -169,6 +173,9 @@ func (d *decoder) scalarString(n *yaml.Node, path string) (string, bool) {
 	case "!!str", "!!int", "!!float", "!!timestamp", "!!binary":
 		return n.Value, true
 	case "!!bool":
+		if d.rendered {
+			return n.Value, true
+		}
 		d.errorf(n, path, "expected a string, got a boolean (quote it if it is meant as text)")
 	default:
 		d.errorf(n, path, "expected a string, got %s", describe(n))

@@ -33,26 +33,35 @@ func ContentHash(v any) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Fingerprint identifies what a config means: its stacks' specs and
-// annotations, Programs, ConfigMaps and Secrets. Comments, order and
-// formatting do not count, so a save that changes nothing is no reload.
+// Fingerprint identifies what a config means: its stacks' specs,
+// annotations, labels and owners, Programs, ConfigMaps, Secrets and the
+// StackSets' rollout strategies (whose steps select stacks by label).
+// Comments, order and formatting do not count, so a save that changes
+// nothing is no reload.
 func (c *Config) Fingerprint() string {
 	type stackPrint struct {
 		Name, Spec, Dir, Source string
 		Annotations             map[string]string
+		Labels                  map[string]string
+		Owner                   string
 	}
 	stacks := make([]stackPrint, len(c.Stacks))
 	for i, s := range c.Stacks {
-		stacks[i] = stackPrint{s.Name, s.SpecHash(), s.Dir, s.Source, s.Annotations}
+		stacks[i] = stackPrint{s.Name, s.SpecHash(), s.Dir, s.Source, s.Annotations, s.Labels, s.Owner}
 	}
 	programs := map[string]string{}
 	for name, p := range c.Programs {
 		programs[name] = p.Revision()
+	}
+	strategies := map[string]*RolloutStrategy{}
+	for _, set := range c.StackSets {
+		strategies[set.Name] = set.Spec.Strategy
 	}
 	return ContentHash(struct {
 		Stacks     []stackPrint
 		Programs   map[string]string
 		ConfigMaps map[string]map[string]string
 		Secrets    map[string]map[string]string
-	}{stacks, programs, c.ConfigMaps, c.Secrets})
+		Strategies map[string]*RolloutStrategy
+	}{stacks, programs, c.ConfigMaps, c.Secrets, strategies})
 }

@@ -93,6 +93,8 @@ type Stack struct {
 	src  map[string]Pos // positions of values in the defining document
 	keys map[string]Pos // positions of mapping keys in it
 	base string         // path of the spec: "spec" or "stacks[N]"
+	// namePath is the path of the stack's name.
+	namePath string
 }
 
 // Program is a Program document: a Pulumi YAML program kept in the config.
@@ -143,7 +145,7 @@ func Load(paths ...string) (*Config, Diagnostics, error) {
 func Parse(name string, data []byte) (*Config, Diagnostics, error) {
 	l := newLoader()
 	l.addFile(name, absDir(name), data)
-	return l.finish()
+	return l.complete(nil)
 }
 
 // Input is one config source as the loader reads it.
@@ -175,14 +177,28 @@ type Input struct {
 	HostPaths HostPaths
 }
 
-// LoadInputs reads the inputs and validates them as one config.
+// LoadInputs reads the inputs and validates them as one config. Its
+// StackSets are checked, not expanded: it generates no stacks (see
+// LoadInputsExpanding).
 func LoadInputs(inputs []Input) (*Config, Diagnostics, error) {
+	return LoadInputsExpanding(inputs, nil)
+}
+
+// LoadInputsExpanding reads the inputs as LoadInputs does and, when
+// expand is not nil and the config read has no error, renders the stacks
+// of each StackSet from the parameter sets expand returns for it. The
+// generated stacks follow the written ones in Config.Stacks, in set
+// order then in the order expand returned them, and the whole config is
+// validated as one: a generated stack's name may clash with a written
+// one's, a prerequisite may name a generated stack. Every error of a
+// generated stack names its set, generator and origin.
+func LoadInputsExpanding(inputs []Input, expand Expander) (*Config, Diagnostics, error) {
 	l := newLoader()
 	for _, in := range inputs {
 		l.source, l.root, l.hostPaths = in.Source, in.Root, &in.HostPaths
 		l.addInput(in)
 	}
-	return l.finish()
+	return l.complete(expand)
 }
 
 type loader struct {
@@ -559,10 +575,10 @@ func (l *loader) addDocument(file, dir string, n *yaml.Node) {
 	switch {
 	case keys["apiVersion"] != nil || keys["kind"] != nil:
 		l.addManifest(d, dir, n, keys)
-	case keys["stacks"] != nil || keys["programs"] != nil || keys["changeWindows"] != nil:
+	case keys["stacks"] != nil || keys["programs"] != nil || keys["changeWindows"] != nil || keys["stackSets"] != nil:
 		l.addCompact(d, dir, n)
 	default:
-		d.errorf(n, "", "not a stackd document: expected a manifest (apiVersion, kind) or a stacks:/programs:/changeWindows: list")
+		d.errorf(n, "", "not a stackd document: expected a manifest (apiVersion, kind) or a stacks:/programs:/changeWindows:/stackSets: list")
 	}
 }
 
@@ -653,6 +669,8 @@ func (l *loader) addManifest(d *decoder, dir string, n *yaml.Node, keys map[stri
 		l.addProgram(d, m.Metadata.Name, m.Program, "metadata.name", "program")
 	case group == "pulumi.com":
 		d.errorf(keys["kind"], "kind", "unknown pulumi.com kind (stackd reads Stack and Program)")
+	case group == "stackd.io":
+		l.addStackSetManifest(d, dir, n, keys, version, kind)
 	case apiVersion == "v1" && kind == "ConfigMap":
 		// Paths in such documents name the document: a note or an error
 		// on "data.x" alone would not say which of many it is.
@@ -714,9 +732,10 @@ func (l *loader) addData(d *decoder, into map[string]map[string]string, name str
 }
 
 type compactDoc struct {
-	Stacks        []compactStack   `yaml:"stacks"`
-	Programs      []compactProgram `yaml:"programs"`
-	ChangeWindows []ChangeWindow   `yaml:"changeWindows"`
+	Stacks        []compactStack    `yaml:"stacks"`
+	Programs      []compactProgram  `yaml:"programs"`
+	ChangeWindows []ChangeWindow    `yaml:"changeWindows"`
+	StackSets     []compactStackSet `yaml:"stackSets"`
 }
 
 type compactStack struct {
@@ -752,6 +771,10 @@ func (l *loader) addCompact(d *decoder, dir string, n *yaml.Node) {
 		if !pasted[i] {
 			l.addWindow(d, w, indexPath("changeWindows", i))
 		}
+	}
+	for i, s := range doc.StackSets {
+		base := indexPath("stackSets", i)
+		l.addStackSet(d, dir, s.Name, s.Labels, s.StackSetSpec, base)
 	}
 }
 
@@ -805,11 +828,13 @@ func stackFields(keys []string) []string {
 	return fields
 }
 
-func (l *loader) addStack(d *decoder, dir, name string, meta stackMeta, spec StackSpec, namePath, base string) {
+// addStack adds a stack to the config and returns it; nil when its name
+// is not valid.
+func (l *loader) addStack(d *decoder, dir, name string, meta stackMeta, spec StackSpec, namePath, base string) *Stack {
 	if !l.checkName(d, name, namePath) {
-		return
+		return nil
 	}
-	l.cfg.Stacks = append(l.cfg.Stacks, &Stack{
+	s := &Stack{
 		Name:        name,
 		Spec:        spec,
 		Annotations: meta.annotations,
@@ -822,7 +847,10 @@ func (l *loader) addStack(d *decoder, dir, name string, meta stackMeta, spec Sta
 		src:         d.src,
 		keys:        d.keys,
 		base:        base,
-	})
+		namePath:    namePath,
+	}
+	l.cfg.Stacks = append(l.cfg.Stacks, s)
+	return s
 }
 
 func (l *loader) addProgram(d *decoder, name string, p ProgramSpec, namePath, base string) {

@@ -200,7 +200,7 @@ func TestParseErrors(t *testing.T) {
 		{"tab indent", "stacks:\n\t- name: a\n", "test.yaml:2:1: yaml: syntax error: tab character in indentation (YAML indents with spaces only)"},
 		{"syntax", "stacks: [a, b\n", "test.yaml:1: yaml: syntax error: did not find expected ',' or ']'"},
 		{"scalar document", "hello", "test.yaml:1:1: expected a mapping (a manifest or a stacks: list), got a string"},
-		{"unknown shape", "foo: bar", "test.yaml:1:1: not a stackd document: expected a manifest (apiVersion, kind) or a stacks:/programs:/changeWindows: list"},
+		{"unknown shape", "foo: bar", "test.yaml:1:1: not a stackd document: expected a manifest (apiVersion, kind) or a stacks:/programs:/changeWindows:/stackSets: list"},
 		{"duplicate key", minimalStack + "  branch: dev\n", "test.yaml:10:3: spec.branch: duplicate key"},
 		{"typo", strings.Replace(minimalStack, "branch:", "brnch:", 1), `test.yaml:9:3: spec.brnch: unknown field "brnch" (did you mean "branch"?)`},
 		{"both configRef spellings", minimalStack + "  configRef: {}\n  configRefs: {}\n", "test.yaml:11:3: spec.configRefs: set either configRef or configRefs, not both"},

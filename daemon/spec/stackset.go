@@ -1,7 +1,5 @@
 package spec
 
-import "gopkg.in/yaml.v3"
-
 // StackSet is a template of stacks and the generators that fill it in, as
 // Argo CD's ApplicationSet is for applications. It is written either as an
 // item of a compact document's stackSets: list or as a manifest
@@ -20,12 +18,16 @@ type StackSet struct {
 	// Dir, Source and Root are the defining file's, as for a Stack.
 	Dir, Source, Root string
 
-	// template is the template's node, kept to be rendered once per
-	// parameter set; src and keys are the defining document's positions.
-	template *yaml.Node
-	src      map[string]Pos
-	keys     map[string]Pos
-	base     string // path of the spec: "spec" or "stackSets[N]"
+	// src and keys are the defining document's positions.
+	src  map[string]Pos
+	keys map[string]Pos
+	base string // path of the spec: "spec" or "stackSets[N]"
+	// label names the set in the messages of its generated stacks:
+	// `stackSets[N] "NAME"` or `StackSet "NAME"`.
+	label string
+	// hostPaths are the rules of the set's input (Input.HostPaths), which
+	// its generated stacks keep.
+	hostPaths *HostPaths
 }
 
 // Owner is what the set's stacks name as their owner.
@@ -37,7 +39,7 @@ type StackSetSpec struct {
 	// Template is a stack: metadata (name, labels, annotations) and spec,
 	// every string of which is a Go template over a generator's parameters
 	// (executed with missingkey=error).
-	Template   Ignored           `yaml:"template"`
+	Template   StackTemplate     `yaml:"template"`
 	Strategy   *RolloutStrategy  `yaml:"strategy"`
 	SyncPolicy *StackSetPolicy   `yaml:"syncPolicy"`
 	Labels     map[string]string `yaml:"-"`

@@ -185,6 +185,9 @@ func pulumiStackKey(s *StackSpec) string {
 
 // nameField is the path of a stack's name, for duplicate reports.
 func nameField(s *Stack) string {
+	if s.namePath != "" {
+		return s.namePath
+	}
 	if s.base == "spec" {
 		return "metadata.name"
 	}
