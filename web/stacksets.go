@@ -191,6 +191,10 @@ func (s *Server) listStackSets(w http.ResponseWriter, r *http.Request) {
 // model.StackSetView. The guard has checked that the caller may read it.
 func (s *Server) getStackSet(w http.ResponseWriter, r *http.Request) {
 	v, err := s.stackSet(r)
+	if errors.Is(err, errSetHidden) {
+		writeError(w, http.StatusForbidden, err.Error())
+		return
+	}
 	if err != nil {
 		writeAPIError(w, err)
 		return
@@ -198,18 +202,27 @@ func (s *Server) getStackSet(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-// stackSet is the set r's path names, as r's principal may see it.
+// stackSet is the set r's path names, as r's principal may see it; an
+// error wrapping errSetHidden when it may not see it (the guard checked
+// that it may, but the set may have changed since).
 func (s *Server) stackSet(r *http.Request) (model.StackSetView, error) {
 	if s.opts.StackSets == nil {
 		return model.StackSetView{}, errNoStackSets
 	}
-	v, err := s.opts.StackSets.StackSet(r.PathValue("name"))
+	name := r.PathValue("name")
+	v, err := s.opts.StackSets.StackSet(name)
 	if err != nil {
-		return v, fmt.Errorf("stack set %q: %w", r.PathValue("name"), err)
+		return v, fmt.Errorf("stack set %q: %w", name, err)
 	}
-	v, _ = s.readableSet(principal(r), v, s.stackRef)
+	v, ok := s.readableSet(principal(r), v, s.stackRef)
+	if !ok {
+		return model.StackSetView{}, fmt.Errorf("stack set %q: %w", name, errSetHidden)
+	}
 	return v, nil
 }
+
+// errSetHidden is a set the principal may not read: 403.
+var errSetHidden = errors.New("your roles do not let you read every stack of the set")
 
 // rolloutAction is resume or abort.
 type rolloutAction string
@@ -346,6 +359,10 @@ func (s *Server) uiRollout(w http.ResponseWriter, r *http.Request, act rolloutAc
 func (s *Server) renderSetError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, model.ErrNotFound) {
 		s.renderError(w, r, http.StatusNotFound, "Not found", fmt.Sprintf("There is no stack set named %q.", r.PathValue("name")))
+		return
+	}
+	if errors.Is(err, errSetHidden) {
+		s.renderError(w, r, http.StatusForbidden, "Not allowed", err.Error())
 		return
 	}
 	s.renderError(w, r, http.StatusInternalServerError, "Error", err.Error())

@@ -409,3 +409,20 @@ func TestStackOwnerShown(t *testing.T) {
 		t.Errorf("SubjectPath = %s", got)
 	}
 }
+
+// TestStackSetActWithoutRead: a token that may sync a set's stacks but
+// not read them resumes its rollout, and is not shown the rollout.
+func TestStackSetActWithoutRead(t *testing.T) {
+	api, sets := setsFixture()
+	fa := setsAccess()
+	fa.tokens["ops-token-secret"] = model.Principal{Kind: model.PrincipalToken, Name: "ops"}
+	fa.grants["ops"] = []grant{{access.ActionSync, "web-*"}}
+	_, base := startWith(t, Options{API: api, StackSets: sets, Access: fa, ReadRequiresToken: true})
+	code, v := callWith(t, "POST", base+"/api/v1/stacksets/web/resume", bearer("ops-token-secret"), "")
+	if _, shown := v["rollout"]; code != http.StatusOK || shown {
+		t.Errorf("resume = %d %v", code, v)
+	}
+	if code, _ := callWith(t, "GET", base+"/api/v1/stacksets/web", bearer("ops-token-secret"), ""); code != http.StatusForbidden {
+		t.Errorf("read = %d", code)
+	}
+}
