@@ -11,6 +11,7 @@ import (
 
 	"github.com/stackd/stackd/daemon/access"
 	"github.com/stackd/stackd/daemon/model"
+	"github.com/stackd/stackd/web/view"
 )
 
 // Access control: every request is identified (a bearer token, else the
@@ -39,6 +40,9 @@ const (
 	// scopeDaemon is daemon-wide: the config, the cluster, the metrics,
 	// reload, pause and backup.
 	scopeDaemon
+	// scopeSet is the StackSet the path names: its stacks (see
+	// mayOnSet).
+	scopeSet
 	// scopeAudit is the audit trail: a stack's (?stack=), which needs
 	// read on it, or the whole of it, which needs admin daemon-wide; a
 	// role must grant either, even while reads are open.
@@ -51,8 +55,9 @@ type route struct {
 	// Action is one of daemon's Action* constants; empty for scopeOpen.
 	Action string
 	// Stack is the stack named in the path (scopeStack), or in the query
-	// (scopeAudit); Update the update named in the path (scopeUpdate).
-	Stack, Update string
+	// (scopeAudit); Update the update named in the path (scopeUpdate);
+	// Set the StackSet named in the path (scopeSet).
+	Stack, Update, Set string
 }
 
 // audited says whether a request on the route is recorded in the audit
@@ -99,6 +104,9 @@ func routeOf(method string, u *url.URL) route {
 		return route{Scope: scopeStack, Action: access.ActionApprove, Stack: seg[len(seg)-2]}
 	case match(seg, "api", "v1", "stacks", "*", "cancel"):
 		return route{Scope: scopeStack, Action: access.ActionCancel, Stack: seg[3]}
+	case match(seg, "api", "v1", "stacksets", "*", "resume"), match(seg, "api", "v1", "stacksets", "*", "abort"),
+		match(seg, "stacksets", "*", "resume"), match(seg, "stacksets", "*", "abort"):
+		return route{Scope: scopeSet, Action: access.ActionSync, Set: seg[len(seg)-2]}
 	}
 	return daemonWide(access.ActionAdmin)
 }
@@ -109,8 +117,13 @@ func readRoute(seg []string, q url.Values) route {
 	update := func(id string) route { return route{Scope: scopeUpdate, Action: access.ActionRead, Update: id} }
 	list := route{Scope: scopeList, Action: access.ActionRead}
 	switch {
-	case len(seg) == 0, match(seg, "api", "v1", "stacks"), match(seg, "previews"), match(seg, "api", "v1", "previews"):
+	case len(seg) == 0, match(seg, "api", "v1", "stacks"), match(seg, "previews"), match(seg, "api", "v1", "previews"),
+		match(seg, "stacksets"), match(seg, "api", "v1", "stacksets"):
 		return list
+	case match(seg, "api", "v1", "stacksets", "*"):
+		return route{Scope: scopeSet, Action: access.ActionRead, Set: seg[3]}
+	case match(seg, "stacksets", "*"):
+		return route{Scope: scopeSet, Action: access.ActionRead, Set: seg[1]}
 	case match(seg, "healthz"), match(seg, "readyz"), len(seg) == 2 && seg[0] == "static",
 		match(seg, "auth", "login"), match(seg, "auth", "callback"), match(seg, "auth", "cli"), match(seg, "auth", "signin"),
 		match(seg, ".well-known", "openid-configuration"), match(seg, ".well-known", "jwks.json"):
@@ -317,7 +330,10 @@ func (s *Server) authorize(r *http.Request, id identity, rt route) decision {
 		return decision{stack: rt.Stack, reason: id.err.Error()}
 	}
 	d := decision{stack: rt.Stack}
-	if !s.consults(rt.Action) && (rt.Scope == scopeStack || rt.Scope == scopeUpdate) {
+	if rt.Scope == scopeSet {
+		d.stack = view.OwnerOfSet(rt.Set) // the audit trail's subject: "StackSet/NAME"
+	}
+	if !s.consults(rt.Action) && (rt.Scope == scopeStack || rt.Scope == scopeUpdate || rt.Scope == scopeSet) {
 		// The answer does not depend on the stack: no need to look it up.
 		d.allowed, d.reason = s.allowed(id.p, rt.Action, &access.StackRef{Name: rt.Stack})
 		return d
@@ -331,6 +347,8 @@ func (s *Server) authorize(r *http.Request, id identity, rt route) decision {
 			ref, d.stack = s.stackRef(u.Stack), u.Stack
 		}
 		d.allowed, d.reason = s.allowed(id.p, rt.Action, ref)
+	case scopeSet:
+		d.allowed, d.reason = s.mayOnSet(id.p, rt.Action, s.setStacks(rt.Set), s.stackRef)
 	case scopeList:
 		// A signed-in caller sees the stacks they may read; an anonymous
 		// one needs read daemon-wide, or is sent to sign in.

@@ -21,6 +21,8 @@
 //	windows.go      a sync that overrides closed change windows
 //	maintenance.go  backup, pause, resume
 //	previews.go     previews of pull requests: the API and the /previews pages
+//	stacksets.go    StackSets: the API and the /stacksets pages, resuming and aborting a
+//	                rollout, who may see and act on a set
 //	webhook.go      POST /api/v1/webhooks/git: verified, replays dropped, pushes polled
 //	pullrequest.go  a verified pull-request event, handed to the previews
 //	ui.go           the UI's routes and pages, its templates (templates/) and assets (static/)
@@ -32,6 +34,7 @@
 //	view/pages.go             the pages' models, a stack's row, outputs, a log's tail, badges
 //	view/format.go            the formatters the templates call: times, commits, counts, paths
 //	view/previews.go          the previews' pages
+//	view/stacksets.go         the StackSets' pages, a stack's owner and its path
 //	view/resources.go         the resource tree and its SVG picture
 //	view/summary.go           StackSummary, the list's summary view (the API serves it too)
 //	metrics/metrics.go        stackd's metrics: counters observed, gauges read at scrape time

@@ -159,6 +159,10 @@ type Options struct {
 	// Previews, when set, runs previews of the pull requests the webhook
 	// reports; the API and the UI list them. Nil ignores pull requests.
 	Previews PreviewAPI
+	// StackSets, when set, serves the StackSets and their rollouts
+	// (stacksets.go); nil: their routes answer 404 and the UI does not
+	// link them.
+	StackSets StackSets
 	// Issuer, when stackd signs workload identities (--oidc-issuer-url),
 	// serves its discovery document and JWKS.
 	Issuer Issuer
@@ -284,6 +288,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/pause", s.pause)
 	mux.HandleFunc("POST /api/v1/resume", s.resume)
 	mux.HandleFunc("GET /api/v1/audit", s.listAudit)
+	mux.HandleFunc("GET /api/v1/stacksets", s.listStackSets)
+	mux.HandleFunc("GET /api/v1/stacksets/{name}", s.getStackSet)
+	mux.HandleFunc("POST /api/v1/stacksets/{name}/resume", s.resumeStackSet)
+	mux.HandleFunc("POST /api/v1/stacksets/{name}/abort", s.abortStackSet)
 	mux.HandleFunc("POST "+webhookPath, s.webhook)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint")

@@ -59,6 +59,12 @@ func (s *Server) routeUI(mux *http.ServeMux) {
 	mux.HandleFunc("GET /previews", s.uiPreviews)
 	mux.HandleFunc("GET /previews/{id}", s.uiPreview)
 	mux.HandleFunc("GET /audit", s.uiAudit)
+	mux.HandleFunc("GET /stacksets", s.uiStackSets)
+	mux.HandleFunc("GET /stacksets/{name}", s.uiStackSet)
+	mux.Handle("POST /stacksets/{name}/resume",
+		http.NewCrossOriginProtection().Handler(http.HandlerFunc(s.uiResumeStackSet)))
+	mux.Handle("POST /stacksets/{name}/abort",
+		http.NewCrossOriginProtection().Handler(http.HandlerFunc(s.uiAbortStackSet)))
 	mux.Handle("POST /stacks/{name}/sync",
 		http.NewCrossOriginProtection().Handler(http.HandlerFunc(s.uiSync)))
 	mux.Handle("POST /stacks/{name}/approve",
@@ -115,6 +121,7 @@ func (s *Server) newPage(r *http.Request, title string) view.Page {
 	pg := view.Page{Title: title, Version: s.opts.Version, Stats: s.api.Stats(),
 		Who: view.Viewer{Principal: p, Login: s.signInURL(returnPath(r))}}
 	pg.Who.SignIn = pg.Who.Login != ""
+	pg.StackSets = s.opts.StackSets != nil
 	if _, bearer := bearerToken(r); !bearer && p.Kind != model.PrincipalAnonymous {
 		c, err := r.Cookie(sessionCookie)
 		pg.Who.Session = err == nil && c.Value != ""
@@ -384,7 +391,8 @@ func (s *Server) render(w http.ResponseWriter, status int, name string, data any
 }
 
 // pages maps each page's file to its template, parsed with the layout.
-var pages = parsePages("list.html", "stack.html", "config.html", "previews.html", "preview.html", "audit.html", "error.html", "signin.html")
+var pages = parsePages("list.html", "stack.html", "config.html", "previews.html", "preview.html", "audit.html", "error.html", "signin.html",
+	"stacksets.html", "stackset.html")
 
 func parsePages(names ...string) map[string]*template.Template {
 	m := make(map[string]*template.Template, len(names))
@@ -398,6 +406,9 @@ var funcs = template.FuncMap{
 	"asset":       assetURL,
 	"stackPath":   view.StackPath,
 	"previewPath": view.PreviewPath,
+	"setPath":     view.StackSetPath,
+	"ownerPath":   view.OwnerPath,
+	"subjectPath": view.SubjectPath,
 	"counts":      view.Counts,
 	"took":        view.Took,
 	"short":       view.ShortSHA,

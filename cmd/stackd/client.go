@@ -292,12 +292,17 @@ func printSources(w io.Writer, sources []model.SourceStatus) {
 	fmt.Fprintln(w)
 }
 
-// printStacks prints a table like kubectl get.
+// printStacks prints a table like kubectl get; an OWNER column when a
+// stack has an owner (the StackSet that generates it).
 func printStacks(w io.Writer, stacks []view.StackSummary, now time.Time, holders bool) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	head := "NAME\tHEALTH\tREADY\tLAST UPDATE\tSTATE\tAGE\tCOMMIT\tDRIFT\tREASON"
 	if holders {
 		head += "\tHOLDER"
+	}
+	owners := slices.ContainsFunc(stacks, func(v view.StackSummary) bool { return v.Owner != "" })
+	if owners {
+		head += "\tOWNER"
 	}
 	fmt.Fprintln(tw, head)
 	for _, v := range stacks {
@@ -329,6 +334,9 @@ func printStacks(w io.Writer, stacks []view.StackSummary, now time.Time, holders
 		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", v.Name, health, ready, last, state, age, commit, drift, reason)
 		if holders {
 			line += "\t" + cmp.Or(v.Holder, "-")
+		}
+		if owners {
+			line += "\t" + cmp.Or(v.Owner, "-")
 		}
 		fmt.Fprintln(tw, line)
 	}

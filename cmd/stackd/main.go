@@ -47,6 +47,8 @@ Usage:
   stackd diff NAME [--last]                preview what a sync would change at the latest commit
   stackd describe NAME                     one stack: conditions, commits, drift, outputs, resources
   stackd previews [--json]                 list open pull requests and their previews
+  stackd rollout list|status SET [--json]  show the stack sets and their rollouts
+  stackd rollout resume|abort SET          let a halted rollout go on, or stop it
   stackd pause [--wait D] / stackd resume  stop operations from starting (to copy the backend)
   stackd audit [--stack S] [--since D]     show who synced, paused, reloaded or was refused
   stackd oidc rotate [--emergency]         a new key to sign the stacks' cloud tokens, now
@@ -98,6 +100,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = describeCommand(rest, stdout)
 	case "previews":
 		err = previewsCommand(rest, stdout)
+	case "rollout":
+		err = rolloutCommand(rest, stdout)
 	case "pause", "resume":
 		err = pauseCommand(cmd, rest, stdout)
 	case "audit":

@@ -130,6 +130,9 @@ func printDescription(w io.Writer, v model.StackView, rs model.Resources, now ti
 	row("Health", "%s%s", s.Health, prefixed(" (", s.Message, ")"))
 	row("Tracking", "%s", orDash(v.Tracking))
 	row("Source", "%s", orDash(v.Source))
+	if v.Owner != "" {
+		row("Owner", "%s", v.Owner)
+	}
 	if lu := v.Status.LastUpdate; lu != nil {
 		row("Applied commit", "%s", describeCommit(lu.LastSuccessfulCommit, v.AppliedCommit))
 		if lu.LastAttemptedCommit != lu.LastSuccessfulCommit {

@@ -28,6 +28,8 @@ type StackView struct {
 	Owner string `json:"owner,omitempty"`
 	// Holder is the replica that acts on the stack (cluster mode).
 	Holder string `json:"holder,omitempty"`
+	// Owner is "StackSet/NAME" for a stack a StackSet generates.
+	Owner string `json:"owner,omitempty"`
 	// AppliedCommit and LatestCommit describe the commits of the last
 	// successful up and of the last update; CommitURL, when the
 	// repository is on a forge, is the link to a commit with "{sha}" in

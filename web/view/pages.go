@@ -67,6 +67,9 @@ type Page struct {
 	DaemonRead bool
 	// Live pages refresh themselves, by script or else by reloading.
 	Live bool
+	// StackSets says the daemon has StackSets: the navigation links
+	// their list.
+	StackSets bool
 }
 
 // StackItem is a stack's row with what the viewer may do to the stack.
@@ -123,6 +126,8 @@ type StackRow struct {
 	Drift *spec.DriftStatus
 	// Holder is the replica acting on the stack (cluster mode).
 	Holder string
+	// Owner is "StackSet/NAME" for a stack a StackSet generates.
+	Owner string
 	// Retry is a failing stack's next attempt, while it has some left.
 	Retry *model.Retry
 }
@@ -130,7 +135,7 @@ type StackRow struct {
 // Summarize is v's row.
 func Summarize(v model.StackView) StackRow {
 	row := StackRow{Name: v.Name, Removed: v.Removed, Orphaned: v.Orphaned, Health: "Unknown", Last: v.Status.LastUpdate, Tracking: v.Tracking,
-		Drift: v.Status.Drift, Holder: v.Holder, Retry: v.Status.Retry}
+		Drift: v.Status.Drift, Holder: v.Holder, Owner: v.Owner, Retry: v.Status.Retry}
 	if h := v.Status.Health; h != nil {
 		row.Health, row.HealthMessage = h.Status, h.Message
 	}

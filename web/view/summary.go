@@ -33,6 +33,8 @@ type StackSummary struct {
 	// Drift is the last drift check's state.
 	Drift  string `json:"drift,omitempty"`
 	Holder string `json:"holder,omitempty"`
+	// Owner is "StackSet/NAME" for a stack a StackSet generates.
+	Owner string `json:"owner,omitempty"`
 	// Retry is a failing stack's next attempt, while it has some left.
 	Retry *model.Retry `json:"retry,omitempty"`
 }
@@ -49,7 +51,7 @@ type SummaryUpdate struct {
 
 // SummaryOf is v's summary.
 func SummaryOf(v *model.StackView) StackSummary {
-	s := StackSummary{Name: v.Name, Removed: v.Removed, Orphaned: v.Orphaned, Health: "Unknown", Source: v.Source, Tracking: v.Tracking, Holder: v.Holder}
+	s := StackSummary{Name: v.Name, Removed: v.Removed, Orphaned: v.Orphaned, Health: "Unknown", Source: v.Source, Tracking: v.Tracking, Holder: v.Holder, Owner: v.Owner}
 	if h := v.Status.Health; h != nil && h.Status != "" {
 		s.Health = h.Status
 	}
