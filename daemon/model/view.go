@@ -24,8 +24,6 @@ type StackView struct {
 	// Source is the config source that defines the stack (a --config
 	// value); empty once the stack left the config.
 	Source string `json:"source,omitempty"`
-	// Owner is "StackSet/NAME" for a stack a StackSet generates.
-	Owner string `json:"owner,omitempty"`
 	// Holder is the replica that acts on the stack (cluster mode).
 	Holder string `json:"holder,omitempty"`
 	// Owner is "StackSet/NAME" for a stack a StackSet generates.
