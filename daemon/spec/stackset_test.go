@@ -245,6 +245,8 @@ func TestStackSetErrors(t *testing.T) {
 			`stacks.yaml:26:16: stackSets[0] "envs" (stackSets[0].generators[0], params[0]): template.spec.stack: executing template: map has no entry for key "zone"`},
 		{"missing key in a key", `"app:{{.env}}"`, `"app:{{.zone}}"`,
 			`stacks.yaml:33:11: stackSets[0] "envs" (stackSets[0].generators[0], params[0]): template.spec.config.app:{{.zone}}: executing template: map has no entry for key "zone"`},
+		{"secret template not quoted", "          replicas: 2", "        secretsRef:\n          pw: {type: Literal, literal: {value: \"s3cret{{s3cret}}\"}}",
+			`stacks.yaml:35:48: stackSets[0].template.spec.secretsRef.pw.literal.value: invalid template: (details withheld: the value may be a secret)`},
 		{"generated stack invalid", "branch: main\n        destroyOnFinalize", "branch: 'a..{{.env}}'\n        destroyOnFinalize",
 			`stacks.yaml:28:17: stackSets[0] "envs" (stackSets[0].generators[0], params[0]): template.spec.branch: not a valid Git branch or tag name`},
 		{"generated unknown field", "destroyOnFinalize: true", "destroyOnFinalise: true",
@@ -267,14 +269,18 @@ func TestStackSetErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("loaded without error")
 			}
-			if got := list(diags.Errors()); !strings.Contains(got, tt.want) {
+			got := list(diags.Errors())
+			if !strings.Contains(got, tt.want) {
 				t.Fatalf("errors:\n%swant one containing:\n  %s", got, tt.want)
+			}
+			if strings.Contains(got, "s3cret") {
+				t.Fatalf("a secret leaked:\n%s", got)
 			}
 		})
 	}
 }
 
-// gitGenerator is a set with one generator, gen, written at line 4.
+// setWith is a set with one generator, gen, written at line 4.
 func setWith(gen string) string {
 	return `stackSets:
   - name: s

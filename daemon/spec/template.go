@@ -2,7 +2,6 @@ package spec
 
 import (
 	"errors"
-	"fmt"
 	"reflect"
 	"regexp"
 	"strings"
@@ -121,7 +120,7 @@ func (x *StackTemplate) parseString(d *decoder, n *yaml.Node, path string) bool 
 	}
 	t, err := template.New("").Option("missingkey=error").Parse(n.Value)
 	if err != nil {
-		d.errorf(n, path, "invalid template: %s", templateMessage(err))
+		d.errorf(n, path, "invalid template: %s", secretSafe(path, templateMessage(err)))
 		return false
 	}
 	v := strings.TrimSpace(n.Value)
@@ -137,6 +136,16 @@ var templateDetail = regexp.MustCompile(`^template: [^:]*:\d+(:\d+)?: (executing
 
 func templateMessage(err error) string {
 	return templateDetail.ReplaceAllString(err.Error(), "")
+}
+
+// secretSafe returns msg, a template's error, unless path may hold a
+// secret (a literal reference or a secrets value), whose template text
+// the message could quote.
+func secretSafe(path, msg string) string {
+	if strings.Contains(path, ".literal") || strings.Contains(path, "secrets.") || strings.Contains(path, "secretsRef.") {
+		return "(details withheld: the value may be a secret)"
+	}
+	return msg
 }
 
 // renderError is a string of the template that failed to execute.
@@ -232,9 +241,10 @@ func (x *StackTemplate) renderDiagnostic(err error, file, path string) Diagnosti
 	if !errors.As(err, &re) {
 		return Diagnostic{Pos: Pos{File: file}, Path: path, Msg: err.Error()}
 	}
+	p := x.pathOf(re.node, path)
 	return Diagnostic{
 		Pos:  Pos{File: file, Line: re.node.Line, Col: re.node.Column},
-		Path: x.pathOf(re.node, path),
-		Msg:  fmt.Sprintf("%v", re),
+		Path: p,
+		Msg:  "executing template: " + secretSafe(p, templateMessage(re.err)),
 	}
 }
