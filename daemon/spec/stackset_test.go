@@ -423,3 +423,43 @@ func TestFingerprintLabelsOwnerStrategy(t *testing.T) {
 		t.Error("a comment changed the fingerprint")
 	}
 }
+
+// TestRenderTypes: a whole-action value takes the type its result reads
+// as; other values stay strings; anchors and aliases of the template are
+// rendered where they are used.
+func TestRenderTypes(t *testing.T) {
+	src := `stackSets:
+  - name: t
+    generators:
+      - list:
+          elements:
+            - {env: dev, refresh: true, n: 30, tag: "007"}
+    template:
+      metadata: {name: "t-{{.env}}"}
+      spec:
+        stack: "{{.env}}"
+        projectRepo: https://example.com/x.git
+        branch: &b "{{.refresh}}"
+        refresh: "{{.refresh}}"
+        resyncFrequencySeconds: " {{.n}} "
+        config:
+          tag: "{{.tag}}"
+          n: "{{.n}}"
+          padded: "n={{.n}}"
+          again: *b
+`
+	cfg, _, err := loadSets(t, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Stack("t-dev")
+	if s.Spec.Branch != "true" || !s.Spec.Refresh || s.Spec.ResyncFrequencySeconds != 30 {
+		t.Errorf("branch %q, refresh %v, resync %d", s.Spec.Branch, s.Spec.Refresh, s.Spec.ResyncFrequencySeconds)
+	}
+	want := map[string]any{"tag": "007", "n": int64(30), "padded": "n=30", "again": true}
+	for k, v := range want {
+		if s.Spec.Config[k] != v {
+			t.Errorf("config.%s = %#v, want %#v", k, s.Spec.Config[k], v)
+		}
+	}
+}
