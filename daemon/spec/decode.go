@@ -31,8 +31,8 @@ type decoder struct {
 	// nodes counts the nodes decoded in the whole load; shared by the
 	// load's decoders.
 	nodes *int
-	// rendered is set for a StackSet's rendered template, whose
-	// whole-action strings are typed by their text: a string field then
+	// rendered is set for a StackSet's rendered template, whose field
+	// references of boolean parameters are booleans: a string field then
 	// takes a boolean's text too.
 	rendered bool
 }

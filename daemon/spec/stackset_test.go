@@ -245,6 +245,8 @@ func TestStackSetErrors(t *testing.T) {
 			`stacks.yaml:26:16: stackSets[0] "envs" (stackSets[0].generators[0], params[0]): template.spec.stack: executing template: map has no entry for key "zone"`},
 		{"missing key in a key", `"app:{{.env}}"`, `"app:{{.zone}}"`,
 			`stacks.yaml:33:11: stackSets[0] "envs" (stackSets[0].generators[0], params[0]): template.spec.config.app:{{.zone}}: executing template: map has no entry for key "zone"`},
+		{"secret template not quoted", "          replicas: 2", "        secretsRef:\n          pw: {type: Literal, literal: {value: \"s3cret{{s3cret}}\"}}",
+			`stacks.yaml:35:48: stackSets[0].template.spec.secretsRef.pw.literal.value: invalid template: (details withheld: the value may be a secret)`},
 		{"generated stack invalid", "branch: main\n        destroyOnFinalize", "branch: 'a..{{.env}}'\n        destroyOnFinalize",
 			`stacks.yaml:28:17: stackSets[0] "envs" (stackSets[0].generators[0], params[0]): template.spec.branch: not a valid Git branch or tag name`},
 		{"generated unknown field", "destroyOnFinalize: true", "destroyOnFinalise: true",
@@ -267,14 +269,18 @@ func TestStackSetErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("loaded without error")
 			}
-			if got := list(diags.Errors()); !strings.Contains(got, tt.want) {
+			got := list(diags.Errors())
+			if !strings.Contains(got, tt.want) {
 				t.Fatalf("errors:\n%swant one containing:\n  %s", got, tt.want)
+			}
+			if strings.Contains(got, "s3cret") {
+				t.Fatalf("a secret leaked:\n%s", got)
 			}
 		})
 	}
 }
 
-// gitGenerator is a set with one generator, gen, written at line 4.
+// setWith is a set with one generator, gen, written at line 4.
 func setWith(gen string) string {
 	return `stackSets:
   - name: s
@@ -415,5 +421,45 @@ func TestFingerprintLabelsOwnerStrategy(t *testing.T) {
 	}
 	if print(strings.Replace(envSets, "    syncPolicy:", "    # a comment\n    syncPolicy:", 1)) != base {
 		t.Error("a comment changed the fingerprint")
+	}
+}
+
+// TestRenderTypes: a whole-action value takes the type its result reads
+// as; other values stay strings; anchors and aliases of the template are
+// rendered where they are used.
+func TestRenderTypes(t *testing.T) {
+	src := `stackSets:
+  - name: t
+    generators:
+      - list:
+          elements:
+            - {env: dev, refresh: true, n: 30, tag: "007"}
+    template:
+      metadata: {name: "t-{{.env}}"}
+      spec:
+        stack: "{{.env}}"
+        projectRepo: https://example.com/x.git
+        branch: &b "{{.refresh}}"
+        refresh: "{{.refresh}}"
+        resyncFrequencySeconds: " {{.n}} "
+        config:
+          tag: "{{.tag}}"
+          n: "{{.n}}"
+          padded: "n={{.n}}"
+          again: *b
+`
+	cfg, _, err := loadSets(t, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Stack("t-dev")
+	if s.Spec.Branch != "true" || !s.Spec.Refresh || s.Spec.ResyncFrequencySeconds != 30 {
+		t.Errorf("branch %q, refresh %v, resync %d", s.Spec.Branch, s.Spec.Refresh, s.Spec.ResyncFrequencySeconds)
+	}
+	want := map[string]any{"tag": "007", "n": int64(30), "padded": "n=30", "again": true}
+	for k, v := range want {
+		if s.Spec.Config[k] != v {
+			t.Errorf("config.%s = %#v, want %#v", k, s.Spec.Config[k], v)
+		}
 	}
 }

@@ -2,11 +2,11 @@ package spec
 
 import (
 	"errors"
-	"fmt"
 	"reflect"
 	"regexp"
 	"strings"
 	"text/template"
+	"text/template/parse"
 
 	"gopkg.in/yaml.v3"
 )
@@ -32,10 +32,11 @@ type StackTemplate struct {
 // stringTemplate is one string's template.
 type stringTemplate struct {
 	t *template.Template
-	// whole is set when the string is a single action, "{{ .replicas }}":
-	// its result is typed by its text, so that it may fill an integer
-	// or a boolean field.
-	whole bool
+	// field is set when the string is a single field reference,
+	// "{{ .replicas }}" or "{{ .path.depth }}": a parameter that is a
+	// number or a boolean keeps its type, so that it may fill such a
+	// field.
+	field []string
 }
 
 // templateShape is what the load checks of a template: the spec is
@@ -121,14 +122,56 @@ func (x *StackTemplate) parseString(d *decoder, n *yaml.Node, path string) bool 
 	}
 	t, err := template.New("").Option("missingkey=error").Parse(n.Value)
 	if err != nil {
-		d.errorf(n, path, "invalid template: %s", templateMessage(err))
+		d.errorf(n, path, "invalid template: %s", secretSafe(path, templateMessage(err)))
 		return false
 	}
-	v := strings.TrimSpace(n.Value)
-	whole := strings.HasPrefix(v, "{{") && strings.HasSuffix(v, "}}") && strings.Count(v, "{{") == 1
-	x.texts[n] = &stringTemplate{t: t, whole: whole}
+	x.texts[n] = &stringTemplate{t: t, field: fieldRef(t)}
 	x.dynamic[n] = true
 	return true
+}
+
+// fieldRef returns the field chain of a template that is one field
+// reference and spaces, "{{ .a.b }}"; nil otherwise.
+func fieldRef(t *template.Template) []string {
+	var field []string
+	for _, node := range t.Tree.Root.Nodes {
+		switch n := node.(type) {
+		case *parse.TextNode:
+			if strings.TrimSpace(string(n.Text)) != "" {
+				return nil
+			}
+		case *parse.ActionNode:
+			if field != nil || len(n.Pipe.Decl) > 0 || len(n.Pipe.Cmds) != 1 || len(n.Pipe.Cmds[0].Args) != 1 {
+				return nil
+			}
+			f, ok := n.Pipe.Cmds[0].Args[0].(*parse.FieldNode)
+			if !ok {
+				return nil
+			}
+			field = f.Ident
+		default:
+			return nil
+		}
+	}
+	return field
+}
+
+// typedParam reports whether the parameter at field is a number or a
+// boolean.
+func typedParam(params map[string]any, field []string) bool {
+	var v any = params
+	for _, name := range field {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return false
+		}
+		v = m[name]
+	}
+	switch v.(type) {
+	case int, int32, int64, uint, uint32, uint64, float32, float64, bool:
+		return true
+	}
+	return false
 }
 
 // templateDetail strips text/template's own location from its messages:
@@ -137,6 +180,16 @@ var templateDetail = regexp.MustCompile(`^template: [^:]*:\d+(:\d+)?: (executing
 
 func templateMessage(err error) string {
 	return templateDetail.ReplaceAllString(err.Error(), "")
+}
+
+// secretSafe returns msg, a template's error, unless path may hold a
+// secret (a literal reference or a secrets value), whose template text
+// the message could quote.
+func secretSafe(path, msg string) string {
+	if strings.Contains(path, ".literal") || strings.Contains(path, "secrets.") || strings.Contains(path, "secretsRef.") {
+		return "(details withheld: the value may be a secret)"
+	}
+	return msg
 }
 
 // renderError is a string of the template that failed to execute.
@@ -176,9 +229,9 @@ func (x *StackTemplate) renderNode(n *yaml.Node, params map[string]any) (*yaml.N
 	return &c, nil
 }
 
-// render executes one string. A whole-action string whose result reads
-// as a number or a boolean becomes a plain scalar, typed by its text;
-// any other result stays a string.
+// render executes one string. A string that is one field reference of a
+// parameter that is a number or a boolean becomes a plain scalar of that
+// type; any other result stays a string.
 func (st *stringTemplate) render(n *yaml.Node, params map[string]any) (*yaml.Node, error) {
 	var b strings.Builder
 	if err := st.t.Execute(&b, params); err != nil {
@@ -186,11 +239,11 @@ func (st *stringTemplate) render(n *yaml.Node, params map[string]any) (*yaml.Nod
 	}
 	c := *n
 	c.Value, c.Tag = b.String(), "!!str"
-	if st.whole {
-		plain := yaml.Node{Kind: yaml.ScalarNode, Value: c.Value}
+	if st.field != nil && typedParam(params, st.field) {
+		plain := yaml.Node{Kind: yaml.ScalarNode, Value: strings.TrimSpace(c.Value)}
 		switch plain.ShortTag() {
 		case "!!int", "!!float", "!!bool":
-			c.Tag, c.Style = "", 0
+			c.Value, c.Tag, c.Style = plain.Value, "", 0
 		}
 	}
 	return &c, nil
@@ -232,9 +285,10 @@ func (x *StackTemplate) renderDiagnostic(err error, file, path string) Diagnosti
 	if !errors.As(err, &re) {
 		return Diagnostic{Pos: Pos{File: file}, Path: path, Msg: err.Error()}
 	}
+	p := x.pathOf(re.node, path)
 	return Diagnostic{
 		Pos:  Pos{File: file, Line: re.node.Line, Col: re.node.Column},
-		Path: x.pathOf(re.node, path),
-		Msg:  fmt.Sprintf("%v", re),
+		Path: p,
+		Msg:  "executing template: " + secretSafe(p, templateMessage(re.err)),
 	}
 }
