@@ -53,7 +53,10 @@ func same(seen []memberKey, members []model.RolloutMember) bool {
 // until Done. A set without a RollingSync strategy admits every member,
 // and so does any set a member that is done on its target (a resync
 // moves nothing). An error of the slots or of the abort records holds
-// the member.
+// the member. members are read, not kept, and may be the same slice
+// from call to call: the plan is computed again when a member changed,
+// but a member's Labels must be a new map when they change, never the
+// same map changed in place.
 func (c *Controller) Admit(set *spec.StackSet, name string, members []model.RolloutMember) (reason, msg string) {
 	if !rolling(set) {
 		return "", ""

@@ -212,7 +212,11 @@ func haltedMsg(members []model.RolloutMember, failed []int, step, n int) string 
 	if len(failed) > shown {
 		list += fmt.Sprintf(" and %d more", len(failed)-shown)
 	}
-	return fmt.Sprintf("rollout halted at step %d of %d: %s failed on its target; sync the failed stacks to resume, or abort", step, n, list)
+	its := "its"
+	if len(failed) > 1 {
+		its = "their"
+	}
+	return fmt.Sprintf("rollout halted at step %d of %d: %s failed on %s target; sync the failed stacks to resume, or abort", step, n, list, its)
 }
 
 // stepStatus is step k as the API shows it. Without slots to ask, a
