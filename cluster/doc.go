@@ -36,4 +36,6 @@
 //	push                       the last push event, for every replica
 //	oidc-keys/<kid>            a replica's public OpenID signing key (JWK), bound to
 //	                           a lease of its own that ends with its last token (keys.go)
+//	rollout-slots/<key>/<node> a stack's slot of a rollout step (maxUpdate), bound to
+//	                           the holder's lease; rollout-slotver/<key> orders takers (slots.go)
 package cluster

@@ -318,3 +318,34 @@ func BenchmarkAdmit1000(b *testing.B) {
 		c.Admit(set, members[i%len(members)].Name, members)
 	}
 }
+
+// TestResumeAfterAbort: a resume drops the set's abort records, on the
+// replica that resumes and, after Refresh, on the other; Plan shows it.
+func TestResumeAfterAbort(t *testing.T) {
+	meta := &memMeta{}
+	a, b := New(Options{Meta: meta}), New(Options{Meta: meta})
+	set := threeSteps()
+	members := fleet("c2", each(on("c2"), devAll...))
+	if held, err := a.Resume(set, members); err != nil || held {
+		t.Fatalf("resume of nothing aborted: %v %v", held, err)
+	}
+	if err := a.Abort(set, members); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.Plan(set, members); st.State != model.RolloutAborted {
+		t.Fatalf("plan after the abort: %+v", st)
+	}
+	held, err := a.Resume(set, members)
+	if err != nil || !held {
+		t.Fatalf("resume: %v %v", held, err)
+	}
+	if st := a.Plan(set, members); st.State != model.RolloutProgressing {
+		t.Errorf("plan after the resume: %+v", st)
+	}
+	if err := b.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if reason, msg := b.Admit(set, "canary-1", members); reason != "" {
+		t.Errorf("canary-1 after the resume, on the other replica: %q %q", reason, msg)
+	}
+}

@@ -172,6 +172,40 @@ func (c *Controller) Abort(set *spec.StackSet, members []model.RolloutMember) er
 	return nil
 }
 
+// Resume undoes an abort of set's rollout: it drops the set's records,
+// and says whether one of them still held a member. (A halt is resumed
+// by sync requests to the failed members: see Failed.)
+func (c *Controller) Resume(set *spec.StackSet, members []model.RolloutMember) (bool, error) {
+	prev, err := readAborted(c.opts.Meta, set.Name)
+	if err != nil {
+		return false, err
+	}
+	held := false
+	for i := range members {
+		held = held || prev.applies(&members[i])
+	}
+	if len(prev) == 0 {
+		return false, nil
+	}
+	if err := writeAborted(c.opts.Meta, set.Name, Aborted{}); err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.installLocked(c.stateLocked(set.Name), Aborted{})
+	return held, nil
+}
+
+// Plan is the set's rollout as it stands for members, with the abort
+// records the Controller knows (Plan); for the API and the metrics.
+func (c *Controller) Plan(set *spec.StackSet, members []model.RolloutMember) model.RolloutStatus {
+	_ = c.load(set.Name) // an unreadable record shows as none here; Admit holds meanwhile
+	c.mu.Lock()
+	aborted := c.stateLocked(set.Name).aborted
+	c.mu.Unlock()
+	return Plan(set, members, aborted)
+}
+
 // Refresh rereads the abort records of the sets the Controller knows
 // (another replica may have aborted) and retries the slot releases that
 // failed. It prunes nothing: Meta has no compare-and-swap, and a write

@@ -112,11 +112,11 @@ func assign(set *spec.StackSet, members []model.RolloutMember) []step {
 	}
 	steps := make([]step, len(cfg), len(cfg)+1)
 	for k := range cfg {
-		steps[k] = step{selector: selectorString(&cfg[k]), raw: cfg[k].MaxUpdate}
+		steps[k] = step{selector: selectorString(cfg[k]), raw: cfg[k].MaxUpdate}
 	}
 	var rest []int
 	for i := range members {
-		k := slices.IndexFunc(cfg, func(s spec.RolloutStep) bool { return selects(&s, members[i].Labels) })
+		k := slices.IndexFunc(cfg, func(s spec.RolloutStep) bool { return s.Selects(members[i].Labels) })
 		if k < 0 {
 			rest = append(rest, i)
 		} else {
@@ -134,7 +134,7 @@ func assign(set *spec.StackSet, members []model.RolloutMember) []step {
 		s := &steps[k]
 		slices.SortFunc(s.members, func(a, b int) int { return cmp.Compare(members[a].Name, members[b].Name) })
 		if k < len(cfg) {
-			s.max = limit(&cfg[k], len(s.members))
+			s.max = cfg[k].Limit(len(s.members))
 		}
 	}
 	return steps
@@ -244,4 +244,13 @@ func (c *computed) stepStatus(k int, members []model.RolloutMember, hold bool) m
 		out.Stacks = append(out.Stacks, rs)
 	}
 	return out
+}
+
+// selectorString shows a step's selector as kubectl does; "(every
+// stack)" for an empty one.
+func selectorString(step spec.RolloutStep) string {
+	if s := step.String(); s != "" {
+		return s
+	}
+	return "(every stack)"
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stackd/stackd/cluster"
 	"github.com/stackd/stackd/daemon"
 	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/notify"
@@ -42,8 +43,8 @@ type fleetWiring struct {
 func newFleet(st daemon.Store, own daemon.Ownership, notifier daemon.Notifier, log *slog.Logger) *fleetWiring {
 	w := &fleetWiring{log: log.With("component", "fleet")}
 	opts := rollout.Options{Meta: st, Logger: w.log, OnHalt: onHalt(notifier)}
-	if slots, ok := own.(rollout.Slots); ok {
-		opts.Slots, w.clustered = slots, true
+	if c, ok := own.(*cluster.Cluster); ok {
+		opts.Slots, w.clustered = c.Slots(), true
 	}
 	w.rollouts = rollout.New(opts)
 	return w
