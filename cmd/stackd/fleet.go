@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -62,11 +61,19 @@ func onHalt(n daemon.Notifier) func(set string, failed []string) {
 	}
 }
 
-// attach makes the Expander, whose git generators check out through g
-// into <data-dir>/stacksets, and returns the daemon's options for sets.
-func (w *fleetWiring) attach(g fleet.Git, dataDir string, timeout time.Duration) (spec.Expander, daemon.Rollouts) {
-	w.ex = fleet.New(fleet.Options{Git: g, Dir: filepath.Join(dataDir, "stacksets"), Timeout: timeout, Logger: w.log})
+// attach makes the Expander of opts and returns the daemon's options for
+// sets.
+func (w *fleetWiring) attach(opts fleet.Options) (spec.Expander, daemon.Rollouts) {
+	opts.Logger = w.log
+	w.ex = fleet.New(opts)
 	return w.ex.Expand, w.rollouts
+}
+
+// offlineExpander evaluates the generators that read nothing (lists, and
+// matrices and merges of them) for a config checked before the daemon
+// runs: a git generator yields nothing then.
+func offlineExpander(hosts spec.HostPaths) spec.Expander {
+	return fleet.New(fleet.Options{Offline: true, HostPaths: hosts}).Expand
 }
 
 // run reloads the config whenever a git generator's revision moves, and

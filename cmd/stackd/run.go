@@ -27,6 +27,7 @@ import (
 	"github.com/stackd/stackd/daemon/notify"
 	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/fleet"
 	"github.com/stackd/stackd/gitwatch"
 	"github.com/stackd/stackd/identity"
 	"github.com/stackd/stackd/preview"
@@ -563,11 +564,13 @@ func newDaemon(ctx context.Context, f *runFlags, srcs []spec.Source, auth *model
 	}
 	fetcher := gitwatch.New(f.withLimits(gitwatch.Options{Timeout: f.gitTimeout, CacheFor: f.minResync / 2,
 		RemoteCall: remoteCall(obs), Logger: log.With("component", "gitwatch")}))
-	expand, rollouts := fl.attach(fetcher, dataDir, f.gitTimeout)
+	refs := spec.RefSources{SecretsDir: f.secretsDir, ConfigMapsDir: f.configMapsDir, EnvAllow: f.envRefAllow}
+	expand, rollouts := fl.attach(fleet.Options{Git: fetcher, Dir: filepath.Join(dataDir, "stacksets"), Timeout: f.gitTimeout,
+		Auth: fleet.RefAuth(refs), HostPaths: hosts})
 	d, err := daemon.New(nil, daemon.Options{
 		Store: st, Runner: run, Logger: log.With("component", "daemon"), DataDir: dataDir,
 		Fetcher:       fetcher,
-		Refs:          spec.RefSources{SecretsDir: f.secretsDir, ConfigMapsDir: f.configMapsDir, EnvAllow: f.envRefAllow},
+		Refs:          refs,
 		HostPaths:     hosts,
 		MaxConcurrent: f.maxConcurrent, MinResync: f.minResync, MaxFailures: f.maxFailures,
 		BackoffBase: f.retryBackoff, OpTimeout: f.opTimeout,
@@ -589,7 +592,7 @@ func checkLocalConfig(srcs []spec.Source, hosts spec.HostPaths, log *slog.Logger
 	if len(paths) < len(srcs) {
 		return nil
 	}
-	_, diags, err := spec.LoadInputs(localInputs(srcs, hosts))
+	_, diags, err := spec.LoadInputsExpanding(localInputs(srcs, hosts), offlineExpander(hosts))
 	if err != nil {
 		for _, d := range diags {
 			log.Error("config", "problem", d.String())

@@ -59,7 +59,7 @@ func validate(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, diags, err := spec.LoadInputs(localInputs(srcs, hosts))
+	cfg, diags, err := spec.LoadInputsExpanding(localInputs(srcs, hosts), offlineExpander(hosts))
 	for _, d := range diags {
 		if !d.Note || !*quiet {
 			fmt.Fprintln(stdout, d)
@@ -73,7 +73,11 @@ func validate(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "ok: %d stack(s), %d program(s)\n", len(cfg.Stacks), len(cfg.Programs))
+	fmt.Fprintf(stdout, "ok: %d stack(s), %d program(s)", len(cfg.Stacks), len(cfg.Programs))
+	if len(cfg.StackSets) > 0 {
+		fmt.Fprintf(stdout, ", %d stack set(s) (git generators not read)", len(cfg.StackSets))
+	}
+	fmt.Fprintln(stdout)
 	if !othersOK {
 		return errProblemsFound
 	}
