@@ -24,7 +24,7 @@ import (
 // filenameNormalized. At most maxFiles files, of at most maxBytes each.
 func files(dir string, globs []glob, maxFiles int, maxBytes int64) ([]item, error) {
 	var paths []string
-	err := walk(dir, func(p string, d fs.DirEntry) error {
+	err := walk(dir, globs, func(p string, d fs.DirEntry) error {
 		if !d.Type().IsRegular() || !selected(globs, p) {
 			return nil // links, directories, devices: never read
 		}

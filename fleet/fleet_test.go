@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -418,5 +419,36 @@ func TestUnusedCheckoutsAreRemoved(t *testing.T) {
 	x.Keep(nil)
 	if got := entries(); len(got) != 0 || x.Status("a") != nil {
 		t.Fatalf("after Keep(nil): checkouts = %q", got)
+	}
+}
+
+// Status and Changed may be called while an expansion runs.
+func TestConcurrentUse(t *testing.T) {
+	r := newRepo(t)
+	r.write(map[string]string{"envs/dev/f": ""})
+	r.commit()
+	x, _ := newExpander(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			x.Status("s")
+			x.Changed(ctx)
+		}
+	}()
+	for i := range 5 {
+		mustExpand(t, x, newSet("s", dirsGen(r.url(), inc("envs/*"))))
+		mustExpand(t, x, newSet(fmt.Sprint("t", i), listGen(map[string]any{"a": i})))
+	}
+	cancel()
+	<-done
+}
+
+func TestOfflineStillRefusesCredentials(t *testing.T) {
+	x, _ := newExpander(t, func(o *Options) { o.Offline = true })
+	_, err := x.Expand(newSet("s", dirsGen("https://tok@example.invalid/r.git", inc("*"))))
+	if err == nil || strings.Contains(err.Error(), "tok@") {
+		t.Errorf("err = %v", err)
 	}
 }

@@ -60,6 +60,9 @@ func (e *eval) git(g *spec.GitGenerator) ([]item, error) {
 	if err != nil {
 		return nil, fmt.Errorf("git: %w", err)
 	}
+	if err := checkURL(g.RepoURL); err != nil {
+		return nil, fmt.Errorf("git: repoURL: %w", err)
+	}
 	res := &e.gens[e.cur]
 	res.repo = cmp.Or(res.repo, cleanURL(g.RepoURL))
 	if e.x.opts.Offline {
@@ -91,9 +94,6 @@ func (e *eval) git(g *spec.GitGenerator) ([]item, error) {
 func (x *Expander) source(set *spec.StackSet, g *spec.GitGenerator) (model.GitSource, error) {
 	if x.opts.Git == nil {
 		return model.GitSource{}, errors.New("git: no Git access configured")
-	}
-	if err := checkURL(g.RepoURL); err != nil {
-		return model.GitSource{}, fmt.Errorf("git: repoURL: %w", err)
 	}
 	src := model.GitSource{URL: g.RepoURL}
 	dir, err := spec.RepoPath(src.URL, set.Dir)

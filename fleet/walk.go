@@ -80,6 +80,41 @@ func matchSegs(pat, name []string) bool {
 	return next[0]
 }
 
+// mayHold says whether some non-exclude glob could match a path below
+// the directory p: the walk does not descend where none could.
+func mayHold(globs []glob, p string) bool {
+	name := strings.Split(p, "/")
+	for _, g := range globs {
+		if !g.exclude && matchBelow(g.segs, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchBelow says whether pat could match name followed by one or more
+// segments: the dynamic program of matchSegs, where the end of name
+// leaves any rest of the pattern to the segments below.
+func matchBelow(pat, name []string) bool {
+	next := make([]bool, len(name)+1) // pat exhausted: nothing left for a segment below
+	cur := make([]bool, len(name)+1)
+	for i := len(pat) - 1; i >= 0; i-- {
+		for j := len(name); j >= 0; j-- {
+			switch {
+			case j == len(name):
+				cur[j] = true
+			case pat[i] == "**":
+				cur[j] = next[j] || cur[j+1]
+			default:
+				ok, _ := path.Match(pat[i], name[j])
+				cur[j] = ok && next[j+1]
+			}
+		}
+		next, cur = cur, next
+	}
+	return next[0]
+}
+
 // normalize is Argo CD's basenameNormalized as stackd defines it: lower
 // case, every character but a letter a-z or a digit turned into "-", so
 // that it can name a stack.
@@ -111,11 +146,12 @@ func pathParams(dir string) map[string]any {
 }
 
 // walk calls visit for every entry of the checkout dir but the root and
-// .git, in lexical order. It opens dir as an os.Root and lists entries
-// without following symbolic links: a link is visited as a link (neither
-// a directory nor a regular file), so nothing outside the checkout is
-// ever read.
-func walk(dir string, visit func(p string, d fs.DirEntry) error) error {
+// .git, in lexical order, descending only into directories below which
+// globs may match. It opens dir as an os.Root and lists entries without
+// following symbolic links: a link is visited as a link (neither a
+// directory nor a regular file), so nothing outside the checkout is ever
+// read.
+func walk(dir string, globs []glob, visit func(p string, d fs.DirEntry) error) error {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return fmt.Errorf("open checkout: %w", err)
@@ -130,7 +166,13 @@ func walk(dir string, visit func(p string, d fs.DirEntry) error) error {
 		case d.IsDir() && d.Name() == ".git":
 			return fs.SkipDir
 		}
-		return visit(p, d)
+		if err := visit(p, d); err != nil {
+			return err
+		}
+		if d.IsDir() && !mayHold(globs, p) {
+			return fs.SkipDir
+		}
+		return nil
 	})
 }
 
@@ -140,7 +182,7 @@ var errTooMany = errors.New("too many")
 // that globs select, sorted by path; at most maxItems.
 func directories(dir string, globs []glob, maxItems int) ([]item, error) {
 	var paths []string
-	err := walk(dir, func(p string, d fs.DirEntry) error {
+	err := walk(dir, globs, func(p string, d fs.DirEntry) error {
 		if !d.IsDir() || !selected(globs, p) {
 			return nil
 		}

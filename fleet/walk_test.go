@@ -108,3 +108,28 @@ func TestPathParams(t *testing.T) {
 		t.Errorf("root pathParams = %#v", root)
 	}
 }
+
+func TestMayHold(t *testing.T) {
+	for _, tc := range []struct {
+		pat, dir string
+		want     bool
+	}{
+		{"envs/*", "envs", true},
+		{"envs/*", "envs/dev", false},
+		{"envs/*", "apps", false},
+		{"envs/*/config.yaml", "envs/dev", true},
+		{"envs/*/config.yaml", "envs/dev/sub", false},
+		{"**/overlays/*", "a/b/c", true},
+		{"apps/**", "apps/x/y", true},
+		{"apps/**", "other", false},
+		{"*", "a", false},
+	} {
+		globs, err := compileGlobs([]spec.GitPathGlob{{Path: tc.pat}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := mayHold(globs, tc.dir); got != tc.want {
+			t.Errorf("mayHold(%q, %q) = %v, want %v", tc.pat, tc.dir, got, tc.want)
+		}
+	}
+}
