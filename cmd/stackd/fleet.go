@@ -21,10 +21,6 @@ import (
 	"github.com/stackd/stackd/web"
 )
 
-// abortRefresh is how often a replica rereads the rollouts' abort records,
-// which another replica may have written.
-const abortRefresh = 2 * time.Second
-
 // fleetWiring is what StackSets take: the generators' Expander, made once
 // the Fetcher exists, and the rollouts' Controller.
 type fleetWiring struct {
@@ -77,11 +73,12 @@ func offlineExpander(hosts spec.HostPaths) spec.Expander {
 }
 
 // run reloads the config whenever a git generator's revision moves, and
-// in a cluster rereads the abort records, until close.
+// every poll forgets what the generators kept of sets that are gone and,
+// in a cluster, rereads the abort records, until close.
 func (w *fleetWiring) run(d *daemon.Daemon, every time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.stop = cancel
-	w.wg.Add(1)
+	w.wg.Add(2)
 	go func() {
 		defer w.wg.Done()
 		w.ex.Watch(ctx, every, func() {
@@ -90,22 +87,29 @@ func (w *fleetWiring) run(d *daemon.Daemon, every time.Duration) {
 			}
 		})
 	}()
-	if w.clustered {
-		w.wg.Add(1)
-		go w.refresh(ctx)
-	}
+	go w.tidy(ctx, d, every)
 }
 
-// refresh rereads the abort records every abortRefresh until ctx ends.
-func (w *fleetWiring) refresh(ctx context.Context) {
+// tidy is run's housekeeping, every period until ctx ends.
+func (w *fleetWiring) tidy(ctx context.Context, d *daemon.Daemon, every time.Duration) {
 	defer w.wg.Done()
-	t := time.NewTicker(abortRefresh)
+	t := time.NewTicker(max(every, time.Second))
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		sets, _ := d.StackSets()
+		names := make([]string, len(sets))
+		for i, set := range sets {
+			names[i] = set.Name
+		}
+		if sets != nil {
+			w.ex.Keep(names)
+		}
+		if w.clustered {
 			if err := w.rollouts.Refresh(); err != nil {
 				w.log.Warn("cannot read the rollouts' abort records", "err", err)
 			}

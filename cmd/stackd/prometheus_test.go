@@ -160,7 +160,8 @@ func TestAlertRules(t *testing.T) {
 		"stackd_config_source_failing", "stackd_config_source_last_poll_timestamp_seconds", "stackd_paused",
 		"stackd_queue_depth", "stackd_git_polls_total", "stackd_audit_dropped_total", "stackd_cluster_session",
 		"stackd_cluster_leader", "stackd_policy_last_reload_successful", "stackd_stacks_awaiting_approval",
-		"stackd_sandbox_enforced", "stackd_review_stacks", "stackd_oidc_signing_key_age_seconds"} {
+		"stackd_sandbox_enforced", "stackd_review_stacks", "stackd_oidc_signing_key_age_seconds",
+		"stackd_rollout_halted", "stackd_stackset_generator_failing"} {
 		if !strings.Contains(string(rules), m) {
 			t.Errorf("the rules do not use %s", m)
 		}

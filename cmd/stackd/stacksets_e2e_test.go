@@ -12,6 +12,7 @@ import (
 
 	"github.com/stackd/stackd/cluster/etcdtest"
 	"github.com/stackd/stackd/daemon/model"
+	"github.com/stackd/stackd/daemon/notify"
 )
 
 // The StackSet tests run a daemon in-process on real git repositories,
@@ -222,7 +223,8 @@ func TestE2ERollout(t *testing.T) {
 	}
 	src := newRepo(t)
 	v1 := src.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	in := startDaemon(t, rolloutConfig(src, out, g), "")
+	receiver, events := notifyReceiver(t)
+	in := startDaemonWith(t, rolloutConfig(src, out, g), "", func(f *runFlags) { _ = f.notifyURLs.Set(receiver.URL) })
 	waitFor(t, "v1 everywhere", 3*time.Minute, allApplied(in, v1))
 	for _, step := range rolloutStacks {
 		for _, name := range step {
@@ -273,6 +275,13 @@ func TestE2ERollout(t *testing.T) {
 	}
 	if f := in.stack("web-canary-1").Status.LastUpdate.Failures; f != failures {
 		t.Errorf("canary-1 was retried during the halt: failures %d, then %d", failures, f)
+	}
+	if e := waitKind(t, events, notify.RolloutHalted); e.Stack != "web-canary-1" || !strings.Contains(e.Message, "StackSet web") {
+		t.Errorf("notification %+v", e)
+	}
+	if _, metrics := in.get("/metrics", nil); !strings.Contains(string(metrics), `stackd_rollout_halted{set="web"} 1`) ||
+		!strings.Contains(string(metrics), `stackd_stackset_stacks{set="web"} 7`) {
+		t.Errorf("/metrics during the halt lacks the halted rollout:\n%s", grepLines(string(metrics), "stackd_rollout"))
 	}
 
 	// The cause gone, a resume completes the rollout of v3.
@@ -564,6 +573,35 @@ func TestE2ERolloutMaxUpdateCluster(t *testing.T) {
 	for _, ed := range edges {
 		if n += ed.delta; n > 2 {
 			t.Errorf("%d prod ups to v2 at %s", n, ed.at.Format(time.StampMilli))
+		}
+	}
+}
+
+
+// waitKind waits for a notification of kind, then drains the rest, so
+// that the receiver never blocks.
+func waitKind(t *testing.T, events <-chan notify.Event, kind string) notify.Event {
+	t.Helper()
+	deadline := time.After(time.Minute)
+	for {
+		select {
+		case e := <-events:
+			if e.Kind == kind {
+				done := make(chan struct{})
+				t.Cleanup(func() { close(done) })
+				go func() {
+					for {
+						select {
+						case <-events:
+						case <-done:
+							return
+						}
+					}
+				}()
+				return e
+			}
+		case <-deadline:
+			t.Fatalf("no %s notification", kind)
 		}
 	}
 }
