@@ -73,6 +73,64 @@ func BenchmarkDirectories10k(b *testing.B) {
 	})
 }
 
+// BenchmarkStacks10k loads a config whose StackSet's directories
+// generator yields 10,000 directories, as a reload does at the same
+// commit: the generator's expansion, each stack rendered from the
+// template, and the whole config validated. It reports ms/load, the bytes
+// a load allocates and the stacks it makes (10,000).
+func BenchmarkStacks10k(b *testing.B) {
+	r := repo10k(b)
+	cfg := filepath.Join(b.TempDir(), "stackd.yaml")
+	doc := `stackSets:
+  - name: big
+    generators:
+      - git:
+          repoURL: ` + r.url() + `
+          revision: main
+          directories: [{path: envs/*}]
+    template:
+      metadata:
+        name: 'app-{{.path.basename}}'
+        labels: {env: '{{.path.basename}}'}
+      spec:
+        stack: 'app-{{.path.basename}}'
+        projectRepo: https://example.com/app.git
+        repoDir: '{{.path.path}}'
+        branch: main
+        config: {name: '{{.path.basenameNormalized}}'}
+`
+	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	x := New(Options{Git: gitwatch.New(gitwatch.Options{Timeout: time.Minute}), Dir: filepath.Join(b.TempDir(), "stacksets")})
+	in := []spec.Input{{Source: cfg, Path: cfg}}
+	load := func() int {
+		c, _, err := spec.LoadInputsExpanding(in, x.Expand)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return len(c.Stacks)
+	}
+	load() // the checkout
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	stacks := 0
+	for range b.N {
+		stacks = load()
+	}
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+	if stacks != 10000 {
+		b.Fatalf("%d stacks, want 10000", stacks)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/n, "ms/load")
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/n, "alloc-B/load")
+	b.ReportMetric(float64(stacks), "stacks")
+}
+
 func expandOnce(b *testing.B, x *Expander, set *spec.StackSet) {
 	out, err := x.Expand(set)
 	if err != nil {
