@@ -363,14 +363,18 @@ func TestVaultJWTAuth(t *testing.T) {
 		if v.jwksFetches.Load() == fetches {
 			t.Fatal("Vault verified a token of the new key without fetching the JWKS")
 		}
-		// go-oidc's key set answers the fetch's waiter before it stores
-		// what it fetched: until the new key verifies from the cache
-		// (no fetch), the cache may still be the old JWKS.
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		// go-oidc's key set answers the fetch's waiters before it stores
+		// what it fetched, and a token verified meanwhile is answered from
+		// that finished fetch, without a fetch of its own, while the
+		// cache still holds the old JWKS. Two verifications in a row
+		// without a fetch, the second after the store: the cache holds
+		// the new key.
+		for quiet, deadline := 0, time.Now().Add(10*time.Second); quiet < 2; time.Sleep(10 * time.Millisecond) {
 			f := v.jwksFetches.Load()
 			v.accept(roleAWrite, fresh, upSub)
-			if v.jwksFetches.Load() == f {
-				break
+			quiet++
+			if v.jwksFetches.Load() != f {
+				quiet = 0
 			}
 			if time.Now().After(deadline) {
 				t.Fatal("Vault fetched the JWKS for every token of the new key: its cache never held it")
