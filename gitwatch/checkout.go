@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
@@ -326,6 +327,7 @@ func fetchInto(ctx context.Context, tmp string, job fetchJob, depth int) error {
 	if err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
+	defer st.Close()
 	rem := git.NewRemote(repo.Storer, &config.RemoteConfig{Name: "origin", URLs: []string{job.src.URL}, Fetch: job.specs})
 	err = rem.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: "origin",
@@ -356,7 +358,9 @@ func fetchInto(ctx context.Context, tmp string, job fetchJob, depth int) error {
 // never follows a symlink out of the worktree while writing. Its storage
 // streams blobs larger than streamAbove to their files, and checks the
 // packs it receives against lim, calling cancel to stop a fetch whose
-// pack it refuses (guardedStorage).
+// pack it refuses (guardedStorage). It keeps its packs open, to read the
+// objects of a checkout without opening a pack for each: the caller
+// closes it.
 func initRepo(dir string, lim limits, cancel context.CancelFunc) (*git.Repository, *guardedStorage, error) {
 	wt := osfs.New(dir, osfs.WithBoundOS())
 	dot, err := wt.Chroot(git.GitDirName)
@@ -364,7 +368,7 @@ func initRepo(dir string, lim limits, cancel context.CancelFunc) (*git.Repositor
 		return nil, nil, err
 	}
 	st := &guardedStorage{lim: lim, cancel: cancel, Storage: filesystem.NewStorageWithOptions(dot,
-		cache.NewObjectLRUDefault(), filesystem.Options{LargeObjectThreshold: streamAbove})}
+		cache.NewObjectLRUDefault(), filesystem.Options{LargeObjectThreshold: streamAbove, KeepDescriptors: true})}
 	repo, err := git.Init(st, wt)
 	return repo, st, err
 }
@@ -391,14 +395,12 @@ func peelCommit(repo *git.Repository, h plumbing.Hash) (plumbing.Hash, error) {
 	return h, fmt.Errorf("%w: object is a %s", ErrCommitNotFound, obj.Type())
 }
 
-// checkoutHash checks out target detached, verifies HEAD and records the
-// sanitized URL as origin (for tools that read it, such as Pulumi).
+// checkoutHash writes target's tree into the empty worktree of repo,
+// then its index and HEAD, detached at target; it verifies HEAD and
+// records the sanitized URL as origin (for tools that read it, such as
+// Pulumi).
 func checkoutHash(repo *git.Repository, target plumbing.Hash, url string, specs []config.RefSpec) error {
-	w, err := repo.Worktree()
-	if err != nil {
-		return fmt.Errorf("worktree: %w", err)
-	}
-	if err := w.Checkout(&git.CheckoutOptions{Hash: target, Force: true}); err != nil {
+	if err := writeWorktree(repo, target); err != nil {
 		return fmt.Errorf("checkout %s: %w", target, err)
 	}
 	head, err := repo.Head()
@@ -411,6 +413,34 @@ func checkoutHash(repo *git.Repository, target plumbing.Hash, url string, specs 
 	_, err = repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{SanitizeURL(url)}, Fetch: specs})
 	if err != nil {
 		return fmt.Errorf("record origin: %w", err)
+	}
+	return nil
+}
+
+// writeWorktree writes commit's files in one walk of its tree (see
+// treeWriter), the index of what it wrote, and HEAD.
+func writeWorktree(repo *git.Repository, commit plumbing.Hash) error {
+	w, err := repo.Worktree()
+	if err != nil {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	c, err := repo.CommitObject(commit)
+	if err != nil {
+		return fmt.Errorf("read commit: %w", err)
+	}
+	t, err := c.Tree()
+	if err != nil {
+		return fmt.Errorf("read tree: %w", err)
+	}
+	tw := newTreeWriter(repo.Storer, w.Filesystem)
+	if err := tw.tree(t, ""); err != nil {
+		return err
+	}
+	if err := repo.Storer.SetIndex(&index.Index{Version: 2, Entries: tw.entries}); err != nil {
+		return fmt.Errorf("write index: %w", err)
+	}
+	if err := repo.Storer.SetReference(plumbing.NewHashReference(plumbing.HEAD, commit)); err != nil {
+		return fmt.Errorf("set HEAD: %w", err)
 	}
 	return nil
 }
