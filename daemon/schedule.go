@@ -113,6 +113,9 @@ func (d locked) evaluateStack(st *stackState, now time.Time, pass *passState) ti
 		return 0
 	}
 	d.startOperation(st, dec, obs, pathsOnly)
+	if !st.act.Running() {
+		d.rolloutDone(st) // it did not start: its step's slot goes back
+	}
 	return 0
 }
 
