@@ -577,7 +577,6 @@ func TestE2ERolloutMaxUpdateCluster(t *testing.T) {
 	}
 }
 
-
 // waitKind waits for a notification of kind, then drains the rest, so
 // that the receiver never blocks.
 func waitKind(t *testing.T, events <-chan notify.Event, kind string) notify.Event {
