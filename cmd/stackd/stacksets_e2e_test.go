@@ -283,6 +283,10 @@ func TestE2ERollout(t *testing.T) {
 		!strings.Contains(string(metrics), `stackd_stackset_stacks{set="web"} 7`) {
 		t.Errorf("/metrics during the halt lacks the halted rollout:\n%s", grepLines(string(metrics), "stackd_rollout"))
 	}
+	if code, page := in.get("/stacksets/web", nil); code != http.StatusOK || !strings.Contains(string(page), "Rollout halted") ||
+		!strings.Contains(string(page), "web-prod-3") {
+		t.Errorf("the set's page during the halt: %d\n%s", code, page)
+	}
 
 	// The cause gone, a resume completes the rollout of v3.
 	if err := os.Remove(c1); err != nil {
