@@ -137,15 +137,23 @@ func TestE2EDriftCheckFailed(t *testing.T) {
 	}
 }
 
-// waitEvent waits for a notification of kind at the loopback receiver.
+// waitEvent waits for a notification of kind about the stack app at the
+// loopback receiver.
 func waitEvent(t *testing.T, events <-chan notify.Event, kind string) notify.Event {
+	t.Helper()
+	return waitEventOf(t, events, kind, "app")
+}
+
+// waitEventOf waits for a notification of kind about stack at the
+// loopback receiver.
+func waitEventOf(t *testing.T, events <-chan notify.Event, kind, stack string) notify.Event {
 	t.Helper()
 	deadline := time.After(time.Minute)
 	for {
 		select {
 		case e := <-events:
 			if e.Kind == kind {
-				if e.Stack != "app" {
+				if e.Stack != stack {
 					t.Fatalf("event %+v", e)
 				}
 				return e

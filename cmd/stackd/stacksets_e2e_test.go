@@ -209,6 +209,30 @@ func (in *instance) stackSet(name string) model.StackSetView {
 	return v
 }
 
+// rolloutEnv is a daemon running the rollout's seven stacks, all on v1
+// of src's program, their files in out, their gates g.
+type rolloutEnv struct {
+	in      *instance
+	src     *repo
+	out, v1 string
+	g       *gates
+}
+
+// startRollout starts a daemon (its flags changed by tweak) on
+// rolloutConfig and waits for v1 to reach every stack.
+func startRollout(t *testing.T, tweak func(*runFlags)) rolloutEnv {
+	t.Helper()
+	toolchainBin(t)
+	r := rolloutEnv{out: outDir(t), g: newGates(t), src: newRepo(t)}
+	if err := os.MkdirAll(filepath.Join(r.out, "c1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r.v1 = r.src.commit(map[string]string{"Pulumi.yaml": program("v1")})
+	r.in = startDaemonWith(t, rolloutConfig(r.src, r.out, r.g), "", tweak)
+	waitFor(t, "v1 everywhere", 3*time.Minute, allApplied(r.in, r.v1))
+	return r
+}
+
 // TestE2ERollout rolls three commits out to the seven stacks of a
 // three-step rollout: every prod stack after every dev and canary stack
 // succeeded on the commit, one prod stack at a time; a canary that fails
@@ -216,16 +240,9 @@ func (in *instance) stackSet(name string) model.StackSetView {
 // gone, and a later commit rolls out from the first step again.
 func TestE2ERollout(t *testing.T) {
 	t.Parallel()
-	toolchainBin(t)
-	out, g := outDir(t), newGates(t)
-	if err := os.MkdirAll(filepath.Join(out, "c1"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	src := newRepo(t)
-	v1 := src.commit(map[string]string{"Pulumi.yaml": program("v1")})
 	receiver, events := notifyReceiver(t)
-	in := startDaemonWith(t, rolloutConfig(src, out, g), "", func(f *runFlags) { _ = f.notifyURLs.Set(receiver.URL) })
-	waitFor(t, "v1 everywhere", 3*time.Minute, allApplied(in, v1))
+	r := startRollout(t, func(f *runFlags) { _ = f.notifyURLs.Set(receiver.URL) })
+	in, src, out, g := r.in, r.src, r.out, r.g
 	for _, step := range rolloutStacks {
 		for _, name := range step {
 			if v := in.stack("web-" + name); v.Owner != "StackSet/web" {
@@ -276,9 +293,10 @@ func TestE2ERollout(t *testing.T) {
 	if f := in.stack("web-canary-1").Status.LastUpdate.Failures; f != failures {
 		t.Errorf("canary-1 was retried during the halt: failures %d, then %d", failures, f)
 	}
-	if e := waitKind(t, events, notify.RolloutHalted); e.Stack != "web-canary-1" || !strings.Contains(e.Message, "StackSet web") {
+	if e := waitEventOf(t, events, notify.RolloutHalted, "web-canary-1"); !strings.Contains(e.Message, "StackSet web") {
 		t.Errorf("notification %+v", e)
 	}
+	drain(t, events)
 	if _, metrics := in.get("/metrics", nil); !strings.Contains(string(metrics), `stackd_rollout_halted{set="web"} 1`) ||
 		!strings.Contains(string(metrics), `stackd_stackset_stacks{set="web"} 7`) {
 		t.Errorf("/metrics during the halt lacks the halted rollout:\n%s", grepLines(string(metrics), "stackd_rollout"))
@@ -315,15 +333,8 @@ func TestE2ERollout(t *testing.T) {
 // still says its last update succeeded.
 func TestE2ERolloutEarlierStepsHealthyFromPreviousCommit(t *testing.T) {
 	t.Parallel()
-	toolchainBin(t)
-	out, g := outDir(t), newGates(t)
-	if err := os.MkdirAll(filepath.Join(out, "c1"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	src := newRepo(t)
-	v1 := src.commit(map[string]string{"Pulumi.yaml": program("v1")})
-	in := startDaemon(t, rolloutConfig(src, out, g), "")
-	waitFor(t, "v1 everywhere", 3*time.Minute, allApplied(in, v1))
+	r := startRollout(t, nil)
+	in, src, g, v1 := r.in, r.src, r.g, r.v1
 
 	g.close("update", "dev-1.txt")
 	s := startSampler(in)
@@ -581,30 +592,17 @@ func TestE2ERolloutMaxUpdateCluster(t *testing.T) {
 	}
 }
 
-// waitKind waits for a notification of kind, then drains the rest, so
-// that the receiver never blocks.
-func waitKind(t *testing.T, events <-chan notify.Event, kind string) notify.Event {
-	t.Helper()
-	deadline := time.After(time.Minute)
-	for {
-		select {
-		case e := <-events:
-			if e.Kind == kind {
-				done := make(chan struct{})
-				t.Cleanup(func() { close(done) })
-				go func() {
-					for {
-						select {
-						case <-events:
-						case <-done:
-							return
-						}
-					}
-				}()
-				return e
+// drain reads events until t ends, so that the receiver never blocks.
+func drain(t *testing.T, events <-chan notify.Event) {
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	go func() {
+		for {
+			select {
+			case <-events:
+			case <-done:
+				return
 			}
-		case <-deadline:
-			t.Fatalf("no %s notification", kind)
 		}
-	}
+	}()
 }
