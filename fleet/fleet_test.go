@@ -452,3 +452,17 @@ func TestOfflineStillRefusesCredentials(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestCredentialQueryIsRefused: a token in a repository URL's query is a
+// credential as user info is: refused, and shown nowhere.
+func TestCredentialQueryIsRefused(t *testing.T) {
+	x, _ := newExpander(t)
+	_, err := x.Expand(newSet("s", dirsGen("https://example.invalid/r.git?private_token=glpat-hunter2", inc("*"))))
+	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "credentials in the URL") {
+		t.Errorf("err = %v", err)
+	}
+	st := x.Status("s")
+	if strings.Contains(st[0].Repository, "hunter2") || strings.Contains(st[0].Error, "hunter2") {
+		t.Errorf("status shows the token: %+v", st)
+	}
+}

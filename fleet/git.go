@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stackd/stackd/daemon/model"
+	"github.com/stackd/stackd/daemon/scrub"
 	"github.com/stackd/stackd/daemon/spec"
 )
 
@@ -114,8 +115,9 @@ func (x *Expander) source(set *spec.StackSet, g *spec.GitGenerator) (model.GitSo
 	return src, nil
 }
 
-// checkURL refuses an empty URL and credentials in it: they would show
-// in status and logs; gitAuth carries them.
+// checkURL refuses an empty URL and credentials in it, in its user info
+// or its query (what scrub.URLs masks): they would show in status and
+// logs; gitAuth carries them.
 func checkURL(u string) error {
 	if u == "" {
 		return errors.New("empty")
@@ -127,14 +129,14 @@ func checkURL(u string) error {
 	if err != nil {
 		return errors.New("not a valid URL") // the parser's message may quote a password
 	}
-	if _, pw := p.User.Password(); pw || p.User != nil && p.Scheme != "ssh" {
+	if _, pw := p.User.Password(); pw || p.User != nil && p.Scheme != "ssh" || scrub.URLs(u) != u {
 		return errors.New("credentials in the URL: put them in gitAuth instead")
 	}
 	return nil
 }
 
 // cleanURL is u as the status shows it: without userinfo but an ssh
-// user name.
+// user name, its credential query parameters masked.
 func cleanURL(u string) string {
 	if !strings.Contains(u, "://") {
 		return u
@@ -150,7 +152,7 @@ func cleanURL(u string) string {
 			p.User = nil
 		}
 	}
-	return p.String()
+	return scrub.URLs(p.String())
 }
 
 // resolve returns the commit ref of src is at: a full commit as it is

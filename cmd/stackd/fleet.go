@@ -162,6 +162,12 @@ func (a fleetAPI) set(name string) (*spec.StackSet, []model.RolloutMember, error
 
 func (a fleetAPI) view(set *spec.StackSet, members []model.RolloutMember) model.StackSetView {
 	v := model.StackSetView{Name: set.Name, Source: set.Source, Generators: a.w.ex.Status(set.Name), Stacks: []string{}}
+	// A generator's error may quote what Git said: scrub it of every
+	// secret the daemon knows, as every message it serves.
+	for i := range v.Generators {
+		g := &v.Generators[i]
+		g.Repository, g.Error = a.d.Redactor().Clean(g.Repository), a.d.Redactor().Clean(g.Error)
+	}
 	for _, m := range members {
 		v.Stacks = append(v.Stacks, m.Name)
 	}

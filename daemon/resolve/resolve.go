@@ -76,7 +76,7 @@ func GitSource(c *spec.Config, s *spec.Stack, refs spec.RefSources, hp spec.Host
 	src := model.GitSource{URL: s.Spec.ProjectRepo, Ref: s.Spec.Branch, RepoDir: s.Spec.RepoPath(), Shallow: s.Spec.Shallow}
 	dir, err := spec.RepoPath(src.URL, s.Dir)
 	if err == nil && dir != "" {
-		err = hp.CheckRepo(dir, s.Root != "")
+		err = hp.CheckRepo(dir, s.FromGit("projectRepo"))
 	}
 	if err != nil {
 		return model.GitSource{}, &spec.FieldError{Path: "projectRepo", Err: err}

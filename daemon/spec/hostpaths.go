@@ -296,15 +296,14 @@ func resolved(p string) string {
 // of CheckBackend, on what the config names once every reference is
 // read. The error names the field that gave the backend.
 func (h HostPaths) CheckStackBackend(s *Stack, backend string, env map[string]string) error {
-	fromGit := s.Root != ""
-	if err := h.CheckBackend(backend, fromGit); err != nil {
+	if err := h.CheckBackend(backend, s.FromGit("backend")); err != nil {
 		return &FieldError{Path: "backend", Err: err}
 	}
 	v, ok := env[BackendURLEnv]
 	if !ok {
 		return nil
 	}
-	if err := h.CheckBackend(v, fromGit); err != nil {
+	if err := h.CheckBackend(v, s.FromGit("envRefs."+BackendURLEnv)); err != nil {
 		field := "envRefs." + BackendURLEnv
 		if _, ref := s.Spec.EnvRefs[BackendURLEnv]; !ref {
 			field = "the environment variable " + BackendURLEnv + " (envs, envSecrets)"

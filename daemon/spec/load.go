@@ -85,6 +85,10 @@ type Stack struct {
 	// Owner is "StackSet/NAME" for a stack that set generated; empty for
 	// a stack written out.
 	Owner string
+	// gitFilled are the paths of the spec that a StackSet's template
+	// filled from parameters of a set with a git generator, whose
+	// repository's committers wrote them (see FromGit).
+	gitFilled map[string]bool
 
 	// hostPaths are the rules of its input on the paths of the host it
 	// may name (Input.HostPaths).
@@ -95,6 +99,25 @@ type Stack struct {
 	base string         // path of the spec: "spec" or "stacks[N]"
 	// namePath is the path of the stack's name.
 	namePath string
+}
+
+// FromGit says whether whoever commits to a Git repository wrote the
+// field at path of the spec ("backend", "envRefs.TOKEN"), so that the
+// rules of a config from Git apply to it: the stack's config is read from
+// Git (Root), or its StackSet filled the field, a part of it or a key
+// above it from the parameters of a set with a git generator. A local
+// config's own values, written in its template, stay the operator's.
+func (s *Stack) FromGit(path string) bool {
+	if s.Root != "" {
+		return true
+	}
+	for p := range s.gitFilled {
+		if p == path || strings.HasPrefix(path, p+".") || strings.HasPrefix(p, path+".") ||
+			strings.HasPrefix(path, p+"[") || strings.HasPrefix(p, path+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 // Program is a Program document: a Pulumi YAML program kept in the config.

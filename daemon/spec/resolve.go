@@ -45,14 +45,18 @@ func (e *RefError) Unwrap() error { return e.Err }
 // reference in errors. Document data (Secret and ConfigMap documents of
 // the config) wins over files.
 func (c *Config) ResolveRef(s *Stack, path string, r ResourceRef, src RefSources) (string, error) {
-	v, err := c.resolveRef(s, r, src)
+	v, err := c.resolveRef(s, path, r, src)
 	if err != nil {
 		return "", &RefError{Path: path, Err: err}
 	}
 	return v, nil
 }
 
-func (c *Config) resolveRef(s *Stack, r ResourceRef, src RefSources) (string, error) {
+// resolveRef reads r, at path of s's spec. A reference that a Git
+// repository's committers wrote (Stack.FromGit) reads only the variables
+// src.EnvAllow allows, and files of the config's own checkout: one that a
+// StackSet filled from a git generator's parameters reads none.
+func (c *Config) resolveRef(s *Stack, path string, r ResourceRef, src RefSources) (string, error) {
 	switch r.Type {
 	case RefLiteral:
 		return r.Literal.Value, nil
@@ -61,7 +65,7 @@ func (c *Config) resolveRef(s *Stack, r ResourceRef, src RefSources) (string, er
 		if lookup == nil {
 			lookup = os.LookupEnv
 		}
-		if s != nil && s.Root != "" && !envAllowed(src.EnvAllow, r.Env.Name) {
+		if s != nil && s.FromGit(path) && !envAllowed(src.EnvAllow, r.Env.Name) {
 			return "", fmt.Errorf("a config from Git may not read the daemon's environment variable %s (allow it with --env-ref-allow)", r.Env.Name)
 		}
 		if v, ok := lookup(r.Env.Name); ok {
@@ -73,8 +77,11 @@ func (c *Config) resolveRef(s *Stack, r ResourceRef, src RefSources) (string, er
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(s.Dir, p)
 		}
-		if s.Root != "" {
+		switch {
+		case s.Root != "":
 			return readRootFile(s.Root, p)
+		case s.FromGit(path):
+			return "", errGitParamFile
 		}
 		return readRefFile(p)
 	case RefSecret:
@@ -87,6 +94,10 @@ func (c *Config) resolveRef(s *Stack, r ResourceRef, src RefSources) (string, er
 	}
 	return "", fmt.Errorf("unknown reference type %q", r.Type)
 }
+
+// errGitParamFile refuses an FS reference that a StackSet of a local
+// config filled from a git generator's parameters.
+var errGitParamFile = errors.New("a file filled from a git generator's parameters, which its repository's committers write: a stack may read only files its template names itself")
 
 // ResolveConfigRef reads a configRef's value.
 func (c *Config) ResolveConfigRef(path string, r ConfigMapRef, src RefSources) (string, error) {

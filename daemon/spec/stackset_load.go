@@ -110,7 +110,7 @@ func (s *StackSet) at(path string) Pos {
 func (l *loader) renderStack(set *StackSet, g Generated) {
 	base := fmt.Sprintf("%s (%s, %s): template", set.label, g.Generator, g.Origin)
 	tmpl := &set.Spec.Template
-	n, err := tmpl.render(g.Params)
+	n, filled, err := tmpl.render(g.Params)
 	if err != nil {
 		l.diags = append(l.diags, tmpl.renderDiagnostic(err, set.Pos.File, base))
 		return
@@ -128,5 +128,27 @@ func (l *loader) renderStack(set *StackSet, g Generated) {
 	meta := stackMeta{doc.Metadata.Annotations, doc.Metadata.Labels}
 	if s := l.addStack(d, set.Dir, doc.Metadata.Name, meta, doc.Spec, base+".metadata.name", base+".spec"); s != nil {
 		s.Owner = set.Owner()
+		if set.readsGit() {
+			s.gitFilled = filledPaths(n, filled)
+		}
 	}
+}
+
+// readsGit says whether a generator of the set, at any depth, reads a Git
+// repository: its parameters are then written by that repository's
+// committers, not by the config's author.
+func (s *StackSet) readsGit() bool {
+	var reads func(gens []Generator) bool
+	reads = func(gens []Generator) bool {
+		for _, g := range gens {
+			switch {
+			case g.Git != nil:
+				return true
+			case g.Matrix != nil && reads(g.Matrix.Generators), g.Merge != nil && reads(g.Merge.Generators):
+				return true
+			}
+		}
+		return false
+	}
+	return reads(s.Spec.Generators)
 }

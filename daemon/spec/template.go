@@ -202,12 +202,15 @@ func (e *renderError) Error() string { return "executing template: " + templateM
 
 // render returns the template with every string executed over params; the
 // subtrees without templates are shared with the template, and are not
-// to be changed. Rendered nodes keep their positions.
-func (x *StackTemplate) render(params map[string]any) (*yaml.Node, error) {
-	return x.renderNode(x.node, params)
+// to be changed. Rendered nodes keep their positions. filled holds the
+// strings, keys included, that the parameters filled in.
+func (x *StackTemplate) render(params map[string]any) (n *yaml.Node, filled map[*yaml.Node]bool, err error) {
+	filled = map[*yaml.Node]bool{}
+	n, err = x.renderNode(x.node, params, filled)
+	return n, filled, err
 }
 
-func (x *StackTemplate) renderNode(n *yaml.Node, params map[string]any) (*yaml.Node, error) {
+func (x *StackTemplate) renderNode(n *yaml.Node, params map[string]any, filled map[*yaml.Node]bool) (*yaml.Node, error) {
 	for n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
@@ -215,18 +218,70 @@ func (x *StackTemplate) renderNode(n *yaml.Node, params map[string]any) (*yaml.N
 		return n, nil
 	}
 	if st := x.texts[n]; st != nil {
-		return st.render(n, params)
+		r, err := st.render(n, params)
+		if err == nil {
+			filled[r] = true
+		}
+		return r, err
 	}
 	c := *n
 	c.Content = make([]*yaml.Node, len(n.Content))
 	for i, child := range n.Content {
-		r, err := x.renderNode(child, params)
+		r, err := x.renderNode(child, params, filled)
 		if err != nil {
 			return nil, err
 		}
 		c.Content[i] = r
 	}
 	return &c, nil
+}
+
+// filledPaths lists the paths of the rendered template n's spec (relative
+// to it: "backend", "envRefs.TOKEN.env.name") whose strings are in
+// filled. A filled mapping key stands for its whole value.
+func filledPaths(n *yaml.Node, filled map[*yaml.Node]bool) map[string]bool {
+	out := map[string]bool{}
+	var walk func(n *yaml.Node, path string, depth int)
+	walk = func(n *yaml.Node, path string, depth int) {
+		for n.Kind == yaml.AliasNode && depth < 64 {
+			n, depth = n.Alias, depth+1
+		}
+		switch {
+		case depth >= 64:
+		case filled[n]:
+			out[path] = true
+		case n.Kind == yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				p := joinPath(path, n.Content[i].Value)
+				if filled[n.Content[i]] {
+					out[p] = true
+					continue
+				}
+				walk(n.Content[i+1], p, depth+1)
+			}
+		case n.Kind == yaml.SequenceNode:
+			for i, item := range n.Content {
+				walk(item, indexPath(path, i), depth+1)
+			}
+		}
+	}
+	if spec := mappingValue(n, "spec"); spec != nil {
+		walk(spec, "", 0)
+	}
+	return out
+}
+
+// mappingValue is the value of key in the mapping n, or nil.
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
 }
 
 // render executes one string. A string that is one field reference of a

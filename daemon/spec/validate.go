@@ -285,7 +285,7 @@ func (v *validator) gitSource(spec *StackSpec) {
 // hostBackend refuses a backend URL that names a path of the host the
 // stack's config may not name (HostPaths.CheckBackend).
 func (v *validator) hostBackend(rel, backend string) {
-	if err := v.s.hosts().CheckBackend(backend, v.s.Root != ""); err != nil {
+	if err := v.s.hosts().CheckBackend(backend, v.s.FromGit(rel)); err != nil {
 		v.errorf(rel, "%v", err)
 	}
 }
@@ -304,7 +304,7 @@ func (v *validator) backendEnv(rel, name string, r ResourceRef) {
 func (v *validator) localRepo(spec *StackSpec) {
 	dir, err := RepoPath(spec.ProjectRepo, v.s.Dir)
 	if err == nil && dir != "" {
-		err = v.s.hosts().CheckRepo(dir, v.s.Root != "")
+		err = v.s.hosts().CheckRepo(dir, v.s.FromGit("projectRepo"))
 	}
 	if err != nil {
 		v.errorf("projectRepo", "%v", err)
@@ -489,6 +489,8 @@ func (v *validator) ref(rel string, r ResourceRef, allowStackOutput bool) {
 			v.errorf(rel+".filesystem.path", "missing path")
 		case v.s != nil && v.s.Root != "" && !insideRoot(v.s.Root, v.s.Dir, p):
 			v.errorf(rel+".filesystem.path", "a config from Git may read only files of its own repository: use a relative path that stays inside it")
+		case v.s != nil && v.s.Root == "" && v.s.FromGit(rel):
+			v.errorf(rel, "%v", errGitParamFile)
 		}
 	case RefSecret:
 		v.refName(rel+".secret.name", r.Secret.Name)
