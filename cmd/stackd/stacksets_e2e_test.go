@@ -237,7 +237,8 @@ func startRollout(t *testing.T, tweak func(*runFlags)) rolloutEnv {
 // three-step rollout: every prod stack after every dev and canary stack
 // succeeded on the commit, one prod stack at a time; a canary that fails
 // halts it with no prod stack changed, until a resume after the cause is
-// gone, and a later commit rolls out from the first step again.
+// gone; a commit that breaks the program halts it at its first step, and
+// the fixing commit after it rolls out from the first step again.
 func TestE2ERollout(t *testing.T) {
 	t.Parallel()
 	receiver, events := notifyReceiver(t)
@@ -324,6 +325,21 @@ func TestE2ERollout(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "web-prod-3") || !strings.Contains(stdout, model.RolloutComplete) {
 		t.Errorf("rollout status: %d\n%s\n%s", code, stdout, stderr)
 	}
+
+	// v4 breaks the program: the dev stacks fail, the rollout halts at
+	// its first step, and the fixing commit v5 rolls out in order.
+	v4 := src.commit(map[string]string{"Pulumi.yaml": strings.Replace(program("v4"), "stackdtest:index:File", "stackdtest:index:NoSuchResource", 1)})
+	for _, name := range slices.Concat(rolloutStacks[1], rolloutStacks[2]) {
+		in.waitStack("web-"+name, "halted by dev", 3*time.Minute, waitingFor(model.ReasonRolloutHalted))
+	}
+	if rs := in.stackSet("web").Rollout; rs == nil || rs.State != model.RolloutHalted || rs.Step != 1 {
+		t.Errorf("rollout of the broken %.7s: %+v", v4, rs)
+	}
+	s = startSampler(in)
+	v5 := src.commit(map[string]string{"Pulumi.yaml": program("v5")})
+	waitFor(t, "v5 everywhere", 3*time.Minute, allApplied(in, v5))
+	checkOrder(t, s.finish(), v5)
+	checkHistory(t, in, v5)
 }
 
 // TestE2ERolloutEarlierStepsHealthyFromPreviousCommit is Argo CD's
