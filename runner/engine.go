@@ -176,7 +176,8 @@ func copyExecutable(src, dst string, si fs.FileInfo) error {
 type ProgramAccess struct {
 	ReadOnly, ReadWrite []string
 	// Env are variables ("NAME=value") the wrapper sets for the plugin
-	// in place of the engine's: the program's own HOME and TMPDIR.
+	// in place of the engine's: the program's own HOME and TMPDIR. A
+	// "NAME" alone removes the engine's NAME (its GOGC, see gc.go).
 	Env []string
 }
 

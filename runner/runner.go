@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stackd/stackd/daemon"
@@ -66,6 +67,9 @@ type Options struct {
 	// Pulumi.yaml (--allow-project-plugins): the engine runs them from
 	// the checkout, unconfined by the program's domain (see engine.go).
 	ProjectPlugins bool
+	// EngineGOGC is the GOGC of the engine of a small stack (see gc.go);
+	// 0 leaves Go's default to every process.
+	EngineGOGC int
 	// Secrets, when set, is told the passphrases and the secret values of
 	// the daemon-wide environment as the runner reads them, so that the
 	// daemon scrubs them from every stack's output, not only from the
@@ -105,6 +109,9 @@ type Runner struct {
 	// tokens are the cloud credentials' tokens made for each stack, masked
 	// in its operations until they expire (see mintedTokens).
 	tokens mintedTokens
+	// stateSizes are the bytes of each stack's state as last read (by
+	// stackd's name): they decide its engine's GOGC (see gc.go).
+	stateSizes sync.Map
 }
 
 var _ daemon.Runner = (*Runner)(nil)
@@ -285,6 +292,7 @@ func (r *Runner) Run(ctx context.Context, op model.Operation) (model.Result, err
 	}
 	if err == nil && destroys(op) && op.Remove {
 		w.forget()
+		r.stateSizes.Delete(w.Name)
 		r.unclaim(ctx, w)
 	}
 	return res, err

@@ -52,6 +52,8 @@ type workspace struct {
 	// downloads, or, for a read-only operation's copy, in the stack's
 	// own, which the copy uses read-only.
 	stackDownloads string
+	// gogc is its engine's GOGC, 0 for Go's default (see gc.go).
+	gogc int
 }
 
 // workspace validates ws and derives the runner's view of it. It creates
@@ -99,6 +101,7 @@ func (r *Runner) workspace(ws model.Workspace) (*workspace, error) {
 	}
 	w.redact = r.redactor(w)
 	w.stackDownloads = w.downloadDir()
+	w.gogc = r.gogc(w)
 	return w, nil
 }
 
@@ -188,6 +191,7 @@ func (r *Runner) env(w *workspace) []string {
 	if !ok1 && !ok2 {
 		env = append(env, "PULUMI_CONFIG_PASSPHRASE_FILE="+w.passphraseFile)
 	}
+	env = append(env, gogcEnv(w.gogc)...)
 	return append(env, "PULUMI_BACKEND_URL="+w.state, "PULUMI_DEBUG_COMMANDS=true")
 }
 

@@ -48,7 +48,8 @@ type programPolicy struct {
 // above) run in a domain nested in cmd's: they may read readOnly, read
 // and write readWrite, with the system's paths and the Options' paths,
 // and whatever cmd may not, they may not either. env replaces the same
-// variables of cmd's environment for them. Call it after Confine.
+// variables of cmd's environment for them ("NAME=value"), or removes
+// them ("NAME"). Call it after Confine.
 func (l *Landlock) Nest(cmd *exec.Cmd, readOnly, readWrite, env []string) error {
 	p := programPolicy{
 		policy: policy{
@@ -108,7 +109,8 @@ func wrapPlugin(data string) error {
 }
 
 // programEnv is environ without the engine's own variables and those
-// set, followed by set.
+// set, followed by the "NAME=value" of set: a "NAME" alone there only
+// removes the engine's.
 func programEnv(environ, set []string) []string {
 	drop := slices.Clone(engineOnly)
 	for _, kv := range set {
@@ -119,5 +121,10 @@ func programEnv(environ, set []string) []string {
 		k, _, _ := strings.Cut(kv, "=")
 		return slices.Contains(drop, k)
 	})
-	return append(env, set...)
+	for _, kv := range set {
+		if strings.Contains(kv, "=") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -162,3 +163,25 @@ func TestPluginWrapperIsGoLandlocks(t *testing.T) {
 // realLinkName is the name of the link to the real plugin beside the
 // link to its wrapper (the runner's realLink).
 func realLinkName(name string) string { return "." + name + ".real" }
+
+// TestProgramEnv: the plugin's environment is the engine's without its
+// own variables, with what the policy sets; a name alone removes.
+func TestProgramEnv(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		environ, set []string
+		want         []string
+	}{
+		{"replaced", []string{"HOME=/engine", "KEEP=1"}, []string{"HOME=/program"}, []string{"KEEP=1", "HOME=/program"}},
+		{"engine only", []string{"PULUMI_CONFIG_PASSPHRASE=p", "PULUMI_CONFIG_PASSPHRASE_FILE=/f", "KEEP=1"}, nil, []string{"KEEP=1"}},
+		{"removed", []string{"GOGC=400", "KEEP=1"}, []string{"GOGC"}, []string{"KEEP=1"}},
+		{"removed, absent", []string{"KEEP=1"}, []string{"GOGC"}, []string{"KEEP=1"}},
+		{"empty value kept", []string{"X=1"}, []string{"X="}, []string{"X="}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := programEnv(c.environ, c.set); !slices.Equal(got, c.want) {
+				t.Errorf("programEnv(%q, %q) = %q, want %q", c.environ, c.set, got, c.want)
+			}
+		})
+	}
+}

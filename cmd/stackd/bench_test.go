@@ -17,7 +17,10 @@ import (
 // backend, and report the ratio (goals: at most 1.0 without a change,
 // 1.05 with one). The gated cycle (change control: a preview that saves
 // a plan, then an up constrained to it) is compared with the bare CLI
-// running the same two commands (goal: at most 1.05).
+// running the same two commands (goal: at most 1.05). The daemon runs
+// with its defaults, --pulumi-gogc among them; the bare CLI as a person
+// runs it. BenchmarkE2ENoChangeUpGoDefaultGC is the like-for-like
+// measure of what the daemon adds: both with Go's default GC.
 //
 //	go test -run '^$' -bench E2E -benchtime 10x ./cmd/stackd/
 
@@ -42,9 +45,17 @@ func BenchmarkE2EGatedUp(b *testing.B) {
 	benchCycleOf(b, true, true)
 }
 
+// BenchmarkE2ENoChangeUpGoDefaultGC is BenchmarkE2ENoChangeUp with
+// --pulumi-gogc 0: the daemon's own cost, the CLI's GC as the bare one's.
+func BenchmarkE2ENoChangeUpGoDefaultGC(b *testing.B) {
+	benchCycleWith(b, false, false, func(f *runFlags) { f.pulumiGOGC = 0 })
+}
+
 func benchCycle(b *testing.B, change bool) { benchCycleOf(b, change, false) }
 
-func benchCycleOf(b *testing.B, change, gated bool) {
+func benchCycleOf(b *testing.B, change, gated bool) { benchCycleWith(b, change, gated, nil) }
+
+func benchCycleWith(b *testing.B, change, gated bool, tweak func(*runFlags)) {
 	bin := toolchainBin(b)
 	bare := bareUp(b, bin, change, gated)
 	r := newRepo(b)
@@ -54,7 +65,7 @@ func benchCycleOf(b *testing.B, change, gated bool) {
 	if gated {
 		extra = "    approval: {maxChanges: 100}\n"
 	}
-	in := startDaemon(b, "stacks:\n"+stackYAML("app", r, pathConfig(out)+extra), "")
+	in := startDaemonWith(b, "stacks:\n"+stackYAML("app", r, pathConfig(out)+extra), "", tweak)
 	in.waitStackFast("app", isReady)
 
 	var daemonTotal time.Duration

@@ -21,6 +21,7 @@ import (
 	"github.com/stackd/stackd/auth"
 	"github.com/stackd/stackd/daemon/model"
 	"github.com/stackd/stackd/daemon/spec"
+	"github.com/stackd/stackd/runner"
 )
 
 // The end-to-end tests run the daemon with the real pieces: git
@@ -203,6 +204,7 @@ func startDaemonWith(t testing.TB, config, dataDir string, tweak func(*runFlags)
 		secretsDir:    filepath.Join(dataDir, "..", "secrets"),
 		maxConcurrent: 2, maxFailures: 3, minResync: time.Second, retryBackoff: 300 * time.Millisecond,
 		opTimeout: 2 * time.Minute, gitTimeout: 10 * time.Second, shutdownGrace: 30 * time.Second,
+		pulumiGOGC: runner.DefaultEngineGOGC, // the flag's default
 		// Programs write their test-provider files in the test's out
 		// dir, the one path granted: never the data dir, the secrets
 		// dir or a parent of them, which the daemon refuses.

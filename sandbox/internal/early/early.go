@@ -118,7 +118,8 @@ func quote(s string) string {
 }
 
 // programEnv is environ without the engine's own variables and those
-// set, followed by set.
+// set, followed by the "NAME=value" of set: a "NAME" alone there only
+// removes the engine's.
 func programEnv(environ, set []string) []string {
 	drop := append([]string{}, EngineOnly...)
 	for _, kv := range set {
@@ -130,7 +131,12 @@ func programEnv(environ, set []string) []string {
 			env = append(env, kv)
 		}
 	}
-	return append(env, set...)
+	for _, kv := range set {
+		if key(kv) != kv {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // key is the name of a "NAME=value" variable.

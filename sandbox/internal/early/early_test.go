@@ -100,12 +100,13 @@ func TestPluginConfined(t *testing.T) {
 
 func TestPluginArgsAndEnv(t *testing.T) {
 	path := plugin(t)
-	p := jsonPolicy{Env: []string{"HOME=/program-home", "TMPDIR=/program-tmp"}}
-	env := []string{"HOME=/engine-home", "PULUMI_CONFIG_PASSPHRASE=secret", "PULUMI_CONFIG_PASSPHRASE_FILE=/pass", "KEEP=kept"}
+	// A name alone removes the engine's variable (its GOGC).
+	p := jsonPolicy{Env: []string{"HOME=/program-home", "TMPDIR=/program-tmp", "GOGC"}}
+	env := []string{"HOME=/engine-home", "PULUMI_CONFIG_PASSPHRASE=secret", "PULUMI_CONFIG_PASSPHRASE_FILE=/pass", "KEEP=kept", "GOGC=400"}
 	out, ok := runPlugin(t, path, p, env,
-		`printf '%s|%s|%s|%s|%s|%s' "$0" "$1" "$HOME" "$TMPDIR" "$KEEP" "${PULUMI_CONFIG_PASSPHRASE:-}${PULUMI_CONFIG_PASSPHRASE_FILE:-}"; env | grep -c '^`+EnvProgram+`='`,
+		`printf '%s|%s|%s|%s|%s|%s|%s' "$0" "$1" "$HOME" "$TMPDIR" "$KEEP" "${PULUMI_CONFIG_PASSPHRASE:-}${PULUMI_CONFIG_PASSPHRASE_FILE:-}" "${GOGC-unset}"; env | grep -c '^`+EnvProgram+`='; env | grep -c '^GOGC' || :`,
 		"/bin/sh", "one two")
-	if want := "/bin/sh|one two|/program-home|/program-tmp|kept|1\n"; !ok || out != want {
+	if want := "/bin/sh|one two|/program-home|/program-tmp|kept||unset1\n0\n"; !ok || out != want {
 		t.Errorf("ok=%v, output %q, want %q", ok, out, want)
 	}
 }
