@@ -156,7 +156,9 @@ func (p *Previewer) moved(key, head string) bool {
 }
 
 // endLeft ends, with why, the statuses of rec's previews that were queued
-// or running when its record was written. A stop leaves them pending, and
+// or running when its record was written, or that a stop cancelled
+// (before they had a worker: TestE2EPullRequestResync caught it). A stop
+// leaves them pending, and
 // the round that Start runs again may be cancelled before it sets its
 // own, whose end would have replaced them (endStatus); a commit never
 // keeps a pending status.
@@ -167,7 +169,9 @@ func (p *Previewer) endLeft(f review.Forge, rec review.Record, why string) {
 	ctx, cancel := context.WithTimeout(p.ctx, endStatusTimeout)
 	defer cancel()
 	for _, pv := range rec.View.Previews {
-		if pv.Result == review.Queued || pv.Result == review.Running {
+		// Cancelled too: a stop cancels a round's previews and leaves
+		// their statuses pending, for the round Start runs again.
+		if pv.Result == review.Queued || pv.Result == review.Running || pv.Result == review.Cancelled {
 			p.setStatus(ctx, f, rec.Event, review.Status{Context: "stackd/" + pv.Stack, State: review.Error, Description: why})
 		}
 	}

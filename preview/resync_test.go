@@ -144,15 +144,16 @@ func sorted(s []int) []int {
 }
 
 // TestResyncEndsLeftStatuses: a pull request closed while a stop had
-// interrupted its round gets the statuses that round left queued or
-// running ended, as the round that Start runs again may be cancelled
-// before it sets its own; a finished preview's status stays.
+// interrupted its round gets the statuses that round left queued,
+// running or cancelled by the stop (which leaves them pending) ended, as
+// the round that Start runs again may be cancelled before it sets its
+// own; a finished preview's status stays.
 func TestResyncEndsLeftStatuses(t *testing.T) {
 	f := &stateForge{states: map[int]review.PullRequestState{5: {HeadSHA: "head5"}, 6: {}}}
 	p := New(Options{Daemon: redactingDaemon{red: scrub.NewRedactor()}, Forges: review.Forges{"github.com": f}})
 	defer p.Stop(context.Background())
 	previews := []review.Preview{{Stack: "app", Result: review.Queued}, {Stack: "db", Result: review.Running},
-		{Stack: "web", Result: review.Succeeded}}
+		{Stack: "web", Result: review.Succeeded}, {Stack: "api", Result: review.Cancelled}}
 	for n, ended := range map[int]string{5: "", 6: "head6"} {
 		ev := review.Event{Forge: review.GitHub, Action: review.Pushed, Repo: "acme/infra", Number: n,
 			URLs: []string{"https://github.com/acme/infra.git"}, HeadSHA: fmt.Sprintf("head%d", n)}
@@ -161,7 +162,8 @@ func TestResyncEndsLeftStatuses(t *testing.T) {
 		p.prs[ev.Key()] = pr
 	}
 	p.resyncPass(t.Context())
-	want := []string{"head5 stackd/app error Pull request closed", "head5 stackd/db error Pull request closed"}
+	want := []string{"head5 stackd/app error Pull request closed", "head5 stackd/db error Pull request closed",
+		"head5 stackd/api error Pull request closed"}
 	if !slices.Equal(f.statuses, want) {
 		t.Errorf("statuses set: %q, want %q", f.statuses, want)
 	}
