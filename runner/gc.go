@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"slices"
 	"strconv"
@@ -22,14 +24,22 @@ import (
 // Go's default. The plugins the engine starts (the program, the
 // providers, whose memory follows their own needs, not the stack's
 // size) never get it: their wrapper removes it (see ProgramAccess.Env),
-// so it applies only where the engine's plugins run confined.
+// so it applies only where the engine's plugins run confined, and not
+// with --allow-project-plugins, whose plugins start without the wrapper.
+//
+// The program decides how big the engine's heap grows in the operation
+// (what it registers, invokes and logs), after the decision: the tuned
+// engine also gets GOMEMLIMIT=512MiB, a soft limit under which the
+// collector works harder, so that its heap never outgrows both what Go's
+// default gives and 512 MiB. Sizes are kept per stackd name, backend and
+// Pulumi stack, so that a name moved to another stack starts unknown.
 
 // DefaultEngineGOGC is the GOGC of the engine of a small stack that
 // stackd run gives by default (--pulumi-gogc).
 const DefaultEngineGOGC = 400
 
-// smallState is the largest state, in bytes as `pulumi stack export`
-// prints it, whose engine gets EngineGOGC.
+// smallState is the largest state, in bytes of compact JSON, whose
+// engine gets EngineGOGC.
 const smallState = 256 << 10
 
 // engineGOGC decides the GOGC of a stack's engine: gogc (the daemon's
@@ -46,32 +56,49 @@ func engineGOGC(gogc, size int, known, confined, set bool) int {
 
 // gogc is the GOGC of w's engine for the operation being opened.
 func (r *Runner) gogc(w *workspace) int {
-	size, known := r.stateSizes.Load(w.Name)
+	size, known := r.stateSizes.Load(sizeKey(w))
 	n, _ := size.(int)
-	return engineGOGC(r.opts.EngineGOGC, n, known, r.wrapper != "", r.gogcSet(w))
+	confined := r.wrapper != "" && !r.opts.ProjectPlugins
+	return engineGOGC(r.opts.EngineGOGC, n, known, confined, r.gogcSet(w))
 }
 
-// gogcSet says whether the operator (--env-file, --pass-env of a GOGC
-// the daemon has) or the stack (envRefs) sets GOGC: theirs applies,
-// to every process, as it would without this.
+// gcVars are the variables of the engine's collector the runner sets.
+var gcVars = []string{"GOGC", "GOMEMLIMIT"}
+
+// gogcSet says whether the operator (--env-file, --pass-env of a
+// variable the daemon has) or the stack (envRefs) sets GOGC or
+// GOMEMLIMIT: theirs applies, to every process, as it would without this.
 func (r *Runner) gogcSet(w *workspace) bool {
-	if _, ok := w.Env["GOGC"]; ok {
-		return true
+	for _, k := range gcVars {
+		if _, ok := w.Env[k]; ok {
+			return true
+		}
+		if slices.ContainsFunc(r.opts.Env, func(kv string) bool { return strings.HasPrefix(kv, k+"=") }) {
+			return true
+		}
+		if _, inherited := os.LookupEnv(k); inherited && matchesAny(r.opts.PassEnv, k) {
+			return true
+		}
 	}
-	if slices.ContainsFunc(r.opts.Env, func(kv string) bool { return strings.HasPrefix(kv, "GOGC=") }) {
-		return true
-	}
-	_, inherited := os.LookupEnv("GOGC")
-	return inherited && matchesAny(r.opts.PassEnv, "GOGC")
+	return false
 }
 
-// noteStateSize records the size of the state just read of stack name.
-func (r *Runner) noteStateSize(name string, size int) { r.stateSizes.Store(name, size) }
+// sizeKey keys w's state size: its name, backend and Pulumi stack.
+func sizeKey(w *workspace) string { return w.Name + "\x00" + w.state + "\x00" + w.Stack }
 
-// gogcEnv is the engine's variable for a GOGC decided by gogc.
+// noteStateSize records the size of w's state just read, as compact
+// JSON whichever way it was read.
+func (r *Runner) noteStateSize(w *workspace, data []byte) {
+	var c bytes.Buffer
+	if err := json.Compact(&c, data); err == nil {
+		r.stateSizes.Store(sizeKey(w), c.Len())
+	}
+}
+
+// gogcEnv is the engine's variables for a GOGC decided by gogc.
 func gogcEnv(n int) []string {
 	if n == 0 {
 		return nil
 	}
-	return []string{"GOGC=" + strconv.Itoa(n)}
+	return []string{"GOGC=" + strconv.Itoa(n), "GOMEMLIMIT=512MiB"}
 }

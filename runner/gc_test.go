@@ -64,7 +64,8 @@ func TestEngineGOGCConfined(t *testing.T) {
 		if up == 0 {
 			t.Fatal("the provider waits at its gate, but no pulumi up runs")
 		}
-		engine, provider = environValue(t, up, "GOGC"), environValue(t, pid, "GOGC")
+		engine = environValue(t, up, "GOGC") + " " + environValue(t, up, "GOMEMLIMIT")
+		provider = environValue(t, pid, "GOGC") + " " + environValue(t, pid, "GOMEMLIMIT")
 		if err := os.Remove(filepath.Join(g.dir, op+"-"+file)); err != nil {
 			t.Fatal(err)
 		}
@@ -78,9 +79,9 @@ func TestEngineGOGCConfined(t *testing.T) {
 		env               map[string]string
 		engine, provider  string
 	}{
-		{"a stack whose state was never read", "create", "one", nil, "unset", "unset"},
-		{"a small stack", "update", "two", nil, "400", "unset"},
-		{"a stack that sets GOGC", "update", "three", map[string]string{"GOGC": "150"}, "150", "150"},
+		{"a stack whose state was never read", "create", "one", nil, "unset unset", "unset unset"},
+		{"a small stack", "update", "two", nil, "400 512MiB", "unset unset"},
+		{"a stack that sets GOGC", "update", "three", map[string]string{"GOGC": "150"}, "150 unset", "150 unset"},
 	} {
 		engine, provider := held(c.op, c.content, c.env)
 		if engine != c.engine || provider != c.provider {
@@ -90,7 +91,8 @@ func TestEngineGOGCConfined(t *testing.T) {
 }
 
 // environValue is the value of the variable name in the environment of
-// process pid, "unset" when it has none.
+// process pid, "unset" when it has none, "bare" for a "name" without a
+// value (what a wrapper that did not know removal would pass on).
 func environValue(t *testing.T, pid int, name string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
@@ -101,6 +103,31 @@ func environValue(t *testing.T, pid int, name string) string {
 		if v, ok := strings.CutPrefix(kv, name+"="); ok {
 			return v
 		}
+		if kv == name {
+			return "bare"
+		}
 	}
 	return "unset"
+}
+
+// TestGOGCSetByOthers: a GOGC or GOMEMLIMIT of the stack, of --env-file,
+// or of the daemon's environment passed by --pass-env turns tuning off.
+func TestGOGCSetByOthers(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	for _, c := range []struct {
+		name string
+		r    *Runner
+		w    *workspace
+		want bool
+	}{
+		{"nobody", &Runner{}, &workspace{}, false},
+		{"the stack", &Runner{}, &workspace{Workspace: model.Workspace{Env: map[string]string{"GOGC": "50"}}}, true},
+		{"--env-file", &Runner{opts: Options{Env: []string{"GOGC=50"}}}, &workspace{}, true},
+		{"--pass-env of a variable the daemon has", &Runner{opts: Options{PassEnv: []string{"GO*"}}}, &workspace{}, true},
+		{"--pass-env of a variable the daemon lacks", &Runner{opts: Options{PassEnv: []string{"GOGC"}}}, &workspace{}, false},
+	} {
+		if got := c.r.gogcSet(c.w); got != c.want {
+			t.Errorf("%s: gogcSet = %v, want %v", c.name, got, c.want)
+		}
+	}
 }

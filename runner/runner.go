@@ -109,8 +109,8 @@ type Runner struct {
 	// tokens are the cloud credentials' tokens made for each stack, masked
 	// in its operations until they expire (see mintedTokens).
 	tokens mintedTokens
-	// stateSizes are the bytes of each stack's state as last read (by
-	// stackd's name): they decide its engine's GOGC (see gc.go).
+	// stateSizes are the bytes of each stack's state as last read (see
+	// sizeKey): they decide its engine's GOGC (see gc.go).
 	stateSizes sync.Map
 }
 
@@ -292,7 +292,7 @@ func (r *Runner) Run(ctx context.Context, op model.Operation) (model.Result, err
 	}
 	if err == nil && destroys(op) && op.Remove {
 		w.forget()
-		r.stateSizes.Delete(w.Name)
+		r.stateSizes.Delete(sizeKey(w))
 		r.unclaim(ctx, w)
 	}
 	return res, err

@@ -208,7 +208,7 @@ func (r *Runner) programEnv(w *workspace) []string {
 		env = append(env, kv[0]+"="+kv[1])
 	}
 	if w.gogc != 0 {
-		env = append(env, "GOGC") // the engine's alone
+		env = append(env, gcVars...) // the engine's alone
 	}
 	return env
 }

@@ -40,7 +40,8 @@ var engineOnly = early.EngineOnly
 // programPolicy is what a plugin's wrapper receives.
 type programPolicy struct {
 	policy
-	// Env are variables ("NAME=value") set in place of the CLI's.
+	// Env are variables ("NAME=value") set in place of the CLI's; a
+	// "NAME" alone removes the CLI's.
 	Env []string `json:"env,omitempty"`
 }
 

@@ -134,7 +134,7 @@ func (f *runFlags) define(fs *flag.FlagSet) {
 	fs.DurationVar(&f.retryBackoff, "retry-backoff", 10*time.Second, "first retry delay after a failure; each further one triples it")
 	fs.DurationVar(&f.opTimeout, "operation-timeout", time.Hour, "time limit of one pulumi operation")
 	fs.DurationVar(&f.installTimeout, "install-timeout", runner.DefaultInstallTimeout, "time limit of one `pulumi install` (run when a program's dependency files change)")
-	fs.IntVar(&f.pulumiGOGC, "pulumi-gogc", runner.DefaultEngineGOGC, "GOGC of the pulumi CLI (not its plugins) on stacks whose state is under 256 KiB: fewer collections at start-up, a few MB more memory (0: Go's default)")
+	fs.IntVar(&f.pulumiGOGC, "pulumi-gogc", runner.DefaultEngineGOGC, "GOGC of the pulumi CLI (not its plugins) on stacks whose state is at most 256 KiB, with GOMEMLIMIT=512MiB: fewer collections at start-up, a few MB more memory (0: Go's default)")
 	fs.DurationVar(&f.gitTimeout, "git-timeout", gitwatch.DefaultTimeout, "time limit of one git network call")
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Minute, "on stop, how long running operations may finish before they are interrupted")
 	fs.BoolVar(&f.watchConfig, "watch-config", true, "reload the config when its files change")
