@@ -46,7 +46,7 @@ const smallState = 256 << 10
 // setting; 0 is none) when the stack's last read state of size bytes
 // was small (known says it was read at all), its plugins run confined
 // (their wrapper takes it away from them), and neither the operator nor
-// the stack set GOGC themselves. It returns 0 for Go's default.
+// the stack set GOGC or GOMEMLIMIT themselves. It returns 0 for Go's default.
 func engineGOGC(gogc, size int, known, confined, set bool) int {
 	if gogc <= 0 || !known || size > smallState || !confined || set {
 		return 0
@@ -87,12 +87,18 @@ func (r *Runner) gogcSet(w *workspace) bool {
 func sizeKey(w *workspace) string { return w.Name + "\x00" + w.state + "\x00" + w.Stack }
 
 // noteStateSize records the size of w's state just read, as compact
-// JSON whichever way it was read.
-func (r *Runner) noteStateSize(w *workspace, data []byte) {
-	var c bytes.Buffer
-	if err := json.Compact(&c, data); err == nil {
-		r.stateSizes.Store(sizeKey(w), c.Len())
+// JSON: data is compacted only when it is not already (compact false)
+// and its length alone does not say it is small.
+func (r *Runner) noteStateSize(w *workspace, data []byte, compact bool) {
+	n := len(data)
+	if !compact && n > smallState {
+		var c bytes.Buffer
+		if err := json.Compact(&c, data); err != nil {
+			return
+		}
+		n = c.Len()
 	}
+	r.stateSizes.Store(sizeKey(w), n)
 }
 
 // gogcEnv is the engine's variables for a GOGC decided by gogc.

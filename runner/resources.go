@@ -48,14 +48,14 @@ func (r *Runner) exportResources(ctx context.Context, w *workspace) ([]model.Res
 		if err != nil {
 			return nil, fmt.Errorf("stack %s: read the state: %w", w.Name, err)
 		}
-		r.noteStateSize(w, data)
+		r.noteStateSize(w, data, true) // as readCheckpoint writes it
 		return parseExport(data)
 	}
 	out, err := r.pulumi(ctx, w, call{what: "export the state"}, "stack", "export", "--stack", w.Stack)
 	if err != nil {
 		return nil, err
 	}
-	r.noteStateSize(w, []byte(out))
+	r.noteStateSize(w, []byte(out), false)
 	return parseExport([]byte(out))
 }
 

@@ -196,8 +196,8 @@ func (r *Runner) access(w *workspace) Access {
 
 // programEnv is what the program's environment holds in place of the
 // engine's: its own HOME, TMPDIR and PULUMI_HOME, each unless the
-// operator (--env-file) or the stack (envRefs) set it, and no GOGC when
-// the engine's is the runner's (see gc.go).
+// operator (--env-file) or the stack (envRefs) set it, and no GOGC or
+// GOMEMLIMIT when the engine's are the runner's (see gc.go).
 func (r *Runner) programEnv(w *workspace) []string {
 	var env []string
 	for _, kv := range [][2]string{{"HOME", w.programHome()}, {"TMPDIR", w.programTmp()}, {"PULUMI_HOME", w.programPulumiHome()}} {
